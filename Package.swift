@@ -1,0 +1,104 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "LiveSignup",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "signup-server", targets: ["signup-server"]),
+        .library(name: "LiveSignupClient", targets: ["LiveSignupClient"]),
+        .library(name: "MicroHTTPD", targets: ["MicroHTTPD"]),
+        .library(name: "ReactiveValidation", targets: ["ReactiveValidation"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        .package(url: "https://github.com/pointfreeco/combine-schedulers", from: "1.2.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // Layer 0: libmicrohttpd as a C module, plus non-variadic wrappers Swift can call.
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .target(name: "MicroHTTPDShims", dependencies: ["CMicroHTTPD"]),
+
+        // Layer 1: the Swift face of libmicrohttpd. Knows HTTP and SSE, nothing about sign-up.
+        .target(
+            name: "MicroHTTPD",
+            dependencies: ["CMicroHTTPD", "MicroHTTPDShims"]
+        ),
+
+        // Layer 2: reactive validation for any form: rules as data, OpenCombine operators.
+        .target(
+            name: "ReactiveValidation",
+            dependencies: [
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+                .product(name: "CombineSchedulers", package: "combine-schedulers"),
+            ]
+        ),
+
+        // Layer 3: the sign-up domain: policy, view model, account store.
+        .target(
+            name: "SignupDomain",
+            dependencies: [
+                "ReactiveValidation",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+                .product(name: "CombineSchedulers", package: "combine-schedulers"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+
+        // Layer 4: the web app: routes, form sessions, rendering, event encoding.
+        .target(
+            name: "SignupServer",
+            dependencies: [
+                "MicroHTTPD",
+                "SignupDomain",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+                .product(name: "CombineSchedulers", package: "combine-schedulers"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // Layer 5: the thin executable.
+        .executableTarget(
+            name: "signup-server",
+            dependencies: [
+                "SignupServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // A client for programs: form sessions, edits, typed SSE events. Foundation only.
+        .target(name: "LiveSignupClient"),
+
+        .testTarget(
+            name: "ReactiveValidationTests",
+            dependencies: [
+                "ReactiveValidation",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+                .product(name: "CombineSchedulers", package: "combine-schedulers"),
+            ]
+        ),
+        .testTarget(
+            name: "SignupDomainTests",
+            dependencies: [
+                "SignupDomain",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+                .product(name: "CombineSchedulers", package: "combine-schedulers"),
+            ]
+        ),
+        .testTarget(name: "LiveSignupClientTests", dependencies: ["LiveSignupClient"]),
+        .testTarget(
+            name: "SignupServerTests",
+            dependencies: ["SignupServer", "LiveSignupClient", "MicroHTTPD"]
+        ),
+    ]
+)

@@ -1,0 +1,146 @@
+import CMicroHTTPD
+import Foundation
+
+/// One open `text/event-stream` response. Any thread may `send`; libmicrohttpd pulls the
+/// bytes from its own threads.
+///
+/// While nothing is pending the connection is suspended, so an idle stream costs no CPU and
+/// no thread; `send` resumes it. (Returning 0 from the content reader without suspending
+/// would make libmicrohttpd poll the reader in a busy loop.)
+public final class EventStream: Sendable {
+    /// Bytes a slow client may fall behind by before the stream is closed; the client then
+    /// reconnects and starts again from a snapshot instead of the server buffering forever.
+    public static let defaultPendingLimit = 256 * 1024
+
+    private struct State {
+        var pending: [UInt8] = []
+        var readOffset = 0
+        var isClosed = false
+        var isTerminated = false
+        var isSuspended = false
+        var connection: OpaquePointer?
+        var terminationHandlers: [@Sendable () -> Void] = []
+    }
+
+    private let state = Locked(State())
+    private let pendingLimit: Int
+
+    public init(pendingLimit: Int = EventStream.defaultPendingLimit) {
+        self.pendingLimit = pendingLimit
+    }
+
+    /// True once the stream was closed by the server or the client went away.
+    public var isClosed: Bool {
+        state.withLock { $0.isClosed }
+    }
+
+    /// Queues one event. `data` may span lines; each becomes its own `data:` line.
+    public func send(event: String? = nil, data: String, id: String? = nil) {
+        var text = ""
+        if let id { text += "id: \(Self.singleLine(id))\n" }
+        if let event { text += "event: \(Self.singleLine(event))\n" }
+        for line in data.split(separator: "\n", omittingEmptySubsequences: false) {
+            text += "data: \(line)\n"
+        }
+        text += "\n"
+        write(Array(text.utf8))
+    }
+
+    /// Tells the client how many milliseconds to wait before reconnecting.
+    public func send(retry milliseconds: Int) {
+        write(Array("retry: \(milliseconds)\n\n".utf8))
+    }
+
+    /// A comment line: ignored by clients, but proves the connection is alive.
+    public func sendComment(_ comment: String) {
+        write(Array(": \(Self.singleLine(comment))\n\n".utf8))
+    }
+
+    /// Ends the stream after the pending bytes are written.
+    public func close() {
+        state.withLock { state in
+            state.isClosed = true
+            Self.resumeIfSuspended(&state)
+        }
+    }
+
+    /// Runs `handler` once when the stream ends, whoever ended it. Runs at once if it has.
+    public func onTermination(_ handler: @escaping @Sendable () -> Void) {
+        let alreadyTerminated = state.withLock { state -> Bool in
+            if state.isTerminated { return true }
+            state.terminationHandlers.append(handler)
+            return false
+        }
+        if alreadyTerminated { handler() }
+    }
+
+    private func write(_ bytes: [UInt8]) {
+        state.withLock { state in
+            guard !state.isClosed else { return }
+            if state.pending.count - state.readOffset + bytes.count > pendingLimit {
+                // The client is not reading: drop it rather than grow without bound.
+                state.isClosed = true
+            } else {
+                state.pending.append(contentsOf: bytes)
+            }
+            Self.resumeIfSuspended(&state)
+        }
+    }
+
+    private static func resumeIfSuspended(_ state: inout State) {
+        // Resuming a connection that is not suspended is undefined behaviour in
+        // libmicrohttpd, hence the flag, kept under the same lock as the suspend.
+        guard state.isSuspended, let connection = state.connection else { return }
+        state.isSuspended = false
+        MHD_resume_connection(connection)
+    }
+
+    private static func singleLine(_ text: String) -> String {
+        text.contains(where: \.isNewline) ? String(text.filter { !$0.isNewline }) : text
+    }
+
+    // MARK: Called by the daemon
+
+    func attach(to connection: OpaquePointer) {
+        state.withLock { $0.connection = connection }
+    }
+
+    /// Fills `buffer` for libmicrohttpd; suspends the connection when nothing is pending.
+    func read(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
+        state.withLock { state in
+            let available = state.pending.count - state.readOffset
+            if available > 0 {
+                let count = min(available, capacity)
+                state.pending.withUnsafeBufferPointer { source in
+                    UnsafeMutableRawPointer(buffer).copyMemory(
+                        from: source.baseAddress! + state.readOffset, byteCount: count)
+                }
+                state.readOffset += count
+                if state.readOffset == state.pending.count {
+                    state.pending.removeAll(keepingCapacity: state.pending.capacity <= 16 * 1024)
+                    state.readOffset = 0
+                }
+                return count
+            }
+            if state.isClosed { return Int(MHD_CONTENT_READER_END_OF_STREAM) }
+            guard let connection = state.connection else { return Int(MHD_CONTENT_READER_END_OF_STREAM) }
+            state.isSuspended = true
+            MHD_suspend_connection(connection)
+            return 0
+        }
+    }
+
+    /// libmicrohttpd is done with the response (client gone, error, or end of stream).
+    func terminate() {
+        let handlers = state.withLock { state -> [@Sendable () -> Void] in
+            state.isClosed = true
+            state.isTerminated = true
+            state.isSuspended = false
+            state.connection = nil
+            state.pending = []
+            defer { state.terminationHandlers = [] }
+            return state.terminationHandlers
+        }
+        for handler in handlers { handler() }
+    }
+}

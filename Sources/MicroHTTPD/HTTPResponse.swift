@@ -1,0 +1,54 @@
+import Foundation
+
+/// What a responder answers: a status, headers and either bytes or a live event stream.
+public struct HTTPResponse: Sendable {
+    public enum Body: Sendable {
+        case bytes([UInt8])
+        /// Keeps the connection open and writes whatever is sent to the stream.
+        case eventStream(EventStream)
+    }
+
+    public var status: HTTPStatus
+    public var headers: HTTPHeaders
+    public var body: Body
+
+    public init(status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(), body: Body = .bytes([])) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public init(status: HTTPStatus, contentType: String, body: [UInt8], headers: HTTPHeaders = HTTPHeaders()) {
+        var headers = headers
+        headers.set("Content-Type", contentType)
+        self.init(status: status, headers: headers, body: .bytes(body))
+    }
+
+    public static func text(_ text: String, status: HTTPStatus = .ok) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "text/plain; charset=utf-8", body: Array(text.utf8))
+    }
+
+    public static func html(_ html: String, status: HTTPStatus = .ok) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "text/html; charset=utf-8", body: Array(html.utf8))
+    }
+
+    public static func json(_ json: String, status: HTTPStatus = .ok) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "application/json", body: Array(json.utf8))
+    }
+
+    /// A `text/event-stream` response that stays open; events are written to `stream`.
+    public static func eventStream(_ stream: EventStream, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        var headers = headers
+        headers.set("Content-Type", "text/event-stream; charset=utf-8")
+        headers.set("Cache-Control", "no-store")
+        // Tells reverse proxies such as nginx not to buffer the stream.
+        headers.set("X-Accel-Buffering", "no")
+        return HTTPResponse(status: .ok, headers: headers, body: .eventStream(stream))
+    }
+}
+
+/// Answers requests. Called on libmicrohttpd's worker threads, so it must be quick and
+/// thread-safe: hand slow work to other queues and answer with an event stream or later.
+public protocol HTTPResponder: Sendable {
+    func respond(to request: HTTPRequest) -> HTTPResponse
+}

@@ -1,0 +1,36 @@
+/// How an `HTTPServer` listens and what it allows.
+public struct HTTPServerConfiguration: Sendable {
+    /// Address or host name to bind, e.g. "127.0.0.1" or "::1".
+    public var host: String
+    /// 0 lets the kernel pick a free port; read it from `HTTPServer.port`.
+    public var port: UInt16
+    /// epoll worker threads. Connections are multiplexed on them, never a thread each.
+    public var workerThreads: Int
+    /// Open connections at most, event streams included.
+    public var connectionLimit: Int
+    /// Seconds an idle keep-alive connection is kept. Event streams are exempt while they
+    /// wait for events (they are suspended); heartbeats catch dead peers instead.
+    public var idleTimeoutSeconds: Int
+    /// Request bodies over this size are discarded and flagged, never buffered.
+    public var maxBodyBytes: Int
+    /// How often open event streams get a comment line so dead peers are noticed.
+    public var heartbeatIntervalSeconds: Double
+
+    public init(
+        host: String = "127.0.0.1",
+        port: UInt16 = 8080,
+        workerThreads: Int = 2,
+        connectionLimit: Int = 10_000,
+        idleTimeoutSeconds: Int = 60,
+        maxBodyBytes: Int = 16 * 1024,
+        heartbeatIntervalSeconds: Double = 15
+    ) {
+        self.host = host
+        self.port = port
+        self.workerThreads = workerThreads
+        self.connectionLimit = connectionLimit
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.maxBodyBytes = maxBodyBytes
+        self.heartbeatIntervalSeconds = heartbeatIntervalSeconds
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// A decoded `application/x-www-form-urlencoded` body (WHATWG URL standard §5.1).
+public struct URLEncodedForm: Sendable {
+    public enum DecodingError: Error, Equatable, CustomStringConvertible {
+        case invalidPercentEncoding
+        case invalidUTF8
+
+        public var description: String {
+            switch self {
+            case .invalidPercentEncoding: return "The form body has a malformed percent-escape."
+            case .invalidUTF8: return "The form body is not valid UTF-8."
+            }
+        }
+    }
+
+    public let fields: [(name: String, value: String)]
+
+    public init(fields: [(name: String, value: String)]) {
+        self.fields = fields
+    }
+
+    public init(decoding body: [UInt8]) throws(DecodingError) {
+        var fields: [(String, String)] = []
+        for pair in body.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            let name = try Self.decodeComponent(parts[0])
+            let value = parts.count > 1 ? try Self.decodeComponent(parts[1]) : ""
+            fields.append((name, value))
+        }
+        self.fields = fields
+    }
+
+    /// The first value with that name.
+    public subscript(name: String) -> String? {
+        fields.first { $0.name == name }?.value
+    }
+
+    static func decodeComponent(_ bytes: ArraySlice<UInt8>) throws(DecodingError) -> String {
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "+"):
+                decoded.append(UInt8(ascii: " "))
+                index += 1
+            case UInt8(ascii: "%"):
+                guard index + 2 < bytes.endIndex,
+                      let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+                else { throw .invalidPercentEncoding }
+                decoded.append(high << 4 | low)
+                index += 3
+            default:
+                decoded.append(byte)
+                index += 1
+            }
+        }
+        guard let string = String(validating: decoded, as: UTF8.self) else { throw .invalidUTF8 }
+        return string
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,37 @@
+#ifndef MICROHTTPD_SHIMS_H
+#define MICROHTTPD_SHIMS_H
+
+#include <microhttpd.h>
+#include <stdint.h>
+
+/// Everything Swift needs to start a daemon. libmicrohttpd's own start function is
+/// C-variadic, which Swift cannot call, so this struct carries the options instead.
+typedef struct mhd_shim_daemon_config {
+    /// Dotted IPv4, IPv6 literal or host name to bind; NULL binds every IPv4 address.
+    const char *host;
+    /// 0 asks the kernel for a free port (read it back with mhd_shim_bound_port).
+    uint16_t port;
+    unsigned int thread_pool_size;
+    unsigned int connection_limit;
+    /// Seconds of inactivity before a (non-suspended) connection is closed; 0 = never.
+    unsigned int connection_timeout;
+    /// Bytes of memory each connection may use for headers and buffers.
+    size_t connection_memory_limit;
+    MHD_AccessHandlerCallback access_handler;
+    void *access_handler_cls;
+    MHD_RequestCompletedCallback completed_handler;
+    void *completed_handler_cls;
+} mhd_shim_daemon_config;
+
+/// Starts an epoll daemon with a worker thread pool and suspend/resume enabled.
+/// Returns NULL on failure and writes a readable reason into `error` (may be NULL).
+struct MHD_Daemon *mhd_shim_start_daemon(const mhd_shim_daemon_config *config,
+                                         char *error, size_t error_capacity);
+
+/// The port the daemon listens on (useful after binding port 0); 0 if unknown.
+uint16_t mhd_shim_bound_port(struct MHD_Daemon *daemon);
+
+/// Raises the soft open-file limit to the hard limit; returns the new soft limit.
+unsigned long mhd_shim_raise_open_file_limit(void);
+
+#endif

@@ -1,0 +1,34 @@
+/// A synchronous validation rule: a requirement, the check that decides it, and the message
+/// to show when it is the first unmet rule of its field.
+public struct Rule<Value>: Sendable {
+    public let requirement: Requirement
+    public let isMet: @Sendable (Value) -> Bool
+    public let message: @Sendable (Value) -> String
+
+    public init(
+        id: String,
+        text: String,
+        message: @escaping @Sendable (Value) -> String,
+        isMet: @escaping @Sendable (Value) -> Bool
+    ) {
+        self.requirement = Requirement(id: id, text: text)
+        self.isMet = isMet
+        self.message = message
+    }
+
+    public init(id: String, text: String, message: String, isMet: @escaping @Sendable (Value) -> Bool) {
+        self.init(id: id, text: text, message: { _ in message }, isMet: isMet)
+    }
+
+    public var id: String { requirement.id }
+
+    public func state(for value: Value) -> RequirementState {
+        isMet(value) ? .met : .unmet
+    }
+
+    /// The same rule applied to a part of a larger value.
+    public func pullback<Whole>(_ part: @escaping @Sendable (Whole) -> Value) -> Rule<Whole> {
+        Rule<Whole>(id: requirement.id, text: requirement.text,
+                    message: { message(part($0)) }, isMet: { isMet(part($0)) })
+    }
+}

@@ -1,0 +1,9 @@
+/// Where accounts live. A protocol so another engine can replace SQLite later.
+public protocol AccountStore: Sendable {
+    /// Whether a username (compared in canonical form, see `Username.canonical`) is in use.
+    func isUsernameTaken(_ username: String) throws -> Bool
+
+    /// Adds accounts that cannot sign in, so their names show as taken (for demos and tests).
+    /// Names already present are skipped.
+    func reserveUsernames(_ usernames: [String]) throws
+}

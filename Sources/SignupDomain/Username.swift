@@ -1,0 +1,25 @@
+import Foundation
+
+/// Username text rules shared by the policy and the store.
+public enum Username {
+    /// The form compared for uniqueness: Unicode NFKC with case folding, so "Alice",
+    /// "ALICE" and full-width "Ａｌｉｃｅ" are one name.
+    public static func canonical(_ username: String) -> String {
+        username.precomposedStringWithCompatibilityMapping
+            .folding(options: [.caseInsensitive], locale: nil)
+            .precomposedStringWithCompatibilityMapping
+    }
+
+    /// Letters and decimal digits of any script, plus ".", "-" and "_".
+    public static func hasAllowedCharacters(_ username: String) -> Bool {
+        username.unicodeScalars.allSatisfy { scalar in
+            switch scalar.properties.generalCategory {
+            case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+                 .decimalNumber, .nonspacingMark, .spacingMark:
+                return true
+            default:
+                return scalar == "." || scalar == "-" || scalar == "_"
+            }
+        }
+    }
+}
