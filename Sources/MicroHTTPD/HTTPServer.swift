@@ -128,6 +128,7 @@ public final class HTTPServer: Sendable {
             }
         case .eventStream(let stream):
             guard register(stream) else {
+                stream.terminate()
                 return queue(.text("The server is shutting down.", status: .serviceUnavailable), on: connection)
             }
             stream.attach(to: connection)

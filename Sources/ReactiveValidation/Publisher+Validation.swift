@@ -5,30 +5,54 @@ import Combine
 import OpenCombineShim
 #endif
 
-extension Publisher where Failure == Never {
-    /// The state of `rule` for every value, repeating nothing unchanged.
-    public func requirementState(_ rule: Rule<Output>) -> AnyPublisher<RequirementState, Never> {
-        map(rule.state(for:))
+extension Publisher where Failure == Never, Output: Equatable {
+    /// Evaluates every value against a field's synchronous rules, plus an optional
+    /// asynchronous rule, emitting one `FieldEvaluation` per distinct result.
+    ///
+    /// The asynchronous rule's state is `unmet` for ineligible values (never checked), and
+    /// for eligible ones `pending` from the moment they appear until the answer *for that
+    /// same value* arrives. Checks start only after the value has been still for `debounce`,
+    /// a repeated value is not checked again, and a newer value cancels the check of an
+    /// older one (`switchToLatest`), so a slow stale answer can never overwrite the current
+    /// one. Each value produces exactly one evaluation, never a half-updated one.
+    public func validate<S: Scheduler>(
+        with rules: FieldRules<Output>,
+        asyncRule: AsyncRule<Output>? = nil,
+        debounce: S.SchedulerTimeType.Stride,
+        scheduler: S
+    ) -> AnyPublisher<FieldEvaluation<Output>, Never> {
+        // `self` is subscribed twice (values and answers), not `share()`d: a shared publisher
+        // would hand its current value to the first subscriber only.
+        let answers: AnyPublisher<Answer<Output>?, Never>
+        if let asyncRule {
+            answers = debounceAnswers(asyncRule, debounce: debounce, scheduler: scheduler)
+        } else {
+            answers = Just(nil).eraseToAnyPublisher()
+        }
+        return combineLatest(answers)
+            .map { value, answer in
+                var states = rules.rules.map { $0.state(for: value) }
+                if let asyncRule {
+                    if !asyncRule.isEligible(value) {
+                        states.append(.unmet)
+                    } else if let answer, answer.value == value {
+                        states.append(answer.state)
+                    } else {
+                        states.append(.pending)
+                    }
+                }
+                return FieldEvaluation(value: value, states: states)
+            }
             .removeDuplicates()
             .eraseToAnyPublisher()
     }
 
-    /// The state of an asynchronous rule for the latest value.
-    ///
-    /// Ineligible values are `unmet` at once and never checked. Eligible ones are `pending`
-    /// from the moment they appear until the answer *for that same value* arrives. Checks
-    /// start only after the value has been still for `debounce`, repeated values are not
-    /// checked again, and a newer value cancels the check of an older one
-    /// (`switchToLatest`), so a slow stale answer can never overwrite the current one.
-    public func asyncRequirementState<S: Scheduler>(
+    private func debounceAnswers<S: Scheduler>(
         _ rule: AsyncRule<Output>,
         debounce: S.SchedulerTimeType.Stride,
         scheduler: S
-    ) -> AnyPublisher<RequirementState, Never> where Output: Equatable {
-        // Subscribes to `self` twice (values and answers). Not `share()`d on purpose: a shared
-        // publisher would give its current value only to the first subscriber.
-        let answers = self
-            .debounce(for: debounce, scheduler: scheduler)
+    ) -> AnyPublisher<Answer<Output>?, Never> {
+        self.debounce(for: debounce, scheduler: scheduler)
             .removeDuplicates()
             .map { value -> AnyPublisher<Answer<Output>?, Never> in
                 guard rule.isEligible(value) else { return Just(nil).eraseToAnyPublisher() }
@@ -39,20 +63,12 @@ extension Publisher where Failure == Never {
             }
             .switchToLatest()
             .prepend(nil)
-
-        return combineLatest(answers)
-            .map { value, answer -> RequirementState in
-                guard rule.isEligible(value) else { return .unmet }
-                guard let answer, answer.value == value else { return .pending }
-                return answer.state
-            }
-            .removeDuplicates()
             .eraseToAnyPublisher()
     }
 }
 
 /// An asynchronous answer remembered with the value it answers.
-private struct Answer<Value> {
+struct Answer<Value> {
     let value: Value
     let state: RequirementState
 }

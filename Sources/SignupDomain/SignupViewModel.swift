@@ -59,16 +59,18 @@ public final class SignupViewModel {
             message: policy.usernameTakenMessage,
             isEligible: { usernameRules.allMet(by: $0) },
             check: { availabilityChecker.availability(of: $0) })
-        let availabilityState = $username.asyncRequirementState(
-            availability, debounce: availabilityDebounce, scheduler: scheduler)
 
-        bind(.username, value: $username, rules: policy.username,
-             extra: [(availability.requirement, policy.usernameTakenMessage, availabilityState)])
-        bind(.email, value: $email, rules: policy.email)
-        bind(.password, value: $password, rules: policy.password)
-        bind(.confirm,
-             value: Publishers.CombineLatest($password, $confirm).map(PasswordConfirmation.init),
-             rules: policy.confirm)
+        bind(.username, rules: policy.username, extraMessages: [policy.usernameTakenMessage],
+             evaluations: $username.validate(with: policy.username, asyncRule: availability,
+                                             debounce: availabilityDebounce, scheduler: scheduler))
+        bind(.email, rules: policy.email,
+             evaluations: $email.validate(with: policy.email, debounce: availabilityDebounce, scheduler: scheduler))
+        bind(.password, rules: policy.password,
+             evaluations: $password.validate(with: policy.password, debounce: availabilityDebounce, scheduler: scheduler))
+        bind(.confirm, rules: policy.confirm,
+             evaluations: Publishers.CombineLatest($password, $confirm)
+                .map(PasswordConfirmation.init)
+                .validate(with: policy.confirm, debounce: availabilityDebounce, scheduler: scheduler))
 
         let estimator = policy.strengthEstimator
         $password
@@ -84,17 +86,19 @@ public final class SignupViewModel {
 
     /// Wires one field: its requirement states into `requirementStates`, and its verdict
     /// into `fieldValidations` once the field may show problems.
-    private func bind<Value, P: Publisher>(
+    private func bind<Value>(
         _ field: SignupField,
-        value: P,
         rules: FieldRules<Value>,
-        extra: [(requirement: Requirement, message: String, state: AnyPublisher<RequirementState, Never>)] = []
-    ) where P.Output == Value, P.Failure == Never {
-        let ids = rules.rules.map(\.id) + extra.map(\.requirement.id)
-        let states = Publishers.combineLatestMany(
-            rules.rules.map { value.requirementState($0) } + extra.map(\.state))
-
-        states
+        extraMessages: [String] = [],
+        evaluations: AnyPublisher<FieldEvaluation<Value>, Never>
+    ) {
+        let ids = policy.requirements(for: field).map(\.id)
+        // Both pipelines below must see the same evaluations without running the field's
+        // checks (and its availability look-ups) twice: multicast, connected once both listen.
+        let shared = evaluations.multicast(subject: PassthroughSubject<FieldEvaluation<Value>, Never>())
+        shared
+            .map(\.states)
+            .removeDuplicates()
             .sink { [weak self] states in
                 guard let self else { return }
                 var updated = requirementStates
@@ -106,18 +110,19 @@ public final class SignupViewModel {
         let isShown = Publishers.CombineLatest($touchedFields, $submitAttempted)
             .map { touched, submitted in submitted || touched.contains(field) }
             .removeDuplicates()
-        Publishers.CombineLatest3(value, states, isShown)
-            .map { value, states, isShown in
-                let messages = rules.rules.map { $0.message(value) } + extra.map(\.message)
+        Publishers.CombineLatest(shared, isShown)
+            .map { evaluation, isShown in
+                let messages = rules.rules.map { $0.message(evaluation.value) } + extraMessages
                 return FieldValidation.decide(
-                    outcomes: Array(zip(states, messages)),
+                    outcomes: Array(zip(evaluation.states, messages)),
                     emptyMessage: rules.emptyMessage,
-                    isEmpty: rules.isEmpty(value),
+                    isEmpty: rules.isEmpty(evaluation.value),
                     isShown: isShown)
             }
             .removeDuplicates()
             .sink { [weak self] validation in self?.fieldValidations[field] = validation }
             .store(in: &subscriptions)
+        shared.connect().store(in: &subscriptions)
     }
 
     /// The value of an input field by its protocol name.

@@ -1,0 +1,164 @@
+import CombineSchedulers
+import Foundation
+import MicroHTTPD
+import SignupDomain
+#if canImport(Combine)
+import Combine
+#else
+import OpenCombineShim
+#endif
+
+/// The server side of one page view: its view model, the edits applied to it, and the event
+/// streams listening to it.
+///
+/// All state lives on one serial queue, which is also the view model's scheduler, so edits,
+/// debounced look-ups and stream (un)subscriptions never race. Data flows one way:
+/// edit → view model → changed outputs → events → every open stream.
+final class FormSession: @unchecked Sendable {
+    let token: String
+    private let queue: DispatchQueue
+    private let viewModel: SignupViewModel
+    private let requirementOrder: [String]
+
+    // Touched only on `queue`.
+    private var rev = 0
+    private var lastAppliedSeq: [SignupField: UInt64] = [:]
+    private var publishedOutputs: FormOutputs
+    private var nextEventID = 1
+    private var streams: [ObjectIdentifier: EventStream] = [:]
+    private var outputsSubscription: AnyCancellable?
+    /// While an edit is being applied the view model passes through intermediate states
+    /// (one field's outputs updated, another's not yet); publish only the settled result.
+    private var isApplyingEdit = false
+
+    /// Written on `queue`, read by the registry's sweeper from any thread.
+    private let activity: ActivityClock
+
+    init(
+        token: String,
+        policy: SignupPolicy,
+        availabilityChecker: any UsernameAvailabilityChecking,
+        availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride,
+        now: @escaping @Sendable () -> Date
+    ) {
+        self.token = token
+        let queue = DispatchQueue(label: "form-session")
+        self.queue = queue
+        self.activity = ActivityClock(now: now)
+        self.requirementOrder = policy.allRequirements.map(\.id)
+        let viewModel = SignupViewModel(
+            policy: policy,
+            availabilityChecker: availabilityChecker,
+            scheduler: queue.eraseToAnyScheduler(),
+            availabilityDebounce: availabilityDebounce)
+        self.viewModel = viewModel
+        self.publishedOutputs = Self.outputs(of: viewModel)
+        self.outputsSubscription = Publishers.CombineLatest4(
+            viewModel.$requirementStates, viewModel.$fieldValidations,
+            viewModel.$strength, viewModel.$isSubmitEnabled
+        )
+        .map(FormOutputs.init)
+        .sink { [weak self] outputs in
+            // Outside an edit (e.g. an availability answer arriving) changes go out at once.
+            guard let self, !self.isApplyingEdit else { return }
+            self.publish(outputs)
+        }
+    }
+
+    private static func outputs(of viewModel: SignupViewModel) -> FormOutputs {
+        FormOutputs(requirements: viewModel.requirementStates, validations: viewModel.fieldValidations,
+                    strength: viewModel.strength, isSubmitEnabled: viewModel.isSubmitEnabled)
+    }
+
+    /// The result of an edit: its rev, or the current rev when it was stale and ignored.
+    struct EditResult: Equatable {
+        let rev: Int
+        let applied: Bool
+    }
+
+    /// Applies an edit unless a newer one for the same field was already applied.
+    func apply(field: SignupField, value: String, seq: UInt64, touched: Bool) -> EditResult {
+        queue.sync {
+            activity.touch()
+            if let last = lastAppliedSeq[field], seq <= last {
+                return EditResult(rev: rev, applied: false)
+            }
+            lastAppliedSeq[field] = seq
+            // Bump first: events caused by this edit carry its rev.
+            rev += 1
+            isApplyingEdit = true
+            if viewModel.value(of: field) != value { viewModel.setValue(value, for: field) }
+            if touched && !viewModel.touchedFields.contains(field) { viewModel.touchedFields.insert(field) }
+            isApplyingEdit = false
+            publish(Self.outputs(of: viewModel))
+            return EditResult(rev: rev, applied: true)
+        }
+    }
+
+    /// Starts a stream with the reconnect delay and a full snapshot, then sends it changes.
+    func attach(_ stream: EventStream, retryMilliseconds: Int) {
+        queue.sync {
+            activity.touch()
+            stream.send(retry: retryMilliseconds)
+            send(.snapshot(publishedOutputs), to: [stream])
+            streams[ObjectIdentifier(stream)] = stream
+            activity.setOpenStreams(streams.count)
+        }
+        stream.onTermination { [weak self, weak stream] in
+            guard let self, let stream else { return }
+            queue.async {
+                self.streams[ObjectIdentifier(stream)] = nil
+                self.activity.setOpenStreams(self.streams.count)
+                self.activity.touch()
+            }
+        }
+    }
+
+    /// Ends every open stream (the session is expiring or the server stopping).
+    func closeStreams() {
+        queue.sync {
+            for stream in streams.values { stream.close() }
+        }
+    }
+
+    var lastActivity: Date { activity.last }
+    var hasOpenStreams: Bool { activity.openStreams > 0 }
+
+    private func publish(_ outputs: FormOutputs) {
+        let events = outputs.changes(since: publishedOutputs, requirementOrder: requirementOrder)
+        publishedOutputs = outputs
+        guard !events.isEmpty, !streams.isEmpty else { return }
+        let targets = Array(streams.values)
+        for event in events { send(event, to: targets) }
+    }
+
+    private func send(_ event: FormEvent, to targets: [EventStream]) {
+        let data = FormEventEncoder.data(for: event, rev: rev)
+        let id = String(nextEventID)
+        nextEventID += 1
+        for stream in targets { stream.send(event: event.name, data: data, id: id) }
+    }
+}
+
+/// When a session was last used and whether anyone is listening, readable from any thread.
+final class ActivityClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private let now: @Sendable () -> Date
+    private var lastValue: Date
+    private var openStreamCount = 0
+
+    init(now: @escaping @Sendable () -> Date) {
+        self.now = now
+        self.lastValue = now()
+    }
+
+    func touch() {
+        let date = now()
+        lock.withLock { lastValue = date }
+    }
+
+    func setOpenStreams(_ count: Int) { lock.withLock { openStreamCount = count } }
+
+    var last: Date { lock.withLock { lastValue } }
+    var openStreams: Int { lock.withLock { openStreamCount } }
+}

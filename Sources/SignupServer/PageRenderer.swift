@@ -1,0 +1,101 @@
+import Foundation
+import Mustache
+import ReactiveValidation
+import SignupDomain
+
+/// Renders the HTML pages from the Mustache templates in Templates/.
+struct PageRenderer: Sendable {
+    enum LoadError: Error, CustomStringConvertible {
+        case missingTemplate(String, directory: String)
+        var description: String {
+            switch self {
+            case .missingTemplate(let name, let directory):
+                return "Template '\(name).mustache' not found in \(directory)"
+            }
+        }
+    }
+
+    private let library: MustacheLibrary
+    static let serviceName = "LiveSignup"
+
+    init(directory: URL) throws {
+        var templates: [String: MustacheTemplate] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        where name.hasSuffix(".mustache") {
+            let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+            templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text)
+        }
+        for required in ["signup"] where templates[required] == nil {
+            throw LoadError.missingTemplate(required, directory: directory.path)
+        }
+        library = MustacheLibrary(templates: templates)
+    }
+
+    /// What the sign-up page shows for a form: values (never passwords), checklist states,
+    /// messages, strength.
+    struct SignupPage {
+        var token: String
+        var values: [SignupField: String]
+        var requirementStates: [String: RequirementState]
+        var messages: [SignupField: String]
+        var strength: PasswordStrength
+    }
+
+    func renderSignup(_ page: SignupPage, policy: SignupPolicy, assets: StaticAssets) -> String {
+        let fields: [[String: Any]] = SignupField.allCases.map { field in
+            let message = page.messages[field] ?? ""
+            return [
+                "name": field.rawValue,
+                "label": field.label,
+                "inputType": Self.inputType(field),
+                "autocomplete": Self.autocomplete(field),
+                "value": field.isSecret ? "" : page.values[field] ?? "",
+                "message": message,
+                "hasMessage": !message.isEmpty,
+                "showsStrength": field == .password,
+                "requirements": policy.requirements(for: field).map { requirement -> [String: Any] in
+                    let state = page.requirementStates[requirement.id] ?? .unmet
+                    return ["id": requirement.id, "text": requirement.text,
+                            "state": state.rawValue, "stateText": Self.stateText(state)]
+                },
+            ]
+        }
+        let context: [String: Any] = [
+            "title": "Create an account",
+            "serviceName": Self.serviceName,
+            "token": page.token,
+            "scriptURL": assets.url(for: "app.js"),
+            "stylesheetURL": assets.url(for: "style.css"),
+            "formAction": "/signup",
+            "fields": fields,
+            "strength": ["score": page.strength.score, "label": page.strength.label],
+            "submitLabel": "Sign up",
+        ]
+        return library.render(context, withTemplate: "signup") ?? ""
+    }
+
+    static func inputType(_ field: SignupField) -> String {
+        switch field {
+        case .username: return "text"
+        case .email: return "email"
+        case .password, .confirm: return "password"
+        }
+    }
+
+    static func autocomplete(_ field: SignupField) -> String {
+        switch field {
+        case .username: return "username"
+        case .email: return "email"
+        case .password, .confirm: return "new-password"
+        }
+    }
+
+    /// The words a screen reader hears after a requirement (colour is never the only signal).
+    static func stateText(_ state: RequirementState) -> String {
+        switch state {
+        case .met: return "met"
+        case .unmet: return "not met"
+        case .pending: return "checking"
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Logging
+import MicroHTTPD
+import SignupDomain
+
+/// Routes every request of the sign-up app. Runs on libmicrohttpd's worker threads; each
+/// handler is quick (an in-memory session, a template render) and never blocks on I/O.
+struct SignupRoutes: HTTPResponder {
+    let sessions: FormSessionRegistry
+    let renderer: PageRenderer
+    let assets: StaticAssets
+    let policy: SignupPolicy
+    let maxBodyBytes: Int
+    let retryMilliseconds: Int
+    let logger: Logger
+
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        if request.bodyExceededLimit { return APIError.bodyTooLarge(limit: maxBodyBytes).response }
+        switch request.path {
+        case "/":
+            guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
+            return signupPage()
+        case "/events":
+            guard isRead(request.method) else { return methodNotAllowed(allow: "GET") }
+            return events(request)
+        case "/fields":
+            guard request.method == "POST" else { return methodNotAllowed(allow: "POST") }
+            return fieldEdit(request)
+        default:
+            if request.path.hasPrefix("/static/") {
+                guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
+                let name = String(request.path.dropFirst("/static/".count))
+                return assets.response(for: request, name: name) ?? APIError.notFound.response
+            }
+            return APIError.notFound.response
+        }
+    }
+
+    private func isRead(_ method: String) -> Bool {
+        method == "GET" || method == "HEAD"
+    }
+
+    private func methodNotAllowed(allow: String) -> HTTPResponse {
+        var response = APIError(status: .methodNotAllowed, code: "method_not_allowed",
+                                message: "This address only accepts \(allow).").response
+        response.headers.add("Allow", allow)
+        return response
+    }
+
+    // MARK: GET /
+
+    private func signupPage() -> HTTPResponse {
+        let session: FormSession
+        do {
+            session = try sessions.create()
+        } catch {
+            logger.warning("Refused a new form session: the session limit is reached")
+            var response = APIError(status: .serviceUnavailable, code: "too_many_sessions",
+                                    message: "Too many sign-ups are in progress. Please try again in a minute.").response
+            response.headers.add("Retry-After", "60")
+            return response
+        }
+        let page = PageRenderer.SignupPage(
+            token: session.token, values: [:],
+            requirementStates: Dictionary(uniqueKeysWithValues: policy.allRequirements.map { ($0.id, .unmet) }),
+            messages: [:], strength: .none)
+        var response = HTTPResponse.html(renderer.renderSignup(page, policy: policy, assets: assets))
+        // Each page view is its own form session: never serve one from a cache.
+        response.headers.add("Cache-Control", "no-store")
+        response.headers.add("X-Content-Type-Options", "nosniff")
+        response.headers.add("Referrer-Policy", "same-origin")
+        response.headers.add("Content-Security-Policy",
+                             "default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+        return response
+    }
+
+    // MARK: GET /events
+
+    private func events(_ request: HTTPRequest) -> HTTPResponse {
+        guard let token = request.queryValue("token"), !token.isEmpty else {
+            return APIError.missingParameter("token").response
+        }
+        guard let session = sessions.session(for: token) else { return APIError.unknownSession.response }
+        let stream = EventStream()
+        session.attach(stream, retryMilliseconds: retryMilliseconds)
+        return .eventStream(stream)
+    }
+
+    // MARK: POST /fields
+
+    private func fieldEdit(_ request: HTTPRequest) -> HTTPResponse {
+        guard request.mediaType == "application/x-www-form-urlencoded" else {
+            return APIError(status: .unsupportedMediaType, code: "unsupported_media_type",
+                            message: "Send the edit as application/x-www-form-urlencoded.").response
+        }
+        let form: URLEncodedForm
+        do {
+            form = try URLEncodedForm(decoding: request.body)
+        } catch {
+            return APIError(status: .badRequest, code: "invalid_form", message: error.description).response
+        }
+        for name in ["token", "field", "value", "seq"] where form[name] == nil {
+            return APIError.missingParameter(name).response
+        }
+        guard let field = SignupField(rawValue: form["field"]!) else {
+            let known = SignupField.allCases.map(\.rawValue).joined(separator: ", ")
+            return APIError(status: .badRequest, code: "unknown_field",
+                            message: "Unknown field '\(form["field"]!)'. Expected one of: \(known).").response
+        }
+        guard let seq = UInt64(form["seq"]!) else {
+            return APIError(status: .badRequest, code: "invalid_seq",
+                            message: "'seq' must be a non-negative whole number, counting up with each edit of a field.").response
+        }
+        guard let session = sessions.session(for: form["token"]!) else { return APIError.unknownSession.response }
+        let touched = form["touched"] == "1" || form["touched"] == "true"
+        let result = session.apply(field: field, value: form["value"]!, seq: seq, touched: touched)
+        var response = HTTPResponse.json("{\"applied\":\(result.applied),\"rev\":\(result.rev)}", status: .accepted)
+        response.headers.add("X-Rev", String(result.rev))
+        response.headers.add("Cache-Control", "no-store")
+        return response
+    }
+}
