@@ -98,7 +98,10 @@ let package = Package(
         .testTarget(name: "LiveSignupClientTests", dependencies: ["LiveSignupClient"]),
         .testTarget(
             name: "SignupServerTests",
-            dependencies: ["SignupServer", "LiveSignupClient", "MicroHTTPD"]
+            dependencies: [
+                "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
     ]
 )

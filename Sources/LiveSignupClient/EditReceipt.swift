@@ -1,0 +1,14 @@
+/// The answer to `POST /fields`.
+public struct EditReceipt: Equatable, Sendable {
+    /// The session's rev after this request: the edit's own number when applied, the current
+    /// rev when it was ignored.
+    public var rev: Int
+    /// `false` when the server ignored the edit because its `seq` was not newer than the last
+    /// applied one for the field.
+    public var applied: Bool
+
+    public init(rev: Int, applied: Bool) {
+        self.rev = rev
+        self.applied = applied
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Entry point for programs and tests talking to a LiveSignup server.
+public struct SignupClient: Sendable {
+    /// The server root; `/`, `/fields` and `/events` are resolved against it.
+    public let baseURL: URL
+    /// Used for `GET /` and `POST /fields`. Event streams use their own delegate-based session.
+    public let session: URLSession
+    /// Delay before an event stream reconnects until the server sends `retry:`.
+    public let reconnectionTime: Duration
+    /// Caps every reconnect delay, including the server's `retry: 2000`; tests set it low so a
+    /// reconnect does not cost two seconds.
+    public let maximumReconnectionTime: Duration?
+
+    public init(
+        baseURL: URL,
+        session: URLSession = .shared,
+        reconnectionTime: Duration = .seconds(2),
+        maximumReconnectionTime: Duration? = nil
+    ) {
+        self.baseURL = baseURL
+        self.session = session
+        self.reconnectionTime = reconnectionTime
+        self.maximumReconnectionTime = maximumReconnectionTime
+    }
+
+    /// `GET /`: creates a form session on the server and returns it with its token.
+    /// - Throws: `SignupClientError.http` for a non-2xx answer, `.missingToken` when the page
+    ///   has no hidden token input, or the URLSession error.
+    public func openForm() async throws -> FormSession {
+        var request = URLRequest(url: baseURL)
+        request.setValue("text/html", forHTTPHeaderField: "Accept")
+        let (data, response) = try await send(request)
+        guard (200..<300).contains(response.statusCode) else {
+            throw SignupClientError.http(status: response.statusCode, body: data)
+        }
+        let html = String(decoding: data, as: UTF8.self)
+        guard let token = HTMLInputScanner.hiddenInputValue(named: "token", in: html), !token.isEmpty else {
+            throw SignupClientError.missingToken
+        }
+        return FormSession(client: self, token: token)
+    }
+
+    /// `baseURL` plus a path component and an optional urlencoded query.
+    func url(path: String, query: [(name: String, value: String)] = []) -> URL {
+        let url = baseURL.appendingPathComponent(path)
+        guard !query.isEmpty, var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
+            return url
+        }
+        // Our own encoder, since URLComponents leaves "+" and "&"-safe characters unescaped.
+        components.percentEncodedQuery = FormURLEncoder.encode(query)
+        return components.url ?? url
+    }
+
+    /// Sends a request and insists on an HTTP answer.
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (data, response) = try await session.data(for: request)
+        guard let http = response as? HTTPURLResponse else {
+            throw SignupClientError.invalidResponse("not an HTTP response")
+        }
+        return (data, http)
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import LiveSignupClient
+import Logging
+import SignupDomain
+import SignupServer
+import XCTest
+
+/// A real LiveSignup server on an ephemeral loopback port with a fresh database, for tests
+/// that speak HTTP to it like any other client.
+final class TestServer {
+    static let repositoryRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Names the database holds from the start, so they show as taken.
+    static let takenUsernames = ["alice", "bob"]
+
+    let app: SignupApplication
+    let databaseDirectory: URL
+    let baseURL: URL
+    let client: SignupClient
+
+    init(configure: (inout SignupApplication.Configuration) -> Void = { _ in }) throws {
+        databaseDirectory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("livesignup-tests-\(UUID().uuidString)")
+        let store = try SQLiteAccountStore(path: databaseDirectory.appendingPathComponent("test.sqlite").path)
+        try store.reserveUsernames(Self.takenUsernames)
+        var configuration = SignupApplication.Configuration()
+        configuration.port = 0
+        configuration.publicDirectory = Self.repositoryRoot.appendingPathComponent("Public")
+        configuration.templatesDirectory = Self.repositoryRoot.appendingPathComponent("Templates")
+        // Real time passes in these tests: keep the availability debounce short.
+        configuration.availabilityDebounce = .milliseconds(20)
+        configure(&configuration)
+        var logger = Logger(label: "livesignup-test")
+        logger.logLevel = .warning
+        app = try SignupApplication(configuration: configuration, store: store, logger: logger)
+        try app.start()
+        baseURL = URL(string: "http://127.0.0.1:\(app.port)")!
+        client = SignupClient(baseURL: baseURL)
+    }
+
+    func stop() {
+        app.stop()
+        try? FileManager.default.removeItem(at: databaseDirectory)
+    }
+
+    /// A raw request, for checking statuses, headers and bodies exactly.
+    func request(
+        _ method: String, _ path: String, body: String? = nil,
+        contentType: String? = "application/x-www-form-urlencoded",
+        headers: [String: String] = [:]
+    ) async throws -> (status: Int, headers: [String: String], body: String) {
+        var request = URLRequest(url: URL(string: path, relativeTo: baseURL)!)
+        request.httpMethod = method
+        if let body {
+            request.httpBody = Data(body.utf8)
+            if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+        }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = try XCTUnwrap(response as? HTTPURLResponse)
+        var headerFields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            headerFields[String(describing: name).lowercased()] = String(describing: value)
+        }
+        return (http.statusCode, headerFields, String(decoding: data, as: UTF8.self))
+    }
+}
