@@ -25,7 +25,7 @@ run: build
 
 test: deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
-	swift test --skip-build $(SWIFT_BUILD_FLAGS)
+	swift test --skip-build --disable-swift-testing $(SWIFT_BUILD_FLAGS)
 
 clean:
 	rm -rf .build

@@ -19,6 +19,38 @@ public struct FieldRules<Value>: Sendable {
     }
 }
 
+extension FieldRules where Value: Equatable {
+    /// Every requirement's state for `value`, in rule order with the asynchronous rule last:
+    /// `unmet` when the value is not eligible for checking, its answer when the latest answer
+    /// is for this very value, otherwise `pending`.
+    public func evaluate(
+        _ value: Value, asyncRule: AsyncRule<Value>? = nil, answer: AsyncAnswer<Value>? = nil
+    ) -> FieldEvaluation<Value> {
+        var states = rules.map { $0.state(for: value) }
+        if let asyncRule {
+            if !asyncRule.isEligible(value) {
+                states.append(.unmet)
+            } else if let answer, answer.value == value {
+                states.append(answer.state)
+            } else {
+                states.append(.pending)
+            }
+        }
+        return FieldEvaluation(value: value, states: states)
+    }
+
+    /// The field's verdict for an evaluation, given whether problems may be shown yet.
+    /// `extraMessages` are the asynchronous rule's messages, after the rules' own.
+    public func validation(of evaluation: FieldEvaluation<Value>, extraMessages: [String] = [], isShown: Bool) -> FieldValidation {
+        let messages = rules.map { $0.message(evaluation.value) } + extraMessages
+        return FieldValidation.decide(
+            outcomes: Array(zip(evaluation.states, messages)),
+            emptyMessage: emptyMessage,
+            isEmpty: isEmpty(evaluation.value),
+            isShown: isShown)
+    }
+}
+
 extension FieldRules where Value == String {
     public init(rules: [Rule<String>], emptyMessage: String?) {
         self.init(rules: rules, emptyMessage: emptyMessage, isEmpty: { $0.isEmpty })

@@ -60,17 +60,35 @@ public final class SignupViewModel {
             isEligible: { usernameRules.allMet(by: $0) },
             check: { availabilityChecker.availability(of: $0) })
 
-        bind(.username, rules: policy.username, extraMessages: [policy.usernameTakenMessage],
-             evaluations: $username.validate(with: policy.username, asyncRule: availability,
-                                             debounce: availabilityDebounce, scheduler: scheduler))
-        bind(.email, rules: policy.email,
-             evaluations: $email.validate(with: policy.email, debounce: availabilityDebounce, scheduler: scheduler))
-        bind(.password, rules: policy.password,
-             evaluations: $password.validate(with: policy.password, debounce: availabilityDebounce, scheduler: scheduler))
-        bind(.confirm, rules: policy.confirm,
-             evaluations: Publishers.CombineLatest($password, $confirm)
-                .map(PasswordConfirmation.init)
-                .validate(with: policy.confirm, debounce: availabilityDebounce, scheduler: scheduler))
+        // The whole form is evaluated in one step per change. Separate pipelines per field
+        // would each subscribe to `$password`, and OpenCombine calls a publisher's
+        // subscribers in no fixed order: between two of them the outputs would mix old and
+        // new states (e.g. the button enabling for an instant on an edit that keeps the form
+        // invalid). Availability answers arrive later, on the scheduler, never mid-edit.
+        let inputs = Publishers.CombineLatest4($username, $email, $password, $confirm)
+        let visibility = Publishers.CombineLatest($touchedFields, $submitAttempted)
+        Publishers.CombineLatest3(
+            inputs,
+            $username.latestAnswers(for: availability, debounce: availabilityDebounce, scheduler: scheduler),
+            visibility
+        )
+        .map { inputs, answer, visibility in
+            let (username, email, password, confirm) = inputs
+            return FormEvaluation(
+                policy: policy,
+                username: policy.username.evaluate(username, asyncRule: availability, answer: answer),
+                email: policy.email.evaluate(email),
+                password: policy.password.evaluate(password),
+                confirm: policy.confirm.evaluate(PasswordConfirmation(password: password, confirm: confirm)),
+                shownFields: visibility.1 ? Set(SignupField.allCases) : visibility.0)
+        }
+        .removeDuplicates()
+        .sink { [weak self] evaluation in
+            guard let self else { return }
+            if evaluation.requirementStates != requirementStates { requirementStates = evaluation.requirementStates }
+            if evaluation.fieldValidations != fieldValidations { fieldValidations = evaluation.fieldValidations }
+        }
+        .store(in: &subscriptions)
 
         let estimator = policy.strengthEstimator
         $password
@@ -82,47 +100,6 @@ public final class SignupViewModel {
             .map { $0.values.allSatisfy { $0 == .met } }
             .removeDuplicates()
             .assign(to: &$isSubmitEnabled)
-    }
-
-    /// Wires one field: its requirement states into `requirementStates`, and its verdict
-    /// into `fieldValidations` once the field may show problems.
-    private func bind<Value>(
-        _ field: SignupField,
-        rules: FieldRules<Value>,
-        extraMessages: [String] = [],
-        evaluations: AnyPublisher<FieldEvaluation<Value>, Never>
-    ) {
-        let ids = policy.requirements(for: field).map(\.id)
-        // Both pipelines below must see the same evaluations without running the field's
-        // checks (and its availability look-ups) twice: multicast, connected once both listen.
-        let shared = evaluations.multicast(subject: PassthroughSubject<FieldEvaluation<Value>, Never>())
-        shared
-            .map(\.states)
-            .removeDuplicates()
-            .sink { [weak self] states in
-                guard let self else { return }
-                var updated = requirementStates
-                for (id, state) in zip(ids, states) { updated[id] = state }
-                if updated != requirementStates { requirementStates = updated }
-            }
-            .store(in: &subscriptions)
-
-        let isShown = Publishers.CombineLatest($touchedFields, $submitAttempted)
-            .map { touched, submitted in submitted || touched.contains(field) }
-            .removeDuplicates()
-        Publishers.CombineLatest(shared, isShown)
-            .map { evaluation, isShown in
-                let messages = rules.rules.map { $0.message(evaluation.value) } + extraMessages
-                return FieldValidation.decide(
-                    outcomes: Array(zip(evaluation.states, messages)),
-                    emptyMessage: rules.emptyMessage,
-                    isEmpty: rules.isEmpty(evaluation.value),
-                    isShown: isShown)
-            }
-            .removeDuplicates()
-            .sink { [weak self] validation in self?.fieldValidations[field] = validation }
-            .store(in: &subscriptions)
-        shared.connect().store(in: &subscriptions)
     }
 
     /// The value of an input field by its protocol name.

@@ -42,16 +42,29 @@ final class FormSessionRegistry: @unchecked Sendable {
         return session
     }
 
+    /// The live session with that token. An expired one is removed here rather than waiting
+    /// for the next sweep, so expiry is exact.
     func session(for token: String) -> FormSession? {
-        lock.withLock { sessions[token] }
+        guard let session = lock.withLock({ sessions[token] }) else { return nil }
+        guard isExpired(session, cutoff: expiryCutoff) else { return session }
+        lock.withLock { sessions[token] = nil }
+        return nil
+    }
+
+    private var expiryCutoff: Date {
+        settings.now().addingTimeInterval(-settings.idleLifetime)
+    }
+
+    private func isExpired(_ session: FormSession, cutoff: Date) -> Bool {
+        !session.hasOpenStreams && session.lastActivity < cutoff
     }
 
     /// Drops sessions idle for longer than their lifetime; returns how many.
     @discardableResult
     func removeExpired() -> Int {
-        let cutoff = settings.now().addingTimeInterval(-settings.idleLifetime)
+        let cutoff = expiryCutoff
         let candidates = lock.withLock { Array(sessions.values) }
-        let expired = candidates.filter { !$0.hasOpenStreams && $0.lastActivity < cutoff }
+        let expired = candidates.filter { isExpired($0, cutoff: cutoff) }
         lock.withLock {
             for session in expired { sessions[session.token] = nil }
         }

@@ -24,6 +24,8 @@ public final class SignupApplication: @unchecked Sendable {
         public var heartbeatIntervalSeconds: Double = 15
         /// Sent as the stream's `retry:`: how long a browser waits before reconnecting.
         public var retryMilliseconds = 2_000
+        /// The clock sessions expire by; tests substitute one they can move.
+        public var now: @Sendable () -> Date = { Date() }
 
         public init() {}
     }
@@ -44,7 +46,7 @@ public final class SignupApplication: @unchecked Sendable {
                 + configuration.availabilityDebounce.components.attoseconds / 1_000_000_000)),
             idleLifetime: configuration.sessionIdleLifetime,
             maximumSessions: configuration.maximumSessions,
-            now: { Date() }))
+            now: configuration.now))
         self.sessions = sessions
         let routes = SignupRoutes(
             sessions: sessions,

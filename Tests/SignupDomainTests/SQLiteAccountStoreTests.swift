@@ -1,0 +1,162 @@
+import Foundation
+import ReactiveValidation
+import SignupDomain
+import XCTest
+#if canImport(Combine)
+import Combine
+#else
+import OpenCombineShim
+#endif
+
+/// `SQLiteAccountStore` on a real database file, and `StoreAvailabilityChecker` over it.
+final class SQLiteAccountStoreTests: XCTestCase {
+    private var directory: URL!
+    private var databasePath: String!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("SQLiteAccountStoreTests-\(UUID().uuidString)", isDirectory: true)
+        // A folder that does not exist yet: the store must create it.
+        databasePath = directory.appendingPathComponent("nested/accounts.sqlite").path
+    }
+
+    override func tearDownWithError() throws {
+        if let directory, FileManager.default.fileExists(atPath: directory.path) {
+            try FileManager.default.removeItem(at: directory)
+        }
+        try super.tearDownWithError()
+    }
+
+    /// A store whose look-ups always fail, like a database that went away.
+    private struct FailingStore: AccountStore {
+        struct Failure: Error {}
+        func isUsernameTaken(_ username: String) throws -> Bool { throw Failure() }
+        func reserveUsernames(_ usernames: [String]) throws { throw Failure() }
+    }
+
+    /// A store that counts look-ups, to see when they happen.
+    private final class CountingStore: AccountStore, @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        var lookups: Int {
+            lock.lock(); defer { lock.unlock() }
+            return count
+        }
+        func isUsernameTaken(_ username: String) throws -> Bool {
+            lock.lock(); defer { lock.unlock() }
+            count += 1
+            return false
+        }
+        func reserveUsernames(_ usernames: [String]) throws {}
+    }
+
+    /// Subscribes to one availability answer and waits for it (bounded, no sleeping).
+    private func answer(_ publisher: AnyPublisher<RequirementState, Never>,
+                        file: StaticString = #filePath, line: UInt = #line) -> [RequirementState] {
+        let done = expectation(description: "availability answered")
+        let lock = NSLock()
+        var states: [RequirementState] = []
+        let cancellable = publisher.sink(
+            receiveCompletion: { _ in done.fulfill() },
+            receiveValue: { state in
+                lock.lock()
+                states.append(state)
+                lock.unlock()
+            })
+        wait(for: [done], timeout: 10)
+        withExtendedLifetime(cancellable) {}
+        lock.lock(); defer { lock.unlock() }
+        return states
+    }
+
+    // MARK: Store
+
+    func testAFreshDatabaseHasNoNamesTaken() throws {
+        let store = try SQLiteAccountStore(path: databasePath)
+        for name in ["alice", "admin", "root", "a"] {
+            XCTAssertFalse(try store.isUsernameTaken(name), name)
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: databasePath), "the database file is created")
+    }
+
+    func testAReservedNameIsTakenInEveryCaseAndWidthButSimilarNamesAreFree() throws {
+        let store = try SQLiteAccountStore(path: databasePath)
+        try store.reserveUsernames(["Alice"])
+
+        XCTAssertTrue(try store.isUsernameTaken("Alice"))
+        XCTAssertTrue(try store.isUsernameTaken("alice"))
+        XCTAssertTrue(try store.isUsernameTaken("ALICE"))
+        XCTAssertTrue(try store.isUsernameTaken("ａｌｉｃｅ"))
+        XCTAssertTrue(try store.isUsernameTaken("Ａｌｉｃｅ"), "full-width letters are the same name (NFKC)")
+        XCTAssertFalse(try store.isUsernameTaken("alicia"))
+        XCTAssertFalse(try store.isUsernameTaken("alice1"))
+        XCTAssertFalse(try store.isUsernameTaken("alic"))
+    }
+
+    func testCanonicalFormFoldsCaseWidthAndComposition() {
+        XCTAssertEqual(Username.canonical("Alice"), "alice")
+        XCTAssertEqual(Username.canonical("Ａｌｉｃｅ"), "alice")
+        XCTAssertEqual(Username.canonical("Jose\u{301}"), Username.canonical("José"))
+        XCTAssertNotEqual(Username.canonical("alice"), Username.canonical("alicia"))
+    }
+
+    func testReservingAgainNeitherThrowsNorDisturbsOtherNames() throws {
+        let store = try SQLiteAccountStore(path: databasePath)
+        try store.reserveUsernames(["Alice"])
+        XCTAssertNoThrow(try store.reserveUsernames(["Alice"]))
+        XCTAssertNoThrow(try store.reserveUsernames(["ALICE", "alice", "Bob"]),
+                         "names equal in canonical form are skipped, not an error")
+
+        XCTAssertTrue(try store.isUsernameTaken("alice"))
+        XCTAssertTrue(try store.isUsernameTaken("bob"), "a duplicate in a batch does not abort the batch")
+        XCTAssertFalse(try store.isUsernameTaken("carol"))
+    }
+
+    func testReopeningTheSamePathKeepsTheData() throws {
+        do {
+            let store = try SQLiteAccountStore(path: databasePath)
+            try store.reserveUsernames(["Alice", "bob"])
+        }
+        let reopened = try SQLiteAccountStore(path: databasePath)
+        XCTAssertTrue(try reopened.isUsernameTaken("alice"))
+        XCTAssertTrue(try reopened.isUsernameTaken("BOB"))
+        XCTAssertFalse(try reopened.isUsernameTaken("carol"))
+
+        try reopened.reserveUsernames(["carol"])
+        let again = try SQLiteAccountStore(path: databasePath)
+        XCTAssertTrue(try again.isUsernameTaken("Carol"))
+    }
+
+    // MARK: Availability checker
+
+    func testCheckerAnswersUnmetForTakenAndMetForFreeNames() throws {
+        let store = try SQLiteAccountStore(path: databasePath)
+        try store.reserveUsernames(["Alice"])
+        let checker = StoreAvailabilityChecker(store: store)
+
+        XCTAssertEqual(answer(checker.availability(of: "alice")), [.unmet])
+        XCTAssertEqual(answer(checker.availability(of: "Ａｌｉｃｅ")), [.unmet])
+        XCTAssertEqual(answer(checker.availability(of: "alicia")), [.met])
+    }
+
+    func testCheckerAnswersPendingWhenTheStoreFails() {
+        let checker = StoreAvailabilityChecker(store: FailingStore())
+        XCTAssertEqual(answer(checker.availability(of: "alice")), [.pending])
+    }
+
+    func testCheckerLooksUpOnlyWhenSubscribedAndOncePerSubscription() {
+        let store = CountingStore()
+        let queue = DispatchQueue(label: "SQLiteAccountStoreTests.lookups")
+        let checker = StoreAvailabilityChecker(store: store, queue: queue)
+
+        let publisher = checker.availability(of: "alice")
+        queue.sync {}   // anything already queued has run
+        XCTAssertEqual(store.lookups, 0, "creating the publisher must not query the store")
+
+        XCTAssertEqual(answer(publisher), [.met])
+        XCTAssertEqual(store.lookups, 1)
+        XCTAssertEqual(answer(publisher), [.met])
+        XCTAssertEqual(store.lookups, 2, "each subscription is a fresh look-up")
+    }
+}

@@ -1,0 +1,405 @@
+import CombineSchedulers
+import Foundation
+import ReactiveValidation
+import SignupDomain
+import XCTest
+#if canImport(Combine)
+import Combine
+#else
+import OpenCombineShim
+#endif
+
+/// `SignupViewModel` driven like a page: typing, leaving fields, submitting, with time and
+/// availability answers under the test's control.
+final class SignupViewModelTests: XCTestCase {
+    private let validUsername = "alice_01"
+    private let validEmail = "alice@example.com"
+    private let validPassword = "Correct-Horse7"
+
+    private func makeModel() -> (SignupViewModel, FakeAvailabilityChecker, TestSchedulerOf<DispatchQueue>) {
+        let scheduler = DispatchQueue.test
+        let checker = FakeAvailabilityChecker()
+        let model = SignupViewModel(policy: .classic(), availabilityChecker: checker,
+                                    scheduler: scheduler.eraseToAnyScheduler())
+        return (model, checker, scheduler)
+    }
+
+    /// Fills every field validly and answers the availability look-up with `met`.
+    private func fillValidly(_ model: SignupViewModel, _ checker: FakeAvailabilityChecker,
+                             _ scheduler: TestSchedulerOf<DispatchQueue>) {
+        model.username = validUsername
+        model.email = validEmail
+        model.password = validPassword
+        model.confirm = validPassword
+        scheduler.advance(by: .milliseconds(300))
+        checker.answerLatest(with: .met)
+        scheduler.advance()
+    }
+
+    private func state(_ model: SignupViewModel, _ id: String) -> RequirementState? {
+        model.requirementStates[id]
+    }
+
+    // MARK: Empty form
+
+    func testAnEmptyFormHasEveryRequirementUnmetNoMessagesAndSubmitDisabled() {
+        let (model, checker, scheduler) = makeModel()
+
+        let ids = model.policy.allRequirements.map(\.id)
+        XCTAssertEqual(ids.count, 8)
+        XCTAssertEqual(Set(model.requirementStates.keys), Set(ids))
+        for id in ids {
+            XCTAssertEqual(model.requirementStates[id], .unmet, id)
+        }
+        for field in SignupField.allCases {
+            XCTAssertEqual(model.fieldValidations[field], .idle, field.rawValue)
+        }
+        XCTAssertFalse(model.isSubmitEnabled)
+        XCTAssertEqual(model.strength, .none)
+
+        scheduler.advance(by: .seconds(5))
+        XCTAssertEqual(checker.requestedUsernames, [], "an empty name is never looked up")
+        XCTAssertTrue(model.requirementStates.values.allSatisfy { $0 == .unmet })
+    }
+
+    // MARK: Username and availability
+
+    func testTypingAUsernameUpdatesItsRulesAtOnceAndLooksItUpAfterTheDebounce() {
+        let (model, checker, scheduler) = makeModel()
+
+        model.username = "alice"
+        XCTAssertEqual(state(model, "username.length"), .met)
+        XCTAssertEqual(state(model, "username.charset"), .met)
+        XCTAssertEqual(state(model, "username.available"), .pending)
+
+        scheduler.advance(by: .milliseconds(299))
+        XCTAssertEqual(checker.requestedUsernames, [])
+        scheduler.advance(by: .milliseconds(1))
+        XCTAssertEqual(checker.requestedUsernames, ["alice"])
+        XCTAssertEqual(state(model, "username.available"), .pending)
+
+        scheduler.advance(by: .seconds(5))
+        XCTAssertEqual(checker.requestedUsernames, ["alice"], "looked up exactly once")
+    }
+
+    func testAFreeUsernameBecomesMetAndValid() {
+        let (model, checker, scheduler) = makeModel()
+        model.username = "alice"
+        model.touchedFields.insert(.username)
+        XCTAssertEqual(model.fieldValidations[.username], .pending)
+        XCTAssertEqual(model.fieldValidations[.username]?.message, "")
+
+        scheduler.advance(by: .milliseconds(300))
+        checker.answer(0, with: .met)
+        scheduler.advance()
+
+        XCTAssertEqual(state(model, "username.available"), .met)
+        XCTAssertEqual(model.fieldValidations[.username], .valid)
+    }
+
+    func testATakenUsernameIsUnmetAndSaysSoOnceTouched() {
+        let (model, checker, scheduler) = makeModel()
+        model.username = "alice"
+        scheduler.advance(by: .milliseconds(300))
+        checker.answer(0, with: .unmet)
+        scheduler.advance()
+
+        XCTAssertEqual(state(model, "username.available"), .unmet)
+        XCTAssertEqual(model.fieldValidations[.username], .idle, "not shown before the field is left")
+
+        model.touchedFields.insert(.username)
+        XCTAssertEqual(model.fieldValidations[.username], .invalid(reason: "That username is taken"))
+        XCTAssertEqual(model.fieldValidations[.username]?.message, "That username is taken")
+    }
+
+    func testANameFailingItsRulesIsNeverLookedUpAndStaysUnmet() {
+        let (model, checker, scheduler) = makeModel()
+
+        for name in ["abc", "ali ce", String(repeating: "a", count: 33)] {
+            model.username = name
+            XCTAssertEqual(state(model, "username.available"), .unmet, name)
+            scheduler.advance(by: .seconds(1))
+            XCTAssertEqual(state(model, "username.available"), .unmet, name)
+        }
+        XCTAssertEqual(checker.requestedUsernames, [])
+    }
+
+    func testABurstOfKeystrokesCausesExactlyOneLookupForTheFinalName() {
+        let (model, checker, scheduler) = makeModel()
+
+        for prefix in ["a", "al", "ali", "alic", "alice"] {
+            model.username = prefix
+            scheduler.advance(by: .milliseconds(100))
+        }
+        scheduler.advance(by: .milliseconds(300))
+
+        XCTAssertEqual(checker.requestedUsernames, ["alice"])
+    }
+
+    func testAStaleAvailabilityAnswerNeverWins() {
+        let (model, checker, scheduler) = makeModel()
+
+        model.username = "alice"
+        scheduler.advance(by: .milliseconds(300))      // look-up 0: "alice"
+        model.username = "alicia"
+        scheduler.advance(by: .milliseconds(300))      // look-up 1: "alicia"
+        XCTAssertEqual(checker.requestedUsernames, ["alice", "alicia"])
+
+        checker.answer(0, with: .met)                  // the slow answer for "alice"
+        scheduler.advance()
+        XCTAssertEqual(state(model, "username.available"), .pending)
+        XCTAssertFalse(model.isSubmitEnabled)
+
+        checker.answer(1, with: .unmet)
+        scheduler.advance()
+        XCTAssertEqual(state(model, "username.available"), .unmet)
+    }
+
+    func testAStaleAnswerForTheSameNameTypedAgainNeverWins() {
+        let (model, checker, scheduler) = makeModel()
+
+        model.username = "alice"
+        scheduler.advance(by: .milliseconds(300))      // look-up 0: "alice"
+        model.username = "alicia"
+        scheduler.advance(by: .milliseconds(300))      // look-up 1: "alicia"
+        model.username = "alice"
+        scheduler.advance(by: .milliseconds(300))      // look-up 2: "alice" again
+        XCTAssertEqual(checker.requestedUsernames, ["alice", "alicia", "alice"])
+
+        checker.answer(0, with: .met)                  // superseded
+        scheduler.advance()
+        XCTAssertEqual(state(model, "username.available"), .pending)
+
+        checker.answer(2, with: .unmet)                // e.g. taken in the meantime
+        scheduler.advance()
+        XCTAssertEqual(state(model, "username.available"), .unmet)
+    }
+
+    // MARK: Messages
+
+    func testMessagesStayHiddenUntilTheFieldIsTouched() {
+        let (model, _, _) = makeModel()
+        model.username = "abc"
+        model.email = "alice@"
+        model.password = "short"
+        model.confirm = "different"
+
+        for field in SignupField.allCases {
+            XCTAssertEqual(model.fieldValidations[field], .idle, field.rawValue)
+            XCTAssertEqual(model.fieldValidations[field]?.message, "", field.rawValue)
+        }
+        XCTAssertEqual(state(model, "username.length"), .unmet, "requirements are live before touching")
+
+        model.touchedFields.insert(.username)
+        XCTAssertEqual(model.fieldValidations[.username]?.message, "Username must be at least 4 characters")
+        XCTAssertEqual(model.fieldValidations[.email], .idle, "only the touched field speaks")
+        XCTAssertEqual(model.fieldValidations[.password], .idle)
+        XCTAssertEqual(model.fieldValidations[.confirm], .idle)
+    }
+
+    func testASubmitAttemptShowsEveryFieldsFirstProblem() {
+        let (model, _, _) = makeModel()
+        model.submitAttempted = true
+
+        XCTAssertEqual(model.fieldValidations[.username], .invalid(reason: "Enter a username"))
+        XCTAssertEqual(model.fieldValidations[.email], .invalid(reason: "Enter your email address"))
+        XCTAssertEqual(model.fieldValidations[.password], .invalid(reason: "Enter a password"))
+        XCTAssertEqual(model.fieldValidations[.confirm], .invalid(reason: "Confirm your password"))
+
+        model.username = String(repeating: "a", count: 33)
+        model.email = "alice@localhost"
+        model.password = "Abc"
+        model.confirm = "Abd"
+        XCTAssertEqual(model.fieldValidations[.username]?.message, "Username must be at most 32 characters")
+        XCTAssertEqual(model.fieldValidations[.email]?.message, "Enter an email address like name@example.com")
+        XCTAssertEqual(model.fieldValidations[.password]?.message, "Password must be at least 8 characters")
+        XCTAssertEqual(model.fieldValidations[.confirm]?.message, "Passwords don't match")
+    }
+
+    func testEachFieldShowsItsFirstUnmetRuleInPriorityOrder() {
+        let (model, checker, scheduler) = makeModel()
+        model.touchedFields = [.username, .email, .password, .confirm]
+
+        XCTAssertEqual(model.fieldValidations[.password]?.message, "Enter a password")
+        model.password = "longenough"
+        XCTAssertEqual(model.fieldValidations[.password]?.message, "Password must include an uppercase letter")
+        model.password = "Password1"
+        XCTAssertEqual(model.fieldValidations[.password]?.message,
+                       "That password is too common. Choose one that is harder to guess")
+        model.password = "abc"
+        XCTAssertEqual(model.fieldValidations[.password]?.message, "Password must be at least 8 characters",
+                       "length outranks the other password rules")
+        model.password = validPassword
+        XCTAssertEqual(model.fieldValidations[.password], .valid)
+
+        model.confirm = "Correct-Horse"
+        XCTAssertEqual(model.fieldValidations[.confirm]?.message, "Passwords don't match")
+        model.confirm = validPassword
+        XCTAssertEqual(model.fieldValidations[.confirm], .valid)
+        model.password = "Correct-Horse8"
+        XCTAssertEqual(model.fieldValidations[.confirm]?.message, "Passwords don't match",
+                       "changing the password re-checks the confirmation")
+
+        model.username = "ab!"
+        XCTAssertEqual(model.fieldValidations[.username]?.message, "Username must be at least 4 characters")
+        model.username = "ab!c"
+        XCTAssertEqual(model.fieldValidations[.username]?.message,
+                       "Username can only use letters, numbers, dots, hyphens and underscores")
+        model.username = ""
+        XCTAssertEqual(model.fieldValidations[.username]?.message, "Enter a username")
+
+        model.email = "alice@.example.com"
+        XCTAssertEqual(model.fieldValidations[.email]?.message, "Enter an email address like name@example.com")
+        model.email = validEmail
+        XCTAssertEqual(model.fieldValidations[.email], .valid)
+
+        scheduler.advance(by: .seconds(1))
+        XCTAssertEqual(checker.requestedUsernames, [])
+    }
+
+    // MARK: Strength
+
+    func testStrengthFollowsThePassword() {
+        let (model, _, _) = makeModel()
+        var published: [Int] = []
+        let cancellable = model.$strength.sink { published.append($0.score) }
+
+        XCTAssertEqual(model.strength, PasswordStrength(score: 0))
+        model.password = "kestrel"
+        XCTAssertEqual(model.strength, PasswordStrength(score: 1))
+        XCTAssertEqual(model.strength.label, "Weak")
+        model.password = "abcdefgh"
+        XCTAssertEqual(model.strength.label, "Fair")
+        model.password = "Abcdefgh1!"
+        XCTAssertEqual(model.strength.label, "Good")
+        model.password = "Correct-Horse-Battery-Staple-9"
+        XCTAssertEqual(model.strength, PasswordStrength(score: 4))
+        XCTAssertEqual(model.strength.label, "Strong")
+        model.password = "Password1"
+        XCTAssertEqual(model.strength, .none, "a common password is worth nothing however it looks")
+        model.password = ""
+        XCTAssertEqual(model.strength, .none)
+
+        XCTAssertEqual(published, [0, 1, 2, 3, 4, 0], "each change is published once")
+        withExtendedLifetime(cancellable) {}
+    }
+
+    // MARK: Submit
+
+    func testSubmitIsEnabledExactlyWhenEveryRequirementIsMet() {
+        let (model, checker, scheduler) = makeModel()
+        model.username = validUsername
+        model.email = validEmail
+        model.password = validPassword
+        model.confirm = validPassword
+        XCTAssertFalse(model.isSubmitEnabled, "availability is still pending")
+        scheduler.advance(by: .milliseconds(300))
+        XCTAssertFalse(model.isSubmitEnabled)
+
+        checker.answerLatest(with: .met)
+        scheduler.advance()
+        XCTAssertTrue(model.requirementStates.values.allSatisfy { $0 == .met })
+        XCTAssertTrue(model.isSubmitEnabled)
+
+        let breakages: [(String, (SignupViewModel) -> Void, (SignupViewModel) -> Void)] = [
+            ("username.length", { $0.username = "al" }, { $0.username = self.validUsername }),
+            ("username.charset", { $0.username = "alice 01" }, { $0.username = self.validUsername }),
+            ("email.format", { $0.email = "alice@example" }, { $0.email = self.validEmail }),
+            ("password.length", { $0.password = "Correct" }, { $0.password = self.validPassword }),
+            ("password.uppercase", { $0.password = "correct-horse7" }, { $0.password = self.validPassword }),
+            ("confirm.match", { $0.confirm = "Correct-Horse" }, { $0.confirm = self.validPassword }),
+        ]
+        for (id, breakIt, restore) in breakages {
+            breakIt(model)
+            XCTAssertEqual(state(model, id), .unmet, id)
+            XCTAssertFalse(model.isSubmitEnabled, "broken \(id)")
+            restore(model)
+            XCTAssertTrue(model.isSubmitEnabled, "restored \(id)")
+        }
+        XCTAssertEqual(checker.requestedUsernames, [validUsername],
+                       "returning to the answered name within the debounce needs no new look-up")
+    }
+
+    func testSubmitTurnsOffWhenTheUsernameTurnsOutTaken() {
+        let (model, checker, scheduler) = makeModel()
+        fillValidly(model, checker, scheduler)
+        XCTAssertTrue(model.isSubmitEnabled)
+
+        model.username = "bob_the_builder"
+        XCTAssertFalse(model.isSubmitEnabled, "a name being looked up is not met")
+        scheduler.advance(by: .milliseconds(300))
+        checker.answerLatest(with: .unmet)
+        scheduler.advance()
+        XCTAssertFalse(model.isSubmitEnabled)
+        XCTAssertEqual(state(model, "username.available"), .unmet)
+    }
+
+    func testSubmitPublishesEachChangeOnceWithoutFlicker() {
+        let (model, checker, scheduler) = makeModel()
+        var published: [Bool] = []
+        let cancellable = model.$isSubmitEnabled.sink { published.append($0) }
+
+        // Edits that leave the form incomplete publish nothing new.
+        for prefix in ["a", "al", "ali", "alic", "alice"] { model.username = prefix }
+        model.email = "alice@"
+        model.email = validEmail
+        model.password = "Correct"
+        model.password = validPassword
+        model.confirm = "Correct"
+        scheduler.advance(by: .milliseconds(300))
+        checker.answerLatest(with: .met)
+        scheduler.advance()
+        XCTAssertEqual(published, [false])
+
+        model.confirm = validPassword                  // now complete
+        model.confirm = "Correct-Horse"                // broken
+        model.confirm = "Correct-Hors"                 // still broken: no repeat
+        model.email = "alice@example"                  // broken twice over: no repeat
+        model.email = validEmail
+        model.confirm = validPassword                  // complete again
+        model.username = "alic"                        // pending look-up
+        model.username = "alice"                       // the answer for "alice" is still known
+        scheduler.advance(by: .milliseconds(300))
+        model.password = "Correct-Horse8"              // password and confirmation both change...
+        model.password = "correct"                     // ...and stay wrong
+        model.password = validPassword                 // matches again
+
+        XCTAssertEqual(published, [false, true, false, true, false, true, false, true])
+        XCTAssertEqual(checker.requestedUsernames, ["alice"])
+        withExtendedLifetime(cancellable) {}
+    }
+
+    /// A password edit that satisfies every password rule but breaks a matching confirmation
+    /// leaves the form invalid, so submit must not switch on even for an instant.
+    ///
+    /// Checked on many fresh view models: `$password` feeds the password rules and the
+    /// confirmation through separate subscriptions, and OpenCombine's `@Published` delivers to
+    /// its subscribers in `Set` order, which differs from one object to the next.
+    func testAPasswordEditThatBreaksTheConfirmationNeverEnablesSubmitEvenBriefly() {
+        var flickering: [[Bool]] = []
+        for _ in 0..<40 {
+            let (model, checker, scheduler) = makeModel()
+            model.username = validUsername
+            model.email = validEmail
+            model.password = "Horse7"                  // too short...
+            model.confirm = "Horse7"                   // ...but confirmed
+            scheduler.advance(by: .milliseconds(300))
+            checker.answerLatest(with: .met)
+            scheduler.advance()
+            XCTAssertEqual(state(model, "password.length"), .unmet)
+            XCTAssertEqual(state(model, "confirm.match"), .met)
+
+            var published: [Bool] = []
+            let cancellable = model.$isSubmitEnabled.sink { published.append($0) }
+            model.password = "Horse7xy"                // every password rule met, confirmation broken
+
+            XCTAssertEqual(state(model, "password.length"), .met)
+            XCTAssertEqual(state(model, "confirm.match"), .unmet)
+            XCTAssertFalse(model.isSubmitEnabled)
+            if published != [false] { flickering.append(published) }
+            withExtendedLifetime(cancellable) {}
+        }
+        XCTAssertEqual(flickering.count, 0,
+                       "submit flickered on \(flickering.count) of 40 view models: \(flickering.first ?? [])")
+    }
+}

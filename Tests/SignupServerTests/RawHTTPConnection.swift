@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// A bare TCP connection for checking exactly which bytes the server writes (the `retry:`,
+/// `id:` and comment lines that typed clients hide). Reads block with a timeout.
+final class RawHTTPConnection {
+    private let socketFD: Int32
+    private(set) var received = ""
+
+    init(port: UInt16, timeoutSeconds: Int = 5) throws {
+        socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketFD >= 0 else { throw POSIXError(.EIO) }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(socketFD, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard result == 0 else {
+            close(socketFD)
+            throw POSIXError(.ECONNREFUSED)
+        }
+    }
+
+    deinit { close(socketFD) }
+
+    func send(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { Glibc.send(socketFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Reads until `predicate` holds for everything received so far, the peer closes, or
+    /// `timeout` passes (even if bytes keep arriving). Returns whether the predicate holds.
+    @discardableResult
+    func read(timeout: TimeInterval = 5, until predicate: (String) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !predicate(received) && Date() < deadline {
+            let count = recv(socketFD, &buffer, buffer.count, 0)
+            if count <= 0 { return predicate(received) }
+            received += String(decoding: buffer[0..<count], as: UTF8.self)
+        }
+        return true
+    }
+
+    /// Reads until the server closes the connection (or the timeout passes); true if closed.
+    func readUntilClosed() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(socketFD, &buffer, buffer.count, 0)
+            if count == 0 { return true }
+            if count < 0 { return false }
+            received += String(decoding: buffer[0..<count], as: UTF8.self)
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import LiveSignupClient
+import XCTest
+
+/// What happens over time and at the edges of a session's life: the stream's framing and
+/// heartbeat, expiry, and shutting down with streams open.
+final class SessionLifecycleTests: XCTestCase {
+    func testStreamFramingRetryIDsAndHeartbeat() async throws {
+        let server = try TestServer { $0.heartbeatIntervalSeconds = 0.2 }
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        let connection = try RawHTTPConnection(port: server.app.port)
+        // HTTP/1.0, so the body arrives as written, without chunked framing in between.
+        connection.send("GET /events?token=\(form.token) HTTP/1.0\r\nAccept: text/event-stream\r\n\r\n")
+        XCTAssertTrue(connection.read { $0.contains("event: snapshot") && $0.contains("\n\n") })
+        _ = try await form.edit("email", to: "ada@example.com")
+        XCTAssertTrue(connection.read { $0.contains("event: requirement") && $0.hasSuffix("\n\n") })
+        XCTAssertTrue(connection.read { $0.contains(": ping\n\n") }, "a comment heartbeat keeps the stream alive")
+
+        let text = connection.received
+        XCTAssertTrue(text.hasPrefix("HTTP/1.0 200 OK\r\n") || text.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        XCTAssertTrue(text.lowercased().contains("content-type: text/event-stream"))
+        XCTAssertTrue(text.contains("retry: 2000\n"))
+        XCTAssertTrue(text.contains("id: 1\nevent: snapshot\ndata: {"))
+        XCTAssertTrue(text.contains(#"id: 2\#nevent: requirement\#ndata: {"id":"email.format","rev":1,"state":"met"}"#))
+    }
+
+    func testIdleSessionExpiresAndItsTokenAnswersNotFound() async throws {
+        let clock = MovableClock()
+        let server = try TestServer {
+            $0.sessionIdleLifetime = 30 * 60
+            $0.now = { clock.now }
+        }
+        defer { server.stop() }
+        let idle = try await server.client.openForm()
+        let active = try await server.client.openForm()
+
+        clock.advance(by: 20 * 60)
+        _ = try await active.edit("email", to: "a@example.com")   // keeps `active` alive
+        clock.advance(by: 11 * 60)
+
+        let edit = try await server.request("POST", "/fields", body: "token=\(idle.token)&field=email&value=x&seq=1")
+        XCTAssertEqual(edit.status, 404)
+        XCTAssertTrue(edit.body.contains("unknown_session"))
+        let stillThere = try await active.edit("email", to: "b@example.com")
+        XCTAssertTrue(stillThere.applied)
+    }
+
+    func testSessionWithAnOpenStreamDoesNotExpire() async throws {
+        let clock = MovableClock()
+        let server = try TestServer { $0.now = { clock.now } }
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        let events = EventCollector(form.events())
+        await events.wait(forCount: 1)
+        clock.advance(by: 24 * 60 * 60)
+        let edit = try await form.edit("email", to: "a@example.com")
+        XCTAssertTrue(edit.applied)
+    }
+
+    func testStoppingEndsOpenStreamsInsteadOfHanging() async throws {
+        let server = try TestServer()
+        let form = try await server.client.openForm()
+        let connection = try RawHTTPConnection(port: server.app.port)
+        connection.send("GET /events?token=\(form.token) HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        XCTAssertTrue(connection.read { $0.contains("event: snapshot") })
+        server.stop()
+        XCTAssertTrue(connection.readUntilClosed(), "the stream is ended, not left hanging")
+    }
+}
+
+/// A clock tests move by hand, so expiry is tested without waiting.
+final class MovableClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current = Date(timeIntervalSince1970: 1_800_000_000)
+
+    var now: Date { lock.withLock { current } }
+
+    func advance(by seconds: TimeInterval) {
+        lock.withLock { current += seconds }
+    }
+}
