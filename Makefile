@@ -6,7 +6,7 @@ PORT ?= 8080
 DATABASE ?= data/livesignup.sqlite
 SWIFT_BUILD_FLAGS ?=
 
-.PHONY: deps build run test clean
+.PHONY: deps build run test clean screenshot
 
 # Installs the system libraries the build needs, only when something is missing.
 deps:
@@ -29,3 +29,7 @@ test: deps
 
 clean:
 	rm -rf .build
+
+# Regenerates docs/screenshot.png (needs chromium, chromium-driver and pip's selenium).
+screenshot: build
+	python3 docs/screenshot.py .build/debug/signup-server docs/screenshot.png
