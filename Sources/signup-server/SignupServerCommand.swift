@@ -87,7 +87,11 @@ enum ShutdownSignals {
 
     static func install(_ handler: @escaping @Sendable () -> Void) {
         for signalNumber in [SIGINT, SIGTERM] {
+            // On macOS the default action must be ignored for the source to see the signal;
+            // on Linux libdispatch installs its own handler, and SIG_IGN would discard it.
+            #if os(macOS)
             signal(signalNumber, SIG_IGN)
+            #endif
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler(handler: handler)
             source.resume()

@@ -1,0 +1,73 @@
+import Foundation
+import XCTest
+
+/// The real `signup-server` executable in a child process, for what only a process can
+/// show: the printed port, signals, exit codes.
+final class ServerProcess {
+    static var executable: URL {
+        // Tests run from the products folder the executable was built into.
+        Bundle.main.bundleURL.appendingPathComponent("signup-server")
+    }
+
+    let process = Process()
+    let databaseDirectory: URL
+    private let output = Pipe()
+    private(set) var port: UInt16 = 0
+
+    init(arguments: [String] = []) throws {
+        databaseDirectory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("livesignup-process-\(UUID().uuidString)")
+        process.executableURL = Self.executable
+        process.currentDirectoryURL = TestServer.repositoryRoot
+        process.arguments = ["--port", "0", "--log-level", "warning",
+                             "--database", databaseDirectory.appendingPathComponent("db.sqlite").path] + arguments
+        process.standardOutput = output
+    }
+
+    /// Starts the process and waits (bounded) for the line that announces its port.
+    func start(file: StaticString = #filePath, line: UInt = #line) async throws {
+        let announced = XCTestExpectation(description: "server announces its port")
+        let buffer = OutputBuffer()
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty,
+                  let match = buffer.append(data).firstMatch(of: #/listening on http://[^:]+:(\d+)/#),
+                  UInt16(match.1) != nil else { return }
+            handle.readabilityHandler = nil
+            announced.fulfill()
+        }
+        try process.run()
+        let result = await XCTWaiter().fulfillment(of: [announced], timeout: 10)
+        port = buffer.text.firstMatch(of: #/listening on http://[^:]+:(\d+)/#).flatMap { UInt16($0.1) } ?? 0
+        XCTAssertEqual(result, .completed, "the server did not print its port", file: file, line: line)
+    }
+
+    /// Sends `signal` and waits (bounded) for the process to exit; returns whether it did.
+    func stop(with signal: Int32) async -> Bool {
+        let exited = XCTestExpectation(description: "server exits")
+        process.terminationHandler = { _ in exited.fulfill() }
+        if !process.isRunning { exited.fulfill() }
+        kill(process.processIdentifier, signal)
+        return await XCTWaiter().fulfillment(of: [exited], timeout: 10) == .completed
+    }
+
+    func removeData() {
+        if process.isRunning { process.terminate() }
+        try? FileManager.default.removeItem(at: databaseDirectory)
+    }
+}
+
+/// What the process printed so far; written by the pipe's handler thread.
+private final class OutputBuffer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var collected = ""
+
+    var text: String { lock.withLock { collected } }
+
+    func append(_ data: Data) -> String {
+        lock.withLock {
+            collected += String(decoding: data, as: UTF8.self)
+            return collected
+        }
+    }
+}
