@@ -96,6 +96,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LiveSignupClientTests", dependencies: ["LiveSignupClient"]),
+        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
         .testTarget(
             name: "SignupServerTests",
             dependencies: [

@@ -6,6 +6,9 @@ public struct HTTPResponse: Sendable {
         case bytes([UInt8])
         /// Keeps the connection open and writes whatever is sent to the stream.
         case eventStream(EventStream)
+        /// The answer is computed elsewhere (e.g. password hashing on another queue); the
+        /// connection is suspended meanwhile, holding no worker thread.
+        case deferred(DeferredResponse)
     }
 
     public var status: HTTPStatus
@@ -45,6 +48,18 @@ public struct HTTPResponse: Sendable {
         headers.set("X-Accel-Buffering", "no")
         return HTTPResponse(status: .ok, headers: headers, body: .eventStream(stream))
     }
+}
+
+extension HTTPResponse {
+    /// A response that `work` delivers later, from any thread, by calling its argument once.
+    public static func later(_ work: @escaping @Sendable (_ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Void) -> HTTPResponse {
+        HTTPResponse(status: .ok, body: .deferred(DeferredResponse(start: work)))
+    }
+}
+
+/// Work that produces a response later. See `HTTPResponse.later`.
+public struct DeferredResponse: Sendable {
+    let start: @Sendable (_ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Void
 }
 
 /// Answers requests. Called on libmicrohttpd's worker threads, so it must be quick and

@@ -23,11 +23,15 @@ public final class HTTPServer: Sendable {
         var port: UInt16 = 0
         var heartbeat: DispatchSourceTimer?
         var openStreams: [ObjectIdentifier: EventStream] = [:]
+        /// Connections suspended while a deferred response is computed.
+        var pendingDeferred = 0
         var isStopping = false
+
+        var isDrained: Bool { openStreams.isEmpty && pendingDeferred == 0 }
     }
 
     private let state = Locked(State())
-    private let streamsDrained = DispatchSemaphore(value: 0)
+    private let drained = DispatchSemaphore(value: 0)
 
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
         self.configuration = configuration
@@ -79,17 +83,17 @@ public final class HTTPServer: Sendable {
     /// Closes every event stream, lets libmicrohttpd finish them, then stops the daemon.
     /// (Stopping with suspended connections is not allowed by libmicrohttpd.)
     public func stop() {
-        let (daemon, streams) = state.withLock { state -> (OpaquePointer?, [EventStream]) in
+        let (daemon, streams, isDrained) = state.withLock { state -> (OpaquePointer?, [EventStream], Bool) in
             state.isStopping = true
             state.heartbeat?.cancel()
             state.heartbeat = nil
             defer { state.daemon = nil }
-            return (state.daemon, Array(state.openStreams.values))
+            return (state.daemon, Array(state.openStreams.values), state.isDrained)
         }
         guard let daemon else { return }
         for stream in streams { stream.close() }
-        if !streams.isEmpty {
-            _ = streamsDrained.wait(timeout: .now() + 5)
+        if !isDrained {
+            _ = drained.wait(timeout: .now() + 5)
         }
         MHD_stop_daemon(daemon)
     }
@@ -108,11 +112,38 @@ public final class HTTPServer: Sendable {
     }
 
     private func unregister(_ stream: EventStream) {
-        let drained = state.withLock { state -> Bool in
+        let isDrained = state.withLock { state -> Bool in
             state.openStreams[ObjectIdentifier(stream)] = nil
-            return state.isStopping && state.openStreams.isEmpty
+            return state.isStopping && state.isDrained
         }
-        if drained { streamsDrained.signal() }
+        if isDrained { drained.signal() }
+    }
+
+    /// Suspends the connection and starts the deferred work; when it delivers, the
+    /// connection is resumed and libmicrohttpd calls the access handler again, which then
+    /// queues the response (see `accessHandler`).
+    private func startDeferred(_ deferred: DeferredResponse, context: RequestContext, connection: OpaquePointer) -> MHD_Result {
+        let accepted = state.withLock { state -> Bool in
+            guard !state.isStopping else { return false }
+            state.pendingDeferred += 1
+            return true
+        }
+        guard accepted else {
+            return queue(.text("The server is shutting down.", status: .serviceUnavailable), on: connection)
+        }
+        context.isAwaitingDeferredResponse = true
+        context.wasDeferred = true
+        MHD_suspend_connection(connection)
+        // The connection cannot go away while suspended, so the pointer stays valid.
+        nonisolated(unsafe) let connection = connection
+        let once = Locked(false)
+        let slot = context.deferredResponse
+        deferred.start { response in
+            guard once.withLock({ delivered in defer { delivered = true }; return !delivered }) else { return }
+            slot.withLock { $0 = response }
+            MHD_resume_connection(connection)
+        }
+        return MHD_Result.YES
     }
 
     // MARK: Answering
@@ -126,6 +157,9 @@ public final class HTTPServer: Sendable {
                     buffer.count, UnsafeMutableRawPointer(mutating: buffer.baseAddress),
                     MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
             }
+        case .deferred:
+            // Only `answer` starts deferred work; a deferred result cannot itself be deferred.
+            return queue(.text("Internal error: nested deferred response.", status: .internalServerError), on: connection)
         case .eventStream(let stream):
             guard register(stream) else {
                 stream.terminate()
@@ -146,6 +180,20 @@ public final class HTTPServer: Sendable {
         return result
     }
 
+    /// The final call for a request: a deferred response that has arrived, or the responder's.
+    private func answer(_ context: RequestContext, on connection: OpaquePointer) -> MHD_Result {
+        if context.isAwaitingDeferredResponse {
+            guard let response = context.deferredResponse.withLock({ $0 }) else { return MHD_Result.YES }
+            context.isAwaitingDeferredResponse = false
+            return queue(response, on: connection)
+        }
+        let response = responder.respond(to: context.request)
+        if case .deferred(let deferred) = response.body {
+            return startDeferred(deferred, context: context, connection: connection)
+        }
+        return queue(response, on: connection)
+    }
+
     // MARK: libmicrohttpd callbacks (static: they run on libmicrohttpd's threads)
 
     private static let accessHandler: MHD_AccessHandlerCallback = {
@@ -164,7 +212,7 @@ public final class HTTPServer: Sendable {
             requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
             if context.bodyExceededLimit {
                 // Declared too large: answer now, without reading the body at all.
-                return server.queue(server.responder.respond(to: context.request), on: connection)
+                return server.answer(context, on: connection)
             }
             return MHD_Result.YES
         }
@@ -177,13 +225,25 @@ public final class HTTPServer: Sendable {
             uploadDataSize.pointee = 0
             return MHD_Result.YES
         }
-        return server.queue(server.responder.respond(to: context.request), on: connection)
+        return server.answer(context, on: connection)
     }
 
-    private static let requestCompleted: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
-        guard let requestContext, let context = requestContext.pointee else { return }
-        Unmanaged<RequestContext>.fromOpaque(context).release()
+    private static let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
+        guard let cls, let requestContext, let pointer = requestContext.pointee else { return }
+        let context = Unmanaged<RequestContext>.fromOpaque(pointer).takeRetainedValue()
         requestContext.pointee = nil
+        if context.wasDeferred {
+            Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().deferredRequestFinished()
+        }
+    }
+
+    /// A deferred request is over (its response sent, or the client gone): stopping may go on.
+    private func deferredRequestFinished() {
+        let isDrained = state.withLock { state -> Bool in
+            state.pendingDeferred -= 1
+            return state.isStopping && state.isDrained
+        }
+        if isDrained { drained.signal() }
     }
 
     private static let readEventStream: MHD_ContentReaderCallback = { cls, _, buffer, capacity in

@@ -9,6 +9,12 @@ final class RequestContext {
     let query: [(name: String, value: String)]
     var body: [UInt8] = []
     var bodyExceededLimit = false
+    /// Set while a deferred response is being computed; the connection is suspended.
+    var isAwaitingDeferredResponse = false
+    /// This request was answered through a deferred response (counted until it completes).
+    var wasDeferred = false
+    /// The deferred response once it is ready, handed over from the producing thread.
+    let deferredResponse = Locked<HTTPResponse?>(nil)
 
     init(connection: OpaquePointer, method: String, path: String, maxBodyBytes: Int) {
         self.method = method
