@@ -26,6 +26,12 @@ let package = Package(
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
         .target(name: "MicroHTTPDShims", dependencies: ["CMicroHTTPD"]),
+        // libsodium: argon2id password hashing and constant-time verification.
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
 
         // Layer 1: the Swift face of libmicrohttpd. Knows HTTP and SSE, nothing about sign-up.
         .target(
@@ -47,6 +53,7 @@ let package = Package(
             name: "SignupDomain",
             dependencies: [
                 "ReactiveValidation",
+                "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
                 .product(name: "GRDB", package: "GRDB.swift"),
