@@ -6,4 +6,14 @@ public protocol AccountStore: Sendable {
     /// Adds accounts that cannot sign in, so their names show as taken (for demos and tests).
     /// Names already present are skipped.
     func reserveUsernames(_ usernames: [String]) throws
+
+    /// Stores a new account atomically; throws `AccountCreationError` when its canonical
+    /// username or its form token is already used, leaving the store unchanged.
+    func createAccount(_ account: NewAccount) throws -> Account
+
+    /// The account with this username, compared in canonical form.
+    func account(named username: String) throws -> Account?
+
+    /// Every account, oldest first.
+    func allAccounts() throws -> [Account]
 }

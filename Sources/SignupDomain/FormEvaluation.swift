@@ -1,9 +1,26 @@
 import ReactiveValidation
+#if canImport(Combine)
+import Combine
+#else
+import OpenCombineShim
+#endif
 
-/// The sign-up form's requirement states and field verdicts for one set of inputs.
-struct FormEvaluation: Equatable {
-    let requirementStates: [String: RequirementState]
-    let fieldValidations: [SignupField: FieldValidation]
+/// The sign-up form's requirement states and field verdicts for one set of inputs. The live
+/// view model and the submit check both build it, so they can never disagree.
+public struct FormEvaluation: Equatable, Sendable {
+    public let requirementStates: [String: RequirementState]
+    public let fieldValidations: [SignupField: FieldValidation]
+
+    /// True when every requirement is met.
+    public var isValid: Bool { requirementStates.values.allSatisfy { $0 == .met } }
+
+    /// Each field's shown problem, in field order.
+    public var problems: [(field: SignupField, message: String)] {
+        SignupField.allCases.compactMap { field in
+            let message = fieldValidations[field]?.message ?? ""
+            return message.isEmpty ? nil : (field, message)
+        }
+    }
 
     init(
         policy: SignupPolicy,
@@ -31,5 +48,25 @@ struct FormEvaluation: Equatable {
             .password: policy.password.validation(of: password, isShown: shownFields.contains(.password)),
             .confirm: policy.confirm.validation(of: confirm, isShown: shownFields.contains(.confirm)),
         ]
+    }
+}
+
+extension SignupPolicy {
+    /// Evaluates a complete submission with every problem shown, given the availability
+    /// answer for its username (`met` free, `unmet` taken). The submit check uses this.
+    public func evaluateSubmission(
+        username: String, email: String, password: String, confirm: String, usernameAvailability: RequirementState
+    ) -> FormEvaluation {
+        // The answer is already known, so the rule's check is never run.
+        let availability = usernameAvailabilityRule { _ in Empty().eraseToAnyPublisher() }
+        return FormEvaluation(
+            policy: self,
+            username: self.username.evaluate(
+                username, asyncRule: availability,
+                answer: AsyncAnswer(value: username, state: usernameAvailability)),
+            email: self.email.evaluate(email),
+            password: self.password.evaluate(password),
+            confirm: self.confirm.evaluate(PasswordConfirmation(password: password, confirm: confirm)),
+            shownFields: Set(SignupField.allCases))
     }
 }

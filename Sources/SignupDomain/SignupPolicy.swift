@@ -1,4 +1,9 @@
 import ReactiveValidation
+#if canImport(Combine)
+import Combine
+#else
+import OpenCombineShim
+#endif
 
 /// Every rule of the sign-up form as data. The page's checklist, the live events, the
 /// server-side submit check and the tests all read this one value.
@@ -41,6 +46,17 @@ public struct SignupPolicy: Sendable {
         case .password: return password.requirements
         case .confirm: return confirm.requirements
         }
+    }
+
+    /// The asynchronous "not already taken" rule, answered by `check`; only names that pass
+    /// the synchronous username rules are checked.
+    public func usernameAvailabilityRule(
+        check: @escaping @Sendable (String) -> AnyPublisher<RequirementState, Never>
+    ) -> AsyncRule<String> {
+        let rules = username
+        return AsyncRule(
+            id: usernameAvailability.id, text: usernameAvailability.text, message: usernameTakenMessage,
+            isEligible: { rules.allMet(by: $0) }, check: check)
     }
 
     /// Every requirement of the form, field by field.

@@ -52,13 +52,7 @@ public final class SignupViewModel {
         for requirement in policy.allRequirements { requirementStates[requirement.id] = .unmet }
         for field in SignupField.allCases { fieldValidations[field] = .idle }
 
-        let usernameRules = policy.username
-        let availability = AsyncRule<String>(
-            id: policy.usernameAvailability.id,
-            text: policy.usernameAvailability.text,
-            message: policy.usernameTakenMessage,
-            isEligible: { usernameRules.allMet(by: $0) },
-            check: { availabilityChecker.availability(of: $0) })
+        let availability = policy.usernameAvailabilityRule { availabilityChecker.availability(of: $0) }
 
         // The whole form is evaluated in one step per change. Separate pipelines per field
         // would each subscribe to `$password`, and OpenCombine calls a publisher's

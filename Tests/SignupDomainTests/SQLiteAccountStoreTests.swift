@@ -33,6 +33,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
         struct Failure: Error {}
         func isUsernameTaken(_ username: String) throws -> Bool { throw Failure() }
         func reserveUsernames(_ usernames: [String]) throws { throw Failure() }
+        func createAccount(_ account: NewAccount) throws -> Account { throw Failure() }
+        func account(named username: String) throws -> Account? { throw Failure() }
+        func allAccounts() throws -> [Account] { throw Failure() }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -49,6 +52,10 @@ final class SQLiteAccountStoreTests: XCTestCase {
             return false
         }
         func reserveUsernames(_ usernames: [String]) throws {}
+        func createAccount(_ account: NewAccount) throws -> Account { throw UnusedInTheseTests() }
+        func account(named username: String) throws -> Account? { nil }
+        func allAccounts() throws -> [Account] { [] }
+        struct UnusedInTheseTests: Error {}
     }
 
     /// Subscribes to one availability answer and waits for it (bounded, no sleeping).

@@ -1,0 +1,46 @@
+import Foundation
+
+/// A stored account. `passwordHash` is an argon2id string, or "!" for an account that
+/// cannot sign in (reserved names).
+public struct Account: Sendable, Equatable {
+    public let id: Int64
+    public let username: String
+    public let email: String
+    public let passwordHash: String
+    public let createdAt: Date
+
+    public init(id: Int64, username: String, email: String, passwordHash: String, createdAt: Date) {
+        self.id = id
+        self.username = username
+        self.email = email
+        self.passwordHash = passwordHash
+        self.createdAt = createdAt
+    }
+
+    /// The marker stored instead of a hash for accounts nobody can sign in to.
+    public static let unusablePasswordHash = "!"
+}
+
+/// What sign-up hands to the store.
+public struct NewAccount: Sendable {
+    public let username: String
+    public let email: String
+    public let passwordHash: String
+    /// The form session that created it; each can create one account only.
+    public let formToken: String
+
+    public init(username: String, email: String, passwordHash: String, formToken: String) {
+        self.username = username
+        self.email = email
+        self.passwordHash = passwordHash
+        self.formToken = formToken
+    }
+}
+
+/// Why the store refused a new account.
+public enum AccountCreationError: Error, Equatable {
+    /// Someone holds the same canonical username (e.g. won a race for it).
+    case usernameTaken
+    /// This form already created an account (double submit, back button, replay).
+    case formAlreadyUsed
+}
