@@ -5,6 +5,28 @@
 
   var FIELDS = ["username", "email", "password", "confirm"];
   var STATE_TEXT = { met: ": met", unmet: ": not met", pending: ": checking" };
+  var LOST = "Connection lost. Reconnecting…";
+
+  var esc = (window.CSS && typeof window.CSS.escape === "function")
+    ? window.CSS.escape
+    : function (s) { return String(s).replace(/[^a-zA-Z0-9_-]/g, "\\$&"); };
+
+  /* ---------- error summary ---------- */
+
+  var summary = document.querySelector("[data-error-summary]");
+  if (summary) {
+    summary.focus(); // autofocus does not apply to a div everywhere
+    summary.addEventListener("click", function (event) {
+      var link = event.target.closest && event.target.closest('a[href^="#"]');
+      var input = link && document.getElementById(link.getAttribute("href").slice(1));
+      if (!input) { return; }
+      // Show the label too, not just the input.
+      event.preventDefault();
+      var label = document.querySelector('label[for="' + esc(input.id) + '"]');
+      (label || input).scrollIntoView();
+      input.focus({ preventScroll: true });
+    });
+  }
 
   var form = document.querySelector("form[data-signup]");
   if (!form) { return; }
@@ -19,10 +41,6 @@
   var strengthEl = form.querySelector("[data-strength]");
   var strengthLabel = form.querySelector("[data-strength-label]");
 
-  var esc = (window.CSS && typeof window.CSS.escape === "function")
-    ? window.CSS.escape
-    : function (s) { return String(s).replace(/[^a-zA-Z0-9_-]/g, "\\$&"); };
-
   function byAttr(attr, value) {
     return form.querySelector("[" + attr + '="' + esc(value) + '"]');
   }
@@ -34,17 +52,19 @@
   /* ---------- outgoing edits ---------- */
 
   var seq = {};
+  var touched = {};
 
-  function send(field, touched) {
+  function send(field, isTouched) {
     var input = inputFor(field);
     if (!input) { return; }
     seq[field] += 1;
+    var sentWith = token;
     var body = new URLSearchParams();
-    body.set("token", token);
+    body.set("token", sentWith);
     body.set("field", field);
     body.set("value", input.value);
     body.set("seq", String(seq[field]));
-    if (touched) { body.set("touched", "1"); }
+    if (isTouched) { body.set("touched", "1"); }
     fetch("/fields", {
       method: "POST",
       body: body,
@@ -52,7 +72,8 @@
       cache: "no-store"
     }).then(function (response) {
       if (response.status === 404) {
-        showConnection("Your session has expired. Reload the page to continue.");
+        // Form forgotten (restart, expiry). For an older token the resend covers it.
+        if (sentWith === token) { stale = true; lose(true); }
       } else if (!response.ok) {
         console.debug("LiveSignup: edit rejected for " + field + " (HTTP " + response.status + ")");
       }
@@ -66,8 +87,19 @@
     if (!input) { return; }
     seq[field] = 0;
     input.addEventListener("input", function () { send(field, false); });
-    input.addEventListener("blur", function () { send(field, true); });
+    input.addEventListener("blur", function () { touched[field] = true; send(field, true); });
   });
+
+  // Tell the server what it may not know: after a loss every value typed or left,
+  // on the first open what the browser restored (reload, back).
+  function resend(all) {
+    FIELDS.forEach(function (field) {
+      var input = inputFor(field);
+      if (input && (all ? input.value || touched[field] : input.value !== input.defaultValue)) {
+        send(field, !!touched[field]);
+      }
+    });
+  }
 
   /* ---------- applying server state ---------- */
 
@@ -112,16 +144,10 @@
     if (connection) { connection.hidden = true; }
   }
 
-  function parse(event) {
-    try { return JSON.parse(event.data); }
-    catch (err) { console.debug("LiveSignup: bad " + event.type + " event"); return null; }
-  }
-
-  function on(source, type, handler) {
-    source.addEventListener(type, function (event) {
-      var data = parse(event);
-      if (data && typeof data === "object") { handler(data); }
-    });
+  function each(map, apply) {
+    for (var key in map) {
+      if (Object.prototype.hasOwnProperty.call(map, key)) { apply(key, map[key]); }
+    }
   }
 
   if (typeof window.EventSource !== "function") {
@@ -129,42 +155,137 @@
     return;
   }
 
-  var source = new EventSource("/events?token=" + encodeURIComponent(token));
+  /* ---------- connection ----------
+     error: status shown, submit enabled. CONNECTING: the browser retries. CLOSED, or a 404
+     from /fields: close; after a backoff check the token (404 → fresh session); reopen.
+     open after a loss: resend. snapshot: status hidden, backoff reset. */
 
-  on(source, "snapshot", function (d) {
-    var key;
-    if (d.requirements) {
-      for (key in d.requirements) {
-        if (Object.prototype.hasOwnProperty.call(d.requirements, key)) {
-          setRequirement(key, d.requirements[key]);
-        }
-      }
+  var source = null;
+  var timer = 0;
+  var busy = false;     // token check or new session under way
+  var attempt = 0;
+  var lost = false;     // the next open must resend
+  var stale = false;    // the server does not know the token
+  var leaving = false;
+
+  function streamURL() {
+    return "/events?token=" + encodeURIComponent(token);
+  }
+
+  function lose(closed) {
+    if (leaving) { return; }
+    lost = true;
+    setSubmit(true);
+    showConnection(LOST);
+    if (closed) {
+      if (source) { source.close(); source = null; }
+      if (stale && timer) { clearTimeout(timer); timer = 0; } // no need to wait
+      schedule(stale ? 0 : backoff());
     }
-    if (d.messages) {
-      for (key in d.messages) {
-        if (Object.prototype.hasOwnProperty.call(d.messages, key)) {
-          setMessage(key, d.messages[key]);
-        }
-      }
-    }
-    if (d.strength) { setStrength(d.strength.score, d.strength.label); }
-    if (d.submit) { setSubmit(!!d.submit.enabled); }
-    hideConnection();
+  }
+
+  // 0.5 s, 1 s, 2 s … 15 s, each up to a quarter shorter so pages do not retry in step.
+  function backoff() {
+    var base = Math.min(15000, 500 * Math.pow(2, attempt++));
+    return Math.round(base * (1 - Math.random() / 4));
+  }
+
+  function schedule(delay) {
+    if (timer || busy || leaving) { return; }
+    timer = setTimeout(reconnect, delay);
+  }
+
+  // Status of GET /events, without keeping the stream.
+  function check() {
+    if (stale) { return Promise.resolve(404); }
+    var abort = window.AbortController ? new AbortController() : null;
+    return fetch(streamURL(), { cache: "no-store", signal: abort && abort.signal })
+      .then(function (response) {
+        if (abort) { abort.abort(); } else if (response.body) { response.body.cancel(); }
+        return response.status;
+      });
+  }
+
+  function renew() {
+    return fetch("/sessions", { method: "POST", cache: "no-store" }).then(function (response) {
+      if (!response.ok) { throw new Error("HTTP " + response.status); }
+      return response.json();
+    }).then(function (data) {
+      if (!data || !/^[0-9a-f]{32}$/i.test(data.token)) { throw new Error("no token"); }
+      token = data.token;
+      if (tokenInput) { tokenInput.value = token; } // a plain submit uses it too
+      FIELDS.forEach(function (field) { seq[field] = 0; });
+      stale = false;
+      lost = true;
+    });
+  }
+
+  function reconnect() {
+    timer = 0;
+    if (source || leaving) { return; }
+    busy = true;
+    check().then(function (status) {
+      if (status === 404) { return renew(); }
+      if (status < 200 || status > 299) { throw new Error("HTTP " + status); }
+    }).then(function () {
+      busy = false;
+      connect();
+    }, function (err) {
+      busy = false;
+      console.debug("LiveSignup: reconnect failed: " + (err && err.message));
+      schedule(backoff());
+    });
+  }
+
+  function on(es, type, handler) {
+    es.addEventListener(type, function (event) {
+      if (es !== source) { return; }
+      var data;
+      try { data = JSON.parse(event.data); }
+      catch (err) { console.debug("LiveSignup: bad " + type + " event"); return; }
+      if (data && typeof data === "object") { handler(data); }
+    });
+  }
+
+  function connect() {
+    var es = source = new EventSource(streamURL());
+
+    es.addEventListener("open", function () {
+      if (es === source) { resend(lost); lost = false; }
+    });
+
+    es.addEventListener("error", function () {
+      if (es !== source) { return; }
+      lose(es.readyState === EventSource.CLOSED);
+    });
+
+    on(es, "snapshot", function (d) {
+      each(d.requirements, setRequirement);
+      each(d.messages, setMessage);
+      if (d.strength) { setStrength(d.strength.score, d.strength.label); }
+      if (d.submit) { setSubmit(!!d.submit.enabled); }
+      attempt = 0;
+      hideConnection();
+    });
+    on(es, "requirement", function (d) { setRequirement(d.id, d.state); });
+    on(es, "message", function (d) { setMessage(d.field, d.text); });
+    on(es, "strength", function (d) { setStrength(d.score, d.label); });
+    on(es, "submit", function (d) { setSubmit(!!d.enabled); });
+  }
+
+  window.addEventListener("online", function () {
+    if (timer) { clearTimeout(timer); timer = 0; reconnect(); }
+  });
+  // Leaving aborts the stream: no lost connection.
+  window.addEventListener("pagehide", function () {
+    leaving = true;
+    if (source) { source.close(); source = null; }
+  });
+  window.addEventListener("pageshow", function (event) {
+    if (!event.persisted) { return; }
+    leaving = false;
+    lose(true);
   });
 
-  on(source, "requirement", function (d) { setRequirement(d.id, d.state); });
-  on(source, "message", function (d) { setMessage(d.field, d.text); });
-  on(source, "strength", function (d) { setStrength(d.score, d.label); });
-  on(source, "submit", function (d) { setSubmit(!!d.enabled); });
-
-  source.addEventListener("open", hideConnection);
-  source.addEventListener("error", function () {
-    if (source.readyState === EventSource.CLOSED) {
-      // The browser gave up (e.g. the session expired): let the plain form work.
-      showConnection("Live checks are unavailable. Reload the page to continue.");
-      setSubmit(true);
-    } else {
-      showConnection("Reconnecting…");
-    }
-  });
+  connect();
 })();

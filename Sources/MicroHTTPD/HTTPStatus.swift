@@ -17,6 +17,7 @@ public struct HTTPStatus: Hashable, Sendable, CustomStringConvertible {
     public static let seeOther = HTTPStatus(code: 303, reasonPhrase: "See Other")
     public static let notModified = HTTPStatus(code: 304, reasonPhrase: "Not Modified")
     public static let badRequest = HTTPStatus(code: 400, reasonPhrase: "Bad Request")
+    public static let unauthorized = HTTPStatus(code: 401, reasonPhrase: "Unauthorized")
     public static let forbidden = HTTPStatus(code: 403, reasonPhrase: "Forbidden")
     public static let notFound = HTTPStatus(code: 404, reasonPhrase: "Not Found")
     public static let methodNotAllowed = HTTPStatus(code: 405, reasonPhrase: "Method Not Allowed")

@@ -30,6 +30,7 @@ final class FormSession: @unchecked Sendable {
     /// While an edit is being applied the view model passes through intermediate states
     /// (one field's outputs updated, another's not yet); publish only the settled result.
     private var isApplyingEdit = false
+    private var accountUsername: String?
 
     /// Written on `queue`, read by the registry's sweeper from any thread.
     private let activity: ActivityClock
@@ -111,6 +112,38 @@ final class FormSession: @unchecked Sendable {
                 self.activity.setOpenStreams(self.streams.count)
                 self.activity.touch()
             }
+        }
+    }
+
+    /// Puts the session in the state of a page re-rendered after a failed submit: the
+    /// username and email kept, passwords empty (never sent back), every problem shown.
+    /// The re-rendered page is a new page view whose script counts seqs from zero again.
+    func prepareForResubmission(username: String, email: String) {
+        queue.sync {
+            activity.touch()
+            rev += 1
+            lastAppliedSeq = [:]
+            isApplyingEdit = true
+            viewModel.username = username
+            viewModel.email = email
+            viewModel.password = ""
+            viewModel.confirm = ""
+            viewModel.submitAttempted = true
+            isApplyingEdit = false
+            publish(Self.outputs(of: viewModel))
+        }
+    }
+
+    /// The username this form already created an account for, if any.
+    var createdAccountUsername: String? {
+        queue.sync { accountUsername }
+    }
+
+    /// Records that this form created an account; later submits of it are refused.
+    func markAccountCreated(username: String) {
+        queue.sync {
+            activity.touch()
+            accountUsername = username
         }
     }
 

@@ -25,7 +25,7 @@ struct PageRenderer: Sendable {
             let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
             templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text)
         }
-        for required in ["signup"] where templates[required] == nil {
+        for required in ["signup", "welcome", "signin"] where templates[required] == nil {
             throw LoadError.missingTemplate(required, directory: directory.path)
         }
         library = MustacheLibrary(templates: templates)
@@ -39,6 +39,12 @@ struct PageRenderer: Sendable {
         var requirementStates: [String: RequirementState]
         var messages: [SignupField: String]
         var strength: PasswordStrength
+        /// Problems listed in the error summary after a failed submit, in field order.
+        var errors: [(field: SignupField, message: String)] = []
+        /// A problem with the form as a whole (expired or already used), shown in the summary.
+        var formError: String = ""
+
+        var hasErrors: Bool { !errors.isEmpty || !formError.isEmpty }
     }
 
     func renderSignup(_ page: SignupPage, policy: SignupPolicy, assets: StaticAssets) -> String {
@@ -60,8 +66,13 @@ struct PageRenderer: Sendable {
                 },
             ]
         }
+        let title = "Create an account"
         let context: [String: Any] = [
-            "title": "Create an account",
+            "title": title,
+            "pageTitle": page.hasErrors ? "Error: \(title)" : title,
+            "hasErrors": page.hasErrors,
+            "errors": page.errors.map { ["field": $0.field.rawValue, "message": $0.message] },
+            "formError": page.formError,
             "serviceName": Self.serviceName,
             "token": page.token,
             "scriptURL": assets.url(for: "app.js"),
@@ -72,6 +83,24 @@ struct PageRenderer: Sendable {
             "submitLabel": "Sign up",
         ]
         return library.render(context, withTemplate: "signup") ?? ""
+    }
+
+    func renderWelcome(username: String, assets: StaticAssets) -> String {
+        let context: [String: Any] = [
+            "pageTitle": "Welcome", "serviceName": Self.serviceName, "username": username,
+            "stylesheetURL": assets.url(for: "style.css"),
+        ]
+        return library.render(context, withTemplate: "welcome") ?? ""
+    }
+
+    func renderSignIn(username: String, errorMessage: String?, assets: StaticAssets) -> String {
+        let context: [String: Any] = [
+            "pageTitle": errorMessage == nil ? "Sign in" : "Error: Sign in",
+            "serviceName": Self.serviceName, "username": username,
+            "hasError": errorMessage != nil, "errorMessage": errorMessage ?? "",
+            "stylesheetURL": assets.url(for: "style.css"),
+        ]
+        return library.render(context, withTemplate: "signin") ?? ""
     }
 
     static func inputType(_ field: SignupField) -> String {

@@ -24,6 +24,11 @@ public final class SignupApplication: @unchecked Sendable {
         public var heartbeatIntervalSeconds: Double = 15
         /// Sent as the stream's `retry:`: how long a browser waits before reconnecting.
         public var retryMilliseconds = 2_000
+        /// argon2id through libsodium: t=2, m=64 MiB by default (see docs/SECURITY.md).
+        public var passwordHasher: any PasswordHashing = Argon2idPasswordHasher()
+        /// Hashes computed at once at most; more wait their turn, so a burst of sign-ups
+        /// cannot use more than this many × the hash's memory.
+        public var maximumConcurrentHashes = max(1, ProcessInfo.processInfo.activeProcessorCount)
         /// The clock sessions expire by; tests substitute one they can move.
         public var now: @Sendable () -> Date = { Date() }
 
@@ -50,6 +55,11 @@ public final class SignupApplication: @unchecked Sendable {
         self.sessions = sessions
         let routes = SignupRoutes(
             sessions: sessions,
+            store: store,
+            hashing: PasswordHashingQueue(hasher: configuration.passwordHasher,
+                                          maximumConcurrentJobs: configuration.maximumConcurrentHashes),
+            signedIn: SignedInUsers(now: configuration.now),
+            placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeToken()),
             renderer: try PageRenderer(directory: configuration.templatesDirectory),
             assets: try StaticAssets(directory: configuration.publicDirectory),
             policy: configuration.policy,

@@ -4,9 +4,15 @@ import MicroHTTPD
 import SignupDomain
 
 /// Routes every request of the sign-up app. Runs on libmicrohttpd's worker threads; each
-/// handler is quick (an in-memory session, a template render) and never blocks on I/O.
+/// handler is quick (an in-memory session, a template render, an indexed SQLite read).
+/// Password hashing is deferred to `hashing`, off these threads.
 struct SignupRoutes: HTTPResponder {
     let sessions: FormSessionRegistry
+    let store: any AccountStore
+    let hashing: PasswordHashingQueue
+    let signedIn: SignedInUsers
+    /// A hash of a random password, verified against when a sign-in names no account.
+    let placeholderHash: String
     let renderer: PageRenderer
     let assets: StaticAssets
     let policy: SignupPolicy
@@ -26,6 +32,19 @@ struct SignupRoutes: HTTPResponder {
         case "/fields":
             guard request.method == "POST" else { return methodNotAllowed(allow: "POST") }
             return fieldEdit(request)
+        case "/sessions":
+            guard request.method == "POST" else { return methodNotAllowed(allow: "POST") }
+            return newSession()
+        case "/signup":
+            guard request.method == "POST" else { return methodNotAllowed(allow: "POST") }
+            return submit(request)
+        case "/welcome":
+            guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
+            return welcome(request)
+        case "/signin":
+            if isRead(request.method) { return signInPage(username: "", error: nil, status: .ok) }
+            guard request.method == "POST" else { return methodNotAllowed(allow: "GET, HEAD, POST") }
+            return signIn(request)
         default:
             if request.path.hasPrefix("/static/") {
                 guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
@@ -36,11 +55,11 @@ struct SignupRoutes: HTTPResponder {
         }
     }
 
-    private func isRead(_ method: String) -> Bool {
+    func isRead(_ method: String) -> Bool {
         method == "GET" || method == "HEAD"
     }
 
-    private func methodNotAllowed(allow: String) -> HTTPResponse {
+    func methodNotAllowed(allow: String) -> HTTPResponse {
         var response = APIError(status: .methodNotAllowed, code: "method_not_allowed",
                                 message: "This address only accepts \(allow).").response
         response.headers.add("Allow", allow)
@@ -54,23 +73,49 @@ struct SignupRoutes: HTTPResponder {
         do {
             session = try sessions.create()
         } catch {
-            logger.warning("Refused a new form session: the session limit is reached")
-            var response = APIError(status: .serviceUnavailable, code: "too_many_sessions",
-                                    message: "Too many sign-ups are in progress. Please try again in a minute.").response
-            response.headers.add("Retry-After", "60")
-            return response
+            return tooManySessions()
         }
         let page = PageRenderer.SignupPage(
             token: session.token, values: [:],
             requirementStates: Dictionary(uniqueKeysWithValues: policy.allRequirements.map { ($0.id, .unmet) }),
             messages: [:], strength: .none)
-        var response = HTTPResponse.html(renderer.renderSignup(page, policy: policy, assets: assets))
-        // Each page view is its own form session: never serve one from a cache.
+        return html(renderer.renderSignup(page, policy: policy, assets: assets), status: .ok)
+    }
+
+    func tooManySessions() -> HTTPResponse {
+        logger.warning("Refused a new form session: the session limit is reached")
+        var response = APIError(status: .serviceUnavailable, code: "too_many_sessions",
+                                message: "Too many sign-ups are in progress. Please try again in a minute.").response
+        response.headers.add("Retry-After", "60")
+        return response
+    }
+
+    /// An HTML page that is never cached (each carries its own form session or user).
+    func html(_ body: String, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        var response = HTTPResponse.html(body, status: status)
+        for (name, value) in headers { response.headers.add(name, value) }
         response.headers.add("Cache-Control", "no-store")
         response.headers.add("X-Content-Type-Options", "nosniff")
         response.headers.add("Referrer-Policy", "same-origin")
         response.headers.add("Content-Security-Policy",
                              "default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+        return response
+    }
+
+    /// `303 See Other` to `location`, optionally setting a cookie.
+    func redirect(to location: String, cookie: String? = nil) -> HTTPResponse {
+        var headers = HTTPHeaders([("Location", location), ("Cache-Control", "no-store")])
+        if let cookie { headers.add("Set-Cookie", cookie) }
+        return HTTPResponse(status: .seeOther, headers: headers)
+    }
+
+    // MARK: POST /sessions
+
+    /// A fresh form session for a page whose token the server no longer knows.
+    private func newSession() -> HTTPResponse {
+        guard let session = try? sessions.create() else { return tooManySessions() }
+        var response = HTTPResponse.json("{\"token\":\"\(session.token)\"}", status: .created)
+        response.headers.add("Cache-Control", "no-store")
         return response
     }
 
@@ -88,16 +133,24 @@ struct SignupRoutes: HTTPResponder {
 
     // MARK: POST /fields
 
-    private func fieldEdit(_ request: HTTPRequest) -> HTTPResponse {
+    /// The request's urlencoded body, or the error response that says what is wrong with it.
+    func decodeForm(_ request: HTTPRequest) -> Result<URLEncodedForm, APIError> {
         guard request.mediaType == "application/x-www-form-urlencoded" else {
-            return APIError(status: .unsupportedMediaType, code: "unsupported_media_type",
-                            message: "Send the edit as application/x-www-form-urlencoded.").response
+            return .failure(APIError(status: .unsupportedMediaType, code: "unsupported_media_type",
+                                     message: "Send the form as application/x-www-form-urlencoded."))
         }
-        let form: URLEncodedForm
         do {
-            form = try URLEncodedForm(decoding: request.body)
+            return .success(try URLEncodedForm(decoding: request.body))
         } catch {
-            return APIError(status: .badRequest, code: "invalid_form", message: error.description).response
+            return .failure(APIError(status: .badRequest, code: "invalid_form", message: error.description))
+        }
+    }
+
+    private func fieldEdit(_ request: HTTPRequest) -> HTTPResponse {
+        let form: URLEncodedForm
+        switch decodeForm(request) {
+        case .success(let decoded): form = decoded
+        case .failure(let error): return error.response
         }
         for name in ["token", "field", "value", "seq"] where form[name] == nil {
             return APIError.missingParameter(name).response

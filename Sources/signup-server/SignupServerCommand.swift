@@ -10,7 +10,7 @@ struct SignupServerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "signup-server",
         abstract: "Serves the LiveSignup sign-up page.",
-        subcommands: [Serve.self],
+        subcommands: [Serve.self, Accounts.self],
         defaultSubcommand: Serve.self)
 }
 

@@ -14,15 +14,18 @@ final class ServerProcess {
     private let output = Pipe()
     private(set) var port: UInt16 = 0
 
-    init(arguments: [String] = []) throws {
-        databaseDirectory = FileManager.default.temporaryDirectory
+    /// - Parameter databaseDirectory: reuse another run's data (e.g. after killing it).
+    init(arguments: [String] = [], databaseDirectory: URL? = nil) throws {
+        self.databaseDirectory = databaseDirectory ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("livesignup-process-\(UUID().uuidString)")
         process.executableURL = Self.executable
         process.currentDirectoryURL = TestServer.repositoryRoot
         process.arguments = ["--port", "0", "--log-level", "warning",
-                             "--database", databaseDirectory.appendingPathComponent("db.sqlite").path] + arguments
+                             "--database", self.databaseDirectory.appendingPathComponent("db.sqlite").path] + arguments
         process.standardOutput = output
     }
+
+    var databasePath: String { databaseDirectory.appendingPathComponent("db.sqlite").path }
 
     /// Starts the process and waits (bounded) for the line that announces its port.
     func start(file: StaticString = #filePath, line: UInt = #line) async throws {

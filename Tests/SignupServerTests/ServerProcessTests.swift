@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import LiveSignupClient
 import XCTest
 
@@ -42,5 +45,63 @@ final class ServerProcessTests: XCTestCase {
         await events.wait { $0.contains { event in
             if case .requirement(id: "username.available", state: .unmet, _) = event { return true } else { return false }
         } }
+    }
+}
+
+/// Accounts the server confirmed survive the process being killed outright.
+final class DurabilityTests: XCTestCase {
+    func testAccountSurvivesKillMinusNineAndCanSignIn() async throws {
+        let first = try ServerProcess()
+        defer { first.removeData() }
+        try await first.start()
+        let base = URL(string: "http://127.0.0.1:\(first.port)")!
+        let form = try await SignupClient(baseURL: base).openForm()
+        let password = "Durable-Disk-2026"
+        var request = URLRequest(url: base.appendingPathComponent("signup"))
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(FormURLEncoder.encode([
+            ("token", form.token), ("username", "survivor"), ("email", "s@example.com"),
+            ("password", password), ("confirm", password),
+        ]).utf8)
+        let (_, response) = try await TestServer.session.data(for: request)
+        XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 303)
+
+        // No chance to flush or close anything.
+        let killed = await first.stop(with: SIGKILL)
+        XCTAssertTrue(killed)
+        XCTAssertEqual(first.process.terminationReason, .uncaughtSignal)
+
+        let second = try ServerProcess(databaseDirectory: first.databaseDirectory)
+        defer { second.removeData() }
+        try await second.start()
+        var signIn = URLRequest(url: URL(string: "http://127.0.0.1:\(second.port)/signin")!)
+        signIn.httpMethod = "POST"
+        signIn.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        signIn.httpBody = Data(FormURLEncoder.encode([("username", "survivor"), ("password", password)]).utf8)
+        let (_, signedIn) = try await TestServer.session.data(for: signIn)
+        XCTAssertEqual((signedIn as? HTTPURLResponse)?.statusCode, 303)
+        XCTAssertEqual((signedIn as? HTTPURLResponse)?.value(forHTTPHeaderField: "Location"), "/welcome")
+    }
+
+    func testAccountsListShowsAccountsWithoutHashes() async throws {
+        let server = try ServerProcess(arguments: ["--seed-demo"])
+        defer { server.removeData() }
+        try await server.start()
+        _ = await server.stop(with: SIGTERM)
+
+        let list = Process()
+        list.executableURL = ServerProcess.executable
+        list.arguments = ["accounts", "list", "--database", server.databasePath]
+        let output = Pipe()
+        list.standardOutput = output
+        try list.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        list.waitUntilExit()
+        XCTAssertEqual(list.terminationStatus, 0)
+        XCTAssertTrue(text.contains("alice"))
+        XCTAssertTrue(text.contains("username"))
+        XCTAssertFalse(text.contains("$argon2id$"))
+        XCTAssertFalse(text.contains("!  "), "the unusable-hash marker is described, not printed")
     }
 }

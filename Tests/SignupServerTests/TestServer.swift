@@ -18,14 +18,17 @@ final class TestServer {
     static let takenUsernames = ["alice", "bob"]
 
     let app: SignupApplication
+    let store: SQLiteAccountStore
     let databaseDirectory: URL
     let baseURL: URL
     let client: SignupClient
 
-    init(configure: (inout SignupApplication.Configuration) -> Void = { _ in }) throws {
+    /// - Parameter logger: where the server logs; by default warnings and worse only.
+    init(logger: Logger? = nil,
+         configure: (inout SignupApplication.Configuration) -> Void = { _ in }) throws {
         databaseDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("livesignup-tests-\(UUID().uuidString)")
-        let store = try SQLiteAccountStore(path: databaseDirectory.appendingPathComponent("test.sqlite").path)
+        store = try SQLiteAccountStore(path: databaseDirectory.appendingPathComponent("test.sqlite").path)
         try store.reserveUsernames(Self.takenUsernames)
         var configuration = SignupApplication.Configuration()
         configuration.port = 0
@@ -33,14 +36,28 @@ final class TestServer {
         configuration.templatesDirectory = Self.repositoryRoot.appendingPathComponent("Templates")
         // Real time passes in these tests: keep the availability debounce short.
         configuration.availabilityDebounce = .milliseconds(20)
+        // Real argon2id, at its cheapest settings: tests check behaviour, not hash cost.
+        configuration.passwordHasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
         configure(&configuration)
-        var logger = Logger(label: "livesignup-test")
-        logger.logLevel = .warning
+        let logger = logger ?? {
+            var quiet = Logger(label: "livesignup-test")
+            quiet.logLevel = .warning
+            return quiet
+        }()
         app = try SignupApplication(configuration: configuration, store: store, logger: logger)
         try app.start()
         baseURL = URL(string: "http://127.0.0.1:\(app.port)")!
         client = SignupClient(baseURL: baseURL)
     }
+
+    /// Follows no redirects and keeps no cookies, so tests see every 303 and send cookies
+    /// themselves.
+    static let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        return URLSession(configuration: configuration, delegate: RedirectRefuser(), delegateQueue: nil)
+    }()
 
     func stop() {
         app.stop()
@@ -53,6 +70,15 @@ final class TestServer {
         contentType: String? = "application/x-www-form-urlencoded",
         headers: [String: String] = [:]
     ) async throws -> (status: Int, headers: [String: String], body: String) {
+        try await Self.request(to: baseURL, method, path, body: body, contentType: contentType, headers: headers)
+    }
+
+    /// The same, without the server object, for requests sent from several tasks at once.
+    static func request(
+        to baseURL: URL, _ method: String, _ path: String, body: String? = nil,
+        contentType: String? = "application/x-www-form-urlencoded",
+        headers: [String: String] = [:]
+    ) async throws -> (status: Int, headers: [String: String], body: String) {
         var request = URLRequest(url: URL(string: path, relativeTo: baseURL)!)
         request.httpMethod = method
         if let body {
@@ -60,12 +86,22 @@ final class TestServer {
             if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
         }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let (data, response) = try await URLSession.shared.data(for: request)
+        let (data, response) = try await Self.session.data(for: request)
         let http = try XCTUnwrap(response as? HTTPURLResponse)
         var headerFields: [String: String] = [:]
         for (name, value) in http.allHeaderFields {
             headerFields[String(describing: name).lowercased()] = String(describing: value)
         }
         return (http.statusCode, headerFields, String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// Makes URLSession hand back a redirect instead of following it.
+private final class RedirectRefuser: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 }

@@ -1,0 +1,38 @@
+import ArgumentParser
+import Foundation
+import SignupDomain
+
+/// Operator commands on the account store.
+struct Accounts: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Inspect stored accounts.",
+        subcommands: [List.self])
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List stored accounts (never their password hashes).")
+
+        @Option(help: "SQLite database file.")
+        var database = "data/livesignup.sqlite"
+
+        func run() throws {
+            guard FileManager.default.fileExists(atPath: database) else {
+                throw ValidationError("No database at '\(database)'.")
+            }
+            let accounts = try SQLiteAccountStore(path: database).allAccounts()
+            let formatter = ISO8601DateFormatter()
+            var lines = [["id", "username", "email", "created", "can sign in"]]
+            for account in accounts {
+                lines.append([String(account.id), account.username, account.email,
+                              formatter.string(from: account.createdAt),
+                              account.passwordHash == Account.unusablePasswordHash ? "no (reserved)" : "yes"])
+            }
+            let widths = lines[0].indices.map { column in lines.map { $0[column].count }.max() ?? 0 }
+            for line in lines {
+                let cells = line.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+                print(cells.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
+            }
+            print("\(accounts.count) account\(accounts.count == 1 ? "" : "s")")
+        }
+    }
+}
