@@ -54,18 +54,9 @@ final class DurabilityTests: XCTestCase {
         let first = try ServerProcess()
         defer { first.removeData() }
         try await first.start()
-        let base = URL(string: "http://127.0.0.1:\(first.port)")!
-        let form = try await SignupClient(baseURL: base).openForm()
         let password = "Durable-Disk-2026"
-        var request = URLRequest(url: base.appendingPathComponent("signup"))
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(FormURLEncoder.encode([
-            ("token", form.token), ("username", "survivor"), ("email", "s@example.com"),
-            ("password", password), ("confirm", password),
-        ]).utf8)
-        let (_, response) = try await TestServer.session.data(for: request)
-        XCTAssertEqual((response as? HTTPURLResponse)?.statusCode, 303)
+        let status = try await signUp(on: first, username: "survivor", password: password)
+        XCTAssertEqual(status, 303)
 
         // No chance to flush or close anything.
         let killed = await first.stop(with: SIGKILL)
@@ -84,10 +75,27 @@ final class DurabilityTests: XCTestCase {
         XCTAssertEqual((signedIn as? HTTPURLResponse)?.value(forHTTPHeaderField: "Location"), "/welcome")
     }
 
+    /// Submits a valid sign-up form to a running server; returns the status it answered.
+    private func signUp(on server: ServerProcess, username: String, password: String) async throws -> Int? {
+        let base = URL(string: "http://127.0.0.1:\(server.port)")!
+        let form = try await SignupClient(baseURL: base).openForm()
+        var request = URLRequest(url: base.appendingPathComponent("signup"))
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(FormURLEncoder.encode([
+            ("token", form.token), ("username", username), ("email", "\(username)@example.com"),
+            ("password", password), ("confirm", password),
+        ]).utf8)
+        let (_, response) = try await TestServer.session.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode
+    }
+
     func testAccountsListShowsAccountsWithoutHashes() async throws {
         let server = try ServerProcess(arguments: ["--seed-demo"])
         defer { server.removeData() }
         try await server.start()
+        let created = try await signUp(on: server, username: "operator_view", password: "Listed-Not-Leaked-7")
+        XCTAssertEqual(created, 303)
         _ = await server.stop(with: SIGTERM)
 
         let list = Process()
@@ -100,6 +108,8 @@ final class DurabilityTests: XCTestCase {
         list.waitUntilExit()
         XCTAssertEqual(list.terminationStatus, 0)
         XCTAssertTrue(text.contains("alice"))
+        XCTAssertTrue(text.contains("operator_view"))
+        XCTAssertTrue(text.contains("operator_view@example.com"))
         XCTAssertTrue(text.contains("username"))
         XCTAssertFalse(text.contains("$argon2id$"))
         XCTAssertFalse(text.contains("!  "), "the unusable-hash marker is described, not printed")
