@@ -57,7 +57,9 @@ let package = Package(
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+            ],
+            exclude: ["Resources/generate-common-passwords.py", "Resources/LICENSE-zxcvbn.txt"],
+            resources: [.copy("Resources/common-passwords.txt")]
         ),
 
         // Layer 4: the web app: routes, form sessions, rendering, event encoding.

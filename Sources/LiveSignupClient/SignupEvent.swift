@@ -7,7 +7,8 @@ public enum SignupEvent: Equatable, Sendable {
     case requirement(id: String, state: RequirementState, rev: Int)
     /// `text` is "" when the message is hidden.
     case message(field: String, text: String, rev: Int)
-    case strength(score: Int, label: String, rev: Int)
+    /// The meter's new score and label, with advice for weak passwords.
+    case strength(PasswordStrength, rev: Int)
     case submit(enabled: Bool, rev: Int)
     /// An event name this client does not know. The protocol may add names; surfacing them
     /// instead of failing keeps old clients working against newer servers.
@@ -17,7 +18,7 @@ public enum SignupEvent: Equatable, Sendable {
     public var rev: Int? {
         switch self {
         case .snapshot(let snapshot): snapshot.rev
-        case .requirement(_, _, let rev), .message(_, _, let rev), .strength(_, _, let rev),
+        case .requirement(_, _, let rev), .message(_, _, let rev), .strength(_, let rev),
              .submit(_, let rev):
             rev
         case .unknown: nil
@@ -39,7 +40,8 @@ public enum SignupEvent: Equatable, Sendable {
             self = .message(field: payload.field, text: payload.text, rev: payload.rev)
         case "strength":
             let payload = try Self.decode(StrengthPayload.self, from: event)
-            self = .strength(score: payload.score, label: payload.label, rev: payload.rev)
+            let strength = try Self.decode(PasswordStrength.self, from: event)
+            self = .strength(strength, rev: payload.rev)
         case "submit":
             let payload = try Self.decode(SubmitPayload.self, from: event)
             self = .submit(enabled: payload.enabled, rev: payload.rev)
@@ -72,8 +74,6 @@ public enum SignupEvent: Equatable, Sendable {
     }
 
     private struct StrengthPayload: Decodable {
-        var score: Int
-        var label: String
         var rev: Int
     }
 

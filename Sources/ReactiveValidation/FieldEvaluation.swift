@@ -4,11 +4,16 @@ public struct FieldEvaluation<Value: Equatable>: Equatable {
     public let value: Value
     /// In the order of the field's rules, the asynchronous rule (if any) last.
     public let states: [RequirementState]
+    /// The message of the first failed `Check`, if any: the value is refused whatever the
+    /// checklist says.
+    public let failedCheckMessage: String?
 
-    public init(value: Value, states: [RequirementState]) {
+    public init(value: Value, states: [RequirementState], failedCheckMessage: String? = nil) {
         self.value = value
         self.states = states
+        self.failedCheckMessage = failedCheckMessage
     }
 
-    public var allMet: Bool { states.allSatisfy { $0 == .met } }
+    /// Every requirement met and no check failed.
+    public var allMet: Bool { failedCheckMessage == nil && states.allSatisfy { $0 == .met } }
 }

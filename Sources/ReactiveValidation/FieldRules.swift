@@ -1,21 +1,31 @@
 /// A field's synchronous rules in priority order, plus what to say while it is empty.
 public struct FieldRules<Value>: Sendable {
     public let rules: [Rule<Value>]
+    /// Conditions off the checklist; the first failed one speaks before any rule.
+    public let checks: [Check<Value>]
     /// Said instead of any rule's message while the field is empty, e.g. "Enter a username".
     public let emptyMessage: String?
     public let isEmpty: @Sendable (Value) -> Bool
 
-    public init(rules: [Rule<Value>], emptyMessage: String?, isEmpty: @escaping @Sendable (Value) -> Bool) {
+    public init(rules: [Rule<Value>], checks: [Check<Value>] = [], emptyMessage: String?,
+                isEmpty: @escaping @Sendable (Value) -> Bool) {
         self.rules = rules
+        self.checks = checks
         self.emptyMessage = emptyMessage
         self.isEmpty = isEmpty
     }
 
     public var requirements: [Requirement] { rules.map(\.requirement) }
 
-    /// Whether every rule is met, without going through a publisher (e.g. a server-side check).
+    /// Whether every rule is met and every check passed, without going through a publisher
+    /// (e.g. a server-side check).
     public func allMet(by value: Value) -> Bool {
-        rules.allSatisfy { $0.isMet(value) }
+        checks.allSatisfy { $0.isPassed(value) } && rules.allSatisfy { $0.isMet(value) }
+    }
+
+    /// The message of the first check `value` fails, if any.
+    public func failedCheckMessage(for value: Value) -> String? {
+        checks.first { !$0.isPassed(value) }.map { $0.message(value) }
     }
 }
 
@@ -36,13 +46,16 @@ extension FieldRules where Value: Equatable {
                 states.append(.pending)
             }
         }
-        return FieldEvaluation(value: value, states: states)
+        return FieldEvaluation(value: value, states: states, failedCheckMessage: failedCheckMessage(for: value))
     }
 
     /// The field's verdict for an evaluation, given whether problems may be shown yet.
     /// `extraMessages` are the asynchronous rule's messages, after the rules' own.
     public func validation(of evaluation: FieldEvaluation<Value>, extraMessages: [String] = [], isShown: Bool) -> FieldValidation {
         let messages = rules.map { $0.message(evaluation.value) } + extraMessages
+        if let failed = evaluation.failedCheckMessage, isShown, !isEmpty(evaluation.value) {
+            return .invalid(reason: failed)
+        }
         return FieldValidation.decide(
             outcomes: Array(zip(evaluation.states, messages)),
             emptyMessage: emptyMessage,
@@ -52,7 +65,7 @@ extension FieldRules where Value: Equatable {
 }
 
 extension FieldRules where Value == String {
-    public init(rules: [Rule<String>], emptyMessage: String?) {
-        self.init(rules: rules, emptyMessage: emptyMessage, isEmpty: { $0.isEmpty })
+    public init(rules: [Rule<String>], checks: [Check<String>] = [], emptyMessage: String?) {
+        self.init(rules: rules, checks: checks, emptyMessage: emptyMessage, isEmpty: { $0.isEmpty })
     }
 }

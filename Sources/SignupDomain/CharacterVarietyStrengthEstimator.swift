@@ -10,7 +10,7 @@ public struct CharacterVarietyStrengthEstimator: PasswordStrengthEstimating {
         self.commonPasswords = commonPasswords
     }
 
-    public func strength(of password: String) -> PasswordStrength {
+    public func strength(of password: String, userInputs: [String]) -> PasswordStrength {
         if password.isEmpty || commonPasswords.contains(password) { return .none }
         var hasLower = false, hasUpper = false, hasDigit = false, hasSymbol = false, hasOther = false
         var length = 0

@@ -1,3 +1,4 @@
+import Foundation
 import ReactiveValidation
 #if canImport(Combine)
 import Combine
@@ -5,14 +6,15 @@ import Combine
 import OpenCombineShim
 #endif
 
-/// The sign-up form's requirement states and field verdicts for one set of inputs. The live
-/// view model and the submit check both build it, so they can never disagree.
+/// The sign-up form's requirement states, field verdicts and password strength for one set
+/// of inputs. The live view model and the submit check both build it, so they can never
+/// disagree.
 public struct FormEvaluation: Equatable, Sendable {
     public let requirementStates: [String: RequirementState]
     public let fieldValidations: [SignupField: FieldValidation]
-
-    /// True when every requirement is met.
-    public var isValid: Bool { requirementStates.values.allSatisfy { $0 == .met } }
+    public let strength: PasswordStrength
+    /// True when every requirement is met and no field failed a check off the checklist.
+    public let isValid: Bool
 
     /// Each field's shown problem, in field order.
     public var problems: [(field: SignupField, message: String)] {
@@ -26,7 +28,7 @@ public struct FormEvaluation: Equatable, Sendable {
         policy: SignupPolicy,
         username: FieldEvaluation<String>,
         email: FieldEvaluation<String>,
-        password: FieldEvaluation<String>,
+        password: FieldEvaluation<PasswordCandidate>,
         confirm: FieldEvaluation<PasswordConfirmation>,
         shownFields: Set<SignupField>
     ) {
@@ -48,10 +50,33 @@ public struct FormEvaluation: Equatable, Sendable {
             .password: policy.password.validation(of: password, isShown: shownFields.contains(.password)),
             .confirm: policy.confirm.validation(of: confirm, isShown: shownFields.contains(.confirm)),
         ]
+        strength = password.value.strength
+        isValid = username.allMet && email.allMet && password.allMet && confirm.allMet
     }
 }
 
 extension SignupPolicy {
+    /// Evaluates the whole form in one step.
+    ///
+    /// - Parameters:
+    ///   - availability: the asynchronous "not already taken" rule.
+    ///   - answer: its latest answer; it counts only while it is for `username` as it is now.
+    ///   - shownFields: fields whose problems may be shown.
+    public func evaluate(
+        username: String, email: String, password: String, confirm: String,
+        availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>
+    ) -> FormEvaluation {
+        let candidate = passwordCandidate(password: password, username: username, email: email)
+        return FormEvaluation(
+            policy: self,
+            username: self.username.evaluate(username, asyncRule: availability, answer: answer),
+            email: self.email.evaluate(email),
+            password: self.password.evaluate(candidate),
+            confirm: self.confirm.evaluate(PasswordConfirmation(
+                password: candidate.password, confirm: confirm.precomposedStringWithCanonicalMapping)),
+            shownFields: shownFields)
+    }
+
     /// Evaluates a complete submission with every problem shown, given the availability
     /// answer for its username (`met` free, `unmet` taken). The submit check uses this.
     public func evaluateSubmission(
@@ -59,14 +84,9 @@ extension SignupPolicy {
     ) -> FormEvaluation {
         // The answer is already known, so the rule's check is never run.
         let availability = usernameAvailabilityRule { _ in Empty().eraseToAnyPublisher() }
-        return FormEvaluation(
-            policy: self,
-            username: self.username.evaluate(
-                username, asyncRule: availability,
-                answer: AsyncAnswer(value: username, state: usernameAvailability)),
-            email: self.email.evaluate(email),
-            password: self.password.evaluate(password),
-            confirm: self.confirm.evaluate(PasswordConfirmation(password: password, confirm: confirm)),
+        return evaluate(
+            username: username, email: email, password: password, confirm: confirm,
+            availability: availability, answer: AsyncAnswer(value: username, state: usernameAvailability),
             shownFields: Set(SignupField.allCases))
     }
 }

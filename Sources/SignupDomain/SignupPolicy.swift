@@ -1,3 +1,4 @@
+import Foundation
 import ReactiveValidation
 #if canImport(Combine)
 import Combine
@@ -5,38 +6,135 @@ import Combine
 import OpenCombineShim
 #endif
 
-/// Every rule of the sign-up form as data. The page's checklist, the live events, the
-/// server-side submit check and the tests all read this one value.
+/// Every rule of the sign-up form, built from a `Policy`'s settings. The page's checklist,
+/// the live events, the server-side submit check and the tests all read this one value.
 public struct SignupPolicy: Sendable {
-    public let name: String
+    /// The settings these rules were built from.
+    public let settings: Policy
     public let username: FieldRules<String>
     /// Checked asynchronously against the account store, after `username`'s rules pass.
     public let usernameAvailability: Requirement
     public let usernameTakenMessage: String
     public let email: FieldRules<String>
-    public let password: FieldRules<String>
+    public let password: FieldRules<PasswordCandidate>
     public let confirm: FieldRules<PasswordConfirmation>
     public let strengthEstimator: any PasswordStrengthEstimating
+    private let reservedCanonicalNames: Set<String>
 
+    public var name: String { settings.name }
+
+    /// - Parameters:
+    ///   - usernameProblem: says why a username is unsafe to show or compare (invisible or
+    ///     bidi characters, mixed-script look-alikes), or nil when it is fine.
     public init(
-        name: String,
-        username: FieldRules<String>,
-        usernameAvailability: Requirement,
-        usernameTakenMessage: String,
-        email: FieldRules<String>,
-        password: FieldRules<String>,
-        confirm: FieldRules<PasswordConfirmation>,
-        strengthEstimator: any PasswordStrengthEstimating
+        _ settings: Policy,
+        commonPasswords: CommonPasswords = .builtIn,
+        strengthEstimator: any PasswordStrengthEstimating = CharacterVarietyStrengthEstimator(),
+        usernameProblem: (@Sendable (String) -> String?)? = nil
     ) {
-        self.name = name
-        self.username = username
-        self.usernameAvailability = usernameAvailability
-        self.usernameTakenMessage = usernameTakenMessage
-        self.email = email
-        self.password = password
-        self.confirm = confirm
+        self.settings = settings
         self.strengthEstimator = strengthEstimator
+        reservedCanonicalNames = Set((settings.reservedUsernames + [settings.serviceName]).map(Username.canonical))
+        let lengths = settings.usernameLength
+        username = FieldRules(
+            rules: [
+                Rule(id: "username.length", text: "\(lengths.lowerBound) to \(lengths.upperBound) characters",
+                     message: { TextLength.codePoints($0) < lengths.lowerBound
+                         ? "Username must be at least \(lengths.lowerBound) characters"
+                         : "Username must be at most \(lengths.upperBound) characters" },
+                     isMet: { lengths.contains(TextLength.codePoints($0)) }),
+                Rule(id: "username.charset", text: "Only letters, numbers, dots, hyphens and underscores",
+                     message: "Username can only use letters, numbers, dots, hyphens and underscores",
+                     isMet: { !$0.isEmpty && Username.hasAllowedCharacters($0) }),
+            ],
+            checks: usernameProblem.map { problem in
+                [Check(id: "username.safe", message: { problem($0) ?? "" }, isPassed: { problem($0) == nil })]
+            } ?? [],
+            emptyMessage: "Enter a username")
+        usernameAvailability = Requirement(id: "username.available", text: "Not already taken")
+        usernameTakenMessage = "That username is taken"
+        email = FieldRules(
+            rules: [
+                Rule(id: "email.format", text: "A valid email address",
+                     message: "Enter an email address like name@example.com",
+                     isMet: EmailAddress.isValid),
+            ],
+            emptyMessage: "Enter your email address")
+        password = Self.passwordRules(settings, commonPasswords: commonPasswords)
+        confirm = FieldRules(
+            rules: [
+                Rule(id: "confirm.match", text: "Matches the password",
+                     message: "Passwords don't match",
+                     isMet: { !$0.confirm.isEmpty && $0.confirm == $0.password }),
+            ],
+            emptyMessage: "Confirm your password",
+            isEmpty: { $0.confirm.isEmpty })
     }
+
+    private static func passwordRules(_ settings: Policy, commonPasswords: CommonPasswords) -> FieldRules<PasswordCandidate> {
+        let minimum = settings.passwordMinimumLength
+        var rules = [
+            Rule<PasswordCandidate>(
+                id: "password.length", text: "At least \(minimum) characters",
+                message: "Password must be at least \(minimum) characters",
+                isMet: { TextLength.codePoints($0.password) >= minimum }),
+        ]
+        if settings.requiresUppercase {
+            rules.append(Rule(
+                id: "password.uppercase", text: "One uppercase letter",
+                message: "Password must include an uppercase letter",
+                isMet: { $0.password.unicodeScalars.contains { $0.properties.isUppercase } }))
+        }
+        rules.append(Rule(
+            id: "password.common", text: "Not a commonly used password",
+            message: { candidate in
+                if let word = candidate.context.word(underlying: candidate.password) {
+                    return word == candidate.context.serviceWord
+                        ? "That password is based on this site's name, which attackers try first. Choose one that has nothing to do with it"
+                        : "That password is based on your username or email, which attackers try first. Choose one that has nothing to do with them"
+                }
+                return "That password is on a list of commonly used passwords that attackers try first. Choose something unusual, such as a few unrelated words"
+            },
+            isMet: { candidate in
+                !candidate.password.isEmpty && !commonPasswords.contains(candidate.password)
+                    && candidate.context.word(underlying: candidate.password) == nil
+            }))
+        let score = settings.minimumStrengthScore
+        rules.append(Rule(
+            id: "password.strength", text: "Strong enough",
+            message: { candidate in
+                let advice = candidate.strength.suggestions.first ?? "Add another word or two; unusual words are better"
+                return "This password would be easy to guess. \(advice)"
+            },
+            isMet: { !$0.password.isEmpty && $0.strength.score >= score }))
+        let maximumBytes = settings.passwordMaximumBytes
+        return FieldRules(
+            rules: rules,
+            checks: [
+                Check(id: "password.control", message: "Password can't contain control characters such as tabs or line breaks",
+                      isPassed: { !$0.password.unicodeScalars.contains { $0.properties.generalCategory == .control } }),
+                Check(id: "password.maximum",
+                      message: "Password is too long: use at most \(maximumBytes) bytes (about \(maximumBytes) Latin letters)",
+                      isPassed: { $0.password.utf8.count <= maximumBytes }),
+            ],
+            emptyMessage: "Enter a password",
+            isEmpty: { $0.password.isEmpty })
+    }
+
+    /// The password as its rules see it, given the other fields it must not be based on.
+    public func passwordCandidate(password: String, username: String, email: String) -> PasswordCandidate {
+        let normalized = password.precomposedStringWithCanonicalMapping
+        let context = ContextWords(username: username, email: email, serviceName: settings.serviceName)
+        let strength = normalized.isEmpty
+            ? .none : strengthEstimator.strength(of: normalized, userInputs: context.all)
+        return PasswordCandidate(password: normalized, context: context, strength: strength)
+    }
+
+    /// Whether a name is reserved for the site itself (compared in canonical form).
+    public func isReserved(_ username: String) -> Bool {
+        reservedCanonicalNames.contains(Username.canonical(username))
+    }
+
 
     /// A field's checklist in display (and priority) order.
     public func requirements(for field: SignupField) -> [Requirement] {
@@ -66,57 +164,13 @@ public struct SignupPolicy: Sendable {
 }
 
 extension SignupPolicy {
-    /// The checklist of the source articles: username 4–32 characters of a safe alphabet,
-    /// a valid email, password ≥ 8 characters with an uppercase letter and not a common one,
-    /// and a matching confirmation.
+    /// `Policy.classic`'s rules.
     public static func classic(
         commonPasswords: CommonPasswords = .builtIn,
-        strengthEstimator: (any PasswordStrengthEstimating)? = nil
+        strengthEstimator: any PasswordStrengthEstimating = CharacterVarietyStrengthEstimator(),
+        usernameProblem: (@Sendable (String) -> String?)? = nil
     ) -> SignupPolicy {
-        SignupPolicy(
-            name: "classic",
-            username: FieldRules(
-                rules: [
-                    Rule(id: "username.length", text: "4 to 32 characters",
-                         message: { TextLength.codePoints($0) < 4
-                             ? "Username must be at least 4 characters"
-                             : "Username must be at most 32 characters" },
-                         isMet: { (4...32).contains(TextLength.codePoints($0)) }),
-                    Rule(id: "username.charset", text: "Only letters, numbers, dots, hyphens and underscores",
-                         message: "Username can only use letters, numbers, dots, hyphens and underscores",
-                         isMet: { !$0.isEmpty && Username.hasAllowedCharacters($0) }),
-                ],
-                emptyMessage: "Enter a username"),
-            usernameAvailability: Requirement(id: "username.available", text: "Not already taken"),
-            usernameTakenMessage: "That username is taken",
-            email: FieldRules(
-                rules: [
-                    Rule(id: "email.format", text: "A valid email address",
-                         message: "Enter an email address like name@example.com",
-                         isMet: EmailAddress.isValid),
-                ],
-                emptyMessage: "Enter your email address"),
-            password: FieldRules(
-                rules: [
-                    Rule(id: "password.length", text: "At least 8 characters",
-                         message: "Password must be at least 8 characters",
-                         isMet: { TextLength.codePoints($0) >= 8 }),
-                    Rule(id: "password.uppercase", text: "One uppercase letter",
-                         message: "Password must include an uppercase letter",
-                         isMet: { $0.unicodeScalars.contains { $0.properties.isUppercase } }),
-                    Rule(id: "password.common", text: "Not a commonly used password",
-                         message: "That password is too common. Choose one that is harder to guess",
-                         isMet: { !$0.isEmpty && !commonPasswords.contains($0) }),
-                ],
-                emptyMessage: "Enter a password"),
-            confirm: FieldRules(
-                rules: [
-                    Rule(id: "confirm.match", text: "Matches the password",
-                         message: "Passwords don't match",
-                         isMet: { !$0.confirm.isEmpty && $0.confirm == $0.password }),
-                ],
-                emptyMessage: "Confirm your password",
-                isEmpty: { $0.confirm.isEmpty }),
-            strengthEstimator: strengthEstimator ?? CharacterVarietyStrengthEstimator(commonPasswords: commonPasswords))
+        SignupPolicy(.classic, commonPasswords: commonPasswords, strengthEstimator: strengthEstimator,
+                     usernameProblem: usernameProblem)
     }
 }

@@ -33,7 +33,7 @@ public final class SignupViewModel {
     /// Every field's verdict; its `message` is what the page shows under the field.
     @Published public private(set) var fieldValidations: [SignupField: FieldValidation] = [:]
     @Published public private(set) var strength = PasswordStrength.none
-    /// True exactly when every requirement is met.
+    /// True exactly when every requirement is met and nothing else refuses the form.
     @Published public private(set) var isSubmitEnabled = false
 
     public let policy: SignupPolicy
@@ -68,12 +68,9 @@ public final class SignupViewModel {
         )
         .map { inputs, answer, visibility in
             let (username, email, password, confirm) = inputs
-            return FormEvaluation(
-                policy: policy,
-                username: policy.username.evaluate(username, asyncRule: availability, answer: answer),
-                email: policy.email.evaluate(email),
-                password: policy.password.evaluate(password),
-                confirm: policy.confirm.evaluate(PasswordConfirmation(password: password, confirm: confirm)),
+            return policy.evaluate(
+                username: username, email: email, password: password, confirm: confirm,
+                availability: availability, answer: answer,
                 shownFields: visibility.1 ? Set(SignupField.allCases) : visibility.0)
         }
         .removeDuplicates()
@@ -81,19 +78,10 @@ public final class SignupViewModel {
             guard let self else { return }
             if evaluation.requirementStates != requirementStates { requirementStates = evaluation.requirementStates }
             if evaluation.fieldValidations != fieldValidations { fieldValidations = evaluation.fieldValidations }
+            if evaluation.strength != strength { strength = evaluation.strength }
+            if evaluation.isValid != isSubmitEnabled { isSubmitEnabled = evaluation.isValid }
         }
         .store(in: &subscriptions)
-
-        let estimator = policy.strengthEstimator
-        $password
-            .map { estimator.strength(of: $0) }
-            .removeDuplicates()
-            .assign(to: &$strength)
-
-        $requirementStates
-            .map { $0.values.allSatisfy { $0 == .met } }
-            .removeDuplicates()
-            .assign(to: &$isSubmitEnabled)
     }
 
     /// The value of an input field by its protocol name.

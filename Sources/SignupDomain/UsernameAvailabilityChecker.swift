@@ -14,26 +14,38 @@ public protocol UsernameAvailabilityChecking: Sendable {
 }
 
 /// Looks names up in an `AccountStore` on a background queue, never on the caller's thread.
+/// Reserved names are answered "taken" like used ones, after the same store look-up, so the
+/// answer and its timing do not tell the two apart.
 public struct StoreAvailabilityChecker: UsernameAvailabilityChecking {
     private let store: any AccountStore
+    private let isReserved: @Sendable (String) -> Bool
     private let queue: DispatchQueue
 
-    public init(store: any AccountStore, queue: DispatchQueue = DispatchQueue(label: "username-availability", attributes: .concurrent)) {
+    public init(
+        store: any AccountStore,
+        isReserved: @escaping @Sendable (String) -> Bool = { _ in false },
+        queue: DispatchQueue = DispatchQueue(label: "username-availability", attributes: .concurrent)
+    ) {
         self.store = store
+        self.isReserved = isReserved
         self.queue = queue
     }
 
+    /// The answer for `username` right now: `met` free, `unmet` taken or reserved.
+    public func availabilityNow(of username: String) throws -> RequirementState {
+        let taken = try store.isUsernameTaken(username)
+        return taken || isReserved(username) ? .unmet : .met
+    }
+
     public func availability(of username: String) -> AnyPublisher<RequirementState, Never> {
-        let store = self.store
-        let queue = self.queue
+        let checker = self
         // Deferred so the look-up starts on subscription (after the debounce), not at creation.
         return Deferred {
             Future<RequirementState, Never> { promise in
                 // A Future's promise may be called from any thread (it locks internally).
                 nonisolated(unsafe) let promise = promise
-                queue.async {
-                    let taken = try? store.isUsernameTaken(username)
-                    promise(.success(taken.map { $0 ? .unmet : .met } ?? .pending))
+                checker.queue.async {
+                    promise(.success((try? checker.availabilityNow(of: username)) ?? .pending))
                 }
             }
         }

@@ -15,7 +15,17 @@ enum FormEventEncoder {
     private struct StrengthPayload: Encodable {
         let score: Int
         let label: String
+        let warning: String
+        let suggestions: [String]
         var rev: Int?
+
+        init(_ strength: PasswordStrength, rev: Int? = nil) {
+            score = strength.score
+            label = strength.label
+            warning = strength.warning
+            suggestions = strength.suggestions
+            self.rev = rev
+        }
     }
 
     private struct SubmitPayload: Encodable {
@@ -44,14 +54,14 @@ enum FormEventEncoder {
                 messages: Dictionary(uniqueKeysWithValues: SignupField.allCases.map {
                     ($0.rawValue, outputs.messages[$0] ?? "")
                 }),
-                strength: StrengthPayload(score: outputs.strength.score, label: outputs.strength.label),
+                strength: StrengthPayload(outputs.strength),
                 submit: SubmitPayload(enabled: outputs.isSubmitEnabled)))
         case .requirement(let id, let state):
             return json(RequirementPayload(id: id, state: state, rev: rev))
         case .message(let field, let text):
             return json(MessagePayload(field: field.rawValue, text: text, rev: rev))
         case .strength(let strength):
-            return json(StrengthPayload(score: strength.score, label: strength.label, rev: rev))
+            return json(StrengthPayload(strength, rev: rev))
         case .submit(let enabled):
             return json(SubmitPayload(enabled: enabled, rev: rev))
         }

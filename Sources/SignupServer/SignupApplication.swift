@@ -44,9 +44,11 @@ public final class SignupApplication: @unchecked Sendable {
     public init(configuration: Configuration, store: any AccountStore, logger: Logger = Logger(label: "livesignup")) throws {
         self.configuration = configuration
         self.logger = logger
+        let policy = configuration.policy
+        let availability = StoreAvailabilityChecker(store: store, isReserved: { policy.isReserved($0) })
         let sessions = FormSessionRegistry(settings: .init(
             policy: configuration.policy,
-            availabilityChecker: StoreAvailabilityChecker(store: store),
+            availabilityChecker: availability,
             availabilityDebounce: .nanoseconds(Int(configuration.availabilityDebounce.components.seconds * 1_000_000_000
                 + configuration.availabilityDebounce.components.attoseconds / 1_000_000_000)),
             idleLifetime: configuration.sessionIdleLifetime,
@@ -56,6 +58,7 @@ public final class SignupApplication: @unchecked Sendable {
         let routes = SignupRoutes(
             sessions: sessions,
             store: store,
+            availability: availability,
             hashing: PasswordHashingQueue(hasher: configuration.passwordHasher,
                                           maximumConcurrentJobs: configuration.maximumConcurrentHashes),
             signedIn: SignedInUsers(now: configuration.now),

@@ -29,7 +29,7 @@ extension SignupRoutes {
         // rules the live view model uses.
         let availability: RequirementState
         do {
-            availability = try store.isUsernameTaken(username) ? .unmet : .met
+            availability = try self.availability.availabilityNow(of: username)
         } catch {
             logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
             return unavailable(username: username, email: email)

@@ -9,6 +9,8 @@ import SignupDomain
 struct SignupRoutes: HTTPResponder {
     let sessions: FormSessionRegistry
     let store: any AccountStore
+    /// The same availability answer the live check gives (reserved names count as taken).
+    let availability: StoreAvailabilityChecker
     let hashing: PasswordHashingQueue
     let signedIn: SignedInUsers
     /// A hash of a random password, verified against when a sign-in names no account.

@@ -87,7 +87,7 @@ final class SignupEventTests: XCTestCase {
     }
 
     func testStrength() throws {
-        XCTAssertEqual(try decode("strength", #"{"score":2,"label":"Fair","rev":6}"#), .strength(score: 2, label: "Fair", rev: 6))
+        XCTAssertEqual(try decode("strength", #"{"score":2,"label":"Fair","rev":6}"#), .strength(PasswordStrength(score: 2, label: "Fair"), rev: 6))
     }
 
     func testSubmit() throws {
@@ -103,16 +103,24 @@ final class SignupEventTests: XCTestCase {
 
     // MARK: Forward compatibility
 
-    func testExtraKeysAreTolerated() throws {
+    func testStrengthFeedback() throws {
         XCTAssertEqual(
             try decode("strength", #"{"score":1,"label":"Weak","rev":2,"warning":"This is a top-10 common password","suggestions":["Add another word"]}"#),
-            .strength(score: 1, label: "Weak", rev: 2)
+            .strength(PasswordStrength(score: 1, label: "Weak", warning: "This is a top-10 common password",
+                                       suggestions: ["Add another word"]), rev: 2)
+        )
+    }
+
+    func testExtraKeysAreTolerated() throws {
+        XCTAssertEqual(
+            try decode("strength", #"{"score":1,"label":"Weak","rev":2,"colour":"red"}"#),
+            .strength(PasswordStrength(score: 1, label: "Weak"), rev: 2)
         )
         XCTAssertEqual(
             try decode("requirement", #"{"id":"email.format","state":"met","rev":3,"text":"A valid email address"}"#),
             .requirement(id: "email.format", state: .met, rev: 3)
         )
-        let snapshot = #"{"rev":1,"requirements":{},"messages":{},"strength":{"score":0,"label":"Too weak","warning":"w","suggestions":[]},"submit":{"enabled":false,"reason":"x"},"future":[1,2]}"#
+        let snapshot = #"{"rev":1,"requirements":{},"messages":{},"strength":{"score":0,"label":"Too weak","hue":"red"},"submit":{"enabled":false,"reason":"x"},"future":[1,2]}"#
         XCTAssertEqual(
             try decode("snapshot", snapshot),
             .snapshot(SignupSnapshot(rev: 1, requirements: [:], messages: [:], strength: PasswordStrength(score: 0, label: "Too weak"), submitEnabled: false))

@@ -37,12 +37,17 @@ final class EventStreamTests: XCTestCase {
         XCTAssertEqual(marker.rev, 2)
         let all = await events.wait { $0.contains(where: self.isEmailFormat) }
 
-        let strength = server.app.configuration.policy.strengthEstimator.strength(of: "Abcdefgh")
+        let policy = server.app.configuration.policy
+        let strength = policy.passwordCandidate(password: "Abcdefgh", username: "", email: "").strength
+        XCTAssertLessThan(strength.score, policy.settings.minimumStrengthScore, "a plain sequence is weak")
+        XCTAssertFalse(strength.warning.isEmpty, "and says why")
         XCTAssertEqual(Array(all.dropFirst()), [
             .requirement(id: "password.length", state: .met, rev: 1),
             .requirement(id: "password.uppercase", state: .met, rev: 1),
             .requirement(id: "password.common", state: .met, rev: 1),
-            .strength(score: strength.score, label: strength.label, rev: 1),
+            .strength(LiveSignupClient.PasswordStrength(
+                score: strength.score, label: strength.label, warning: strength.warning,
+                suggestions: strength.suggestions), rev: 1),
             .requirement(id: "email.format", state: .met, rev: 2),
         ])
     }

@@ -34,7 +34,7 @@ final class LivePageTests: XCTestCase {
             .map { (String($0.1), String($0.2)) }
         XCTAssertEqual(requirementIDs.map(\.0), [
             "username.length", "username.charset", "username.available", "email.format",
-            "password.length", "password.uppercase", "password.common", "confirm.match",
+            "password.length", "password.uppercase", "password.common", "password.strength", "confirm.match",
         ])
         XCTAssertTrue(requirementIDs.allSatisfy { $0.1 == "unmet" })
         XCTAssertTrue(html.contains("4 to 32 characters"))

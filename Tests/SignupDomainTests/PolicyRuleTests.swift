@@ -2,9 +2,10 @@ import ReactiveValidation
 import SignupDomain
 import XCTest
 
-/// Every requirement of `SignupPolicy.classic()` flips exactly where docs/PROTOCOL.md says.
-final class ClassicPolicyRuleTests: XCTestCase {
-    private let policy = SignupPolicy.classic()
+/// Every requirement of both policies flips exactly where docs/PROTOCOL.md says.
+final class PolicyRuleTests: XCTestCase {
+    private let policy = SignupPolicy(.classic)
+    private let nist = SignupPolicy(.nist)
 
     private func rule<Value>(_ id: String, in rules: FieldRules<Value>,
                              file: StaticString = #filePath, line: UInt = #line) -> Rule<Value>? {
@@ -21,8 +22,19 @@ final class ClassicPolicyRuleTests: XCTestCase {
         rule("email.format", in: policy.email)?.state(for: value)
     }
 
-    private func password(_ id: String, _ value: String) -> RequirementState? {
-        rule(id, in: policy.password)?.state(for: value)
+    private func password(_ id: String, _ value: String, username: String = "", email: String = "",
+                          in policy: SignupPolicy? = nil) -> RequirementState? {
+        let policy = policy ?? self.policy
+        return rule(id, in: policy.password)?
+            .state(for: policy.passwordCandidate(password: value, username: username, email: email))
+    }
+
+    private func passwordMessage(_ value: String, username: String = "", email: String = "",
+                                 in policy: SignupPolicy? = nil) -> String {
+        let policy = policy ?? self.policy
+        let candidate = policy.passwordCandidate(password: value, username: username, email: email)
+        let evaluation = policy.password.evaluate(candidate)
+        return policy.password.validation(of: evaluation, isShown: true).message
     }
 
     private func confirm(password: String, confirm: String) -> RequirementState? {
@@ -36,7 +48,7 @@ final class ClassicPolicyRuleTests: XCTestCase {
 
     // MARK: The public contract
 
-    func testRequirementIdsAndTextsAreThoseOfTheProtocolInFieldOrder() {
+    func testClassicRequirementIdsAndTextsAreThoseOfTheProtocolInFieldOrder() {
         let expected: [(String, String)] = [
             ("username.length", "4 to 32 characters"),
             ("username.charset", "Only letters, numbers, dots, hyphens and underscores"),
@@ -45,12 +57,27 @@ final class ClassicPolicyRuleTests: XCTestCase {
             ("password.length", "At least 8 characters"),
             ("password.uppercase", "One uppercase letter"),
             ("password.common", "Not a commonly used password"),
+            ("password.strength", "Strong enough"),
             ("confirm.match", "Matches the password"),
         ]
         XCTAssertEqual(policy.allRequirements.map(\.id), expected.map(\.0))
         XCTAssertEqual(policy.allRequirements.map(\.text), expected.map(\.1))
         XCTAssertEqual(policy.requirements(for: .username).map(\.id),
                        ["username.length", "username.charset", "username.available"])
+    }
+
+    func testNISTPolicyHasNoCompositionRuleAndAsksForFifteenCharacters() {
+        XCTAssertEqual(nist.requirements(for: .password).map(\.id),
+                       ["password.length", "password.common", "password.strength"])
+        XCTAssertEqual(nist.requirements(for: .password).first?.text, "At least 15 characters")
+        XCTAssertEqual(nist.requirements(for: .username).map(\.id),
+                       policy.requirements(for: .username).map(\.id), "usernames are the same under both")
+    }
+
+    func testPoliciesAreSelectedByName() {
+        XCTAssertEqual(Policy.named("classic"), .classic)
+        XCTAssertEqual(Policy.named("NIST"), .nist)
+        XCTAssertNil(Policy.named("lenient"))
     }
 
     // MARK: username.length
@@ -163,23 +190,98 @@ final class ClassicPolicyRuleTests: XCTestCase {
         XCTAssertEqual(password("password.uppercase", "correct horsÉ"), .met)
     }
 
-    func testPasswordCommonIsCaseFolded() {
-        for common in ["password", "Password1", "PASSWORD1", "QwErTy123", "LetMeIn", "hunter2"] {
+    func testNISTPasswordLengthFlipsAtFifteenCodePointsAndAcceptsLongOnes() {
+        XCTAssertEqual(password("password.length", repeated("a", 14), in: nist), .unmet)
+        XCTAssertEqual(password("password.length", repeated("a", 15), in: nist), .met)
+        XCTAssertEqual(password("password.length", repeated("é", 14) + "e\u{301}", in: nist), .met, "15 after NFC")
+        XCTAssertEqual(password("password.length", repeated("😀", 15), in: nist), .met, "an emoji is one code point")
+        XCTAssertEqual(password("password.length", repeated("😀", 14), in: nist), .unmet)
+        let long = repeated("correct horse battery staple ", 30)  // 870 characters: accepted whole
+        XCTAssertEqual(nist.passwordCandidate(password: long, username: "", email: "").password, long,
+                       "never truncated")
+        XCTAssertEqual(password("password.length", long, in: nist), .met)
+    }
+
+    func testNISTAcceptsAnyPrintableCharacterAndSpacesWithoutCompositionRules() {
+        let passphrase = "lantern orbit quietly ünder 🌙 marmalade"
+        XCTAssertEqual(password("password.length", passphrase, in: nist), .met)
+        XCTAssertEqual(password("password.common", passphrase, in: nist), .met)
+        XCTAssertEqual(passwordMessage(passphrase, in: nist).contains("uppercase"), false)
+    }
+
+    func testPasswordCommonIsCaseFoldedAndWhole() {
+        for common in ["password", "Password1", "PASSWORD1", "QwErTy123", "LetMeIn", "hunter2", "trustno1",
+                       "iloveyou", "Sunshine"] {
             XCTAssertEqual(password("password.common", common), .unmet, common)
+            XCTAssertEqual(password("password.common", common, in: nist), .unmet, common)
         }
         XCTAssertEqual(password("password.common", ""), .unmet, "an empty password is never acceptable")
-        XCTAssertEqual(password("password.common", "Password1!x"), .met)
+        XCTAssertEqual(password("password.common", "password grapefruit lantern"), .met, "not a substring match")
         XCTAssertEqual(password("password.common", "Correct-Horse-7"), .met)
+    }
+
+    func testTheBlocklistIsTheFullBreachList() {
+        XCTAssertEqual(CommonPasswords.builtIn.count, 30_000, "zxcvbn's 30,000 passwords")
+    }
+
+    func testPasswordsBasedOnTheUsernameEmailOrSiteAreRefused() {
+        let cases: [(password: String, username: String, email: String)] = [
+            ("alice2024", "alice", ""),
+            ("Alice2024!", "alice", ""),
+            ("4l1ce-4l1ce", "alice", ""),
+            ("alicealice", "alice", ""),
+            ("2024Lovelace!", "ada99", "ada.lovelace@example.com"),
+            ("Example123", "someone", "me@example.com"),
+            ("LiveSignup1!", "someone", ""),
+            ("l1v3s1gnup2025", "someone", ""),
+        ]
+        for (value, username, email) in cases {
+            XCTAssertEqual(password("password.common", value, username: username, email: email), .unmet, value)
+        }
+        XCTAssertEqual(password("password.common", "alice2024", username: "bob"), .met, "only the person's own words")
+        XCTAssertEqual(password("password.common", "alice-orbit-2024", username: "alice"), .met,
+                       "other words beside it make it more than the name")
+    }
+
+    func testTheCommonPasswordMessageSaysWhyAndWhatToDo() {
+        XCTAssertEqual(passwordMessage("Password1"),
+                       "That password is on a list of commonly used passwords that attackers try first. Choose something unusual, such as a few unrelated words")
+        XCTAssertTrue(passwordMessage("Alice2024!", username: "alice").contains("based on your username or email"))
+        XCTAssertTrue(passwordMessage("LiveSignup1!").contains("based on this site's name"))
+    }
+
+    func testControlCharactersAndOversizedPasswordsAreRefusedWithAClearMessage() {
+        for policy in [self.policy, nist] {
+            for value in ["Correct\tHorse-Battery-7", "Correct\nHorse-Battery-7", "Correct\u{7}Horse-Battery-7"] {
+                let candidate = policy.passwordCandidate(password: value, username: "", email: "")
+                XCTAssertFalse(policy.password.allMet(by: candidate), value.debugDescription)
+                XCTAssertEqual(passwordMessage(value, in: policy),
+                               "Password can't contain control characters such as tabs or line breaks")
+            }
+            let atLimit = "Aa1-" + repeated("x", 1020)
+            let overLimit = atLimit + "x"
+            XCTAssertNil(policy.password.failedCheckMessage(
+                for: policy.passwordCandidate(password: atLimit, username: "", email: "")), "1,024 bytes is fine")
+            XCTAssertEqual(passwordMessage(overLimit, in: policy),
+                           "Password is too long: use at most 1024 bytes (about 1024 Latin letters)")
+            XCTAssertEqual(passwordMessage("Aa1-" + repeated("é", 511), in: policy).contains("too long"), true,
+                           "counted in UTF-8 bytes: 4 + 511 × 2 = 1,026")
+        }
+    }
+
+    func testPasswordsAreComparedInNFC() {
+        let composed = "Caf\u{E9}-Lantern-Orbit"
+        let decomposed = "Cafe\u{301}-Lantern-Orbit"
+        XCTAssertEqual(policy.passwordCandidate(password: decomposed, username: "", email: "").password, composed)
+        XCTAssertEqual(confirm(password: composed, confirm: decomposed), .met)
     }
 
     func testPasswordRulesAreInPriorityOrder() {
         XCTAssertEqual(policy.password.rules.map(\.id),
-                       ["password.length", "password.uppercase", "password.common"])
-        XCTAssertEqual(policy.password.rules.map { $0.message("x") }, [
-            "Password must be at least 8 characters",
-            "Password must include an uppercase letter",
-            "That password is too common. Choose one that is harder to guess",
-        ])
+                       ["password.length", "password.uppercase", "password.common", "password.strength"])
+        XCTAssertEqual(passwordMessage("abc"), "Password must be at least 8 characters")
+        XCTAssertEqual(passwordMessage("abcdefgh"), "Password must include an uppercase letter")
+        XCTAssertEqual(passwordMessage("", in: nist), "Enter a password")
     }
 
     // MARK: confirm.match
