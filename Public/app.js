@@ -1,291 +1,311 @@
 /* LiveSignup: sends edits to the server and applies what it pushes.
    All validation is computed on the server; nothing here judges validity. */
 (function () {
-  "use strict";
+"use strict";
 
-  var FIELDS = ["username", "email", "password", "confirm"];
-  var STATE_TEXT = { met: ": met", unmet: ": not met", pending: ": checking" };
-  var LOST = "Connection lost. Reconnecting…";
+var FIELDS = ["username", "email", "password", "confirm"];
+var STATE_TEXT = { met: ": met", unmet: ": not met", pending: ": checking" };
+var LOST = "Connection lost. Reconnecting…";
 
-  var esc = (window.CSS && typeof window.CSS.escape === "function")
-    ? window.CSS.escape
-    : function (s) { return String(s).replace(/[^a-zA-Z0-9_-]/g, "\\$&"); };
+var esc = window.CSS && CSS.escape || function (s) { return String(s).replace(/[^\w-]/g, "\\$&"); };
 
-  /* ---------- error summary ---------- */
+/* ---------- error summary ---------- */
 
-  var summary = document.querySelector("[data-error-summary]");
-  if (summary) {
-    summary.focus(); // autofocus does not apply to a div everywhere
-    summary.addEventListener("click", function (event) {
-      var link = event.target.closest && event.target.closest('a[href^="#"]');
-      var input = link && document.getElementById(link.getAttribute("href").slice(1));
-      if (!input) { return; }
-      // Show the label too, not just the input.
-      event.preventDefault();
-      var label = document.querySelector('label[for="' + esc(input.id) + '"]');
-      (label || input).scrollIntoView();
-      input.focus({ preventScroll: true });
-    });
-  }
-
-  var form = document.querySelector("form[data-signup]");
-  if (!form) { return; }
-  var tokenInput = form.querySelector('input[name="token"]');
-  var token = tokenInput ? tokenInput.value : "";
-  if (!token) { return; }
-
-  var button = form.querySelector("[data-submit]");
-  if (button) { button.disabled = true; } // until the first snapshot says otherwise
-
-  var connection = document.querySelector("[data-connection]");
-  var strengthEl = form.querySelector("[data-strength]");
-  var strengthLabel = form.querySelector("[data-strength-label]");
-
-  function byAttr(attr, value) {
-    return form.querySelector("[" + attr + '="' + esc(value) + '"]');
-  }
-
-  function inputFor(field) {
-    return form.elements.namedItem(field);
-  }
-
-  /* ---------- outgoing edits ---------- */
-
-  var seq = {};
-  var touched = {};
-
-  function send(field, isTouched) {
-    var input = inputFor(field);
+var summary = document.querySelector("[data-error-summary]");
+if (summary) {
+  summary.focus(); // autofocus does not apply to a div everywhere
+  summary.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest('a[href^="#"]');
+    var input = link && document.getElementById(link.getAttribute("href").slice(1));
     if (!input) { return; }
-    seq[field] += 1;
-    var sentWith = token;
-    var body = new URLSearchParams();
-    body.set("token", sentWith);
-    body.set("field", field);
-    body.set("value", input.value);
-    body.set("seq", String(seq[field]));
-    if (isTouched) { body.set("touched", "1"); }
-    fetch("/fields", {
-      method: "POST",
-      body: body,
-      credentials: "same-origin",
-      cache: "no-store"
-    }).then(function (response) {
-      if (response.status === 404) {
-        // Form forgotten (restart, expiry). For an older token the resend covers it.
-        if (sentWith === token) { stale = true; lose(true); }
-      } else if (!response.ok) {
-        console.debug("LiveSignup: edit rejected for " + field + " (HTTP " + response.status + ")");
-      }
-    }).catch(function (err) {
-      console.debug("LiveSignup: edit not sent for " + field + ": " + (err && err.name));
-    });
-  }
+    // Show the label too, not just the input.
+    event.preventDefault();
+    var label = document.querySelector('label[for="' + esc(input.id) + '"]');
+    (label || input).scrollIntoView();
+    input.focus({ preventScroll: true });
+  });
+}
 
+var form = document.querySelector("form[data-signup]");
+if (!form) { return; }
+var tokenInput = form.querySelector('input[name="token"]');
+var token = tokenInput ? tokenInput.value : "";
+if (!token) { return; }
+
+var button = form.querySelector("[data-submit]");
+if (button) { button.disabled = true; } // until the first snapshot says otherwise
+
+var connection = document.querySelector("[data-connection]");
+var strengthEl = form.querySelector("[data-strength]");
+function part(name) { return form.querySelector("[data-strength-" + name + "]"); }
+
+// Show/hide both passwords; hidden in the HTML because it needs this script.
+var reveal = form.querySelector("[data-reveal]");
+if (reveal) {
+  reveal.hidden = false;
+  reveal.addEventListener("click", function () {
+    var show = reveal.getAttribute("aria-pressed") !== "true";
+    reveal.setAttribute("aria-pressed", String(show));
+    reveal.textContent = show ? "Hide passwords" : "Show passwords";
+    ["password", "confirm"].forEach(function (f) { inputFor(f).type = show ? "text" : "password"; });
+  });
+}
+
+function byAttr(attr, value) {
+  return form.querySelector("[" + attr + '="' + esc(value) + '"]');
+}
+
+function inputFor(field) {
+  return form.elements.namedItem(field);
+}
+
+/* ---------- outgoing edits ---------- */
+
+var seq = {};
+var touched = {};
+
+function send(field, isTouched) {
+  var input = inputFor(field);
+  if (!input) { return; }
+  seq[field] += 1;
+  var sentWith = token;
+  var body = new URLSearchParams();
+  body.set("token", sentWith);
+  body.set("field", field);
+  body.set("value", input.value);
+  body.set("seq", String(seq[field]));
+  if (isTouched) { body.set("touched", "1"); }
+  fetch("/fields", {
+    method: "POST",
+    body: body,
+    credentials: "same-origin",
+    cache: "no-store"
+  }).then(function (response) {
+    if (response.status === 404) {
+      // Form forgotten (restart, expiry). For an older token the resend covers it.
+      if (sentWith === token) { stale = true; lose(true); }
+    } else if (!response.ok) {
+      console.debug("LiveSignup: edit rejected for " + field + " (HTTP " + response.status + ")");
+    }
+  }).catch(function (err) {
+    console.debug("LiveSignup: edit not sent for " + field + ": " + (err && err.name));
+  });
+}
+
+FIELDS.forEach(function (field) {
+  var input = inputFor(field);
+  if (!input) { return; }
+  seq[field] = 0;
+  input.addEventListener("input", function () { send(field, false); });
+  input.addEventListener("blur", function () { touched[field] = true; send(field, true); });
+});
+
+// Tell the server what it may not know: after a loss every value typed or left,
+// on the first open what the browser restored (reload, back).
+function resend(all) {
   FIELDS.forEach(function (field) {
     var input = inputFor(field);
-    if (!input) { return; }
-    seq[field] = 0;
-    input.addEventListener("input", function () { send(field, false); });
-    input.addEventListener("blur", function () { touched[field] = true; send(field, true); });
+    if (input && (all ? input.value || touched[field] : input.value !== input.defaultValue)) {
+      send(field, !!touched[field]);
+    }
   });
+}
 
-  // Tell the server what it may not know: after a loss every value typed or left,
-  // on the first open what the browser restored (reload, back).
-  function resend(all) {
-    FIELDS.forEach(function (field) {
-      var input = inputFor(field);
-      if (input && (all ? input.value || touched[field] : input.value !== input.defaultValue)) {
-        send(field, !!touched[field]);
-      }
-    });
+/* ---------- applying server state ---------- */
+
+function setRequirement(id, state) {
+  var el = byAttr("data-requirement", id);
+  if (!el) { return; }
+  if (el.getAttribute("data-state") !== state) { el.setAttribute("data-state", state); }
+  var text = el.querySelector("[data-state-text]");
+  var wanted = STATE_TEXT[state] || (": " + state);
+  if (text && text.textContent !== wanted) { text.textContent = wanted; }
+}
+
+function setMessage(field, text) {
+  setText(byAttr("data-message", field), text);
+  var input = inputFor(field);
+  if (input && input.setAttribute) {
+    if (text) { input.setAttribute("aria-invalid", "true"); }
+    else { input.removeAttribute("aria-invalid"); }
   }
+}
 
-  /* ---------- applying server state ---------- */
+function setText(el, text) {
+  text = text == null ? "" : String(text);
+  if (el && el.textContent !== text) { el.textContent = text; }
+}
 
-  function setRequirement(id, state) {
-    var el = byAttr("data-requirement", id);
-    if (!el) { return; }
-    if (el.getAttribute("data-state") !== state) { el.setAttribute("data-state", state); }
-    var text = el.querySelector("[data-state-text]");
-    var wanted = STATE_TEXT[state] || (": " + state);
-    if (text && text.textContent !== wanted) { text.textContent = wanted; }
-  }
-
-  function setMessage(field, text) {
-    text = text || "";
-    var el = byAttr("data-message", field);
-    if (el && el.textContent !== text) { el.textContent = text; }
-    var input = inputFor(field);
-    if (input && input.setAttribute) {
-      if (text) { input.setAttribute("aria-invalid", "true"); }
-      else { input.removeAttribute("aria-invalid"); }
-    }
-  }
-
-  function setStrength(score, label) {
-    if (strengthEl) { strengthEl.setAttribute("data-score", String(score)); }
-    if (strengthLabel && strengthLabel.textContent !== label) {
-      strengthLabel.textContent = label == null ? "" : String(label);
-    }
-  }
-
-  function setSubmit(enabled) {
-    if (button) { button.disabled = !enabled; }
-  }
-
-  function showConnection(text) {
-    if (!connection) { return; }
-    connection.textContent = text;
-    connection.hidden = false;
-  }
-
-  function hideConnection() {
-    if (connection) { connection.hidden = true; }
-  }
-
-  function each(map, apply) {
-    for (var key in map) {
-      if (Object.prototype.hasOwnProperty.call(map, key)) { apply(key, map[key]); }
-    }
-  }
-
-  if (typeof window.EventSource !== "function") {
-    setSubmit(true); // no live updates: fall back to the plain form
-    return;
-  }
-
-  /* ---------- connection ----------
-     error: status shown, submit enabled. CONNECTING: the browser retries. CLOSED, or a 404
-     from /fields: close; after a backoff check the token (404 → fresh session); reopen.
-     open after a loss: resend. snapshot: status hidden, backoff reset. */
-
-  var source = null;
-  var timer = 0;
-  var busy = false;     // token check or new session under way
-  var attempt = 0;
-  var lost = false;     // the next open must resend
-  var stale = false;    // the server does not know the token
-  var leaving = false;
-
-  function streamURL() {
-    return "/events?token=" + encodeURIComponent(token);
-  }
-
-  function lose(closed) {
-    if (leaving) { return; }
-    lost = true;
-    setSubmit(true);
-    showConnection(LOST);
-    if (closed) {
-      if (source) { source.close(); source = null; }
-      if (stale && timer) { clearTimeout(timer); timer = 0; } // no need to wait
-      schedule(stale ? 0 : backoff());
-    }
-  }
-
-  // 0.5 s, 1 s, 2 s … 15 s, each up to a quarter shorter so pages do not retry in step.
-  function backoff() {
-    var base = Math.min(15000, 500 * Math.pow(2, attempt++));
-    return Math.round(base * (1 - Math.random() / 4));
-  }
-
-  function schedule(delay) {
-    if (timer || busy || leaving) { return; }
-    timer = setTimeout(reconnect, delay);
-  }
-
-  // Status of GET /events, without keeping the stream.
-  function check() {
-    if (stale) { return Promise.resolve(404); }
-    var abort = window.AbortController ? new AbortController() : null;
-    return fetch(streamURL(), { cache: "no-store", signal: abort && abort.signal })
-      .then(function (response) {
-        if (abort) { abort.abort(); } else if (response.body) { response.body.cancel(); }
-        return response.status;
-      });
-  }
-
-  function renew() {
-    return fetch("/sessions", { method: "POST", cache: "no-store" }).then(function (response) {
-      if (!response.ok) { throw new Error("HTTP " + response.status); }
-      return response.json();
-    }).then(function (data) {
-      if (!data || !/^[0-9a-f]{32}$/i.test(data.token)) { throw new Error("no token"); }
-      token = data.token;
-      if (tokenInput) { tokenInput.value = token; } // a plain submit uses it too
-      FIELDS.forEach(function (field) { seq[field] = 0; });
-      stale = false;
-      lost = true;
-    });
-  }
-
-  function reconnect() {
-    timer = 0;
-    if (source || leaving) { return; }
-    busy = true;
-    check().then(function (status) {
-      if (status === 404) { return renew(); }
-      if (status < 200 || status > 299) { throw new Error("HTTP " + status); }
-    }).then(function () {
-      busy = false;
-      connect();
-    }, function (err) {
-      busy = false;
-      console.debug("LiveSignup: reconnect failed: " + (err && err.message));
-      schedule(backoff());
-    });
-  }
-
-  function on(es, type, handler) {
-    es.addEventListener(type, function (event) {
-      if (es !== source) { return; }
-      var data;
-      try { data = JSON.parse(event.data); }
-      catch (err) { console.debug("LiveSignup: bad " + type + " event"); return; }
-      if (data && typeof data === "object") { handler(data); }
-    });
-  }
-
-  function connect() {
-    var es = source = new EventSource(streamURL());
-
-    es.addEventListener("open", function () {
-      if (es === source) { resend(lost); lost = false; }
-    });
-
-    es.addEventListener("error", function () {
-      if (es !== source) { return; }
-      lose(es.readyState === EventSource.CLOSED);
-    });
-
-    on(es, "snapshot", function (d) {
-      each(d.requirements, setRequirement);
-      each(d.messages, setMessage);
-      if (d.strength) { setStrength(d.strength.score, d.strength.label); }
-      if (d.submit) { setSubmit(!!d.submit.enabled); }
-      attempt = 0;
-      hideConnection();
-    });
-    on(es, "requirement", function (d) { setRequirement(d.id, d.state); });
-    on(es, "message", function (d) { setMessage(d.field, d.text); });
-    on(es, "strength", function (d) { setStrength(d.score, d.label); });
-    on(es, "submit", function (d) { setSubmit(!!d.enabled); });
-  }
-
-  window.addEventListener("online", function () {
-    if (timer) { clearTimeout(timer); timer = 0; reconnect(); }
+function setStrength(d) {
+  if (strengthEl) { strengthEl.setAttribute("data-score", String(d.score)); }
+  setText(part("label"), d.label);
+  setText(part("warning"), d.warning);
+  var list = part("suggestions");
+  if (!list) { return; }
+  list.textContent = "";
+  (d.suggestions || []).forEach(function (text) {
+    var li = document.createElement("li");
+    li.textContent = text;
+    list.appendChild(li);
   });
-  // Leaving aborts the stream: no lost connection.
-  window.addEventListener("pagehide", function () {
-    leaving = true;
+}
+
+function setSubmit(enabled) {
+  if (button) { button.disabled = !enabled; }
+}
+
+function showConnection(text) {
+  if (!connection) { return; }
+  connection.textContent = text;
+  connection.hidden = false;
+}
+
+function hideConnection() {
+  if (connection) { connection.hidden = true; }
+}
+
+function each(map, apply) {
+  for (var key in map) {
+    if (Object.prototype.hasOwnProperty.call(map, key)) { apply(key, map[key]); }
+  }
+}
+
+if (typeof window.EventSource !== "function") {
+  setSubmit(true); // no live updates: fall back to the plain form
+  return;
+}
+
+/* ---------- connection ----------
+   error: status shown, submit enabled. CONNECTING: the browser retries. CLOSED, or a 404
+   from /fields: close; after a backoff check the token (404 → fresh session); reopen.
+   open after a loss: resend. snapshot: status hidden, backoff reset. */
+
+var source = null;
+var timer = 0;
+var busy = false;     // token check or new session under way
+var attempt = 0;
+var lost = false;     // the next open must resend
+var stale = false;    // the server does not know the token
+var leaving = false;
+
+function streamURL() {
+  return "/events?token=" + encodeURIComponent(token);
+}
+
+function lose(closed) {
+  if (leaving) { return; }
+  lost = true;
+  setSubmit(true);
+  showConnection(LOST);
+  if (closed) {
     if (source) { source.close(); source = null; }
+    if (stale && timer) { clearTimeout(timer); timer = 0; } // no need to wait
+    schedule(stale ? 0 : backoff());
+  }
+}
+
+// 0.5 s, 1 s, 2 s … 15 s, each up to a quarter shorter so pages do not retry in step.
+function backoff() {
+  var base = Math.min(15000, 500 * Math.pow(2, attempt++));
+  return Math.round(base * (1 - Math.random() / 4));
+}
+
+function schedule(delay) {
+  if (timer || busy || leaving) { return; }
+  timer = setTimeout(reconnect, delay);
+}
+
+// Status of GET /events, without keeping the stream.
+function check() {
+  if (stale) { return Promise.resolve(404); }
+  var abort = window.AbortController ? new AbortController() : null;
+  return fetch(streamURL(), { cache: "no-store", signal: abort && abort.signal })
+    .then(function (response) {
+      if (abort) { abort.abort(); } else if (response.body) { response.body.cancel(); }
+      return response.status;
+    });
+}
+
+function renew() {
+  return fetch("/sessions", { method: "POST", cache: "no-store" }).then(function (response) {
+    if (!response.ok) { throw new Error("HTTP " + response.status); }
+    return response.json();
+  }).then(function (data) {
+    if (!data || !/^[0-9a-f]{32}$/i.test(data.token)) { throw new Error("no token"); }
+    token = data.token;
+    if (tokenInput) { tokenInput.value = token; } // a plain submit uses it too
+    FIELDS.forEach(function (field) { seq[field] = 0; });
+    stale = false;
+    lost = true;
   });
-  window.addEventListener("pageshow", function (event) {
-    if (!event.persisted) { return; }
-    leaving = false;
-    lose(true);
+}
+
+function reconnect() {
+  timer = 0;
+  if (source || leaving) { return; }
+  busy = true;
+  check().then(function (status) {
+    if (status === 404) { return renew(); }
+    if (status < 200 || status > 299) { throw new Error("HTTP " + status); }
+  }).then(function () {
+    busy = false;
+    connect();
+  }, function (err) {
+    busy = false;
+    console.debug("LiveSignup: reconnect failed: " + (err && err.message));
+    schedule(backoff());
+  });
+}
+
+function on(es, type, handler) {
+  es.addEventListener(type, function (event) {
+    if (es !== source) { return; }
+    var data;
+    try { data = JSON.parse(event.data); }
+    catch (err) { console.debug("LiveSignup: bad " + type + " event"); return; }
+    if (data && typeof data === "object") { handler(data); }
+  });
+}
+
+function connect() {
+  var es = source = new EventSource(streamURL());
+
+  es.addEventListener("open", function () {
+    if (es === source) { resend(lost); lost = false; }
   });
 
-  connect();
+  es.addEventListener("error", function () {
+    if (es !== source) { return; }
+    lose(es.readyState === EventSource.CLOSED);
+  });
+
+  on(es, "snapshot", function (d) {
+    each(d.requirements, setRequirement);
+    each(d.messages, setMessage);
+    if (d.strength) { setStrength(d.strength); }
+    if (d.submit) { setSubmit(!!d.submit.enabled); }
+    attempt = 0;
+    hideConnection();
+  });
+  on(es, "requirement", function (d) { setRequirement(d.id, d.state); });
+  on(es, "message", function (d) { setMessage(d.field, d.text); });
+  on(es, "strength", setStrength);
+  on(es, "submit", function (d) { setSubmit(!!d.enabled); });
+}
+
+window.addEventListener("online", function () {
+  if (timer) { clearTimeout(timer); timer = 0; reconnect(); }
+});
+// Leaving aborts the stream: no lost connection.
+window.addEventListener("pagehide", function () {
+  leaving = true;
+  if (source) { source.close(); source = null; }
+});
+window.addEventListener("pageshow", function (event) {
+  if (!event.persisted) { return; }
+  leaving = false;
+  lose(true);
+});
+
+connect();
 })();

@@ -79,7 +79,9 @@ struct PageRenderer: Sendable {
             "stylesheetURL": assets.url(for: "style.css"),
             "formAction": "/signup",
             "fields": fields,
-            "strength": ["score": page.strength.score, "label": page.strength.label],
+            "strength": ["score": page.strength.score, "label": page.strength.label,
+                         "warning": page.strength.warning, "suggestions": page.strength.suggestions],
+            "policyName": policy.name,
             "submitLabel": "Sign up",
         ]
         return library.render(context, withTemplate: "signup") ?? ""

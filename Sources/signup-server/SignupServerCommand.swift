@@ -32,6 +32,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Folder of Mustache templates.")
     var templatesDirectory = "Templates"
 
+    @Option(help: "Password and username policy: \(Policy.all.map(\.name).joined(separator: " or ")).")
+    var policy = Policy.classic.name
+
     @Option(help: "Milliseconds a username must stay unchanged before it is looked up.")
     var availabilityDebounceMs = 300
 
@@ -47,6 +50,9 @@ struct Serve: ParsableCommand {
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("Unknown log level '\(logLevel)'.")
+        }
+        guard Policy.named(policy) != nil else {
+            throw ValidationError("Unknown policy '\(policy)'. Choose one of: \(Policy.all.map(\.name).joined(separator: ", ")).")
         }
         guard availabilityDebounceMs >= 0 else { throw ValidationError("--availability-debounce-ms must be ≥ 0.") }
         guard workerThreads >= 1 else { throw ValidationError("--worker-threads must be ≥ 1.") }
@@ -67,6 +73,7 @@ struct Serve: ParsableCommand {
         configuration.publicDirectory = URL(fileURLWithPath: publicDirectory)
         configuration.templatesDirectory = URL(fileURLWithPath: templatesDirectory)
         configuration.availabilityDebounce = .milliseconds(availabilityDebounceMs)
+        configuration.policy = SignupPolicy(Policy.named(policy) ?? .classic)
         configuration.workerThreads = workerThreads
         let app = try SignupApplication(configuration: configuration, store: store, logger: logger)
         try app.start()

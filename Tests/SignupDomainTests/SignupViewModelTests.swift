@@ -19,7 +19,8 @@ final class SignupViewModelTests: XCTestCase {
     private func makeModel() -> (SignupViewModel, FakeAvailabilityChecker, TestSchedulerOf<DispatchQueue>) {
         let scheduler = DispatchQueue.test
         let checker = FakeAvailabilityChecker()
-        let model = SignupViewModel(policy: .classic(), availabilityChecker: checker,
+        let model = SignupViewModel(policy: SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator()),
+                                    availabilityChecker: checker,
                                     scheduler: scheduler.eraseToAnyScheduler())
         return (model, checker, scheduler)
     }
@@ -46,7 +47,7 @@ final class SignupViewModelTests: XCTestCase {
         let (model, checker, scheduler) = makeModel()
 
         let ids = model.policy.allRequirements.map(\.id)
-        XCTAssertEqual(ids.count, 8)
+        XCTAssertEqual(ids.count, 9)
         XCTAssertEqual(Set(model.requirementStates.keys), Set(ids))
         for id in ids {
             XCTAssertEqual(model.requirementStates[id], .unmet, id)
@@ -225,7 +226,12 @@ final class SignupViewModelTests: XCTestCase {
         XCTAssertEqual(model.fieldValidations[.password]?.message, "Password must include an uppercase letter")
         model.password = "Password1"
         XCTAssertEqual(model.fieldValidations[.password]?.message,
-                       "That password is too common. Choose one that is harder to guess")
+                       "That password is on a list of commonly used passwords that attackers try first. Choose something unusual, such as a few unrelated words")
+        model.username = "orbit"
+        model.password = "Kestrel9-orbit"
+        XCTAssertEqual(model.fieldValidations[.password]?.message,
+                       "This password would be easy to guess. Avoid your own details", "the estimator's advice")
+        model.username = ""
         model.password = "abc"
         XCTAssertEqual(model.fieldValidations[.password]?.message, "Password must be at least 8 characters",
                        "length outranks the other password rules")
@@ -259,29 +265,67 @@ final class SignupViewModelTests: XCTestCase {
 
     // MARK: Strength
 
-    func testStrengthFollowsThePassword() {
+    func testStrengthFollowsThePasswordAndDecidesPasswordStrength() {
         let (model, _, _) = makeModel()
         var published: [Int] = []
         let cancellable = model.$strength.sink { published.append($0.score) }
 
-        XCTAssertEqual(model.strength, PasswordStrength(score: 0))
-        model.password = "kestrel"
-        XCTAssertEqual(model.strength, PasswordStrength(score: 1))
+        XCTAssertEqual(model.strength, PasswordStrength.none)
+        model.password = "Kest"
+        XCTAssertEqual(model.strength.score, 1)
         XCTAssertEqual(model.strength.label, "Weak")
-        model.password = "abcdefgh"
+        XCTAssertEqual(model.strength.warning, "Too short", "the estimator's feedback is kept")
+        XCTAssertEqual(state(model, "password.strength"), .unmet)
+        model.password = "Kestrel9"
         XCTAssertEqual(model.strength.label, "Fair")
-        model.password = "Abcdefgh1!"
+        XCTAssertEqual(state(model, "password.strength"), .met, "classic asks for a score of 2")
+        model.password = "Kestrel9-Lant"
         XCTAssertEqual(model.strength.label, "Good")
-        model.password = "Correct-Horse-Battery-Staple-9"
-        XCTAssertEqual(model.strength, PasswordStrength(score: 4))
+        model.password = "Kestrel9-Lantern"
         XCTAssertEqual(model.strength.label, "Strong")
-        model.password = "Password1"
-        XCTAssertEqual(model.strength, .none, "a common password is worth nothing however it looks")
         model.password = ""
         XCTAssertEqual(model.strength, .none)
+        XCTAssertEqual(state(model, "password.strength"), .unmet)
 
         XCTAssertEqual(published, [0, 1, 2, 3, 4, 0], "each change is published once")
         withExtendedLifetime(cancellable) {}
+    }
+
+    func testTheUsernameAndEmailAreTheEstimatorsUserInputs() {
+        let (model, _, _) = makeModel()
+        model.password = "Kestrel9-Lantern"
+        XCTAssertEqual(model.strength.score, 4)
+        model.username = "lantern"
+        XCTAssertEqual(model.strength.score, 0, "a username edit re-rates the password")
+        XCTAssertEqual(state(model, "password.strength"), .unmet)
+        model.username = "someone"
+        model.email = "kestrel9@example.com"
+        XCTAssertEqual(model.strength.score, 0, "so does the email's local part")
+        XCTAssertEqual(state(model, "password.strength"), .unmet)
+    }
+
+    func testAPasswordBasedOnTheUsernameIsRefusedLive() {
+        let (model, _, _) = makeModel()
+        model.touchedFields = [.password]
+        model.password = "Marguerite2024!"
+        XCTAssertEqual(state(model, "password.common"), .met)
+        model.username = "marguerite"
+        XCTAssertEqual(state(model, "password.common"), .unmet)
+        XCTAssertEqual(model.fieldValidations[.password]?.message,
+                       "That password is based on your username or email, which attackers try first. Choose one that has nothing to do with them")
+    }
+
+    func testAControlCharacterKeepsSubmitDisabledThoughTheChecklistIsMet() {
+        let (model, checker, scheduler) = makeModel()
+        fillValidly(model, checker, scheduler)
+        XCTAssertTrue(model.isSubmitEnabled)
+        model.password = validPassword + "\t"
+        model.confirm = validPassword + "\t"
+        XCTAssertEqual(state(model, "password.length"), .met)
+        XCTAssertFalse(model.isSubmitEnabled, "refused by a check off the checklist")
+        model.submitAttempted = true
+        XCTAssertEqual(model.fieldValidations[.password]?.message,
+                       "Password can't contain control characters such as tabs or line breaks")
     }
 
     // MARK: Submit

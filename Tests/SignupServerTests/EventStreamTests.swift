@@ -25,7 +25,7 @@ final class EventStreamTests: XCTestCase {
         let first = await events.wait(forCount: 1)
         guard case .snapshot(let snapshot) = first[0] else { return XCTFail("first event must be a snapshot: \(first)") }
         XCTAssertEqual(snapshot.rev, 0)
-        XCTAssertEqual(snapshot.requirements.count, 8)
+        XCTAssertEqual(snapshot.requirements.count, 9)
         XCTAssertTrue(snapshot.requirements.values.allSatisfy { $0 == .unmet })
         XCTAssertEqual(snapshot.messages, ["username": "", "email": "", "password": "", "confirm": ""])
         XCTAssertFalse(snapshot.submitEnabled)

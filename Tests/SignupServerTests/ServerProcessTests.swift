@@ -34,6 +34,31 @@ final class ServerProcessTests: XCTestCase {
         XCTAssertEqual(server.process.terminationStatus, 0)
     }
 
+    func testPolicyFlagSelectsTheNISTChecklist() async throws {
+        let server = try ServerProcess(arguments: ["--policy", "nist"])
+        defer { server.removeData() }
+        try await server.start()
+        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(server.port)/")!)
+        let html = String(decoding: data, as: UTF8.self)
+        XCTAssertTrue(html.contains("At least 15 characters"))
+        XCTAssertFalse(html.contains("password.uppercase"))
+        _ = await server.stop(with: SIGTERM)
+    }
+
+    func testAnUnknownPolicyIsRefusedWithTheChoices() throws {
+        let process = Process()
+        process.executableURL = ServerProcess.executable
+        process.arguments = ["--policy", "lenient", "--port", "0"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = Pipe()
+        try process.run()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertNotEqual(process.terminationStatus, 0)
+        XCTAssertTrue(text.contains("Unknown policy 'lenient'. Choose one of: classic, nist."), text)
+    }
+
     func testSeedDemoMarksDemoNamesTaken() async throws {
         let server = try ServerProcess(arguments: ["--seed-demo"])
         defer { server.removeData() }
