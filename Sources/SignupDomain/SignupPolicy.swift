@@ -20,6 +20,7 @@ public struct SignupPolicy: Sendable {
     public let confirm: FieldRules<PasswordConfirmation>
     public let strengthEstimator: any PasswordStrengthEstimating
     private let reservedCanonicalNames: Set<String>
+    private let checklists: [SignupField: [Requirement]]
 
     public var name: String { settings.name }
 
@@ -69,6 +70,8 @@ public struct SignupPolicy: Sendable {
             ],
             emptyMessage: "Confirm your password",
             isEmpty: { $0.confirm.isEmpty })
+        checklists = Self.checklists(username: username, availability: usernameAvailability, email: email,
+                                     password: password, confirm: confirm)
     }
 
     private static func passwordRules(_ settings: Policy, commonPasswords: CommonPasswords) -> FieldRules<PasswordCandidate> {
@@ -135,15 +138,9 @@ public struct SignupPolicy: Sendable {
         reservedCanonicalNames.contains(Username.canonical(username))
     }
 
-
     /// A field's checklist in display (and priority) order.
     public func requirements(for field: SignupField) -> [Requirement] {
-        switch field {
-        case .username: return username.requirements + [usernameAvailability]
-        case .email: return email.requirements
-        case .password: return password.requirements
-        case .confirm: return confirm.requirements
-        }
+        checklists[field] ?? []
     }
 
     /// The asynchronous "not already taken" rule, answered by `check`; only names that pass
@@ -160,6 +157,15 @@ public struct SignupPolicy: Sendable {
     /// Every requirement of the form, field by field.
     public var allRequirements: [Requirement] {
         SignupField.allCases.flatMap(requirements(for:))
+    }
+
+    /// Built once: every edit reads them to name its requirement states.
+    private static func checklists(
+        username: FieldRules<String>, availability: Requirement, email: FieldRules<String>,
+        password: FieldRules<PasswordCandidate>, confirm: FieldRules<PasswordConfirmation>
+    ) -> [SignupField: [Requirement]] {
+        [.username: username.requirements + [availability], .email: email.requirements,
+         .password: password.requirements, .confirm: confirm.requirements]
     }
 }
 
