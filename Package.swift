@@ -33,6 +33,19 @@ let package = Package(
             providers: [.apt(["libsodium-dev"])]
         ),
 
+        // zxcvbn-c (Debian's libzxcvbn-dev): password strength estimation.
+        .systemLibrary(
+            name: "CZxcvbn",
+            providers: [.apt(["libzxcvbn-dev"])]
+        ),
+        // zxcvbn for Swift: scores, matches, feedback. Knows nothing about sign-ups.
+        .target(
+            name: "Zxcvbn",
+            dependencies: ["CZxcvbn"],
+            exclude: ["Resources/generate-word-lists.py", "Resources/LICENSE-zxcvbn.txt"],
+            resources: [.copy("Resources/passwords.txt"), .copy("Resources/names.txt")]
+        ),
+
         // Layer 1: the Swift face of libmicrohttpd. Knows HTTP and SSE, nothing about sign-up.
         .target(
             name: "MicroHTTPD",
@@ -53,13 +66,12 @@ let package = Package(
             name: "SignupDomain",
             dependencies: [
                 "ReactiveValidation",
+                "Zxcvbn",
                 "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
-            exclude: ["Resources/generate-common-passwords.py", "Resources/LICENSE-zxcvbn.txt"],
-            resources: [.copy("Resources/common-passwords.txt")]
         ),
 
         // Layer 4: the web app: routes, form sessions, rendering, event encoding.
@@ -105,6 +117,12 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LiveSignupClientTests", dependencies: ["LiveSignupClient"]),
+        .testTarget(
+            name: "ZxcvbnTests",
+            dependencies: ["Zxcvbn"],
+            exclude: ["Reference/generate-reference.py"],
+            resources: [.copy("Reference/reference-scores.tsv")]
+        ),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
         .testTarget(
             name: "SignupServerTests",

@@ -1,4 +1,5 @@
 import Foundation
+import Zxcvbn
 
 /// A blocklist of passwords too commonly used to accept, compared whole and case-folded
 /// (never as substrings: "password" is refused, "password-grapefruit-lantern" is not).
@@ -20,13 +21,6 @@ public struct CommonPasswords: Sendable {
     }
 
     /// The 30,000 most used passwords of public breaches: zxcvbn's password frequency list
-    /// (MIT; see Resources/LICENSE-zxcvbn.txt), loaded once.
-    public static let builtIn: CommonPasswords = {
-        guard let url = Bundle.module.url(forResource: "common-passwords", withExtension: "txt"),
-              let text = try? String(contentsOf: url, encoding: .utf8) else {
-            // The file ships inside this module; without it the build itself is broken.
-            preconditionFailure("SignupDomain's common-passwords.txt resource is missing")
-        }
-        return CommonPasswords(text.split(separator: "\n").map(String.init))
-    }()
+    /// (MIT; see Sources/Zxcvbn/Resources/LICENSE-zxcvbn.txt).
+    public static let builtIn = CommonPasswords(WordLists.commonPasswords)
 }

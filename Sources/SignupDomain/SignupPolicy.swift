@@ -30,7 +30,7 @@ public struct SignupPolicy: Sendable {
     public init(
         _ settings: Policy,
         commonPasswords: CommonPasswords = .builtIn,
-        strengthEstimator: any PasswordStrengthEstimating = CharacterVarietyStrengthEstimator(),
+        strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
         usernameProblem: (@Sendable (String) -> String?)? = nil
     ) {
         self.settings = settings
@@ -173,7 +173,7 @@ extension SignupPolicy {
     /// `Policy.classic`'s rules.
     public static func classic(
         commonPasswords: CommonPasswords = .builtIn,
-        strengthEstimator: any PasswordStrengthEstimating = CharacterVarietyStrengthEstimator(),
+        strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
         usernameProblem: (@Sendable (String) -> String?)? = nil
     ) -> SignupPolicy {
         SignupPolicy(.classic, commonPasswords: commonPasswords, strengthEstimator: strengthEstimator,

@@ -1,0 +1,95 @@
+import Dispatch
+import Foundation
+import XCTest
+@testable import Zxcvbn
+
+/// The zxcvbn wrapper: scores, user inputs, feedback and Unicode handling.
+final class ZxcvbnEstimatorTests: XCTestCase {
+    private let estimator = ZxcvbnEstimator()
+
+    func testKnownWeakPasswordsScoreLowAndSayWhy() {
+        for password in ["password", "qwerty123", "Password1!", "letmein", "iloveyou"] {
+            let estimate = estimator.estimate(password)
+            XCTAssertLessThanOrEqual(estimate.score, 1, password)
+            XCTAssertFalse(estimate.feedback.warning.isEmpty, password)
+            XCTAssertEqual(estimate.feedback.suggestions.first, FeedbackWriter.addWords, password)
+        }
+        XCTAssertEqual(estimator.estimate("password").feedback.warning, "This is one of the 10 most used passwords")
+    }
+
+    func testLongRandomAndPassphrasePasswordsScoreFourWithNoFeedback() {
+        for password in ["x7#Qm!2vLp9@Rz4&Wn8K", "lantern orbit quietly marmalade", "Vq8-zebra-Tulip-41-crank"] {
+            let estimate = estimator.estimate(password)
+            XCTAssertEqual(estimate.score, 4, password)
+            XCTAssertEqual(estimate.feedback, .none, password)
+        }
+    }
+
+    func testUserInputsLowerTheScore() {
+        let password = "alice2024alice"
+        let alone = estimator.estimate(password)
+        let withName = estimator.estimate(password, userInputs: ["Alice"])
+        XCTAssertLessThan(withName.guessesLog10, alone.guessesLog10)
+        XCTAssertLessThanOrEqual(withName.score, 1)
+        XCTAssertTrue(withName.matches.contains { $0.kind == .userInput && $0.token == "alice" })
+        XCTAssertEqual(withName.feedback.warning, "This is based on your own details, such as your username or email")
+    }
+
+    func testEachKindOfWeaknessHasItsWarning() {
+        let cases: [(String, String)] = [
+            ("zxcvbnm,./", "Neighbouring keys such as \"qwerty\" are easy to guess"),
+            ("kkkkkkkkkk", "Repeated characters such as \"aaa\" are easy to guess"),
+            ("lmnopqrstu", "Runs such as \"abcd\" or \"9876\" are easy to guess"),
+            ("12/05/1990", "Dates and years are easy to guess"),
+            ("jennifer", "A name on its own is easy to guess"),
+            ("p4ssw0rd", "This is close to a commonly used password"),
+            ("mountainous", "A single word on its own is easy to guess"),
+        ]
+        for (password, warning) in cases {
+            let estimate = estimator.estimate(password)
+            XCTAssertLessThanOrEqual(estimate.score, 2, password)
+            XCTAssertEqual(estimate.feedback.warning, warning, "\(password): \(estimate.matches)")
+        }
+        XCTAssertTrue(estimator.estimate("p4ssw0rd").feedback.suggestions
+            .contains("Look-alike swaps such as \"@\" for \"a\" add little"))
+        XCTAssertTrue(estimator.estimate("Mountainous").feedback.suggestions.contains("A capital first letter adds little"))
+    }
+
+    func testScoreThresholdsAreZxcvbns() {
+        XCTAssertEqual(PasswordEstimate.score(guessesLog10: 2.99), 0)
+        XCTAssertEqual(PasswordEstimate.score(guessesLog10: 3.0), 0, "10^3 guesses is still below 10^3 + 5")
+        XCTAssertEqual(PasswordEstimate.score(guessesLog10: 3.01), 1)
+        XCTAssertEqual(PasswordEstimate.score(guessesLog10: 6.01), 2)
+        XCTAssertEqual(PasswordEstimate.score(guessesLog10: 8.01), 3)
+        XCTAssertEqual(PasswordEstimate.score(guessesLog10: 10.0), 3)
+        XCTAssertEqual(PasswordEstimate.score(guessesLog10: 10.01), 4)
+    }
+
+    func testUnicodePasswordsAreMatchedInWholeCharacters() {
+        let estimate = estimator.estimate("café123")
+        XCTAssertEqual(estimate.matches.map(\.token).joined(), "café123", "tokens cover the password exactly")
+        for password in ["🔥🔥🔥🔥🔥🔥", "e\u{301}te\u{301}-soleil-42", "日本語のパスワード", ""] {
+            let estimate = estimator.estimate(password)
+            XCTAssertTrue((0...4).contains(estimate.score), password)
+        }
+        XCTAssertEqual(estimator.estimate("").score, 0)
+    }
+
+    func testConcurrentEstimatesAgreeWithSerialOnes() {
+        let passwords = (0..<64).map { "Tulip-\($0)-orbit-\($0 * 7)" } + ["password", "zxcvbnm", "12/05/1990"]
+        let serial = passwords.map { estimator.estimate($0, userInputs: ["tulip"]) }
+        let results = Results(count: passwords.count)
+        DispatchQueue.concurrentPerform(iterations: passwords.count) { index in
+            results.set(index, ZxcvbnEstimator().estimate(passwords[index], userInputs: ["tulip"]))
+        }
+        XCTAssertEqual(results.all, serial)
+    }
+
+    private final class Results: @unchecked Sendable {
+        private let lock = NSLock()
+        private var values: [PasswordEstimate?]
+        init(count: Int) { values = Array(repeating: nil, count: count) }
+        func set(_ index: Int, _ value: PasswordEstimate) { lock.withLock { values[index] = value } }
+        var all: [PasswordEstimate] { lock.withLock { values.compactMap { $0 } } }
+    }
+}
