@@ -46,6 +46,17 @@ let package = Package(
             resources: [.copy("Resources/passwords.txt"), .copy("Resources/names.txt")]
         ),
 
+        // ICU's spoof checker (Debian's libicu-dev), through a C shim: Swift cannot call
+        // ICU's version-renamed functions directly.
+        .systemLibrary(
+            name: "CICU",
+            pkgConfig: "icu-i18n",
+            providers: [.apt(["libicu-dev"])]
+        ),
+        .target(name: "UnicodeSpoofShims", dependencies: ["CICU"]),
+        // Is a username safe to show and compare? Invisible, bidi and mixed-script checks.
+        .target(name: "UsernameSafety", dependencies: ["UnicodeSpoofShims"]),
+
         // Layer 1: the Swift face of libmicrohttpd. Knows HTTP and SSE, nothing about sign-up.
         .target(
             name: "MicroHTTPD",
@@ -67,6 +78,7 @@ let package = Package(
             dependencies: [
                 "ReactiveValidation",
                 "Zxcvbn",
+                "UsernameSafety",
                 "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
@@ -117,6 +129,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "LiveSignupClientTests", dependencies: ["LiveSignupClient"]),
+        .testTarget(name: "UsernameSafetyTests", dependencies: ["UsernameSafety"]),
         .testTarget(
             name: "ZxcvbnTests",
             dependencies: ["Zxcvbn"],

@@ -1,5 +1,6 @@
 import Foundation
 import ReactiveValidation
+import UsernameSafety
 #if canImport(Combine)
 import Combine
 #else
@@ -26,12 +27,13 @@ public struct SignupPolicy: Sendable {
 
     /// - Parameters:
     ///   - usernameProblem: says why a username is unsafe to show or compare (invisible or
-    ///     bidi characters, mixed-script look-alikes), or nil when it is fine.
+    ///     bidi characters, mixed-script look-alikes), or nil when it is fine. By default
+    ///     ICU's spoof checker.
     public init(
         _ settings: Policy,
         commonPasswords: CommonPasswords = .builtIn,
         strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
-        usernameProblem: (@Sendable (String) -> String?)? = nil
+        usernameProblem: (@Sendable (String) -> String?)? = Self.unsafeUsernameMessage
     ) {
         self.settings = settings
         self.strengthEstimator = strengthEstimator
@@ -133,6 +135,11 @@ public struct SignupPolicy: Sendable {
         return PasswordCandidate(password: normalized, context: context, strength: strength)
     }
 
+    /// ICU's verdict on a username as a message, nil when the name is safe.
+    public static let unsafeUsernameMessage: @Sendable (String) -> String? = { username in
+        UsernameSafetyChecker().problem(in: username)?.message
+    }
+
     /// Whether a name is reserved for the site itself (compared in canonical form).
     public func isReserved(_ username: String) -> Bool {
         reservedCanonicalNames.contains(Username.canonical(username))
@@ -174,7 +181,7 @@ extension SignupPolicy {
     public static func classic(
         commonPasswords: CommonPasswords = .builtIn,
         strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
-        usernameProblem: (@Sendable (String) -> String?)? = nil
+        usernameProblem: (@Sendable (String) -> String?)? = Self.unsafeUsernameMessage
     ) -> SignupPolicy {
         SignupPolicy(.classic, commonPasswords: commonPasswords, strengthEstimator: strengthEstimator,
                      usernameProblem: usernameProblem)

@@ -12,7 +12,8 @@ final class DeferredResponseTests: XCTestCase {
     /// Answers `/slow?n=…` after `release()` is called, from another queue; anything else at once.
     final class GatedResponder: HTTPResponder, @unchecked Sendable {
         private let gate = DispatchSemaphore(value: 0)
-        /// Signalled as each slow request reaches the responder.
+        /// Signalled as each slow request's deferred work starts (the server counts it as
+        /// pending from then on).
         let arrivals = DispatchSemaphore(value: 0)
         private let worker = DispatchQueue(label: "deferred-test", attributes: .concurrent)
 
@@ -23,8 +24,8 @@ final class DeferredResponseTests: XCTestCase {
         func respond(to request: HTTPRequest) -> HTTPResponse {
             guard request.path == "/slow" else { return .text("fast") }
             let n = request.queryValue("n") ?? "?"
-            arrivals.signal()
-            return .later { [gate, worker] respond in
+            return .later { [gate, worker, arrivals] respond in
+                arrivals.signal()
                 worker.async {
                     gate.wait()
                     respond(.text("slow \(n)", status: .created))

@@ -300,3 +300,38 @@ final class PolicyRuleTests: XCTestCase {
         XCTAssertEqual(confirm(password: "Abcdefgh", confirm: "Abcdefgh "), .unmet)
     }
 }
+
+/// Usernames: Unicode folding and look-alikes, under both policies.
+final class UsernameRuleTests: XCTestCase {
+    private func message(_ username: String, in policy: SignupPolicy) -> String {
+        policy.username.validation(of: policy.username.evaluate(username), isShown: true).message
+    }
+
+    func testLookAlikeAndInvisibleCharactersAreRefusedWithTheirReason() {
+        for policy in [SignupPolicy(.classic), SignupPolicy(.nist)] {
+            XCTAssertEqual(message("p\u{430}ypal", in: policy),
+                           "Username can't mix letters from different alphabets, like Latin and Cyrillic")
+            XCTAssertFalse(policy.username.allMet(by: "p\u{430}ypal"), "so it is never looked up either")
+            XCTAssertTrue(message("ali\u{200B}ce", in: policy).contains("invisible character"))
+            XCTAssertTrue(message("alice\u{202E}", in: policy).contains("changes the text direction"))
+            XCTAssertEqual(message("иван", in: policy), "", "one alphabet is fine")
+        }
+    }
+
+    func testCanonicalFormFoldsCaseWidthAndNormalisation() {
+        XCTAssertEqual(Username.canonical("Ａｌｉｃｅ"), "alice", "full-width letters fold")
+        XCTAssertEqual(Username.canonical("ALICE"), "alice")
+        XCTAssertEqual(Username.canonical("Jose\u{301}"), Username.canonical("Jos\u{E9}"), "NFD and NFC are one name")
+        XCTAssertEqual(Username.canonical("STRASSE"), Username.canonical("straße"), "case folding, not lower-casing")
+    }
+
+    func testReservedNamesIncludeRoutesAndTheServiceNameInAnyForm() {
+        let policy = SignupPolicy(.classic)
+        for name in ["admin", "Administrator", "ROOT", "postmaster", "signin", "welcome", "events", "LiveSignup",
+                     "ｌｉｖｅｓｉｇｎｕｐ", "www"] {
+            XCTAssertTrue(policy.isReserved(name), name)
+        }
+        XCTAssertFalse(policy.isReserved("adminton"))
+        XCTAssertFalse(policy.isReserved("alice"))
+    }
+}

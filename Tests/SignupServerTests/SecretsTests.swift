@@ -62,8 +62,8 @@ struct CapturingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?,
-             source: String, file: String, function: String, line: UInt) {
-        lines.append("\(level) \(message) \(self.metadata.merging(metadata ?? [:]) { $1 })")
+    func log(event: LogEvent) {
+        let error = event.error.map { " \($0)" } ?? ""
+        lines.append("\(event.level) \(event.message) \(metadata.merging(event.metadata ?? [:]) { $1 })\(error)")
     }
 }

@@ -1,0 +1,95 @@
+import Dispatch
+import Foundation
+import UsernameSafety
+import XCTest
+
+/// ICU's spoof checker as the sign-up form uses it.
+final class UsernameSafetyCheckerTests: XCTestCase {
+    private let checker = UsernameSafetyChecker()
+
+    func testOrdinaryNamesPass() {
+        for name in ["alice", "Ada_Lovelace", "john.doe-42", "", "José", "Zoë"] {
+            XCTAssertNil(checker.problem(in: name), name)
+        }
+    }
+
+    func testSingleScriptNamesInOtherAlphabetsPass() {
+        for name in ["иван", "αλέξης", "たなか太郎", "محمد", "김민준", "ｔａｎａｋａ"] {
+            XCTAssertNil(checker.problem(in: name), name)
+        }
+    }
+
+    func testLatinWithAScriptThatHasNoLatinLookAlikesPasses() {
+        XCTAssertNil(checker.problem(in: "tanaka太郎"))
+    }
+
+    func testLookAlikeLettersFromAnotherAlphabetAreRefused() {
+        XCTAssertEqual(checker.problem(in: "p\u{430}ypal"), .mixedScripts, "Cyrillic а")
+        XCTAssertEqual(checker.problem(in: "p\u{3B1}ypal"), .mixedScripts, "Greek α")
+        XCTAssertEqual(checker.problem(in: "ivan\u{438}"), .mixedScripts)
+    }
+
+    func testInvisibleCharactersAreRefused() {
+        for (name, scalar) in [("zero-width space", "\u{200B}"), ("zero-width joiner", "\u{200D}"),
+                               ("soft hyphen", "\u{AD}"), ("variation selector", "\u{FE0F}"),
+                               ("word joiner", "\u{2060}")] {
+            XCTAssertEqual(checker.problem(in: "ali" + scalar + "ce"), .invisibleCharacter, name)
+        }
+    }
+
+    func testBidiControlsAreRefused() {
+        for scalar in ["\u{202E}", "\u{2066}", "\u{200F}", "\u{061C}"] {
+            XCTAssertEqual(checker.problem(in: "alice" + scalar + "moc"), .bidiControl, scalar.unicodeScalars.first!.debugDescription)
+        }
+    }
+
+    func testMixedDigitSystemsAreRefused() {
+        XCTAssertEqual(checker.problem(in: "user1\u{661}"), .mixedNumbers, "Latin 1 and Arabic-Indic ١")
+    }
+
+    func testEveryProblemHasAReadableMessage() {
+        XCTAssertEqual(UsernameSafetyProblem.mixedScripts.message,
+                       "Username can't mix letters from different alphabets, like Latin and Cyrillic")
+        for problem in [UsernameSafetyProblem.invisibleCharacter, .bidiControl, .mixedNumbers] {
+            XCTAssertTrue(problem.message.hasPrefix("Username "), "\(problem)")
+        }
+    }
+
+    func testEmojiDoNotCrash() {
+        _ = checker.problem(in: "alice😀")
+        _ = checker.problem(in: "👨‍👩‍👧")
+    }
+
+    func testLookAlikesShareASkeleton() {
+        XCTAssertEqual(checker.skeleton(of: "p\u{430}ypal"), checker.skeleton(of: "paypal"))
+        XCTAssertNotEqual(checker.skeleton(of: "paypal"), checker.skeleton(of: "paypai"))
+        let long = String(repeating: "\u{FB03}", count: 50)  // "ﬃ" expands to three letters
+        XCTAssertEqual(checker.skeleton(of: long), checker.skeleton(of: String(repeating: "ffi", count: 50)))
+    }
+
+    func testConcurrentChecksAgreeWithSerialOnes() {
+        let names = (0..<200).map { $0 % 2 == 0 ? "user\($0)" : "p\u{430}ypal\($0)" }
+        let serial = names.map { checker.problem(in: $0) }
+        let results = Results(count: names.count)
+        DispatchQueue.concurrentPerform(iterations: names.count) { index in
+            results.set(index, UsernameSafetyChecker().problem(in: names[index]))
+        }
+        XCTAssertEqual(results.all, serial)
+    }
+
+    func testSystemICUAndFoundationsOwnICUWorkSideBySide() {
+        // Foundation's Unicode work runs on its bundled ICU; the checker on the system one.
+        XCTAssertEqual("Straße".uppercased(), "STRASSE")
+        XCTAssertEqual("Ａｌｉｃｅ".precomposedStringWithCompatibilityMapping, "Alice")
+        XCTAssertEqual(checker.problem(in: "p\u{430}ypal"), .mixedScripts)
+        XCTAssertEqual("ÉCOLE".folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil), "ecole")
+    }
+
+    private final class Results: @unchecked Sendable {
+        private let lock = NSLock()
+        private var values: [UsernameSafetyProblem??]
+        init(count: Int) { values = Array(repeating: nil, count: count) }
+        func set(_ index: Int, _ value: UsernameSafetyProblem?) { lock.withLock { values[index] = .some(value) } }
+        var all: [UsernameSafetyProblem?] { lock.withLock { values.map { $0 ?? nil } } }
+    }
+}
