@@ -269,6 +269,27 @@ final class PolicyRuleTests: XCTestCase {
         }
     }
 
+    func testPasswordStrengthNeedsScoreTwoUnderClassicAndThreeUnderNIST() {
+        let strongEnough = "lantern orbit quietly"
+        for (policy, minimum) in [(Policy.classic, 2), (Policy.nist, 3)] {
+            for score in 0...4 {
+                let rules = SignupPolicy(policy, strengthEstimator: FixedScoreEstimator(score: score))
+                XCTAssertEqual(password("password.strength", strongEnough, in: rules), score >= minimum ? .met : .unmet,
+                               "\(policy.name), score \(score)")
+            }
+        }
+        XCTAssertEqual(password("password.strength", ""), .unmet)
+    }
+
+    func testRealEstimatesDecideStrengthAndUseTheUsernameAsInput() {
+        XCTAssertEqual(password("password.strength", "Abcdefgh1!"), .unmet, "a run with a digit and a symbol")
+        XCTAssertEqual(password("password.strength", "Lantern-Orbit-Quietly-42"), .met)
+        XCTAssertEqual(password("password.strength", "Lantern-Orbit-Quietly-42", in: nist), .met)
+        let alone = policy.passwordCandidate(password: "Zanzibar-1987", username: "", email: "").strength.score
+        let withName = policy.passwordCandidate(password: "Zanzibar-1987", username: "zanzibar", email: "").strength.score
+        XCTAssertLessThan(withName, alone, "the username is a zxcvbn user input")
+    }
+
     func testPasswordsAreComparedInNFC() {
         let composed = "Caf\u{E9}-Lantern-Orbit"
         let decomposed = "Cafe\u{301}-Lantern-Orbit"
@@ -299,6 +320,12 @@ final class PolicyRuleTests: XCTestCase {
         XCTAssertEqual(confirm(password: "Abcdefgh", confirm: "abcdefgh"), .unmet, "case matters")
         XCTAssertEqual(confirm(password: "Abcdefgh", confirm: "Abcdefgh "), .unmet)
     }
+}
+
+/// Always the same score, to test the strength threshold exactly.
+private struct FixedScoreEstimator: PasswordStrengthEstimating {
+    let score: Int
+    func strength(of password: String, userInputs: [String]) -> PasswordStrength { PasswordStrength(score: score) }
 }
 
 /// Usernames: Unicode folding and look-alikes, under both policies.

@@ -166,4 +166,13 @@ final class SQLiteAccountStoreTests: XCTestCase {
         XCTAssertEqual(answer(publisher), [.met])
         XCTAssertEqual(store.lookups, 2, "each subscription is a fresh look-up")
     }
+
+    func testReservedNamesAreTakenAfterTheSameLookUpAsUsedOnes() throws {
+        let store = CountingStore()
+        let checker = StoreAvailabilityChecker(store: store, isReserved: { SignupPolicy(.classic).isReserved($0) })
+        XCTAssertEqual(try checker.availabilityNow(of: "Postmaster"), .unmet)
+        XCTAssertEqual(store.lookups, 1, "a reserved name costs the same query, so timing does not tell it apart")
+        XCTAssertEqual(try checker.availabilityNow(of: "newcomer"), .met)
+        XCTAssertEqual(store.lookups, 2)
+    }
 }
