@@ -27,13 +27,14 @@ public struct SignupPolicy: Sendable {
 
     /// - Parameters:
     ///   - usernameProblem: says why a username is unsafe to show or compare (invisible or
-    ///     bidi characters, mixed-script look-alikes), or nil when it is fine. By default
-    ///     ICU's spoof checker.
+    ///     bidi characters, mixed-script look-alikes), or nil when it is fine; nil means ICU's
+    ///     spoof checker. (Resolved here, not as a default argument value, so no caller can
+    ///     end up without the check.)
     public init(
         _ settings: Policy,
         commonPasswords: CommonPasswords = .builtIn,
         strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
-        usernameProblem: (@Sendable (String) -> String?)? = Self.unsafeUsernameMessage
+        usernameProblem: (@Sendable (String) -> String?)? = nil
     ) {
         self.settings = settings
         self.strengthEstimator = strengthEstimator
@@ -50,9 +51,7 @@ public struct SignupPolicy: Sendable {
                      message: "Username can only use letters, numbers, dots, hyphens and underscores",
                      isMet: { !$0.isEmpty && Username.hasAllowedCharacters($0) }),
             ],
-            checks: usernameProblem.map { problem in
-                [Check(id: "username.safe", message: { problem($0) ?? "" }, isPassed: { problem($0) == nil })]
-            } ?? [],
+            checks: [Self.safetyCheck(usernameProblem ?? Self.unsafeUsernameMessage)],
             emptyMessage: "Enter a username")
         usernameAvailability = Requirement(id: "username.available", text: "Not already taken")
         usernameTakenMessage = "That username is taken"
@@ -135,6 +134,10 @@ public struct SignupPolicy: Sendable {
         return PasswordCandidate(password: normalized, context: context, strength: strength)
     }
 
+    private static func safetyCheck(_ problem: @escaping @Sendable (String) -> String?) -> Check<String> {
+        Check(id: "username.safe", message: { problem($0) ?? "" }, isPassed: { problem($0) == nil })
+    }
+
     /// ICU's verdict on a username as a message, nil when the name is safe.
     public static let unsafeUsernameMessage: @Sendable (String) -> String? = { username in
         UsernameSafetyChecker().problem(in: username)?.message
@@ -181,7 +184,7 @@ extension SignupPolicy {
     public static func classic(
         commonPasswords: CommonPasswords = .builtIn,
         strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
-        usernameProblem: (@Sendable (String) -> String?)? = Self.unsafeUsernameMessage
+        usernameProblem: (@Sendable (String) -> String?)? = nil
     ) -> SignupPolicy {
         SignupPolicy(.classic, commonPasswords: commonPasswords, strengthEstimator: strengthEstimator,
                      usernameProblem: usernameProblem)

@@ -80,4 +80,21 @@ final class PolicySelectionTests: XCTestCase {
         XCTAssertTrue(response.body.contains("That username is taken"))
         XCTAssertEqual(try server.store.allAccounts().count, TestServer.takenUsernames.count)
     }
+
+    func testALookAlikeUsernameIsRefusedLiveAndNeverLookedUp() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        let events = EventCollector(form.events())
+        await events.wait(forCount: 1)
+        _ = try await form.edit("username", to: "p\u{430}ypal", touched: true)
+        let all = await events.wait { $0.contains { event in
+            if case .message(field: "username", text: "Username can't mix letters from different alphabets, like Latin and Cyrillic", _) = event { return true }
+            return false
+        } }
+        XCTAssertFalse(all.contains { event in
+            if case .requirement(id: "username.available", state: .pending, _) = event { return true }
+            return false
+        }, "an unsafe name is not looked up")
+    }
 }
