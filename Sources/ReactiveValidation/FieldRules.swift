@@ -52,15 +52,19 @@ extension FieldRules where Value: Equatable {
     /// The field's verdict for an evaluation, given whether problems may be shown yet.
     /// `extraMessages` are the asynchronous rule's messages, after the rules' own.
     public func validation(of evaluation: FieldEvaluation<Value>, extraMessages: [String] = [], isShown: Bool) -> FieldValidation {
-        let messages = rules.map { $0.message(evaluation.value) } + extraMessages
-        if let failed = evaluation.failedCheckMessage, isShown, !isEmpty(evaluation.value) {
+        guard isShown else { return .idle }
+        let value = evaluation.value
+        if let failed = evaluation.failedCheckMessage, !isEmpty(value) {
             return .invalid(reason: failed)
         }
+        // Only the message that is shown is built: some explain a password and cost more
+        // than the check itself.
         return FieldValidation.decide(
-            outcomes: Array(zip(evaluation.states, messages)),
+            states: evaluation.states,
+            message: { index in index < rules.count ? rules[index].message(value) : extraMessages[index - rules.count] },
             emptyMessage: emptyMessage,
-            isEmpty: isEmpty(evaluation.value),
-            isShown: isShown)
+            isEmpty: isEmpty(value),
+            isShown: true)
     }
 }
 

@@ -27,11 +27,24 @@ public enum FieldValidation: Sendable, Hashable {
         isEmpty: Bool,
         isShown: Bool
     ) -> FieldValidation {
+        decide(states: outcomes.map(\.state), message: { outcomes[$0].message },
+               emptyMessage: emptyMessage, isEmpty: isEmpty, isShown: isShown)
+    }
+
+    /// The same, asking for the message of the first unmet requirement (by its index) only
+    /// when it is needed.
+    public static func decide(
+        states: [RequirementState],
+        message: (Int) -> String,
+        emptyMessage: String?,
+        isEmpty: Bool,
+        isShown: Bool
+    ) -> FieldValidation {
         guard isShown else { return .idle }
         if isEmpty, let emptyMessage { return .invalid(reason: emptyMessage) }
-        for outcome in outcomes {
-            switch outcome.state {
-            case .unmet: return .invalid(reason: outcome.message)
+        for (index, state) in states.enumerated() {
+            switch state {
+            case .unmet: return .invalid(reason: message(index))
             case .pending: return .pending
             case .met: continue
             }

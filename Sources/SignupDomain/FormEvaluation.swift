@@ -62,11 +62,14 @@ extension SignupPolicy {
     ///   - availability: the asynchronous "not already taken" rule.
     ///   - answer: its latest answer; it counts only while it is for `username` as it is now.
     ///   - shownFields: fields whose problems may be shown.
+    ///   - candidates: remembers the last password estimate between calls (the view model's).
     public func evaluate(
         username: String, email: String, password: String, confirm: String,
-        availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>
+        availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
+        candidates: PasswordCandidateCache? = nil
     ) -> FormEvaluation {
-        let candidate = passwordCandidate(password: password, username: username, email: email)
+        let candidate = candidates?.candidate(in: self, password: password, username: username, email: email)
+            ?? passwordCandidate(password: password, username: username, email: email)
         return FormEvaluation(
             policy: self,
             username: self.username.evaluate(username, asyncRule: availability, answer: answer),

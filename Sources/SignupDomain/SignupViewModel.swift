@@ -59,6 +59,7 @@ public final class SignupViewModel {
         // subscribers in no fixed order: between two of them the outputs would mix old and
         // new states (e.g. the button enabling for an instant on an edit that keeps the form
         // invalid). Availability answers arrive later, on the scheduler, never mid-edit.
+        let candidates = PasswordCandidateCache()
         let inputs = Publishers.CombineLatest4($username, $email, $password, $confirm)
         let visibility = Publishers.CombineLatest($touchedFields, $submitAttempted)
         Publishers.CombineLatest3(
@@ -71,7 +72,8 @@ public final class SignupViewModel {
             return policy.evaluate(
                 username: username, email: email, password: password, confirm: confirm,
                 availability: availability, answer: answer,
-                shownFields: visibility.1 ? Set(SignupField.allCases) : visibility.0)
+                shownFields: visibility.1 ? Set(SignupField.allCases) : visibility.0,
+                candidates: candidates)
         }
         .removeDuplicates()
         .sink { [weak self] evaluation in

@@ -304,6 +304,24 @@ final class SignupViewModelTests: XCTestCase {
         XCTAssertEqual(state(model, "password.strength"), .unmet)
     }
 
+    func testThePasswordIsEstimatedOnlyWhenItOrItsContextChanges() {
+        let estimator = CountingEstimator()
+        let model = SignupViewModel(policy: SignupPolicy(.classic, strengthEstimator: estimator),
+                                    availabilityChecker: FakeAvailabilityChecker(),
+                                    scheduler: DispatchQueue.test.eraseToAnyScheduler())
+        model.password = "Kestrel9-Lantern"
+        XCTAssertEqual(estimator.calls, 1)
+        model.confirm = "Kestrel9"
+        model.confirm = "Kestrel9-Lantern"
+        model.touchedFields = [.password, .confirm]
+        model.submitAttempted = true
+        XCTAssertEqual(estimator.calls, 1, "confirmation and visibility changes reuse the estimate")
+        model.email = "kestrel@example.com"
+        XCTAssertEqual(estimator.calls, 2, "the email is a user input, so it is estimated again")
+        model.username = "lantern"
+        XCTAssertEqual(estimator.calls, 3)
+    }
+
     func testAPasswordBasedOnTheUsernameIsRefusedLive() {
         let (model, _, _) = makeModel()
         model.touchedFields = [.password]
@@ -445,5 +463,16 @@ final class SignupViewModelTests: XCTestCase {
         }
         XCTAssertEqual(flickering.count, 0,
                        "submit flickered on \(flickering.count) of 40 view models: \(flickering.first ?? [])")
+    }
+}
+
+/// Counts estimates, to see when the view model asks for one.
+private final class CountingEstimator: PasswordStrengthEstimating, @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var calls: Int { lock.withLock { count } }
+    func strength(of password: String, userInputs: [String]) -> PasswordStrength {
+        lock.withLock { count += 1 }
+        return PasswordStrength(score: 3)
     }
 }
