@@ -1,0 +1,161 @@
+"""Fixtures for the real-browser tests: the real server binary on an ephemeral port with a
+fresh database, and headless Chromium driven by Selenium (Debian's chromium-driver).
+
+LIVESIGNUP_SERVER names the binary (default: .build/debug/signup-server); screenshots go to
+build/browser-screenshots/.
+"""
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = Path(os.environ.get("LIVESIGNUP_SERVER", ROOT / ".build/debug/signup-server"))
+SCREENSHOTS = ROOT / "build/browser-screenshots"
+STRONG_PASSWORD = "Lantern-Orbit-Quietly-42"
+WAIT_SECONDS = 10
+
+
+class Server:
+    """The signup-server process; `restart()` brings it back on the same port and database."""
+
+    def __init__(self, database_dir):
+        self.database = Path(database_dir) / "accounts.sqlite"
+        self.port = 0
+        self.process = None
+        self.start()
+
+    def start(self):
+        self.process = subprocess.Popen(
+            [str(SERVER), "--port", str(self.port), "--database", str(self.database), "--seed-demo",
+             "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
+             "--availability-debounce-ms", "150", "--log-level", "warning"],
+            stdout=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        assert match, f"server did not start: {line!r}"
+        self.port = int(match.group(1))
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=10)
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+
+@pytest.fixture
+def server():
+    assert SERVER.exists(), f"build the server first (swift build): {SERVER}"
+    with tempfile.TemporaryDirectory() as directory:
+        running = Server(directory)
+        yield running
+        running.stop()
+
+
+def make_driver(javascript=True):
+    options = webdriver.ChromeOptions()
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=600,1300", "--lang=en-GB"):
+        options.add_argument(flag)
+    if not javascript:
+        options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    # Debian's driver: keeps Selenium Manager from trying to download one (no internet).
+    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+
+
+@pytest.fixture
+def browser():
+    driver = make_driver(javascript=True)
+    yield Page(driver)
+    driver.quit()
+
+
+@pytest.fixture
+def browser_without_javascript():
+    driver = make_driver(javascript=False)
+    yield Page(driver)
+    driver.quit()
+
+
+class Page:
+    """What a person sees and does on the sign-up page, in Selenium terms."""
+
+    def __init__(self, driver):
+        self.driver = driver
+        self.wait = WebDriverWait(driver, WAIT_SECONDS)
+
+    def open(self, url):
+        self.driver.get(url)
+
+    def field(self, name):
+        return self.driver.find_element(By.NAME, name)
+
+    def type(self, name, text, leave=False):
+        """Types key by key at a person's pace, optionally leaving the field with Tab."""
+        element = self.field(name)
+        for key in text:
+            element.send_keys(key)
+            time.sleep(0.02)
+        if leave:
+            element.send_keys(Keys.TAB)
+
+    def backspace(self, name, times=1):
+        for _ in range(times):
+            self.field(name).send_keys(Keys.BACKSPACE)
+            time.sleep(0.02)
+
+    def state(self, requirement):
+        return self.driver.find_element(
+            By.CSS_SELECTOR, f'[data-requirement="{requirement}"]').get_attribute("data-state")
+
+    def states(self):
+        return {el.get_attribute("data-requirement"): el.get_attribute("data-state")
+                for el in self.driver.find_elements(By.CSS_SELECTOR, "[data-requirement]")}
+
+    def message(self, field):
+        return self.driver.find_element(By.CSS_SELECTOR, f'[data-message="{field}"]').text
+
+    def button(self):
+        return self.driver.find_element(By.CSS_SELECTOR, "[data-submit]")
+
+    def button_enabled(self):
+        return self.button().get_attribute("disabled") is None
+
+    def score(self):
+        return int(self.driver.find_element(By.CSS_SELECTOR, "[data-strength]").get_attribute("data-score"))
+
+    def until(self, condition, what):
+        """Waits for a condition on the page; fails with `what` when it does not come."""
+        return self.wait.until(lambda _: condition(), message=what)
+
+    def until_state(self, requirement, state):
+        self.until(lambda: self.state(requirement) == state, f"{requirement} becomes {state}")
+
+    def until_live(self):
+        """The script has received its first snapshot: it disables the button before that."""
+        self.until(lambda: self.driver.execute_script(
+            "return document.querySelector('[data-requirement]') !== null"), "page loaded")
+
+    def screenshot(self, name):
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        self.driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+
+    def fill_valid(self, username, password=STRONG_PASSWORD):
+        self.type("username", username, leave=True)
+        self.type("email", f"{username}@example.com", leave=True)
+        self.type("password", password, leave=True)
+        self.type("confirm", password, leave=True)
