@@ -6,7 +6,10 @@ PORT ?= 8080
 DATABASE ?= data/livesignup.sqlite
 SWIFT_BUILD_FLAGS ?=
 
-.PHONY: deps build run test clean screenshot
+BROWSER_APT_PACKAGES := chromium chromium-driver
+BROWSER_PIP_PACKAGES := selenium pytest
+
+.PHONY: deps browser-deps build run test test-browser browser-tests clean screenshot
 
 # Installs the system libraries the build needs, only when something is missing.
 deps:
@@ -23,9 +26,31 @@ build: deps
 run: build
 	swift run $(SWIFT_BUILD_FLAGS) signup-server --host $(HOST) --port $(PORT) --database $(DATABASE) --seed-demo
 
-test: deps
+test: deps browser-deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 	swift test --skip-build --disable-swift-testing $(SWIFT_BUILD_FLAGS)
+	$(MAKE) --no-print-directory browser-tests
+
+# Only the real-browser tests (headless Chromium + Selenium under pytest).
+test-browser: deps browser-deps
+	swift build $(SWIFT_BUILD_FLAGS)
+	$(MAKE) --no-print-directory browser-tests
+
+browser-tests:
+	LIVESIGNUP_SERVER="$$(swift build $(SWIFT_BUILD_FLAGS) --show-bin-path)/signup-server" \
+		python3 -m pytest -q Tests/Browser
+
+# Chromium and its driver from apt; Selenium, pytest and axe-core (inside
+# axe-playwright-python, installed without its Playwright dependency) from PyPI.
+browser-deps:
+	@missing=""; for p in $(BROWSER_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "Installing:$$missing"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	@python3 -c "import selenium, pytest" 2>/dev/null || python3 -m pip install -q $(BROWSER_PIP_PACKAGES)
+	@python3 -c "import axe_playwright_python" 2>/dev/null || python3 -m pip install -q --no-deps axe-playwright-python
 
 clean:
 	rm -rf .build

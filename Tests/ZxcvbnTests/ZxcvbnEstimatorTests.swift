@@ -75,6 +75,15 @@ final class ZxcvbnEstimatorTests: XCTestCase {
         XCTAssertEqual(estimator.estimate("").score, 0)
     }
 
+    func testOnlyTheFirst64BytesAreAnalysedSoCraftedLongInputStaysCheap() {
+        let crafted = String(repeating: "e3", count: 500)
+        XCTAssertEqual(estimator.estimate(crafted), estimator.estimate(String(repeating: "e3", count: 32)))
+        XCTAssertEqual(ZxcvbnEstimator.analysedPart(of: String(repeating: "é", count: 40)).utf8.count, 64,
+                       "cut between whole characters")
+        XCTAssertEqual(ZxcvbnEstimator.analysedPart(of: "a" + String(repeating: "é", count: 40)).utf8.count, 63)
+        XCTAssertEqual(estimator.estimate(String(repeating: "lantern orbit quietly ", count: 20)).score, 4)
+    }
+
     func testConcurrentEstimatesAgreeWithSerialOnes() {
         let passwords = (0..<64).map { "Tulip-\($0)-orbit-\($0 * 7)" } + ["password", "zxcvbnm", "12/05/1990"]
         let serial = passwords.map { estimator.estimate($0, userInputs: ["tulip"]) }
