@@ -27,7 +27,7 @@ with tempfile.TemporaryDirectory() as data:
         line = server.stdout.readline()
         url = re.search(r"http://\S+", line).group(0)
         options = webdriver.ChromeOptions()
-        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=560,1180"):
+        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=560,1240"):
             options.add_argument(flag)
         # Debian's driver; stops Selenium from trying to download one.
         driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))

@@ -1,0 +1,60 @@
+"""Looks that people rely on: no layout shift, small screens, dark mode, budgets."""
+from pathlib import Path
+
+from selenium.webdriver.common.by import By
+
+from conftest import ROOT
+from test_accessibility import audit
+
+
+def test_a_message_appearing_does_not_move_the_fields_below_it(server, browser):
+    browser.open(server.url)
+    browser.until(lambda: not browser.button_enabled(), "live")
+    email = browser.field("email")
+    before = email.location["y"]
+    browser.type("username", "ab", leave=True)
+    browser.until(lambda: browser.message("username") == "Username must be at least 4 characters", "message")
+    assert email.location["y"] == before, "the message slot is reserved, so nothing jumps"
+
+
+def test_the_page_fits_a_320_pixel_phone(server, browser):
+    browser.driver.set_window_size(320, 900)
+    browser.open(server.url)
+    browser.until(lambda: not browser.button_enabled(), "live")
+    browser.type("password", "Lovelace1815", leave=True)
+    width = browser.driver.execute_script("return document.documentElement.scrollWidth")
+    viewport = browser.driver.execute_script("return window.innerWidth")
+    assert width <= viewport, f"no sideways scrolling at {viewport} px (content is {width} px)"
+    browser.screenshot("looks-320px")
+
+
+def test_dark_mode_has_its_own_colours_and_no_violations(server, browser):
+    browser.driver.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    browser.open(server.url)
+    browser.until(lambda: not browser.button_enabled(), "live")
+    background = browser.driver.execute_script("return getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(17, 19, 23)", background
+    browser.type("username", "alice", leave=True)
+    browser.type("password", "Lovelace1815", leave=True)
+    browser.until(lambda: browser.message("username") == "That username is taken", "message shown")
+    audit(browser, "dark")
+
+
+def test_focus_is_visible(server, browser):
+    browser.open(server.url)
+    browser.until(lambda: not browser.button_enabled(), "live")
+    field = browser.field("email")
+    field.click()
+    outline = field.value_of_css_property("outline-style")
+    shadow = field.value_of_css_property("box-shadow")
+    assert outline != "none" or shadow != "none", "a visible focus ring"
+
+
+def test_assets_are_small_and_local(server, browser):
+    assert (ROOT / "Public/app.js").stat().st_size < 10 * 1024
+    assert (ROOT / "Public/style.css").stat().st_size < 10 * 1024
+    browser.open(server.url)
+    urls = browser.driver.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)")
+    assert urls and all(url.startswith(server.url) for url in urls), urls
