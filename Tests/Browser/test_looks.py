@@ -58,3 +58,16 @@ def test_assets_are_small_and_local(server, browser):
     urls = browser.driver.execute_script(
         "return performance.getEntriesByType('resource').map(e => e.name)")
     assert urls and all(url.startswith(server.url) for url in urls), urls
+
+
+def test_reduced_motion_stops_the_pending_pulse(server, browser):
+    pulse = ("return getComputedStyle(document.querySelector("
+             "'[data-requirement=\"username.available\"] .requirement-icon'), '::before').animationName")
+    browser.open(server.url)
+    browser.until(lambda: not browser.button_enabled(), "live")
+    browser.driver.execute_script(
+        "document.querySelector('[data-requirement=\"username.available\"]').setAttribute('data-state', 'pending')")
+    assert browser.driver.execute_script(pulse) == "pulse", "the pending icon pulses by default"
+    browser.driver.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-reduced-motion", "value": "reduce"}]})
+    assert browser.driver.execute_script(pulse) == "none", "and stands still for people who asked for less motion"
