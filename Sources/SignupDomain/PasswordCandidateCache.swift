@@ -3,6 +3,8 @@
 /// view model; not thread-safe, like the view model.
 public final class PasswordCandidateCache {
     private var last: (password: String, username: String, email: String, candidate: PasswordCandidate)?
+    /// Typing the password leaves the context alone; folding its words is not free.
+    private var lastContext: (username: String, email: String, context: ContextWords)?
 
     public init() {}
 
@@ -10,7 +12,14 @@ public final class PasswordCandidateCache {
         if let last, last.password == password, last.username == username, last.email == email {
             return last.candidate
         }
-        let candidate = policy.passwordCandidate(password: password, username: username, email: email)
+        let context: ContextWords
+        if let lastContext, lastContext.username == username, lastContext.email == email {
+            context = lastContext.context
+        } else {
+            context = policy.contextWords(username: username, email: email)
+            lastContext = (username, email, context)
+        }
+        let candidate = policy.passwordCandidate(password: password, context: context)
         last = (password, username, email, candidate)
         return candidate
     }

@@ -127,8 +127,17 @@ public struct SignupPolicy: Sendable {
 
     /// The password as its rules see it, given the other fields it must not be based on.
     public func passwordCandidate(password: String, username: String, email: String) -> PasswordCandidate {
+        passwordCandidate(password: password, context: contextWords(username: username, email: email))
+    }
+
+    /// The words a password must not be based on, for this person on this site.
+    public func contextWords(username: String, email: String) -> ContextWords {
+        ContextWords(username: username, email: email, serviceName: settings.serviceName)
+    }
+
+    /// The password as its rules see it, given its context words.
+    public func passwordCandidate(password: String, context: ContextWords) -> PasswordCandidate {
         let normalized = password.precomposedStringWithCanonicalMapping
-        let context = ContextWords(username: username, email: email, serviceName: settings.serviceName)
         let strength = normalized.isEmpty
             ? .none : strengthEstimator.strength(of: normalized, userInputs: context.all)
         return PasswordCandidate(password: normalized, context: context, strength: strength)
