@@ -136,11 +136,13 @@ let package = Package(
             exclude: ["Reference/generate-reference.py"],
             resources: [.copy("Reference/reference-scores.tsv")]
         ),
-        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD"]),
+        // Raw sockets for tests that check exact bytes or act as several client addresses.
+        .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
+        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "HTTPTestSupport"]),
         .testTarget(
             name: "SignupServerTests",
             dependencies: [
-                "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain",
+                "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

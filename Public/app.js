@@ -231,7 +231,7 @@ function renew() {
     if (!response.ok) { throw new Error("HTTP " + response.status); }
     return response.json();
   }).then(function (data) {
-    if (!data || !/^[0-9a-f]{32}$/i.test(data.token)) { throw new Error("no token"); }
+    if (!data || !/^[0-9a-f]{32,128}$/i.test(data.token)) { throw new Error("no token"); }
     token = data.token;
     if (tokenInput) { tokenInput.value = token; } // a plain submit uses it too
     FIELDS.forEach(function (field) { seq[field] = 0; });

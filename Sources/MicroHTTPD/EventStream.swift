@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import MicroHTTPDShims
 import Foundation
 
 /// One open `text/event-stream` response. Any thread may `send`; libmicrohttpd pulls the
@@ -19,6 +20,11 @@ public final class EventStream: Sendable {
         var isTerminated = false
         var isSuspended = false
         var connection: OpaquePointer?
+        /// The connection's socket, only looked at while the connection is suspended (when
+        /// libmicrohttpd cannot close it under us).
+        var socket: Int32 = -1
+        /// The client hung up: end with an error, writing nothing more.
+        var peerHasGone = false
         var terminationHandlers: [@Sendable () -> Void] = []
     }
 
@@ -101,8 +107,27 @@ public final class EventStream: Sendable {
 
     // MARK: Called by the daemon
 
-    func attach(to connection: OpaquePointer) {
-        state.withLock { $0.connection = connection }
+    func attach(to connection: OpaquePointer, socket: Int32) {
+        state.withLock {
+            $0.connection = connection
+            $0.socket = socket
+        }
+    }
+
+    /// Closes the stream if its client has hung up. A suspended connection is invisible to
+    /// libmicrohttpd's poll loop, so without this a dead client is noticed only when a
+    /// heartbeat write fails, which on a half-closed socket takes a second heartbeat.
+    /// Returns whether the stream is closed now.
+    func closeIfPeerHasGone() -> Bool {
+        state.withLock { state in
+            if state.isClosed { return true }
+            // Only while suspended: then the socket is certainly still this connection's.
+            guard state.isSuspended, state.socket >= 0, mhd_shim_peer_has_gone(state.socket) != 0 else { return false }
+            state.isClosed = true
+            state.peerHasGone = true
+            Self.resumeIfSuspended(&state)
+            return true
+        }
     }
 
     /// Fills `buffer` for libmicrohttpd; suspends the connection when nothing is pending.
@@ -122,6 +147,7 @@ public final class EventStream: Sendable {
                 }
                 return count
             }
+            if state.peerHasGone { return Int(MHD_CONTENT_READER_END_WITH_ERROR) }
             if state.isClosed { return Int(MHD_CONTENT_READER_END_OF_STREAM) }
             guard let connection = state.connection else { return Int(MHD_CONTENT_READER_END_OF_STREAM) }
             state.isSuspended = true
@@ -137,6 +163,7 @@ public final class EventStream: Sendable {
             state.isTerminated = true
             state.isSuspended = false
             state.connection = nil
+            state.socket = -1
             state.pending = []
             defer { state.terminationHandlers = [] }
             return state.terminationHandlers

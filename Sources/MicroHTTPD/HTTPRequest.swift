@@ -4,8 +4,10 @@ import Foundation
 public struct HTTPRequest: Sendable {
     /// The method as sent, e.g. "GET".
     public let method: String
-    /// The decoded path without the query, e.g. "/events".
+    /// The decoded path without the query, e.g. "/events". An encoded NUL stays a NUL.
     public let path: String
+    /// The path exactly as sent, before percent-decoding ("/static/app%2ejs").
+    public let rawPath: String
     /// Decoded query parameters in the order they appeared.
     public let query: [(name: String, value: String)]
     public let headers: HTTPHeaders
@@ -13,17 +15,27 @@ public struct HTTPRequest: Sendable {
     public let body: [UInt8]
     /// The client sent more than the server's body limit; the body was discarded unread.
     public let bodyExceededLimit: Bool
+    /// "HTTP/1.1" or "HTTP/1.0".
+    public let version: String
+    /// The connection's peer address ("127.0.0.1", "::1"); a proxy's when behind one.
+    public let remoteAddress: String
 
     public init(
         method: String,
         path: String,
+        rawPath: String? = nil,
         query: [(name: String, value: String)] = [],
         headers: HTTPHeaders = HTTPHeaders(),
         body: [UInt8] = [],
-        bodyExceededLimit: Bool = false
+        bodyExceededLimit: Bool = false,
+        version: String = "HTTP/1.1",
+        remoteAddress: String = "127.0.0.1"
     ) {
         self.method = method
         self.path = path
+        self.rawPath = rawPath ?? path
+        self.version = version
+        self.remoteAddress = remoteAddress
         self.query = query
         self.headers = headers
         self.body = body

@@ -66,4 +66,17 @@ public struct DeferredResponse: Sendable {
 /// thread-safe: hand slow work to other queues and answer with an event stream or later.
 public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest) -> HTTPResponse
+
+    /// The answer to a request refused before routing (see `HTTPProtocolError`). The
+    /// default is a JSON `{"error", "message"}` body; the server adds `Connection: close`.
+    func respond(to error: HTTPProtocolError, request: HTTPRequest) -> HTTPResponse
+}
+
+extension HTTPResponder {
+    public func respond(to error: HTTPProtocolError, request: HTTPRequest) -> HTTPResponse {
+        // The message may quote what the client sent, so it is encoded, never spliced.
+        let body = (try? JSONSerialization.data(
+            withJSONObject: ["error": error.code, "message": error.message], options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return HTTPResponse(status: error.status, contentType: "application/json", body: [UInt8](body))
+    }
 }

@@ -24,14 +24,16 @@ public final class HTTPServer: Sendable {
         var heartbeat: DispatchSourceTimer?
         var openStreams: [ObjectIdentifier: EventStream] = [:]
         /// Connections suspended while a deferred response is computed.
-        var pendingDeferred = 0
+        var pendingDeferred: [ObjectIdentifier: PendingDeferred] = [:]
         var isStopping = false
+        var isQuiesced = false
 
-        var isDrained: Bool { openStreams.isEmpty && pendingDeferred == 0 }
+        var isDrained: Bool { openStreams.isEmpty && pendingDeferred.isEmpty }
     }
 
     private let state = Locked(State())
-    private let drained = DispatchSemaphore(value: 0)
+    /// libmicrohttpd's error messages, collected while starting so a failure can say why.
+    private let startMessages = Locked<[String]>([])
 
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
         self.configuration = configuration
@@ -44,6 +46,12 @@ public final class HTTPServer: Sendable {
     /// Event streams currently open.
     public var openStreamCount: Int { state.withLock { $0.openStreams.count } }
 
+    /// Requests waiting for a deferred response (e.g. a password being hashed).
+    public var pendingDeferredCount: Int { state.withLock { $0.pendingDeferred.count } }
+
+    /// True from the moment shutdown begins.
+    public var isStopping: Bool { state.withLock { $0.isStopping } }
+
     public func start() throws {
         _ = mhd_shim_raise_open_file_limit()
         var errorBuffer = [CChar](repeating: 0, count: 256)
@@ -54,23 +62,33 @@ public final class HTTPServer: Sendable {
                 port: configuration.port,
                 thread_pool_size: UInt32(max(1, configuration.workerThreads)),
                 connection_limit: UInt32(configuration.connectionLimit),
+                per_ip_connection_limit: UInt32(max(0, configuration.perAddressConnectionLimit)),
                 connection_timeout: UInt32(configuration.idleTimeoutSeconds),
                 connection_memory_limit: 0,
                 access_handler: HTTPServer.accessHandler,
                 access_handler_cls: context,
                 completed_handler: HTTPServer.requestCompleted,
-                completed_handler_cls: context
+                completed_handler_cls: context,
+                uri_callback: HTTPServer.requestLineReceived,
+                uri_callback_cls: context,
+                error_log: HTTPServer.libraryMessage,
+                error_log_cls: context
             )
             return mhd_shim_start_daemon(&config, &errorBuffer, errorBuffer.count)
         }
         guard let daemon else {
-            let reason = errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-            throw StartError.cannotStart(String(decoding: reason, as: UTF8.self))
+            // libmicrohttpd's own words ("Failed to bind to port 8080: Address already in
+            // use") are better than our guess; fall back to the guess without them.
+            let messages = startMessages.withLock { $0 }
+            let reason = messages.isEmpty
+                ? String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                : messages.joined(separator: "; ")
+            throw StartError.cannotStart(reason)
         }
         let port = mhd_shim_bound_port(daemon)
         let heartbeat = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
         let interval = configuration.heartbeatIntervalSeconds
-        heartbeat.schedule(deadline: .now() + interval, repeating: interval, leeway: .seconds(1))
+        heartbeat.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
         heartbeat.setEventHandler { [weak self] in self?.sendHeartbeats() }
         heartbeat.resume()
         state.withLock {
@@ -80,27 +98,76 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Closes every event stream, lets libmicrohttpd finish them, then stops the daemon.
-    /// (Stopping with suspended connections is not allowed by libmicrohttpd.)
-    public func stop() {
-        let (daemon, streams, isDrained) = state.withLock { state -> (OpaquePointer?, [EventStream], Bool) in
+    /// Stops taking work: the listening socket closes, every event stream ends, and new
+    /// requests on open connections get 503. Deferred work already started goes on.
+    public func beginShutdown() {
+        let (daemon, streams) = state.withLock { state -> (OpaquePointer?, [EventStream]) in
             state.isStopping = true
             state.heartbeat?.cancel()
             state.heartbeat = nil
-            defer { state.daemon = nil }
-            return (state.daemon, Array(state.openStreams.values), state.isDrained)
+            defer { state.isQuiesced = true }
+            return (state.isQuiesced ? nil : state.daemon, Array(state.openStreams.values))
         }
-        guard let daemon else { return }
         for stream in streams { stream.close() }
-        if !isDrained {
-            _ = drained.wait(timeout: .now() + 5)
-        }
-        MHD_stop_daemon(daemon)
+        guard let daemon else { return }
+        let listening = MHD_quiesce_daemon(daemon)
+        if listening >= 0 { close(listening) }
     }
 
+    /// Waits up to `grace` seconds for deferred responses to finish, answers the rest with
+    /// the responder's shutdown error, waits for every suspended connection to be resumed
+    /// and released, then stops the daemon. (libmicrohttpd aborts the process if stopped
+    /// with a suspended connection.) Returns false if something could not be released; the
+    /// daemon is then left running rather than crash, and the process should exit.
+    @discardableResult
+    public func finishShutdown(grace: TimeInterval) -> Bool {
+        beginShutdown()
+        let daemon = state.withLock { $0.daemon }
+        guard let daemon else { return true }
+        if !waitUntilDrained(timeout: grace) {
+            let unfinished = state.withLock { Array($0.pendingDeferred.values) }
+            for pending in unfinished {
+                pending.deliver(shutdownResponse(for: HTTPRequest(method: "POST", path: "/")))
+            }
+            // Streams that were between reads when closed are resumed by now; give
+            // libmicrohttpd a moment to write the last answers and release them.
+            guard waitUntilDrained(timeout: 5) else { return false }
+        }
+        state.withLock { $0.daemon = nil }
+        MHD_stop_daemon(daemon)
+        return true
+    }
+
+    /// Shutdown in one call: `beginShutdown()`, then `finishShutdown(grace:)`.
+    @discardableResult
+    public func stop(grace: TimeInterval = 5) -> Bool {
+        beginShutdown()
+        return finishShutdown(grace: grace)
+    }
+
+    private func waitUntilDrained(timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !state.withLock({ $0.isDrained }) {
+            if Date() >= deadline { return false }
+            usleep(5_000)
+        }
+        return true
+    }
+
+    private func shutdownResponse(for request: HTTPRequest) -> HTTPResponse {
+        var response = responder.respond(to: .shuttingDown, request: request)
+        response.headers.set("Connection", "close")
+        response.headers.set("Retry-After", "5")
+        return response
+    }
+
+    /// Each open stream gets a comment line, and streams whose client has hung up are
+    /// closed at once instead of waiting for a write to fail (which can take two beats).
     private func sendHeartbeats() {
         let streams = state.withLock { Array($0.openStreams.values) }
-        for stream in streams { stream.sendComment("ping") }
+        for stream in streams where !stream.closeIfPeerHasGone() {
+            stream.sendComment("ping")
+        }
     }
 
     private func register(_ stream: EventStream) -> Bool {
@@ -112,44 +179,41 @@ public final class HTTPServer: Sendable {
     }
 
     private func unregister(_ stream: EventStream) {
-        let isDrained = state.withLock { state -> Bool in
+        state.withLock { state in
             state.openStreams[ObjectIdentifier(stream)] = nil
-            return state.isStopping && state.isDrained
         }
-        if isDrained { drained.signal() }
     }
 
     /// Suspends the connection and starts the deferred work; when it delivers, the
     /// connection is resumed and libmicrohttpd calls the access handler again, which then
     /// queues the response (see `accessHandler`).
     private func startDeferred(_ deferred: DeferredResponse, context: RequestContext, connection: OpaquePointer) -> MHD_Result {
+        let pending = PendingDeferred(connection: connection)
         let accepted = state.withLock { state -> Bool in
             guard !state.isStopping else { return false }
-            state.pendingDeferred += 1
+            state.pendingDeferred[ObjectIdentifier(pending)] = pending
             return true
         }
         guard accepted else {
-            return queue(.text("The server is shutting down.", status: .serviceUnavailable), on: connection)
+            return queue(shutdownResponse(for: context.request), for: context, on: connection)
         }
         context.isAwaitingDeferredResponse = true
-        context.wasDeferred = true
+        context.pendingDeferred = pending
         MHD_suspend_connection(connection)
-        // The connection cannot go away while suspended, so the pointer stays valid.
-        nonisolated(unsafe) let connection = connection
-        let once = Locked(false)
-        let slot = context.deferredResponse
-        deferred.start { response in
-            guard once.withLock({ delivered in defer { delivered = true }; return !delivered }) else { return }
-            slot.withLock { $0 = response }
-            MHD_resume_connection(connection)
-        }
+        deferred.start { response in pending.deliver(response) }
         return MHD_Result.YES
     }
 
     // MARK: Answering
 
-    private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+    private func queue(_ response: HTTPResponse, for context: RequestContext, on connection: OpaquePointer) -> MHD_Result {
         let mhdResponse: OpaquePointer?
+        var response = response
+        if context.method == "HEAD", case .eventStream(let stream) = response.body {
+            // HEAD gets the stream's headers and no body at all (not even an empty chunk).
+            stream.terminate()
+            response.body = .bytes([])
+        }
         switch response.body {
         case .bytes(let bytes):
             mhdResponse = bytes.withUnsafeBytes { buffer in
@@ -159,13 +223,14 @@ public final class HTTPServer: Sendable {
             }
         case .deferred:
             // Only `answer` starts deferred work; a deferred result cannot itself be deferred.
-            return queue(.text("Internal error: nested deferred response.", status: .internalServerError), on: connection)
+            return queue(.text("Internal error: nested deferred response.", status: .internalServerError),
+                         for: context, on: connection)
         case .eventStream(let stream):
             guard register(stream) else {
                 stream.terminate()
-                return queue(.text("The server is shutting down.", status: .serviceUnavailable), on: connection)
+                return queue(shutdownResponse(for: context.request), for: context, on: connection)
             }
-            stream.attach(to: connection)
+            stream.attach(to: connection, socket: mhd_shim_connection_fd(connection))
             stream.onTermination { [weak self] in self?.unregister(stream) }
             mhdResponse = MHD_create_response_from_callback(
                 UInt64.max, 4096, HTTPServer.readEventStream,
@@ -183,40 +248,63 @@ public final class HTTPServer: Sendable {
     /// The final call for a request: a deferred response that has arrived, or the responder's.
     private func answer(_ context: RequestContext, on connection: OpaquePointer) -> MHD_Result {
         if context.isAwaitingDeferredResponse {
-            guard let response = context.deferredResponse.withLock({ $0 }) else { return MHD_Result.YES }
+            guard let response = context.pendingDeferred?.response else { return MHD_Result.YES }
             context.isAwaitingDeferredResponse = false
-            return queue(response, on: connection)
+            return queue(response, for: context, on: connection)
         }
-        let response = responder.respond(to: context.request)
+        let request = context.request
+        if isStopping {
+            return queue(shutdownResponse(for: request), for: context, on: connection)
+        }
+        let response = responder.respond(to: request)
         if case .deferred(let deferred) = response.body {
             return startDeferred(deferred, context: context, connection: connection)
         }
-        return queue(response, on: connection)
+        return queue(response, for: context, on: connection)
+    }
+
+    /// Answers a request whose headers make it unsafe to read on, and closes the connection.
+    private func refuse(_ error: HTTPProtocolError, context: RequestContext, on connection: OpaquePointer) -> MHD_Result {
+        var response = responder.respond(to: error, request: context.request)
+        response.headers.set("Connection", "close")
+        return queue(response, for: context, on: connection)
     }
 
     // MARK: libmicrohttpd callbacks (static: they run on libmicrohttpd's threads)
 
+    /// The request line has arrived: the context starts here, with the target as sent.
+    private static let requestLineReceived: mhd_shim_uri_callback = { _, uri, _ in
+        let context = RequestContext(rawTarget: uri.map { String(cString: $0) } ?? "/")
+        return Unmanaged.passRetained(context).toOpaque()
+    }
+
     private static let accessHandler: MHD_AccessHandlerCallback = {
-        cls, connection, url, method, _, uploadData, uploadDataSize, requestContext in
+        cls, connection, _, method, version, uploadData, uploadDataSize, requestContext in
         guard let cls, let connection, let requestContext, let uploadDataSize else { return MHD_Result.NO }
         let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
         let maxBodyBytes = server.configuration.maxBodyBytes
 
-        guard let existing = requestContext.pointee else {
+        if requestContext.pointee == nil {
+            // Not expected (the request-line callback always runs first), but never crash.
+            requestContext.pointee = Unmanaged.passRetained(RequestContext(rawTarget: "/")).toOpaque()
+        }
+        let context = Unmanaged<RequestContext>.fromOpaque(requestContext.pointee!).takeUnretainedValue()
+        if !context.hasHeaders {
             // First call: headers only.
-            let context = RequestContext(
+            context.readHeaders(
                 connection: connection,
                 method: method.map { String(cString: $0) } ?? "GET",
-                path: url.map { String(cString: $0) } ?? "/",
+                version: version.map { String(cString: $0) } ?? "HTTP/1.1",
                 maxBodyBytes: maxBodyBytes)
-            requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
+            if let error = HTTPProtocolError.check(version: context.version, headers: context.headers) {
+                return server.refuse(error, context: context, on: connection)
+            }
             if context.bodyExceededLimit {
                 // Declared too large: answer now, without reading the body at all.
                 return server.answer(context, on: connection)
             }
             return MHD_Result.YES
         }
-        let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
         if uploadDataSize.pointee > 0 {
             if let uploadData {
                 context.append(UnsafeRawBufferPointer(start: uploadData, count: uploadDataSize.pointee),
@@ -232,18 +320,26 @@ public final class HTTPServer: Sendable {
         guard let cls, let requestContext, let pointer = requestContext.pointee else { return }
         let context = Unmanaged<RequestContext>.fromOpaque(pointer).takeRetainedValue()
         requestContext.pointee = nil
-        if context.wasDeferred {
-            Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().deferredRequestFinished()
+        if let pending = context.pendingDeferred {
+            Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().deferredRequestFinished(pending)
         }
     }
 
-    /// A deferred request is over (its response sent, or the client gone): stopping may go on.
-    private func deferredRequestFinished() {
-        let isDrained = state.withLock { state -> Bool in
-            state.pendingDeferred -= 1
-            return state.isStopping && state.isDrained
+    /// A deferred request is over (its response sent, or the client gone).
+    private func deferredRequestFinished(_ pending: PendingDeferred) {
+        state.withLock { state in
+            state.pendingDeferred[ObjectIdentifier(pending)] = nil
         }
-        if isDrained { drained.signal() }
+    }
+
+    private static let libraryMessage: mhd_shim_message_callback = { cls, text in
+        guard let cls, let text else { return }
+        let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+        let message = String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+        if server.state.withLock({ $0.daemon == nil && !$0.isStopping }) {
+            server.startMessages.withLock { $0.append(message) }
+        }
+        server.configuration.errorLog?(message)
     }
 
     private static let readEventStream: MHD_ContentReaderCallback = { cls, _, buffer, capacity in

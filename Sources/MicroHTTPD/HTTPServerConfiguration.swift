@@ -8,6 +8,10 @@ public struct HTTPServerConfiguration: Sendable {
     public var workerThreads: Int
     /// Open connections at most, event streams included.
     public var connectionLimit: Int
+    /// Connections one client address may hold at once (0 = unlimited). Generous by default:
+    /// many people can share one address behind a NAT, each with a stream and a keep-alive
+    /// connection. Behind a reverse proxy every connection comes from the proxy: raise it.
+    public var perAddressConnectionLimit: Int
     /// Seconds an idle keep-alive connection is kept. Event streams are exempt while they
     /// wait for events (they are suspended); heartbeats catch dead peers instead.
     public var idleTimeoutSeconds: Int
@@ -15,16 +19,22 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxBodyBytes: Int
     /// How often open event streams get a comment line so dead peers are noticed.
     public var heartbeatIntervalSeconds: Double
+    /// Receives libmicrohttpd's own error messages (a port in use, a failed accept, …).
+    public var errorLog: (@Sendable (String) -> Void)?
 
     public init(
         host: String = "127.0.0.1",
         port: UInt16 = 8080,
         workerThreads: Int = 2,
         connectionLimit: Int = 10_000,
+        perAddressConnectionLimit: Int = 256,
         idleTimeoutSeconds: Int = 60,
         maxBodyBytes: Int = 16 * 1024,
-        heartbeatIntervalSeconds: Double = 15
+        heartbeatIntervalSeconds: Double = 15,
+        errorLog: (@Sendable (String) -> Void)? = nil
     ) {
+        self.perAddressConnectionLimit = perAddressConnectionLimit
+        self.errorLog = errorLog
         self.host = host
         self.port = port
         self.workerThreads = workerThreads

@@ -1,29 +1,44 @@
 import CMicroHTTPD
+import MicroHTTPDShims
 
-/// What libmicrohttpd tells us about one request across the calls of the access handler:
-/// first the headers, then body chunks, then the final call that answers it.
+/// What libmicrohttpd tells us about one request across its callbacks: the raw target when
+/// the request line arrives, then the headers, then body chunks, then the final call that
+/// answers it.
 final class RequestContext {
-    let method: String
-    let path: String
-    let headers: HTTPHeaders
-    let query: [(name: String, value: String)]
+    /// The request target exactly as sent ("/static/app.js%00?v=1"), before unescaping.
+    let rawTarget: String
+    private(set) var method = "GET"
+    private(set) var version = "HTTP/1.1"
+    private(set) var headers = HTTPHeaders()
+    private(set) var query: [(name: String, value: String)] = []
+    private(set) var remoteAddress = ""
+    /// Set by the first access-handler call, which reads the headers.
+    private(set) var hasHeaders = false
     var body: [UInt8] = []
     var bodyExceededLimit = false
     /// Set while a deferred response is being computed; the connection is suspended.
     var isAwaitingDeferredResponse = false
-    /// This request was answered through a deferred response (counted until it completes).
-    var wasDeferred = false
-    /// The deferred response once it is ready, handed over from the producing thread.
-    let deferredResponse = Locked<HTTPResponse?>(nil)
+    /// The deferred work this request waits for, until it completes (or shutdown forces it).
+    var pendingDeferred: PendingDeferred?
 
-    init(connection: OpaquePointer, method: String, path: String, maxBodyBytes: Int) {
+    init(rawTarget: String) {
+        self.rawTarget = rawTarget
+    }
+
+    /// The first access-handler call: headers are complete, the body has not been read.
+    func readHeaders(connection: OpaquePointer, method: String, version: String, maxBodyBytes: Int) {
         self.method = method
-        self.path = path
-        self.headers = HTTPHeaders(Self.values(of: connection, kind: MHD_ValueKind.HEADER_KIND))
-        self.query = Self.values(of: connection, kind: MHD_ValueKind.GET_ARGUMENT_KIND)
+        self.version = version
+        headers = HTTPHeaders(Self.values(of: connection, kind: MHD_ValueKind.HEADER_KIND))
+        query = Self.values(of: connection, kind: MHD_ValueKind.GET_ARGUMENT_KIND)
+        var address = [CChar](repeating: 0, count: 64)
+        if mhd_shim_client_address(connection, &address, address.count) == 0 {
+            remoteAddress = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
         if let declared = headers["Content-Length"].flatMap(Int.init), declared > maxBodyBytes {
             bodyExceededLimit = true
         }
+        hasHeaders = true
     }
 
     func append(_ chunk: UnsafeRawBufferPointer, maxBodyBytes: Int) {
@@ -36,9 +51,15 @@ final class RequestContext {
         }
     }
 
+    /// The raw path: the target up to its query.
+    var rawPath: String {
+        String(rawTarget.prefix { $0 != "?" })
+    }
+
     var request: HTTPRequest {
-        HTTPRequest(method: method, path: path, query: query, headers: headers,
-                    body: body, bodyExceededLimit: bodyExceededLimit)
+        HTTPRequest(method: method, path: PercentDecoding.decode(rawPath), rawPath: rawPath, query: query,
+                    headers: headers, body: body, bodyExceededLimit: bodyExceededLimit,
+                    version: version, remoteAddress: remoteAddress)
     }
 
     private final class Collector {

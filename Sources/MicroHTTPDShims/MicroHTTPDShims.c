@@ -1,9 +1,14 @@
+/* POLLRDHUP (peer closed its side) is a GNU extension. */
+#define _GNU_SOURCE
 #include "MicroHTTPDShims.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -28,6 +33,17 @@ static int resolve_host(const char *host, uint16_t port, struct sockaddr_storage
     return 0;
 }
 
+/* libmicrohttpd logs printf-style with a va_list, which Swift cannot format: format here.
+   The daemon's options hold a pointer to this pair, alive as long as the daemon. */
+typedef struct { mhd_shim_message_callback callback; void *cls; } log_target;
+
+static void format_log(void *cls, const char *format, va_list arguments) {
+    const log_target *target = cls;
+    char message[512];
+    vsnprintf(message, sizeof message, format, arguments);
+    target->callback(target->cls, message);
+}
+
 struct MHD_Daemon *mhd_shim_start_daemon(const mhd_shim_daemon_config *config,
                                          char *error, size_t error_capacity) {
     unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
@@ -40,11 +56,28 @@ struct MHD_Daemon *mhd_shim_start_daemon(const mhd_shim_daemon_config *config,
         if (address.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     }
 
-    struct MHD_OptionItem options[8];
+    if (config->error_log != NULL) flags |= MHD_USE_ERROR_LOG;
+
+    struct MHD_OptionItem options[12];
     int n = 0;
     options[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, config->thread_pool_size, NULL };
     options[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, config->connection_limit, NULL };
     options[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, config->connection_timeout, NULL };
+    if (config->per_ip_connection_limit > 0)
+        options[n++] = (struct MHD_OptionItem){ MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                                config->per_ip_connection_limit, NULL };
+    if (config->uri_callback != NULL)
+        options[n++] = (struct MHD_OptionItem){ MHD_OPTION_URI_LOG_CALLBACK,
+                                                (intptr_t) config->uri_callback, config->uri_callback_cls };
+    if (config->error_log != NULL) {
+        /* Leaked once per daemon start: a few bytes, and the daemon may log until it stops. */
+        log_target *target = malloc(sizeof *target);
+        if (target != NULL) {
+            target->callback = config->error_log;
+            target->cls = config->error_log_cls;
+            options[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t) format_log, target };
+        }
+    }
     if (config->connection_memory_limit > 0)
         options[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                                                 (intptr_t) config->connection_memory_limit, NULL };
@@ -79,4 +112,44 @@ unsigned long mhd_shim_raise_open_file_limit(void) {
         getrlimit(RLIMIT_NOFILE, &limit);
     }
     return (unsigned long) limit.rlim_cur;
+}
+
+int mhd_shim_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? (int) info->connect_fd : -1;
+}
+
+int mhd_shim_client_address(struct MHD_Connection *connection, char *buffer, size_t capacity) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL || capacity == 0) return -1;
+    const struct sockaddr *address = info->client_addr;
+    const void *bytes;
+    if (address->sa_family == AF_INET) {
+        bytes = &((const struct sockaddr_in *) address)->sin_addr;
+    } else if (address->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *) address;
+        /* An IPv4 client on a dual-stack socket: show it as the IPv4 address it is. */
+        if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr))
+            return inet_ntop(AF_INET, &v6->sin6_addr.s6_addr[12], buffer, capacity) ? 0 : -1;
+        bytes = &v6->sin6_addr;
+    } else {
+        return -1;
+    }
+    return inet_ntop(address->sa_family, bytes, buffer, capacity) ? 0 : -1;
+}
+
+int mhd_shim_peer_has_gone(int fd) {
+    if (fd < 0) return 1;
+    struct pollfd entry = { .fd = fd, .events = POLLIN | POLLRDHUP, .revents = 0 };
+    if (poll(&entry, 1, 0) <= 0) return 0;
+    if (entry.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return 1;
+    if (entry.revents & POLLIN) {
+        /* Readable: either end of stream (0) or bytes the client should not send. */
+        char byte;
+        ssize_t count = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        return count == 0 ? 1 : 0;
+    }
+    return 0;
 }

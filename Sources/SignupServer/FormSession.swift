@@ -43,7 +43,9 @@ final class FormSession: @unchecked Sendable {
         now: @escaping @Sendable () -> Date
     ) {
         self.token = token
-        let queue = DispatchQueue(label: "form-session")
+        // Targets the shared non-overcommit pool: a serial queue of its own would let
+        // thousands of sessions waking at once (streams closing) spawn a thread each.
+        let queue = DispatchQueue(label: "form-session", target: .global())
         self.queue = queue
         self.activity = ActivityClock(now: now)
         self.requirementOrder = policy.allRequirements.map(\.id)

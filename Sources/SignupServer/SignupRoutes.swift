@@ -50,6 +50,9 @@ struct SignupRoutes: HTTPResponder {
         default:
             if request.path.hasPrefix("/static/") {
                 guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
+                // Asset names are plain: a path that needed decoding (an encoded dot, slash
+                // or NUL) is not one of them, whatever it decodes to.
+                guard request.rawPath == request.path else { return APIError.notFound.response }
                 let name = String(request.path.dropFirst("/static/".count))
                 return assets.response(for: request, name: name) ?? APIError.notFound.response
             }

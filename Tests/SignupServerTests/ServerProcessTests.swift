@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import LiveSignupClient
+import HTTPTestSupport
 import XCTest
 
 /// The executable as an operator runs it.

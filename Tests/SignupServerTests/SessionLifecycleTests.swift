@@ -1,5 +1,6 @@
 import Foundation
 import LiveSignupClient
+import HTTPTestSupport
 import XCTest
 
 /// What happens over time and at the edges of a session's life: the stream's framing and

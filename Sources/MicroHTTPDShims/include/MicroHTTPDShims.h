@@ -2,7 +2,15 @@
 #define MICROHTTPD_SHIMS_H
 
 #include <microhttpd.h>
+#include <stddef.h>
 #include <stdint.h>
+
+/// Called with the raw request target (path and query exactly as sent, before any
+/// unescaping) when a request line arrives; its result becomes the request's context.
+typedef void *(*mhd_shim_uri_callback)(void *cls, const char *uri, struct MHD_Connection *connection);
+
+/// Receives one of libmicrohttpd's error messages, already formatted.
+typedef void (*mhd_shim_message_callback)(void *cls, const char *message);
 
 /// Everything Swift needs to start a daemon. libmicrohttpd's own start function is
 /// C-variadic, which Swift cannot call, so this struct carries the options instead.
@@ -13,6 +21,8 @@ typedef struct mhd_shim_daemon_config {
     uint16_t port;
     unsigned int thread_pool_size;
     unsigned int connection_limit;
+    /// Connections one client address may hold at once; 0 = no per-address limit.
+    unsigned int per_ip_connection_limit;
     /// Seconds of inactivity before a (non-suspended) connection is closed; 0 = never.
     unsigned int connection_timeout;
     /// Bytes of memory each connection may use for headers and buffers.
@@ -21,6 +31,11 @@ typedef struct mhd_shim_daemon_config {
     void *access_handler_cls;
     MHD_RequestCompletedCallback completed_handler;
     void *completed_handler_cls;
+    mhd_shim_uri_callback uri_callback;
+    void *uri_callback_cls;
+    /// libmicrohttpd's own error messages (e.g. "address in use"); NULL keeps them off.
+    mhd_shim_message_callback error_log;
+    void *error_log_cls;
 } mhd_shim_daemon_config;
 
 /// Starts an epoll daemon with a worker thread pool and suspend/resume enabled.
@@ -33,5 +48,15 @@ uint16_t mhd_shim_bound_port(struct MHD_Daemon *daemon);
 
 /// Raises the soft open-file limit to the hard limit; returns the new soft limit.
 unsigned long mhd_shim_raise_open_file_limit(void);
+
+/// The connection's socket, or -1.
+int mhd_shim_connection_fd(struct MHD_Connection *connection);
+
+/// The peer's address as text ("127.0.0.1", "::1") into `buffer`; returns 0 on success.
+int mhd_shim_client_address(struct MHD_Connection *connection, char *buffer, size_t capacity);
+
+/// Whether the peer of a socket that should be silent (an event stream's client sends
+/// nothing after its request) has hung up or failed: 1 gone, 0 still there.
+int mhd_shim_peer_has_gone(int fd);
 
 #endif

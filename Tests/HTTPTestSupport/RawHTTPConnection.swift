@@ -5,15 +5,32 @@ import Foundation
 
 /// A bare TCP connection for checking exactly which bytes the server writes (the `retry:`,
 /// `id:` and comment lines that typed clients hide). Reads block with a timeout.
-final class RawHTTPConnection {
+///
+/// `from` picks the client's own loopback address (any of 127.0.0.0/8), so one test can be
+/// several clients as far as per-address limits are concerned.
+public final class RawHTTPConnection {
     private let socketFD: Int32
-    private(set) var received = ""
+    public private(set) var received = ""
 
-    init(port: UInt16, timeoutSeconds: Int = 5) throws {
+    public init(port: UInt16, from sourceAddress: String? = nil, timeoutSeconds: Int = 5) throws {
         socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { throw POSIXError(.EIO) }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(socketFD, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if let sourceAddress {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(sourceAddress)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard bound == 0 else {
+                close(socketFD)
+                throw POSIXError(.EADDRNOTAVAIL)
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -31,7 +48,12 @@ final class RawHTTPConnection {
 
     deinit { close(socketFD) }
 
-    func send(_ text: String) {
+    /// Closes the connection now, as a client that goes away would.
+    public func closeNow() {
+        shutdown(socketFD, Int32(SHUT_RDWR))
+    }
+
+    public func send(_ text: String) {
         let bytes = Array(text.utf8)
         _ = bytes.withUnsafeBytes { Glibc.send(socketFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
@@ -39,7 +61,7 @@ final class RawHTTPConnection {
     /// Reads until `predicate` holds for everything received so far, the peer closes, or
     /// `timeout` passes (even if bytes keep arriving). Returns whether the predicate holds.
     @discardableResult
-    func read(timeout: TimeInterval = 5, until predicate: (String) -> Bool) -> Bool {
+    public func read(timeout: TimeInterval = 5, until predicate: (String) -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !predicate(received) && Date() < deadline {
@@ -50,8 +72,22 @@ final class RawHTTPConnection {
         return true
     }
 
+    /// Whether the server has closed the connection, without waiting (any bytes it sent
+    /// before closing are kept in `received`).
+    public var isClosedByServer: Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(socketFD, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            if count > 0 {
+                received += String(decoding: buffer[0..<count], as: UTF8.self)
+                continue
+            }
+            return count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)
+        }
+    }
+
     /// Reads until the server closes the connection (or the timeout passes); true if closed.
-    func readUntilClosed() -> Bool {
+    public func readUntilClosed() -> Bool {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let count = recv(socketFD, &buffer, buffer.count, 0)

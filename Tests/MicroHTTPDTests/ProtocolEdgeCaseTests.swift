@@ -1,0 +1,113 @@
+import Foundation
+import HTTPTestSupport
+import MicroHTTPD
+import XCTest
+
+/// Requests that are ambiguous or malformed get one well-formed answer and, where reading
+/// on would be unsafe, a closed connection; the server keeps serving everyone else.
+final class ProtocolEdgeCaseTests: XCTestCase {
+    /// Echoes the decoded and raw path; `/stream` opens an event stream.
+    struct EchoResponder: HTTPResponder {
+        func respond(to request: HTTPRequest) -> HTTPResponse {
+            if request.path == "/stream" {
+                let stream = EventStream()
+                stream.send(event: "hello", data: "{}")
+                return .eventStream(stream)
+            }
+            let nul = request.path.contains("\u{0}") ? " (contains NUL)" : ""
+            return .text("path=\(request.path)\(nul) raw=\(request.rawPath) from=\(request.remoteAddress)")
+        }
+    }
+
+    private var server: HTTPServer!
+
+    override func setUpWithError() throws {
+        server = HTTPServer(configuration: HTTPServerConfiguration(port: 0), responder: EchoResponder())
+        try server.start()
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    /// Sends `request` on a fresh connection and reads until the server closes it.
+    private func exchange(_ request: String) throws -> (text: String, closed: Bool) {
+        let connection = try RawHTTPConnection(port: server.port)
+        connection.send(request)
+        let closed = connection.readUntilClosed()
+        return (connection.received, closed)
+    }
+
+    private func statusLines(_ text: String) -> [Substring] {
+        text.split(separator: "\r\n").filter { $0.hasPrefix("HTTP/1.") }
+    }
+
+    func testHTTP11WithoutHostIsRefused() throws {
+        let answer = try exchange("GET / HTTP/1.1\r\n\r\n")
+        XCTAssertTrue(answer.text.hasPrefix("HTTP/1.1 400 "), answer.text)
+        XCTAssertTrue(answer.text.contains(#""error":"missing_host""#), answer.text)
+        XCTAssertTrue(answer.closed)
+        // HTTP/1.0 has no Host requirement.
+        XCTAssertTrue(try exchange("GET / HTTP/1.0\r\n\r\n").text.contains(" 200 "))
+    }
+
+    func testChunkedWithContentLengthIsRefusedAndTheConnectionClosed() throws {
+        // A smuggling attempt: the trailing request must never be answered.
+        let answer = try exchange(
+            "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n"
+            + "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n")
+        XCTAssertTrue(answer.text.hasPrefix("HTTP/1.1 400 "), answer.text)
+        XCTAssertTrue(answer.text.contains("conflicting_body_length"))
+        XCTAssertEqual(statusLines(answer.text).count, 1, "exactly one answer: \(answer.text)")
+        XCTAssertFalse(answer.text.contains("smuggled"))
+        XCTAssertTrue(answer.closed)
+    }
+
+    func testUnknownTransferEncodingGets501AtOnce() throws {
+        let connection = try RawHTTPConnection(port: server.port, timeoutSeconds: 3)
+        connection.send("POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n")
+        // Not after an idle timeout: the read times out after 3 s if the answer does not come.
+        XCTAssertTrue(connection.readUntilClosed(), "the server closed the connection")
+        XCTAssertTrue(connection.received.hasPrefix("HTTP/1.1 501 "), connection.received)
+        XCTAssertTrue(connection.received.contains("unsupported_transfer_encoding"))
+    }
+
+    func testEncodedNULAndDotsReachTheResponderUndecodedIntoOtherPaths() throws {
+        let nul = try exchange("GET /static/app.js%00 HTTP/1.0\r\n\r\n").text
+        XCTAssertTrue(nul.contains("(contains NUL)"), nul)
+        XCTAssertTrue(nul.contains("raw=/static/app.js%00"), nul)
+        let dot = try exchange("GET /static/app%2ejs HTTP/1.0\r\n\r\n").text
+        XCTAssertTrue(dot.contains("path=/static/app.js raw=/static/app%2ejs"), dot)
+        let plain = try exchange("GET /static/app.js?v=1 HTTP/1.0\r\n\r\n").text
+        XCTAssertTrue(plain.contains("path=/static/app.js raw=/static/app.js from=127.0.0.1"), plain)
+    }
+
+    func testHeadOfAnEventStreamHasHeadersAndNoBody() throws {
+        let answer = try exchange("HEAD /stream HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        XCTAssertTrue(answer.text.hasPrefix("HTTP/1.1 200 "), answer.text)
+        XCTAssertTrue(answer.text.contains("Content-Type: text/event-stream"))
+        let body = answer.text.components(separatedBy: "\r\n\r\n").dropFirst().joined()
+        XCTAssertEqual(body, "", "no body, not even a chunk terminator")
+        XCTAssertEqual(server.openStreamCount, 0)
+    }
+
+    func testAPortInUseSaysSoInLibmicrohttpdsWords() throws {
+        let messages = Locked2<[String]>([])
+        let second = HTTPServer(
+            configuration: HTTPServerConfiguration(port: server.port, errorLog: { message in messages.mutate { $0.append(message) } }),
+            responder: EchoResponder())
+        XCTAssertThrowsError(try second.start()) { error in
+            XCTAssertTrue("\(error)".lowercased().contains("in use"), "\(error)")
+        }
+        XCTAssertFalse(messages.value.isEmpty, "the error also went to the configured log")
+    }
+}
+
+/// A tiny lock box for collecting values from server threads in tests.
+final class Locked2<Value>: @unchecked Sendable {
+    private var stored: Value
+    private let lock = NSLock()
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.withLock { stored } }
+    func mutate(_ body: (inout Value) -> Void) { lock.withLock { body(&stored) } }
+}

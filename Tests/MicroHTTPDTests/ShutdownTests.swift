@@ -1,0 +1,71 @@
+import Dispatch
+import Foundation
+import HTTPTestSupport
+import MicroHTTPD
+import XCTest
+
+/// Stopping never crashes: work that finishes within the grace period is answered, work that
+/// does not gets 503, every suspended connection is resumed before the daemon stops.
+final class ShutdownTests: XCTestCase {
+    /// `/slow` answers when released (or never); `/stream` stays open.
+    final class SlowResponder: HTTPResponder, @unchecked Sendable {
+        let arrivals = DispatchSemaphore(value: 0)
+        private let gate = DispatchSemaphore(value: 0)
+        private let worker = DispatchQueue(label: "slow", attributes: .concurrent)
+
+        func release(_ count: Int) { for _ in 0..<count { gate.signal() } }
+
+        func respond(to request: HTTPRequest) -> HTTPResponse {
+            if request.path == "/stream" { return .eventStream(EventStream()) }
+            return .later { [gate, worker, arrivals] respond in
+                arrivals.signal()
+                worker.async {
+                    gate.wait()
+                    respond(.text("done"))
+                }
+            }
+        }
+    }
+
+    func testWorkUnfinishedAfterTheGraceGets503AndStopReturns() throws {
+        let responder = SlowResponder()
+        let server = HTTPServer(configuration: HTTPServerConfiguration(port: 0), responder: responder)
+        try server.start()
+        defer { responder.release(100) }
+        var connections: [RawHTTPConnection] = []
+        for _ in 0..<20 {
+            let connection = try RawHTTPConnection(port: server.port, timeoutSeconds: 10)
+            connection.send("POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n")
+            connections.append(connection)
+        }
+        let stream = try RawHTTPConnection(port: server.port, timeoutSeconds: 10)
+        stream.send("GET /stream HTTP/1.1\r\nHost: a\r\n\r\n")
+        for _ in 0..<20 { XCTAssertEqual(responder.arrivals.wait(timeout: .now() + 10), .success) }
+        XCTAssertTrue(stream.read(timeout: 10) { $0.contains("\r\n\r\n") })
+        XCTAssertEqual(server.pendingDeferredCount, 20)
+
+        // Half the work finishes during the grace period; the rest never does.
+        responder.release(10)
+        XCTAssertTrue(server.stop(grace: 0.5), "every connection was released and the daemon stopped")
+
+        var answers: [String: Int] = [:]
+        for connection in connections {
+            _ = connection.read(timeout: 10) { $0.contains("\r\n\r\n") }
+            let status = connection.received.split(separator: "\r\n").first.map(String.init) ?? "no answer"
+            answers[status, default: 0] += 1
+        }
+        XCTAssertEqual(answers["HTTP/1.1 200 OK"], 10, "\(answers)")
+        XCTAssertEqual(answers["HTTP/1.1 503 Service Unavailable"], 10, "\(answers)")
+        XCTAssertTrue(stream.readUntilClosed(), "the event stream was ended")
+    }
+
+    func testNewConnectionsAreRefusedOnceShutdownBegins() throws {
+        let responder = SlowResponder()
+        let server = HTTPServer(configuration: HTTPServerConfiguration(port: 0), responder: responder)
+        try server.start()
+        let port = server.port
+        server.beginShutdown()
+        XCTAssertThrowsError(try RawHTTPConnection(port: port), "the listening socket is closed")
+        XCTAssertTrue(server.finishShutdown(grace: 1))
+    }
+}
