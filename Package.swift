@@ -124,6 +124,7 @@ let package = Package(
             name: "SignupDomainTests",
             dependencies: [
                 "SignupDomain",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
             ]

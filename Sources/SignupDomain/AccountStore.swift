@@ -16,4 +16,11 @@ public protocol AccountStore: Sendable {
 
     /// Every account, oldest first.
     func allAccounts() throws -> [Account]
+
+    /// Whether a form (by its token) already created an account.
+    func isFormTokenUsed(_ formToken: String) throws -> Bool
+
+    /// A server secret shared by every process using this store (e.g. the key that signs
+    /// form tokens): the stored one, or `make()`'s result stored now if there is none.
+    func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8]
 }

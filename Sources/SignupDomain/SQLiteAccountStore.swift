@@ -1,24 +1,56 @@
 import Foundation
 import GRDB
 
-/// Accounts in SQLite through GRDB: WAL mode, versioned migrations, one `users` table whose
-/// canonical username is unique.
-public final class SQLiteAccountStore: AccountStore {
-    private let database: DatabasePool
+/// Accounts in SQLite through GRDB: versioned migrations, one `users` table whose canonical
+/// username is unique, and a commit that reaches the disk before it is acknowledged.
+///
+/// Two choices protect acknowledged accounts from faults around the process:
+/// - The rollback journal (`journal_mode=DELETE`), not WAL. WAL shares its index through a
+///   memory-mapped `-shm` file; if anything truncates or replaces that file the process dies
+///   of SIGBUS inside SQLite. The rollback journal maps nothing. Sign-ups are rare next to
+///   look-ups, so WAL's concurrent writer buys nothing here.
+/// - The database file's identity is checked before and after every write. If the file (or
+///   its folder) was deleted or replaced, writes would go to a file nobody will open again:
+///   the write is refused with `StorageFault`, and the store reopens the file at its path
+///   once there is one again (restored by the operator).
+public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
+    public let path: String
+    private let lock = NSLock()
+    /// Guarded by `lock`: the open database and the identity of its file when opened.
+    private var database: DatabaseQueue
+    private var identity: DatabaseFileIdentity?
+    /// When the last reopen was tried, so a failing disk is not hammered on every request.
+    private var lastRecoveryAttempt = Date.distantPast
 
     /// Opens (creating and migrating as needed) the database at `path`; its folder is created.
     public init(path: String) throws {
+        self.path = path
+        database = try Self.open(path: path)
+        identity = DatabaseFileIdentity(path: path)
+    }
+
+    private static func open(path: String) throws -> DatabaseQueue {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return try openExisting(path: path)
+    }
+
+    private static func openExisting(path: String) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
-        // An account the server confirmed must survive a crash of the process or the machine:
-        // in WAL mode, FULL syncs the log on every commit.
         configuration.prepareDatabase { db in
+            // An account the server confirmed must survive a crash of the process or the
+            // machine: FULL syncs the journal and the database file on every commit.
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
-        database = try DatabasePool(path: path, configuration: configuration)
-        try Self.migrator.migrate(database)
+        let database = try DatabaseQueue(path: path, configuration: configuration)
+        // Outside a transaction (journal modes cannot change inside one). Converts a database
+        // that an earlier version left in WAL mode.
+        try database.writeWithoutTransaction { db in
+            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+        }
+        try migrator.migrate(database)
+        return database
     }
 
     static var migrator: DatabaseMigrator {
@@ -40,20 +72,47 @@ public final class SQLiteAccountStore: AccountStore {
             }
             try db.create(index: "users_form_token", on: "users", columns: ["form_token"], unique: true)
         }
+        migrator.registerMigration("v3: server secrets") { db in
+            try db.create(table: "server_secrets") { table in
+                table.primaryKey("name", .text)
+                table.column("value", .blob).notNull()
+            }
+        }
         return migrator
     }
 
+    // MARK: Reads
+
     public func isUsernameTaken(_ username: String) throws -> Bool {
         let canonical = Username.canonical(username)
-        return try database.read { db in
+        return try read { db in
             try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM users WHERE username_canonical = ?)",
                               arguments: [canonical]) ?? false
         }
     }
 
+    public func isFormTokenUsed(_ formToken: String) throws -> Bool {
+        try read { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM users WHERE form_token = ?)",
+                              arguments: [formToken]) ?? false
+        }
+    }
+
+    public func account(named username: String) throws -> Account? {
+        try read { db in
+            try Self.fetchAccounts(db, where: "username_canonical = ?", [Username.canonical(username)]).first
+        }
+    }
+
+    public func allAccounts() throws -> [Account] {
+        try read { db in try Self.fetchAccounts(db, where: "1", []) }
+    }
+
+    // MARK: Writes
+
     public func createAccount(_ account: NewAccount) throws -> Account {
         do {
-            return try database.write { db in
+            return try write { db in
                 try db.execute(
                     sql: """
                     INSERT INTO users (username, username_canonical, email, password_hash, form_token)
@@ -74,14 +133,86 @@ public final class SQLiteAccountStore: AccountStore {
         }
     }
 
-    public func account(named username: String) throws -> Account? {
-        try database.read { db in
-            try Self.fetchAccounts(db, where: "username_canonical = ?", [Username.canonical(username)]).first
+    public func reserveUsernames(_ usernames: [String]) throws {
+        try write { db in
+            for username in usernames {
+                try db.execute(
+                    sql: """
+                    INSERT INTO users (username, username_canonical, email, password_hash)
+                    VALUES (?, ?, '', '!') ON CONFLICT(username_canonical) DO NOTHING
+                    """,
+                    arguments: [username, Username.canonical(username)])
+            }
         }
     }
 
-    public func allAccounts() throws -> [Account] {
-        try database.read { db in try Self.fetchAccounts(db, where: "1", []) }
+    public func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8] {
+        let candidate = make()
+        return try write { db in
+            try db.execute(sql: "INSERT INTO server_secrets (name, value) VALUES (?, ?) ON CONFLICT(name) DO NOTHING",
+                           arguments: [name, Data(candidate)])
+            let stored = try Data.fetchOne(db, sql: "SELECT value FROM server_secrets WHERE name = ?", arguments: [name])
+            return stored.map { [UInt8]($0) } ?? candidate
+        }
+    }
+
+    // MARK: The database file under us
+
+    private func read<T>(_ body: (Database) throws -> T) throws -> T {
+        let database = try usableDatabase()
+        return try database.read(body)
+    }
+
+    /// Writes only into the file at `path`, and acknowledges only what reached it: checked
+    /// before (so nothing is written into a deleted file) and after the commit (so a file
+    /// replaced during the write is not taken for success).
+    private func write<T>(_ body: (Database) throws -> T) throws -> T {
+        let database = try usableDatabase()
+        let result = try database.write(body)
+        try checkIdentity()
+        return result
+    }
+
+    /// The open database if its file is still the one at `path`; otherwise a reopened one,
+    /// or `StorageFault` while that is not possible.
+    private func usableDatabase() throws -> DatabaseQueue {
+        try lock.withLock {
+            if identity != nil, DatabaseFileIdentity(path: path) == identity { return database }
+            return try recover()
+        }
+    }
+
+    private func checkIdentity() throws {
+        try lock.withLock {
+            guard DatabaseFileIdentity(path: path) == identity else {
+                throw StorageFault("The database file \(path) was deleted or replaced during a write; the write is not trusted.")
+            }
+        }
+    }
+
+    /// Called with `lock` held. Reopens whatever database file is at `path` now (the
+    /// operator restored or replaced it). A missing file is not created again: the folder
+    /// may be an unmounted volume's mount point, and a fresh empty database there would
+    /// quietly take sign-ups that belong on the volume. Until a file is back, writes fail.
+    private func recover() throws -> DatabaseQueue {
+        let now = Date()
+        guard now.timeIntervalSince(lastRecoveryAttempt) >= 1 else {
+            throw StorageFault("The database file \(path) is missing or was replaced; not writing until it is back.")
+        }
+        lastRecoveryAttempt = now
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StorageFault("The database file \(path) was deleted (or its volume is gone); restore it or restart the server.")
+        }
+        let reopened: DatabaseQueue
+        do {
+            reopened = try Self.openExisting(path: path)
+        } catch {
+            throw StorageFault("The database file \(path) cannot be opened: \(error)")
+        }
+        try? database.close()
+        database = reopened
+        identity = DatabaseFileIdentity(path: path)
+        return reopened
     }
 
     private static func fetchAccounts(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [Account] {
@@ -92,19 +223,6 @@ public final class SQLiteAccountStore: AccountStore {
         ).map { row in
             Account(id: row["id"], username: row["username"], email: row["email"],
                     passwordHash: row["password_hash"], createdAt: row["created_at"])
-        }
-    }
-
-    public func reserveUsernames(_ usernames: [String]) throws {
-        try database.write { db in
-            for username in usernames {
-                try db.execute(
-                    sql: """
-                    INSERT INTO users (username, username_canonical, email, password_hash)
-                    VALUES (?, ?, '', '!') ON CONFLICT(username_canonical) DO NOTHING
-                    """,
-                    arguments: [username, Username.canonical(username)])
-            }
         }
     }
 }

@@ -36,6 +36,8 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func createAccount(_ account: NewAccount) throws -> Account { throw Failure() }
         func account(named username: String) throws -> Account? { throw Failure() }
         func allAccounts() throws -> [Account] { throw Failure() }
+        func isFormTokenUsed(_ formToken: String) throws -> Bool { throw Failure() }
+        func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8] { throw Failure() }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -55,6 +57,8 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func createAccount(_ account: NewAccount) throws -> Account { throw UnusedInTheseTests() }
         func account(named username: String) throws -> Account? { nil }
         func allAccounts() throws -> [Account] { [] }
+        func isFormTokenUsed(_ formToken: String) throws -> Bool { false }
+        func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8] { make() }
         struct UnusedInTheseTests: Error {}
     }
 
