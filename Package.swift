@@ -92,6 +92,7 @@ let package = Package(
             dependencies: [
                 "MicroHTTPD",
                 "SignupDomain",
+                "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
                 .product(name: "Mustache", package: "swift-mustache"),

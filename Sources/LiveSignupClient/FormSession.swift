@@ -10,7 +10,7 @@ import FoundationNetworking
 /// so edits may be sent from several tasks at once and still get distinct, increasing seqs.
 public final class FormSession: Sendable {
     public let client: SignupClient
-    /// The 32-hex-digit token from the page (or any token, to test how the server rejects it).
+    /// The token from the page (56 hex digits) (or any token, to test how the server rejects it).
     public let token: String
     private let lastSeq = LockedState<[String: Int]>([:])
 

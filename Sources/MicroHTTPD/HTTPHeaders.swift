@@ -1,3 +1,5 @@
+import Foundation
+
 /// An ordered list of header fields with case-insensitive lookup (RFC 9110 §5.1).
 public struct HTTPHeaders: Sendable, Sequence {
     public private(set) var fields: [(name: String, value: String)]
@@ -9,6 +11,11 @@ public struct HTTPHeaders: Sendable, Sequence {
     /// The first value of the named field, if present.
     public subscript(name: String) -> String? {
         fields.first { $0.name.caseInsensitiveEquals(name) }?.value
+    }
+
+    /// Every value of the named field, in order (a field may be sent more than once).
+    public func values(of name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
     }
 
     public mutating func add(_ name: String, _ value: String) {

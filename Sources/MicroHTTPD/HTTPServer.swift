@@ -127,7 +127,7 @@ public final class HTTPServer: Sendable {
         if !waitUntilDrained(timeout: grace) {
             let unfinished = state.withLock { Array($0.pendingDeferred.values) }
             for pending in unfinished {
-                pending.deliver(shutdownResponse(for: HTTPRequest(method: "POST", path: "/")))
+                pending.deliver(shutdownResponse(for: pending.request))
             }
             // Streams that were between reads when closed are resumed by now; give
             // libmicrohttpd a moment to write the last answers and release them.
@@ -188,7 +188,7 @@ public final class HTTPServer: Sendable {
     /// connection is resumed and libmicrohttpd calls the access handler again, which then
     /// queues the response (see `accessHandler`).
     private func startDeferred(_ deferred: DeferredResponse, context: RequestContext, connection: OpaquePointer) -> MHD_Result {
-        let pending = PendingDeferred(connection: connection)
+        let pending = PendingDeferred(connection: connection, request: context.requestWithoutBody)
         let accepted = state.withLock { state -> Bool in
             guard !state.isStopping else { return false }
             state.pendingDeferred[ObjectIdentifier(pending)] = pending

@@ -5,10 +5,13 @@ import CMicroHTTPD
 final class PendingDeferred: @unchecked Sendable {
     /// Valid while the connection is suspended, which it is until `deliver` resumes it.
     private let connection: OpaquePointer
+    /// The request it answers, for an error response in its own format if it must be cut short.
+    let request: HTTPRequest
     private let state = Locked<(delivered: Bool, response: HTTPResponse?)>((false, nil))
 
-    init(connection: OpaquePointer) {
+    init(connection: OpaquePointer, request: HTTPRequest) {
         self.connection = connection
+        self.request = request
     }
 
     /// Hands over the response and resumes the connection; false if one was already given.

@@ -62,6 +62,12 @@ final class RequestContext {
                     version: version, remoteAddress: remoteAddress)
     }
 
+    /// The request without its body (which may hold a password), to keep while waiting.
+    var requestWithoutBody: HTTPRequest {
+        HTTPRequest(method: method, path: PercentDecoding.decode(rawPath), rawPath: rawPath, query: query,
+                    headers: headers, version: version, remoteAddress: remoteAddress)
+    }
+
     private final class Collector {
         var values: [(name: String, value: String)] = []
     }

@@ -1,56 +1,153 @@
 import Dispatch
 import Foundation
 
-/// Runs password hashing and verification off the caller's thread (an argon2id hash takes
-/// tens of milliseconds and tens of MiB), with at most `maximumConcurrentJobs` running at once
-/// so a burst of sign-ups queues up instead of exhausting memory (each job holds
-/// `memLimitBytes` while it runs).
-public final class PasswordHashingQueue: Sendable {
+/// Runs password hashing (sign-ups) and verification (sign-ins) off the caller's thread: an
+/// argon2id hash takes tens of milliseconds and tens of MiB, so at most
+/// `maximumConcurrentJobs` run at once and the rest wait.
+///
+/// Waiting is fair, so a flood of guesses cannot starve sign-ups:
+/// - sign-ups and sign-ins wait in separate lanes, and a free slot alternates between them
+///   while both have work, so sign-ups keep at least half the hashing capacity;
+/// - one client (an address) may have at most `maximumJobsPerClient` jobs queued or running;
+///   beyond that it is refused at once (`HashingRefusal.clientBusy`), costing nothing;
+/// - each lane holds at most `maximumQueuedPerLane` jobs (`HashingRefusal.queueFull`).
+public final class PasswordHashingQueue: @unchecked Sendable {
+    public enum Lane: Sendable { case signUp, signIn }
+
     public let maximumConcurrentJobs: Int
+    public let maximumJobsPerClient: Int
+    public let maximumQueuedPerLane: Int
     private let hasher: any PasswordHashing
     /// Where jobs run, up to the bound at a time.
-    private let workers: DispatchQueue
-    /// Serial, so jobs waiting for a slot wait in order on one blocked thread rather than each
-    /// parking a worker thread of their own (which would grow the thread pool under a burst).
-    private let admission: DispatchQueue
-    /// One permit per job allowed to run; taken by the admission work item, returned by the job.
-    private let slots: DispatchSemaphore
+    private let workers = DispatchQueue(label: "password-hashing.workers", attributes: .concurrent)
+
+    private struct Job {
+        let client: String?
+        /// Does the work and returns the delivery of its result, which runs after the slot is
+        /// freed so a slow completion (a database write) does not hold it.
+        let run: @Sendable () -> @Sendable () -> Void
+        let cancel: @Sendable () -> Void
+    }
+
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var signUps: [Job] = []
+    private var signIns: [Job] = []
+    private var running = 0
+    private var jobsByClient: [String: Int] = [:]
+    private var preferSignIn = false
+    private var isShutDown = false
 
     public init(hasher: any PasswordHashing,
-                maximumConcurrentJobs: Int = ProcessInfo.processInfo.activeProcessorCount) {
-        // Zero permits would never run anything; negative ones crash DispatchSemaphore.
+                maximumConcurrentJobs: Int = ProcessInfo.processInfo.activeProcessorCount,
+                maximumJobsPerClient: Int = 2,
+                maximumQueuedPerLane: Int = 256) {
+        // Zero slots would never run anything.
         precondition(maximumConcurrentJobs > 0, "maximumConcurrentJobs must be at least 1")
+        precondition(maximumJobsPerClient > 0, "maximumJobsPerClient must be at least 1")
         self.hasher = hasher
         self.maximumConcurrentJobs = maximumConcurrentJobs
-        self.workers = DispatchQueue(label: "password-hashing.workers", attributes: .concurrent)
-        self.admission = DispatchQueue(label: "password-hashing.admission")
-        self.slots = DispatchSemaphore(value: maximumConcurrentJobs)
+        self.maximumJobsPerClient = maximumJobsPerClient
+        self.maximumQueuedPerLane = maximumQueuedPerLane
     }
 
-    /// Hashes `password` in the background; `completion` runs on a background thread.
-    public func hash(_ password: String, completion: @escaping @Sendable (Result<String, Error>) -> Void) {
+    /// Hashes `password` (a sign-up) in the background; `completion` runs on a background
+    /// thread, with `HashingRefusal.shuttingDown` if the job was cancelled before it started.
+    public func hash(_ password: String, client: String? = nil,
+                     completion: @escaping @Sendable (Result<String, Error>) -> Void) throws(HashingRefusal) {
         let hasher = self.hasher
-        run({ Result { try hasher.hash(password) } }, then: completion)
+        try submit(Job(client: client,
+                       run: {
+                           let result = Result { try hasher.hash(password) }
+                           return { completion(result) }
+                       },
+                       cancel: { completion(.failure(HashingRefusal.shuttingDown)) }),
+                   lane: .signUp)
     }
 
-    /// Verifies `password` against `hash` in the background; `completion` runs on a background thread.
-    public func verify(_ password: String, against hash: String, completion: @escaping @Sendable (Bool) -> Void) {
+    /// Verifies `password` against `hash` (a sign-in) in the background; `completion` runs on
+    /// a background thread, with `.shuttingDown` if the job was cancelled before it started.
+    public func verify(_ password: String, against hash: String, client: String? = nil,
+                       completion: @escaping @Sendable (Result<Bool, HashingRefusal>) -> Void) throws(HashingRefusal) {
         let hasher = self.hasher
-        run({ hasher.verify(password, against: hash) }, then: completion)
+        try submit(Job(client: client,
+                       run: {
+                           let matches = hasher.verify(password, against: hash)
+                           return { completion(.success(matches)) }
+                       },
+                       cancel: { completion(.failure(.shuttingDown)) }),
+                   lane: .signIn)
     }
 
-    private func run<Output>(_ job: @escaping @Sendable () -> Output,
-                             then completion: @escaping @Sendable (Output) -> Void) {
-        let workers = self.workers
-        let slots = self.slots
-        admission.async {
-            slots.wait()  // blocks only the admission thread, never the caller
-            workers.async {
-                let output = job()
-                // Free the slot before calling back so a slow completion does not hold it.
-                slots.signal()
-                completion(output)
+    /// Cancels every job not yet started (their completions get `.shuttingDown`) and refuses
+    /// new ones; jobs already running finish.
+    public func shutDown() {
+        let cancelled = lock.withLock { () -> [Job] in
+            isShutDown = true
+            defer { signUps = []; signIns = [] }
+            return signUps + signIns
+        }
+        for job in cancelled {
+            lock.withLock { release(job.client) }
+            job.cancel()
+        }
+    }
+
+    /// Jobs waiting for a slot.
+    public var queuedJobs: Int { lock.withLock { signUps.count + signIns.count } }
+    /// Jobs running now.
+    public var runningJobs: Int { lock.withLock { running } }
+
+    private func submit(_ job: Job, lane: Lane) throws(HashingRefusal) {
+        if let refusal = lock.withLock({ enqueue(job, lane: lane) }) { throw refusal }
+        startJobs()
+    }
+
+    // Called with `lock` held.
+    private func enqueue(_ job: Job, lane: Lane) -> HashingRefusal? {
+        guard !isShutDown else { return .shuttingDown }
+        if let client = job.client, jobsByClient[client, default: 0] >= maximumJobsPerClient {
+            return .clientBusy
+        }
+        switch lane {
+        case .signUp:
+            guard signUps.count < maximumQueuedPerLane else { return .queueFull }
+            signUps.append(job)
+        case .signIn:
+            guard signIns.count < maximumQueuedPerLane else { return .queueFull }
+            signIns.append(job)
+        }
+        if let client = job.client { jobsByClient[client, default: 0] += 1 }
+        return nil
+    }
+
+    /// Fills free slots, alternating lanes while both have work.
+    private func startJobs() {
+        while let job = lock.withLock({ nextJob() }) {
+            workers.async { [self] in
+                let deliver = job.run()
+                lock.withLock {
+                    running -= 1
+                    release(job.client)
+                }
+                startJobs()
+                deliver()
             }
         }
+    }
+
+    // Called with `lock` held.
+    private func nextJob() -> Job? {
+        guard running < maximumConcurrentJobs, !(signUps.isEmpty && signIns.isEmpty) else { return nil }
+        let takeSignIn = signUps.isEmpty || (!signIns.isEmpty && preferSignIn)
+        preferSignIn = !takeSignIn
+        running += 1
+        return takeSignIn ? signIns.removeFirst() : signUps.removeFirst()
+    }
+
+    // Called with `lock` held.
+    private func release(_ client: String?) {
+        guard let client, let count = jobsByClient[client] else { return }
+        jobsByClient[client] = count > 1 ? count - 1 : nil
     }
 }

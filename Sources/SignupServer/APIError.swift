@@ -5,15 +5,41 @@ struct APIError: Error, Equatable {
     let status: HTTPStatus
     let code: String
     let message: String
+    /// For 429: which limit, and whole seconds until a retry can succeed (also `Retry-After`).
+    var limit: String? = nil
+    var retryAfter: Int? = nil
 
     var response: HTTPResponse {
         struct Body: Encodable {
             let error: String
             let message: String
+            let limit: String?
+            let retryAfter: Int?
         }
-        var response = HTTPResponse.json(FormEventEncoder.json(Body(error: code, message: message)), status: status)
+        var response = HTTPResponse.json(
+            FormEventEncoder.json(Body(error: code, message: message, limit: limit, retryAfter: retryAfter)), status: status)
         response.headers.add("Cache-Control", "no-store")
+        if let retryAfter { response.headers.add("Retry-After", String(retryAfter)) }
         return response
+    }
+
+    /// 429: `limit` is exceeded.
+    static func rateLimited(_ exceeded: LimitExceeded) -> APIError {
+        APIError(status: .tooManyRequests, code: "rate_limited",
+                 message: "Too many requests from your network. Please wait \(Self.wait(exceeded.retryAfterSeconds)) and try again.",
+                 limit: exceeded.limit, retryAfter: exceeded.retryAfterSeconds)
+    }
+
+    static let crossSite = APIError(
+        status: .forbidden, code: "cross_site_request",
+        message: "This request came from another website, so it was refused. Open the sign-up page on this site and try again.")
+
+    /// "5 seconds", "a minute", "3 minutes".
+    static func wait(_ seconds: Int) -> String {
+        if seconds <= 1 { return "a second" }
+        if seconds < 60 { return "\(seconds) seconds" }
+        let minutes = (seconds + 59) / 60
+        return minutes == 1 ? "a minute" : "\(minutes) minutes"
     }
 
     static func missingParameter(_ name: String) -> APIError {

@@ -156,6 +156,9 @@ final class FormSession: @unchecked Sendable {
         }
     }
 
+    /// Marks the session as used now (it is further from expiry).
+    func touch() { activity.touch() }
+
     var lastActivity: Date { activity.last }
     var hasOpenStreams: Bool { activity.openStreams > 0 }
 

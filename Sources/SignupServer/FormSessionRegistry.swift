@@ -1,25 +1,44 @@
 import Foundation
 import SignupDomain
 
-/// All live form sessions by token. Sessions nobody has used for `idleLifetime` and that
-/// have no open stream expire; their token then answers 404.
+/// The live form sessions by token. A token is minted with the page and costs nothing; its
+/// session is built on first use (the page's stream or first edit), counted against the
+/// address that used it. Sessions nobody has used for `idleLifetime` and that have no open
+/// stream are dropped; their token builds a fresh one if used again, and the page re-sends
+/// its values. When the table is full the longest-idle sessions without a stream give way.
 final class FormSessionRegistry: @unchecked Sendable {
     struct Settings {
         var policy: SignupPolicy
-        var availabilityChecker: any UsernameAvailabilityChecking
+        var availabilityChecker: StoreAvailabilityChecker
         var availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride
         var idleLifetime: TimeInterval
         var maximumSessions: Int
+        /// How long after it was issued a token may still start a live session.
+        var tokenLifetime: TimeInterval
+        var tokens: FormTokenAuthority
+        var limiters: ClientLimiters
         var now: @Sendable () -> Date
     }
 
-    enum CreateError: Error {
+    enum LookupError: Error, Equatable {
+        /// Not a token this server issued, or too old for live use.
+        case unknown
+        /// The address is over one of its limits.
+        case limited(LimitExceeded)
+        /// Every slot is taken by a session with an open stream.
         case full
+    }
+
+    private struct Entry {
+        let session: FormSession
+        let addressKey: String
     }
 
     private let settings: Settings
     private let lock = NSLock()
-    private var sessions: [String: FormSession] = [:]
+    // Guarded by `lock`.
+    private var sessions: [String: Entry] = [:]
+    private var liveByAddress: [String: Int] = [:]
 
     init(settings: Settings) {
         self.settings = settings
@@ -27,36 +46,68 @@ final class FormSessionRegistry: @unchecked Sendable {
 
     var count: Int { lock.withLock { sessions.count } }
 
-    func create() throws(CreateError) -> FormSession {
+    /// A token for a new page view. No session exists until the token is used.
+    func mintToken() -> String {
+        settings.tokens.mint(issuedAt: settings.now())
+    }
+
+    /// Whether this server issued `token` (of any age).
+    func isGenuine(_ token: String) -> Bool {
+        settings.tokens.issueDate(of: token) != nil
+    }
+
+    /// The session already alive for `token`, if any; never builds one.
+    func existingSession(for token: String) -> FormSession? {
+        lock.withLock { sessions[token]?.session }
+    }
+
+    /// The session for `token`, built now if it has none, charged to `address`.
+    func session(for token: String, address: String) throws(LookupError) -> FormSession {
+        if let existing = existingSession(for: token) {
+            existing.touch()
+            return existing
+        }
+        guard let issued = settings.tokens.issueDate(of: token),
+              settings.now().timeIntervalSince(issued) <= settings.tokenLifetime else { throw .unknown }
+        let addressKey = ClientKey.of(address)
+        let atCapacity = lock.withLock { liveByAddress[addressKey, default: 0] >= settings.limiters.limits.liveSessionsPerAddress }
+        if atCapacity {
+            // Its own idle sessions give way first; the address is refused only if it holds
+            // that many sessions that are actually in use.
+            evictIdle(count: 1, ownedBy: addressKey)
+            if lock.withLock({ liveByAddress[addressKey, default: 0] >= settings.limiters.limits.liveSessionsPerAddress }) {
+                throw .limited(LimitExceeded(limit: "sessions", retryAfter: 60))
+            }
+        }
+        do throws(LimitExceeded) {
+            try settings.limiters.newSessions.take(addressKey).orThrow("sessions")
+        } catch {
+            throw .limited(error)
+        }
         if count >= settings.maximumSessions {
-            removeExpired()
+            // Make room in batches so a full table is not scanned for every new session.
+            evictIdle(count: max(1, settings.maximumSessions / 100), ownedBy: nil)
             if count >= settings.maximumSessions { throw .full }
         }
         let session = FormSession(
-            token: Self.makeToken(),
+            token: token,
             policy: settings.policy,
-            availabilityChecker: settings.availabilityChecker,
+            availabilityChecker: ThrottledAvailabilityChecker(
+                base: settings.availabilityChecker, limiters: settings.limiters,
+                sessionKey: token, addressKey: addressKey),
             availabilityDebounce: settings.availabilityDebounce,
             now: settings.now)
-        lock.withLock { sessions[session.token] = session }
-        return session
-    }
-
-    /// The live session with that token. An expired one is removed here rather than waiting
-    /// for the next sweep, so expiry is exact.
-    func session(for token: String) -> FormSession? {
-        guard let session = lock.withLock({ sessions[token] }) else { return nil }
-        guard isExpired(session, cutoff: expiryCutoff) else { return session }
-        lock.withLock { sessions[token] = nil }
-        return nil
+        return lock.withLock {
+            // Two first uses at once (the stream and an edit): the first one in wins.
+            if let raced = sessions[token] { return raced.session }
+            sessions[token] = Entry(session: session, addressKey: addressKey)
+            liveByAddress[addressKey, default: 0] += 1
+            return session
+        }
     }
 
     private var expiryCutoff: Date {
         settings.now().addingTimeInterval(-settings.idleLifetime)
-    }
-
-    private func isExpired(_ session: FormSession, cutoff: Date) -> Bool {
-        !session.hasOpenStreams && session.lastActivity < cutoff
     }
 
     /// Drops sessions idle for longer than their lifetime; returns how many.
@@ -64,20 +115,42 @@ final class FormSessionRegistry: @unchecked Sendable {
     func removeExpired() -> Int {
         let cutoff = expiryCutoff
         let candidates = lock.withLock { Array(sessions.values) }
-        let expired = candidates.filter { isExpired($0, cutoff: cutoff) }
-        lock.withLock {
-            for session in expired { sessions[session.token] = nil }
-        }
+        let expired = candidates.filter { !$0.session.hasOpenStreams && $0.session.lastActivity < cutoff }
+        remove(expired.map(\.session))
         return expired.count
+    }
+
+    /// Removes the `count` longest-idle sessions without an open stream (of one address, or
+    /// of anyone); returns how many went.
+    @discardableResult
+    private func evictIdle(count: Int, ownedBy addressKey: String?) -> Int {
+        let candidates = lock.withLock { Array(sessions.values) }
+            .filter { (addressKey == nil || $0.addressKey == addressKey) && !$0.session.hasOpenStreams }
+            .map { (session: $0.session, lastActivity: $0.session.lastActivity) }
+        let oldest = candidates.sorted { $0.lastActivity < $1.lastActivity }.prefix(count).map(\.session)
+        remove(oldest)
+        return oldest.count
+    }
+
+    private func remove(_ removed: [FormSession]) {
+        guard !removed.isEmpty else { return }
+        lock.withLock {
+            for session in removed {
+                // Only if it is still idle: a stream may have attached since it was chosen.
+                guard !session.hasOpenStreams, let entry = sessions.removeValue(forKey: session.token) else { continue }
+                let remaining = liveByAddress[entry.addressKey, default: 1] - 1
+                liveByAddress[entry.addressKey] = remaining > 0 ? remaining : nil
+            }
+        }
     }
 
     func closeAllStreams() {
         let all = lock.withLock { Array(sessions.values) }
-        for session in all { session.closeStreams() }
+        for entry in all { entry.session.closeStreams() }
     }
 
     /// 128 bits from the system's cryptographic RNG, as 32 lowercase hex digits.
-    static func makeToken() -> String {
+    static func makeRandomID() -> String {
         var generator = SystemRandomNumberGenerator()
         let words = (generator.next() as UInt64, generator.next() as UInt64)
         return hex(words.0) + hex(words.1)

@@ -25,7 +25,7 @@ struct PageRenderer: Sendable {
             let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
             templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text)
         }
-        for required in ["signup", "welcome", "signin"] where templates[required] == nil {
+        for required in ["signup", "welcome", "signin", "problem"] where templates[required] == nil {
             throw LoadError.missingTemplate(required, directory: directory.path)
         }
         library = MustacheLibrary(templates: templates)
@@ -103,6 +103,17 @@ struct PageRenderer: Sendable {
             "stylesheetURL": assets.url(for: "style.css"),
         ]
         return library.render(context, withTemplate: "signin") ?? ""
+    }
+
+    /// A page that explains why a request was refused (too fast, another site, shutting
+    /// down) and where to go next. `code` is the same machine-readable code JSON errors use.
+    func renderProblem(title: String, message: String, code: String, linkURL: String = "/",
+                       linkText: String = "Back to sign-up", assets: StaticAssets) -> String {
+        let context: [String: Any] = [
+            "title": title, "message": message, "code": code, "serviceName": Self.serviceName,
+            "linkURL": linkURL, "linkText": linkText, "stylesheetURL": assets.url(for: "style.css"),
+        ]
+        return library.render(context, withTemplate: "problem") ?? ""
     }
 
     static func inputType(_ field: SignupField) -> String {

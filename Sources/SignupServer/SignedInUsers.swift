@@ -16,7 +16,7 @@ final class SignedInUsers: @unchecked Sendable {
 
     /// Signs `username` in and returns the `Set-Cookie` value for it.
     func signIn(username: String) -> String {
-        let id = FormSessionRegistry.makeToken()
+        let id = FormSessionRegistry.makeRandomID()
         let expires = now().addingTimeInterval(lifetime)
         lock.withLock {
             users = users.filter { $0.value.expires > now() }

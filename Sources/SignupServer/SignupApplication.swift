@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Logging
 import MicroHTTPD
@@ -5,9 +6,7 @@ import SignupDomain
 
 /// The whole sign-up web app: an HTTP server, the form sessions and the pages, wired to an
 /// account store. Start it, read `port`, stop it.
-// @unchecked: every stored property is an immutable `let` of a thread-safe type; the
-// Dispatch timer is not marked Sendable but is safe to use from any thread.
-public final class SignupApplication: @unchecked Sendable {
+public final class SignupApplication: Sendable {
     public struct Configuration: Sendable {
         public var host = "127.0.0.1"
         public var port: UInt16 = 8080
@@ -15,21 +14,44 @@ public final class SignupApplication: @unchecked Sendable {
         public var templatesDirectory = URL(fileURLWithPath: "Templates")
         public var policy = SignupPolicy.classic()
         public var availabilityDebounce: Duration = .milliseconds(300)
-        /// A session unused this long, with no open stream, expires (its token answers 404).
+        /// A session unused this long, with no open stream, is dropped (its token builds a
+        /// fresh one if used again).
         public var sessionIdleLifetime: TimeInterval = 30 * 60
-        public var maximumSessions = 100_000
+        /// Form sessions held at once; when full, the longest-idle ones without a stream go.
+        /// About 20 KiB each without a stream (see docs/SECURITY.md for the memory bound).
+        public var maximumSessions = 20_000
+        /// How long after a page was served its token may still start a live session.
+        /// (A plain form post is accepted with a genuine token of any age.)
+        public var formTokenLifetime: TimeInterval = 24 * 60 * 60
+        /// The key that signs form tokens; nil takes the one stored in the account store
+        /// (created on first start), so restarts and other instances accept the same tokens.
+        public var formTokenKey: [UInt8]?
         public var workerThreads = 2
         public var connectionLimit = 10_000
+        /// Connections one client address may hold (0 = unlimited). Behind a reverse proxy
+        /// all connections come from it: set 0 or a high number there.
+        public var connectionsPerAddress = 256
+        /// Seconds a connection may sit idle (also between the bytes of a slow request).
+        public var idleTimeoutSeconds = 30
         public var maxBodyBytes = 16 * 1024
         public var heartbeatIntervalSeconds: Double = 15
         /// Sent as the stream's `retry:`: how long a browser waits before reconnecting.
         public var retryMilliseconds = 2_000
+        /// Per-client and per-form limits.
+        public var limits = SignupLimits()
+        /// Proxies whose `X-Forwarded-For` / `-Proto` / `-Host` are believed.
+        public var trustedProxies: [IPAddressRange] = []
+        /// Origins the site is served under, for the cross-site check, when a proxy changes
+        /// the scheme or host (e.g. "https://signup.example.com").
+        public var publicOrigins: [String] = []
+        /// How long SIGTERM waits for sign-ups already hashing before answering them 503.
+        public var shutdownGrace: TimeInterval = 10
         /// argon2id through libsodium: t=2, m=64 MiB by default (see docs/SECURITY.md).
         public var passwordHasher: any PasswordHashing = Argon2idPasswordHasher()
         /// Hashes computed at once at most; more wait their turn, so a burst of sign-ups
         /// cannot use more than this many × the hash's memory.
         public var maximumConcurrentHashes = max(1, ProcessInfo.processInfo.activeProcessorCount)
-        /// The clock sessions expire by; tests substitute one they can move.
+        /// The clock sessions expire and limits refill by; tests substitute one they can move.
         public var now: @Sendable () -> Date = { Date() }
 
         public init() {}
@@ -38,7 +60,8 @@ public final class SignupApplication: @unchecked Sendable {
     public let configuration: Configuration
     private let server: HTTPServer
     private let sessions: FormSessionRegistry
-    private let sweeper: DispatchSourceTimer
+    private let hashing: PasswordHashingQueue
+    private let sweeper = Locked<DispatchSourceTimer?>(nil)
     private let logger: Logger
 
     public init(configuration: Configuration, store: any AccountStore, logger: Logger = Logger(label: "livesignup")) throws {
@@ -46,6 +69,12 @@ public final class SignupApplication: @unchecked Sendable {
         self.logger = logger
         let policy = configuration.policy
         let availability = StoreAvailabilityChecker(store: store, isReserved: { policy.isReserved($0) })
+        let limiters = ClientLimiters(configuration.limits, now: configuration.now)
+        let tokenKey = try configuration.formTokenKey
+            ?? store.secret(named: "form-token-key", createdBy: FormTokenAuthority.makeKey)
+        guard tokenKey.count == FormTokenAuthority.keyLength else {
+            throw ConfigurationError("The form token key must be \(FormTokenAuthority.keyLength) bytes, not \(tokenKey.count).")
+        }
         let sessions = FormSessionRegistry(settings: .init(
             policy: configuration.policy,
             availabilityChecker: availability,
@@ -53,31 +82,43 @@ public final class SignupApplication: @unchecked Sendable {
                 + configuration.availabilityDebounce.components.attoseconds / 1_000_000_000)),
             idleLifetime: configuration.sessionIdleLifetime,
             maximumSessions: configuration.maximumSessions,
+            tokenLifetime: configuration.formTokenLifetime,
+            tokens: FormTokenAuthority(key: tokenKey),
+            limiters: limiters,
             now: configuration.now))
         self.sessions = sessions
+        hashing = PasswordHashingQueue(hasher: configuration.passwordHasher,
+                                       maximumConcurrentJobs: configuration.maximumConcurrentHashes,
+                                       maximumJobsPerClient: configuration.limits.hashesPerAddress,
+                                       maximumQueuedPerLane: configuration.limits.hashQueueLength)
+        let addresses = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
         let routes = SignupRoutes(
             sessions: sessions,
             store: store,
             availability: availability,
-            hashing: PasswordHashingQueue(hasher: configuration.passwordHasher,
-                                          maximumConcurrentJobs: configuration.maximumConcurrentHashes),
+            hashing: hashing,
             signedIn: SignedInUsers(now: configuration.now),
-            placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeToken()),
+            placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
             renderer: try PageRenderer(directory: configuration.templatesDirectory),
             assets: try StaticAssets(directory: configuration.publicDirectory),
             policy: configuration.policy,
             maxBodyBytes: configuration.maxBodyBytes,
             retryMilliseconds: configuration.retryMilliseconds,
+            addresses: addresses,
+            sameOrigin: SameOriginPolicy(publicOrigins: configuration.publicOrigins, addresses: addresses),
+            limiters: limiters,
             logger: logger)
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: configuration.host, port: configuration.port,
                 workerThreads: configuration.workerThreads,
                 connectionLimit: configuration.connectionLimit,
+                perAddressConnectionLimit: configuration.connectionsPerAddress,
+                idleTimeoutSeconds: configuration.idleTimeoutSeconds,
                 maxBodyBytes: configuration.maxBodyBytes,
-                heartbeatIntervalSeconds: configuration.heartbeatIntervalSeconds),
+                heartbeatIntervalSeconds: configuration.heartbeatIntervalSeconds,
+                errorLog: { message in logger.error("libmicrohttpd: \(message)") }),
             responder: routes)
-        sweeper = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
     }
 
     /// The port being listened on (the chosen one when configured with port 0).
@@ -86,23 +127,52 @@ public final class SignupApplication: @unchecked Sendable {
     /// Form sessions currently alive.
     public var sessionCount: Int { sessions.count }
 
+    /// Event streams currently open.
+    public var openStreamCount: Int { server.openStreamCount }
+
     public func start() throws {
         try server.start()
         let interval = min(60, max(1, configuration.sessionIdleLifetime / 4))
+        let sweeper = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
         sweeper.schedule(deadline: .now() + interval, repeating: interval, leeway: .seconds(1))
         sweeper.setEventHandler { [sessions, logger] in
             let removed = sessions.removeExpired()
             if removed > 0 { logger.debug("Expired idle form sessions", metadata: ["count": "\(removed)"]) }
         }
         sweeper.resume()
+        self.sweeper.withLock { $0 = sweeper }
         logger.info("Listening", metadata: ["url": "http://\(configuration.host):\(port)"])
     }
 
-    /// Ends every event stream, then stops accepting connections.
-    public func stop() {
-        sweeper.cancel()
+    /// Drops sessions idle past their lifetime now, as the periodic sweep does.
+    @discardableResult
+    public func removeExpiredSessions() -> Int { sessions.removeExpired() }
+
+    /// Stops without crashing and without leaving anyone unanswered: no new connections or
+    /// requests (503), sign-ups not yet hashing answered 503, those hashing given `grace`
+    /// seconds (default `shutdownGrace`) to finish, streams ended, then the daemon stopped.
+    /// Returns false if a connection could not be released (the process should just exit).
+    @discardableResult
+    public func stop(grace: TimeInterval? = nil) -> Bool {
+        server.beginShutdown()
+        hashing.shutDown()
+        sweeper.withLock {
+            $0?.cancel()
+            $0 = nil
+        }
         sessions.closeAllStreams()
-        server.stop()
-        logger.info("Stopped")
+        let stopped = server.finishShutdown(grace: grace ?? configuration.shutdownGrace)
+        if stopped {
+            logger.info("Stopped")
+        } else {
+            logger.error("Stopped with connections that could not be released")
+        }
+        return stopped
     }
+}
+
+/// A configuration value the app cannot run with.
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }

@@ -3,14 +3,19 @@ import MicroHTTPD
 import SignupDomain
 
 /// `GET/POST /signin`: a small sign-in form that proves an account is real.
+///
+/// Guessing is slow and fair: after a few failures for one account, or from one address,
+/// each further try must wait (429 with `Retry-After`); every failure is logged (the name
+/// and address, never the password); and guesses wait in their own hashing lane, so they
+/// cannot delay sign-ups.
 extension SignupRoutes {
     static let signInFailedMessage = "The username or password is incorrect"
 
-    func signInPage(username: String, error: String?, status: HTTPStatus) -> HTTPResponse {
-        html(renderer.renderSignIn(username: username, errorMessage: error, assets: assets), status: status)
+    func signInPage(username: String, error: String?, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        html(renderer.renderSignIn(username: username, errorMessage: error, assets: assets), status: status, headers: headers)
     }
 
-    func signIn(_ request: HTTPRequest) -> HTTPResponse {
+    func signIn(_ request: HTTPRequest, client: String) -> HTTPResponse {
         let form: URLEncodedForm
         switch decodeForm(request) {
         case .success(let decoded): form = decoded
@@ -20,6 +25,18 @@ extension SignupRoutes {
         let password = (form["password"] ?? "").precomposedStringWithCanonicalMapping
         guard !username.isEmpty, !password.isEmpty else {
             return signInPage(username: username, error: "Enter your username and password", status: .unprocessableContent)
+        }
+        // Keyed by the canonical name whether or not the account exists, so the limit does
+        // not tell the two apart either.
+        let accountKey = Username.canonical(username)
+        let clientKey = ClientKey.of(client)
+        do throws(LimitExceeded) {
+            try limiters.signinFailuresPerAccount.check(accountKey).orThrow("signins")
+            try limiters.signinFailuresPerAddress.check(clientKey).orThrow("signins")
+        } catch {
+            logger.notice("Sign-in refused: too many failures",
+                          metadata: ["username": "\(username)", "client": "\(client)", "retryAfter": "\(error.retryAfterSeconds)"])
+            return tooManySignIns(username: username, error)
         }
         let account: Account?
         do {
@@ -33,13 +50,41 @@ extension SignupRoutes {
         // whether or not the account exists.
         let hash = account?.passwordHash ?? placeholderHash
         return .later { [self] respond in
-            hashing.verify(password, against: hash) { matches in
-                guard matches, let account else {
-                    respond(signInPage(username: username, error: Self.signInFailedMessage, status: .unauthorized))
-                    return
+            do throws(HashingRefusal) {
+                try hashing.verify(password, against: hash, client: clientKey) { outcome in
+                    switch outcome {
+                    case .success(true) where account != nil:
+                        limiters.signinFailuresPerAccount.reset(accountKey)
+                        respond(redirect(to: "/welcome", cookie: signedIn.signIn(username: account!.username)))
+                    case .success:
+                        _ = limiters.signinFailuresPerAccount.take(accountKey)
+                        _ = limiters.signinFailuresPerAddress.take(clientKey)
+                        logger.notice("Sign-in failed", metadata: ["username": "\(username)", "client": "\(client)"])
+                        respond(signInPage(username: username, error: Self.signInFailedMessage, status: .unauthorized))
+                    case .failure(let refusal):
+                        respond(signInRefused(refusal, username: username))
+                    }
                 }
-                respond(redirect(to: "/welcome", cookie: signedIn.signIn(username: account.username)))
+            } catch {
+                respond(signInRefused(error, username: username))
             }
+        }
+    }
+
+    private func tooManySignIns(username: String, _ exceeded: LimitExceeded) -> HTTPResponse {
+        signInPage(username: username,
+                   error: "Too many failed sign-ins. For your security, please wait \(APIError.wait(exceeded.retryAfterSeconds)) before trying again",
+                   status: .tooManyRequests,
+                   headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
+    }
+
+    private func signInRefused(_ refusal: HashingRefusal, username: String) -> HTTPResponse {
+        switch refusal {
+        case .clientBusy:
+            return tooManySignIns(username: username, LimitExceeded(limit: "hashing", retryAfter: 2))
+        case .queueFull, .shuttingDown:
+            return signInPage(username: username, error: "Signing in is not possible right now. Try again shortly",
+                              status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
         }
     }
 }

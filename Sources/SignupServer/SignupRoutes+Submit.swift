@@ -5,7 +5,7 @@ import SignupDomain
 
 /// `POST /signup`: the plain form post that creates an account, with or without JavaScript.
 extension SignupRoutes {
-    func submit(_ request: HTTPRequest) -> HTTPResponse {
+    func submit(_ request: HTTPRequest, client: String) -> HTTPResponse {
         let form: URLEncodedForm
         switch decodeForm(request) {
         case .success(let decoded): form = decoded
@@ -16,13 +16,36 @@ extension SignupRoutes {
         // One normal form for passwords, so the same password typed either way verifies.
         let password = (form["password"] ?? "").precomposedStringWithCanonicalMapping
         let confirm = (form["confirm"] ?? "").precomposedStringWithCanonicalMapping
+        let clientKey = ClientKey.of(client)
 
-        guard let token = form["token"], let session = sessions.session(for: token) else {
+        do throws(LimitExceeded) {
+            try limiters.signups.take(clientKey).orThrow("signups")
+        } catch {
+            return slowDown(error, username: username, email: email, token: form["token"])
+        }
+        // Any token this server issued, however old: the person may have typed for hours,
+        // or the server restarted meanwhile. Its session, if it has one, is reused.
+        guard let token = form["token"], sessions.isGenuine(token) else {
             return rerender(username: username, email: email, evaluation: nil, status: .unprocessableContent,
                             formError: "This form had expired, so nothing was saved. Check your details and submit again.")
         }
-        if session.createdAccountUsername != nil {
-            return alreadyUsed(username: username, email: email)
+        let session = sessions.existingSession(for: token)
+        do {
+            if try session?.createdAccountUsername != nil || store.isFormTokenUsed(token) {
+                return alreadyUsed(username: username, email: email)
+            }
+        } catch {
+            logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
+            return unavailable(username: username, email: email, token: token)
+        }
+
+        // The username check costs what a live check costs, so posting forms is no faster a
+        // way to learn which names are taken than typing them.
+        do throws(LimitExceeded) {
+            try limiters.lookupsPerSession.take(token).orThrow("lookups")
+            try limiters.lookupsPerAddress.take(clientKey).orThrow("lookups")
+        } catch {
+            return slowDown(error, username: username, email: email, token: token)
         }
 
         // The browser's button state is never trusted: check everything again, with the same
@@ -32,36 +55,43 @@ extension SignupRoutes {
             availability = try self.availability.availabilityNow(of: username)
         } catch {
             logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
-            return unavailable(username: username, email: email)
+            return unavailable(username: username, email: email, token: token)
         }
         let evaluation = policy.evaluateSubmission(
             username: username, email: email, password: password, confirm: confirm,
             usernameAvailability: availability)
         guard evaluation.isValid else {
             return rerender(username: username, email: email, evaluation: evaluation,
-                            session: session, status: .unprocessableContent)
+                            token: token, status: .unprocessableContent)
         }
 
         return .later { [self] respond in
-            hashing.hash(password) { result in
-                respond(finishSignup(result, username: username, email: email, session: session))
+            do throws(HashingRefusal) {
+                try hashing.hash(password, client: clientKey) { result in
+                    respond(finishSignup(result, username: username, email: email, token: token, session: session))
+                }
+            } catch {
+                respond(hashingRefused(error, username: username, email: email, token: token))
             }
         }
     }
 
     /// Stores the account once its password is hashed (runs on the hashing queue).
-    private func finishSignup(_ hash: Result<String, Error>, username: String, email: String, session: FormSession) -> HTTPResponse {
+    private func finishSignup(_ hash: Result<String, Error>, username: String, email: String,
+                              token: String, session: FormSession?) -> HTTPResponse {
         let passwordHash: String
         switch hash {
         case .success(let value): passwordHash = value
+        case .failure(let refusal as HashingRefusal):
+            return hashingRefused(refusal, username: username, email: email, token: token)
         case .failure(let error):
             logger.error("Password hashing failed", metadata: ["error": "\(error)"])
-            return unavailable(username: username, email: email)
+            return unavailable(username: username, email: email, token: token)
         }
         do {
             let account = try store.createAccount(
-                NewAccount(username: username, email: email, passwordHash: passwordHash, formToken: session.token))
-            session.markAccountCreated(username: account.username)
+                NewAccount(username: username, email: email, passwordHash: passwordHash, formToken: token))
+            session?.markAccountCreated(username: account.username)
             logger.info("Account created", metadata: ["account": "\(account.id)"])
             return redirect(to: "/welcome", cookie: signedIn.signIn(username: account.username))
         } catch AccountCreationError.formAlreadyUsed {
@@ -72,10 +102,26 @@ extension SignupRoutes {
                 username: username, email: email, password: "", confirm: "", usernameAvailability: .unmet)
             let usernameOnly = evaluation.problems.filter { $0.field == .username }
             return rerender(username: username, email: email, evaluation: evaluation, errors: usernameOnly,
-                            session: session, status: .unprocessableContent)
+                            token: token, status: .unprocessableContent)
         } catch {
-            logger.error("Account store failed during sign-up", metadata: ["error": "\(error)"])
-            return unavailable(username: username, email: email)
+            // Includes StorageFault: the database file was deleted, replaced or unusable, so
+            // the account is not acknowledged; the person keeps what they typed.
+            logger.error("Account store failed during sign-up; nothing was saved", metadata: ["error": "\(error)"])
+            return unavailable(username: username, email: email, token: token)
+        }
+    }
+
+    private func hashingRefused(_ refusal: HashingRefusal, username: String, email: String, token: String) -> HTTPResponse {
+        switch refusal {
+        case .clientBusy:
+            return slowDown(LimitExceeded(limit: "hashing", retryAfter: 2), username: username, email: email, token: token)
+        case .queueFull:
+            logger.warning("Refused a sign-up: the password hashing queue is full")
+            return unavailable(username: username, email: email, token: token)
+        case .shuttingDown:
+            return rerender(username: username, email: email, evaluation: nil, token: token,
+                            status: .serviceUnavailable, retryAfter: 5,
+                            formError: "The server is restarting and nothing was saved. Please submit again in a few seconds.")
         }
     }
 
@@ -84,40 +130,46 @@ extension SignupRoutes {
                  formError: "This form was already used to create an account. Sign in, or create another account below.")
     }
 
-    private func unavailable(username: String, email: String) -> HTTPResponse {
-        rerender(username: username, email: email, evaluation: nil, status: .serviceUnavailable,
+    private func unavailable(username: String, email: String, token: String) -> HTTPResponse {
+        rerender(username: username, email: email, evaluation: nil, token: token, status: .serviceUnavailable,
+                 retryAfter: 10,
                  formError: "Something went wrong on our side and nothing was saved. Please try again in a moment.")
     }
 
+    /// 429: the form again, with what was typed (never passwords) and when to try again.
+    private func slowDown(_ exceeded: LimitExceeded, username: String, email: String, token: String?) -> HTTPResponse {
+        logger.debug("Rate limited", metadata: ["limit": "\(exceeded.limit)"])
+        return rerender(username: username, email: email, evaluation: nil,
+                        token: token.flatMap { sessions.isGenuine($0) ? $0 : nil },
+                        status: .tooManyRequests, retryAfter: exceeded.retryAfterSeconds,
+                        formError: "There have been a lot of attempts from your network. Nothing was saved. Please wait \(APIError.wait(exceeded.retryAfterSeconds)) and submit again.")
+    }
+
     /// The sign-up page again, with the person's username and email (never passwords), an
-    /// error summary and each field's message. Uses `session` when it is still usable,
-    /// otherwise a fresh one, so the live page keeps working after the reload.
+    /// error summary and each field's message. Keeps the form's token when it is genuine
+    /// (and its live session, if it has one), so the live page carries on after the reload.
     private func rerender(
         username: String, email: String, evaluation: FormEvaluation?,
         errors: [(field: SignupField, message: String)]? = nil,
-        session: FormSession? = nil, status: HTTPStatus, formError: String = ""
+        token: String? = nil, status: HTTPStatus,
+        retryAfter: Int? = nil, formError: String = ""
     ) -> HTTPResponse {
-        let target: FormSession
-        if let session {
-            target = session
-        } else if let fresh = try? sessions.create() {
-            target = fresh
-        } else {
-            return tooManySessions()
-        }
-        target.prepareForResubmission(username: username, email: email)
+        // The page that comes back counts its edits from zero again: its session (if the
+        // token has one) must forget the old sequence numbers, or they would shadow them.
+        if let token { sessions.existingSession(for: token)?.prepareForResubmission(username: username, email: email) }
         let states = evaluation?.requirementStates
             ?? Dictionary(uniqueKeysWithValues: policy.allRequirements.map { ($0.id, .unmet) })
         let problems = errors ?? evaluation?.problems ?? []
         let page = PageRenderer.SignupPage(
-            token: target.token,
+            token: token ?? sessions.mintToken(),
             values: [.username: username, .email: email],
             requirementStates: states,
             messages: Dictionary(problems.map { ($0.field, $0.message) }, uniquingKeysWith: { first, _ in first }),
             strength: .none,
             errors: problems,
             formError: formError)
-        return html(renderer.renderSignup(page, policy: policy, assets: assets), status: status)
+        let headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()
+        return html(renderer.renderSignup(page, policy: policy, assets: assets), status: status, headers: headers)
     }
 
     // MARK: GET /welcome

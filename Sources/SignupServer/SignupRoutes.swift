@@ -20,33 +20,42 @@ struct SignupRoutes: HTTPResponder {
     let policy: SignupPolicy
     let maxBodyBytes: Int
     let retryMilliseconds: Int
+    let addresses: ClientAddressResolver
+    let sameOrigin: SameOriginPolicy
+    let limiters: ClientLimiters
     let logger: Logger
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
         if request.bodyExceededLimit { return APIError.bodyTooLarge(limit: maxBodyBytes).response }
+        let client = addresses.clientAddress(of: request)
+        if request.method == "POST", case .refused(let reason) = sameOrigin.check(request) {
+            logger.warning("Refused a cross-site request",
+                           metadata: ["path": "\(request.path)", "client": "\(client)", "reason": "\(reason)"])
+            return crossSite(request)
+        }
         switch request.path {
         case "/":
             guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
-            return signupPage()
+            return signupPage(client: client)
         case "/events":
             guard isRead(request.method) else { return methodNotAllowed(allow: "GET") }
-            return events(request)
+            return events(request, client: client)
         case "/fields":
             guard request.method == "POST" else { return methodNotAllowed(allow: "POST") }
-            return fieldEdit(request)
+            return fieldEdit(request, client: client)
         case "/sessions":
             guard request.method == "POST" else { return methodNotAllowed(allow: "POST") }
-            return newSession()
+            return newSession(client: client)
         case "/signup":
             guard request.method == "POST" else { return methodNotAllowed(allow: "POST") }
-            return submit(request)
+            return submit(request, client: client)
         case "/welcome":
             guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
             return welcome(request)
         case "/signin":
             if isRead(request.method) { return signInPage(username: "", error: nil, status: .ok) }
             guard request.method == "POST" else { return methodNotAllowed(allow: "GET, HEAD, POST") }
-            return signIn(request)
+            return signIn(request, client: client)
         default:
             if request.path.hasPrefix("/static/") {
                 guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
@@ -58,6 +67,16 @@ struct SignupRoutes: HTTPResponder {
             }
             return APIError.notFound.response
         }
+    }
+
+    /// Requests refused before routing: the readable page where a person is looking.
+    func respond(to error: HTTPProtocolError, request: HTTPRequest) -> HTTPResponse {
+        if error == .shuttingDown, ["/", "/signup", "/signin"].contains(request.path) {
+            return html(renderer.renderProblem(
+                title: "Restarting", message: "\(error.message) Nothing you submitted was saved.",
+                code: error.code, assets: assets), status: error.status)
+        }
+        return APIError(status: error.status, code: error.code, message: error.message).response
     }
 
     func isRead(_ method: String) -> Bool {
@@ -73,26 +92,46 @@ struct SignupRoutes: HTTPResponder {
 
     // MARK: GET /
 
-    private func signupPage() -> HTTPResponse {
-        let session: FormSession
-        do {
-            session = try sessions.create()
+    /// The form with a fresh token. No session is built until the token is used, so a page
+    /// view costs no memory (and a flood of them only CPU, which the page limit bounds).
+    private func signupPage(client: String) -> HTTPResponse {
+        do throws(LimitExceeded) {
+            try limiters.pages.take(ClientKey.of(client)).orThrow("pages")
         } catch {
-            return tooManySessions()
+            return slowDownPage(error)
         }
         let page = PageRenderer.SignupPage(
-            token: session.token, values: [:],
+            token: sessions.mintToken(), values: [:],
             requirementStates: Dictionary(uniqueKeysWithValues: policy.allRequirements.map { ($0.id, .unmet) }),
             messages: [:], strength: .none)
         return html(renderer.renderSignup(page, policy: policy, assets: assets), status: .ok)
     }
 
-    func tooManySessions() -> HTTPResponse {
-        logger.warning("Refused a new form session: the session limit is reached")
-        var response = APIError(status: .serviceUnavailable, code: "too_many_sessions",
-                                message: "Too many sign-ups are in progress. Please try again in a minute.").response
-        response.headers.add("Retry-After", "60")
-        return response
+    func tooManySessions() -> APIError {
+        logger.warning("Refused a form session: every session slot holds an open stream")
+        var error = APIError(status: .serviceUnavailable, code: "too_many_sessions",
+                             message: "Too many sign-ups are in progress. Please try again in a minute.")
+        error.retryAfter = 60
+        return error
+    }
+
+    /// The readable page for a person who went over a limit (429 with `Retry-After`).
+    func slowDownPage(_ exceeded: LimitExceeded) -> HTTPResponse {
+        logger.debug("Rate limited", metadata: ["limit": "\(exceeded.limit)"])
+        let message = "There have been a lot of requests from your network. Please wait \(APIError.wait(exceeded.retryAfterSeconds)) and reload the page."
+        return html(renderer.renderProblem(title: "Please slow down", message: message, code: "rate_limited",
+                                           linkText: "Reload the sign-up page", assets: assets),
+                    status: .tooManyRequests,
+                    headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
+    }
+
+    /// 403 for a post made from another site: a page where a person may be looking, JSON
+    /// for the page script's endpoints.
+    private func crossSite(_ request: HTTPRequest) -> HTTPResponse {
+        guard request.path == "/signup" || request.path == "/signin" else { return APIError.crossSite.response }
+        return html(renderer.renderProblem(title: "Request refused", message: APIError.crossSite.message,
+                                           code: APIError.crossSite.code, assets: assets),
+                    status: .forbidden)
     }
 
     /// An HTML page that is never cached (each carries its own form session or user).
@@ -116,24 +155,52 @@ struct SignupRoutes: HTTPResponder {
 
     // MARK: POST /sessions
 
-    /// A fresh form session for a page whose token the server no longer knows.
-    private func newSession() -> HTTPResponse {
-        guard let session = try? sessions.create() else { return tooManySessions() }
-        var response = HTTPResponse.json("{\"token\":\"\(session.token)\"}", status: .created)
+    /// A fresh token for a page whose token the server no longer accepts (too old).
+    private func newSession(client: String) -> HTTPResponse {
+        do throws(LimitExceeded) {
+            try limiters.pages.take(ClientKey.of(client)).orThrow("pages")
+        } catch {
+            return APIError.rateLimited(error).response
+        }
+        var response = HTTPResponse.json("{\"token\":\"\(sessions.mintToken())\"}", status: .created)
         response.headers.add("Cache-Control", "no-store")
         return response
     }
 
     // MARK: GET /events
 
-    private func events(_ request: HTTPRequest) -> HTTPResponse {
+    private func events(_ request: HTTPRequest, client: String) -> HTTPResponse {
         guard let token = request.queryValue("token"), !token.isEmpty else {
             return APIError.missingParameter("token").response
         }
-        guard let session = sessions.session(for: token) else { return APIError.unknownSession.response }
+        if request.method == "HEAD" {
+            // Headers only: no session is built for a look.
+            guard sessions.isGenuine(token) else { return APIError.unknownSession.response }
+            return .eventStream(EventStream())
+        }
+        let session: FormSession
+        switch lookUpSession(token, client: client) {
+        case .success(let found): session = found
+        case .failure(let error): return error.response
+        }
         let stream = EventStream()
         session.attach(stream, retryMilliseconds: retryMilliseconds)
         return .eventStream(stream)
+    }
+
+    /// The token's session, built on first use, or the error to answer with.
+    func lookUpSession(_ token: String, client: String) -> Result<FormSession, APIError> {
+        do throws(FormSessionRegistry.LookupError) {
+            return .success(try sessions.session(for: token, address: client))
+        } catch {
+            switch error {
+            case .unknown: return .failure(.unknownSession)
+            case .limited(let exceeded):
+                logger.debug("Rate limited", metadata: ["limit": "\(exceeded.limit)", "client": "\(client)"])
+                return .failure(.rateLimited(exceeded))
+            case .full: return .failure(tooManySessions())
+            }
+        }
     }
 
     // MARK: POST /fields
@@ -151,7 +218,7 @@ struct SignupRoutes: HTTPResponder {
         }
     }
 
-    private func fieldEdit(_ request: HTTPRequest) -> HTTPResponse {
+    private func fieldEdit(_ request: HTTPRequest, client: String) -> HTTPResponse {
         let form: URLEncodedForm
         switch decodeForm(request) {
         case .success(let decoded): form = decoded
@@ -169,7 +236,23 @@ struct SignupRoutes: HTTPResponder {
             return APIError(status: .badRequest, code: "invalid_seq",
                             message: "'seq' must be a non-negative whole number, counting up with each edit of a field.").response
         }
-        guard let session = sessions.session(for: form["token"]!) else { return APIError.unknownSession.response }
+        let token = form["token"]!
+        do throws(LimitExceeded) {
+            try limiters.editsPerAddress.take(ClientKey.of(client)).orThrow("edits")
+        } catch {
+            return APIError.rateLimited(error).response
+        }
+        let session: FormSession
+        switch lookUpSession(token, client: client) {
+        case .success(let found): session = found
+        case .failure(let error): return error.response
+        }
+        // Per form only once the token is known genuine, so made-up tokens fill no table.
+        do throws(LimitExceeded) {
+            try limiters.editsPerSession.take(token).orThrow("edits")
+        } catch {
+            return APIError.rateLimited(error).response
+        }
         let touched = form["touched"] == "1" || form["touched"] == "true"
         let result = session.apply(field: field, value: form["value"]!, seq: seq, touched: touched)
         var response = HTTPResponse.json("{\"applied\":\(result.applied),\"rev\":\(result.rev)}", status: .accepted)

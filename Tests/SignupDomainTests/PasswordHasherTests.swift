@@ -142,7 +142,7 @@ final class PasswordHasherTests: XCTestCase {
         let queue = PasswordHashingQueue(hasher: fast, maximumConcurrentJobs: 2)
         let hashed = expectation(description: "hashed")
         let result = HashingTestBox<Result<String, Error>?>(nil)
-        queue.hash("queued password") { outcome in
+        try queue.hash("queued password") { outcome in
             result.withValue { $0 = outcome }
             hashed.fulfill()
         }
@@ -154,8 +154,8 @@ final class PasswordHasherTests: XCTestCase {
         verified.expectedFulfillmentCount = 4
         let answers = HashingTestBox<[String: Bool]>([:])
         for candidate in ["queued password", "queued passwore", "", "!"] {
-            queue.verify(candidate, against: hash) { ok in
-                answers.withValue { $0[candidate] = ok }
+            try queue.verify(candidate, against: hash) { outcome in
+                answers.withValue { $0[candidate] = (try? outcome.get()) ?? false }
                 verified.fulfill()
             }
         }
@@ -168,7 +168,7 @@ final class PasswordHasherTests: XCTestCase {
         let queue = PasswordHashingQueue(hasher: Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 1024))
         let done = expectation(description: "completed")
         let error = HashingTestBox<Error?>(nil)
-        queue.hash("pw") { outcome in
+        try queue.hash("pw") { outcome in
             if case .failure(let failure) = outcome { error.withValue { $0 = failure } }
             done.fulfill()
         }
@@ -205,13 +205,13 @@ final class PasswordHasherTests: XCTestCase {
         let results = HashingTestBox<[String]>([])
         for index in 0..<jobs {
             if index.isMultiple(of: 2) {
-                queue.hash("job \(index)") { result in
+                try? queue.hash("job \(index)") { result in
                     results.withValue { $0.append((try? result.get()) ?? "error") }
                     completed.fulfill()
                 }
             } else {
-                queue.verify("job \(index)", against: "whatever") { ok in
-                    results.withValue { $0.append(ok ? "verified" : "rejected") }
+                try? queue.verify("job \(index)", against: "whatever") { outcome in
+                    results.withValue { $0.append((try? outcome.get()) == true ? "verified" : "rejected") }
                     completed.fulfill()
                 }
             }

@@ -22,7 +22,7 @@ final class LivePageTests: XCTestCase {
         let html = page.body
 
         let token = try XCTUnwrap(html.firstMatch(of: #/<input type="hidden" name="token" value="([0-9a-f]+)">/#)?.1)
-        XCTAssertEqual(token.count, 32, "128-bit token as 32 hex digits")
+        XCTAssertEqual(token.count, 56, "random part, issue time and HMAC as 56 hex digits")
         XCTAssertTrue(html.contains("<h1>Create an account</h1>"))
 
         for field in ["username", "email", "password", "confirm"] {
@@ -45,11 +45,13 @@ final class LivePageTests: XCTestCase {
         XCTAssertFalse(button.contains("disabled"))
     }
 
-    func testEveryPageViewGetsItsOwnToken() async throws {
+    func testEveryPageViewGetsItsOwnTokenAndCostsNoSessionUntilUsed() async throws {
         let first = try await server.client.openForm()
         let second = try await server.client.openForm()
         XCTAssertNotEqual(first.token, second.token)
-        XCTAssertEqual(server.app.sessionCount, 2)
+        XCTAssertEqual(server.app.sessionCount, 0, "a page view holds no memory on the server")
+        _ = try await first.edit("email", to: "a@example.com")
+        XCTAssertEqual(server.app.sessionCount, 1, "the first edit builds the session")
     }
 
     func testStaticFilesHaveTypeCachingAndNothingOutsidePublic() async throws {

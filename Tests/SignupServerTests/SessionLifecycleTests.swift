@@ -26,7 +26,7 @@ final class SessionLifecycleTests: XCTestCase {
         XCTAssertTrue(text.contains(#"id: 2\#nevent: requirement\#ndata: {"id":"email.format","rev":1,"state":"met"}"#))
     }
 
-    func testIdleSessionExpiresAndItsTokenAnswersNotFound() async throws {
+    func testIdleSessionIsDroppedAndItsTokenStartsAFreshOne() async throws {
         let clock = MovableClock()
         let server = try TestServer {
             $0.sessionIdleLifetime = 30 * 60
@@ -35,16 +35,39 @@ final class SessionLifecycleTests: XCTestCase {
         defer { server.stop() }
         let idle = try await server.client.openForm()
         let active = try await server.client.openForm()
+        _ = try await idle.edit("email", to: "idle@example.com")
 
         clock.advance(by: 20 * 60)
         _ = try await active.edit("email", to: "a@example.com")   // keeps `active` alive
         clock.advance(by: 11 * 60)
+        XCTAssertEqual(server.app.removeExpiredSessions(), 1)
+        XCTAssertEqual(server.app.sessionCount, 1)
 
-        let edit = try await server.request("POST", "/fields", body: "token=\(idle.token)&field=email&value=x&seq=1")
-        XCTAssertEqual(edit.status, 404)
-        XCTAssertTrue(edit.body.contains("unknown_session"))
+        // The page (which re-sends its values when it reconnects) gets a fresh session.
+        let events = EventCollector(idle.events())
+        let snapshot = await events.wait(forCount: 1)
+        guard case .snapshot(let state) = snapshot[0] else { return XCTFail("expected a snapshot") }
+        XCTAssertEqual(state.requirements["email.format"], .unmet, "a fresh session, not the dropped one")
         let stillThere = try await active.edit("email", to: "b@example.com")
         XCTAssertTrue(stillThere.applied)
+    }
+
+    func testATokenPastItsLifetimeAnswersNotFound() async throws {
+        let clock = MovableClock()
+        let server = try TestServer {
+            $0.formTokenLifetime = 24 * 60 * 60
+            $0.now = { clock.now }
+        }
+        defer { server.stop() }
+        let old = try await server.client.openForm()
+        clock.advance(by: 24 * 60 * 60 + 1)
+        let edit = try await server.request("POST", "/fields", body: "token=\(old.token)&field=email&value=x&seq=1")
+        XCTAssertEqual(edit.status, 404)
+        XCTAssertTrue(edit.body.contains("unknown_session"))
+        // A token this server never issued, likewise.
+        let forged = String(old.token.dropLast()) + (old.token.hasSuffix("0") ? "1" : "0")
+        let forgedEdit = try await server.request("POST", "/fields", body: "token=\(forged)&field=email&value=x&seq=1")
+        XCTAssertEqual(forgedEdit.status, 404)
     }
 
     func testSessionWithAnOpenStreamDoesNotExpire() async throws {

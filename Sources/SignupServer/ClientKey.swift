@@ -1,0 +1,11 @@
+import MicroHTTPD
+
+/// The key a client address is limited by. An IPv6 host usually owns a whole /64 and can
+/// pick any address in it, so IPv6 clients are keyed by their /64; IPv4 by the address.
+enum ClientKey {
+    static func of(_ address: String) -> String {
+        guard let bytes = IPAddressRange.bytes(of: address), bytes.count == 16 else { return address }
+        let prefix = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        return prefix.joined(separator: ":") + "::/64"
+    }
+}

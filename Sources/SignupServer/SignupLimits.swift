@@ -1,0 +1,52 @@
+import Foundation
+
+/// What one client (an address; an IPv6 /64) or one form may do, so nobody can lock anybody
+/// out. Defaults are generous enough for many people behind one NAT; every one is a flag.
+public struct SignupLimits: Sendable {
+    /// Sign-up pages and fresh tokens (`GET /`, `POST /sessions`) per address.
+    public var pagesPerAddress = Rate.per(second: 2, burst: 60)
+    /// Form sessions built (a token's first stream or edit) per address.
+    public var newSessionsPerAddress = Rate.per(second: 1, burst: 60)
+    /// Form sessions alive at once per address.
+    public var liveSessionsPerAddress = 500
+    /// Field edits per form (a fast typist sends about 10 a second).
+    public var editsPerSession = Rate.per(second: 20, burst: 60)
+    /// Field edits per address, all its forms together.
+    public var editsPerAddress = Rate.per(second: 200, burst: 600)
+    /// "Is this username free?" answers per form, live or on submit. Over it, live answers
+    /// wait (the checklist shows "checking") instead of being refused.
+    public var lookupsPerSession = Rate.per(second: 0.5, burst: 15)
+    /// The same per address.
+    public var lookupsPerAddress = Rate.per(second: 2, burst: 60)
+    /// `POST /signup` per address.
+    public var signupsPerAddress = Rate.per(minute: 6, burst: 10)
+    /// Failed sign-ins per account before each further try must wait.
+    public var signinFailuresPerAccount = Rate.per(minute: 1, burst: 5)
+    /// Failed sign-ins per address before each further try must wait.
+    public var signinFailuresPerAddress = Rate.per(minute: 6, burst: 20)
+    /// Password hashes (sign-ups and sign-ins) one address may have queued or running.
+    public var hashesPerAddress = 2
+    /// Password hashes waiting per kind (sign-up, sign-in) before new ones get 503.
+    public var hashQueueLength = 256
+    /// How long a live look-up may be delayed by its limits before it is not made at all.
+    public var maximumLookupDelay: TimeInterval = 30
+
+    public init() {}
+
+    /// No limits at all (tests that are about something else).
+    public static var none: SignupLimits {
+        var limits = SignupLimits()
+        limits.pagesPerAddress = .unlimited
+        limits.newSessionsPerAddress = .unlimited
+        limits.liveSessionsPerAddress = .max
+        limits.editsPerSession = .unlimited
+        limits.editsPerAddress = .unlimited
+        limits.lookupsPerSession = .unlimited
+        limits.lookupsPerAddress = .unlimited
+        limits.signupsPerAddress = .unlimited
+        limits.signinFailuresPerAccount = .unlimited
+        limits.signinFailuresPerAddress = .unlimited
+        limits.hashesPerAddress = 1_000_000
+        return limits
+    }
+}
