@@ -105,6 +105,7 @@ let package = Package(
             name: "signup-server",
             dependencies: [
                 "SignupServer",
+                "MicroHTTPD",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -6,6 +6,7 @@
 var FIELDS = ["username", "email", "password", "confirm"];
 var STATE_TEXT = { met: ": met", unmet: ": not met", pending: ": checking" };
 var LOST = "Connection lost. Reconnecting…";
+var SLOW = "Lots of activity right now. Catching up in a moment…";
 
 var esc = window.CSS && CSS.escape || function (s) { return String(s).replace(/[^\w-]/g, "\\$&"); };
 
@@ -84,12 +85,26 @@ function send(field, isTouched) {
     if (response.status === 404) {
       // Form forgotten (restart, expiry). For an older token the resend covers it.
       if (sentWith === token) { stale = true; lose(true); }
-    } else if (!response.ok) {
+    } else if (response.status === 429) {
+      slowDown(response);
+    } else if (response.ok) {
+      if (!slowTimer && !lost && connection && connection.textContent === SLOW) { hideConnection(); }
+    } else {
       console.debug("LiveSignup: edit rejected for " + field + " (HTTP " + response.status + ")");
     }
   }).catch(function (err) {
     console.debug("LiveSignup: edit not sent for " + field + ": " + (err && err.name));
   });
+}
+
+// Over a server limit (429): say so calmly, wait as told, then send every value again.
+var slowTimer = 0;
+function slowDown(response) {
+  var wait = parseInt(response.headers.get("Retry-After"), 10) || 2;
+  showConnection(SLOW);
+  if (!slowTimer) {
+    slowTimer = setTimeout(function () { slowTimer = 0; resend(true); }, Math.min(wait, 60) * 1000);
+  }
 }
 
 FIELDS.forEach(function (field) {

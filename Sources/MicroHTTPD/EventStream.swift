@@ -23,8 +23,6 @@ public final class EventStream: Sendable {
         /// The connection's socket, only looked at while the connection is suspended (when
         /// libmicrohttpd cannot close it under us).
         var socket: Int32 = -1
-        /// The client hung up: end with an error, writing nothing more.
-        var peerHasGone = false
         var terminationHandlers: [@Sendable () -> Void] = []
     }
 
@@ -123,8 +121,9 @@ public final class EventStream: Sendable {
             if state.isClosed { return true }
             // Only while suspended: then the socket is certainly still this connection's.
             guard state.isSuspended, state.socket >= 0, mhd_shim_peer_has_gone(state.socket) != 0 else { return false }
+            // Ended like any closed stream: the final write fails and libmicrohttpd closes the
+            // socket (ending "with error" instead would log an error for every gone client).
             state.isClosed = true
-            state.peerHasGone = true
             Self.resumeIfSuspended(&state)
             return true
         }
@@ -147,7 +146,6 @@ public final class EventStream: Sendable {
                 }
                 return count
             }
-            if state.peerHasGone { return Int(MHD_CONTENT_READER_END_WITH_ERROR) }
             if state.isClosed { return Int(MHD_CONTENT_READER_END_OF_STREAM) }
             guard let connection = state.connection else { return Int(MHD_CONTENT_READER_END_OF_STREAM) }
             state.isSuspended = true

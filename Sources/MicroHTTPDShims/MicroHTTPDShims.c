@@ -58,6 +58,7 @@ struct MHD_Daemon *mhd_shim_start_daemon(const mhd_shim_daemon_config *config,
 
     if (config->error_log != NULL) flags |= MHD_USE_ERROR_LOG;
 
+
     struct MHD_OptionItem options[12];
     int n = 0;
     options[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, config->thread_pool_size, NULL };
@@ -69,15 +70,6 @@ struct MHD_Daemon *mhd_shim_start_daemon(const mhd_shim_daemon_config *config,
     if (config->uri_callback != NULL)
         options[n++] = (struct MHD_OptionItem){ MHD_OPTION_URI_LOG_CALLBACK,
                                                 (intptr_t) config->uri_callback, config->uri_callback_cls };
-    if (config->error_log != NULL) {
-        /* Leaked once per daemon start: a few bytes, and the daemon may log until it stops. */
-        log_target *target = malloc(sizeof *target);
-        if (target != NULL) {
-            target->callback = config->error_log;
-            target->cls = config->error_log_cls;
-            options[n++] = (struct MHD_OptionItem){ MHD_OPTION_EXTERNAL_LOGGER, (intptr_t) format_log, target };
-        }
-    }
     if (config->connection_memory_limit > 0)
         options[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                                                 (intptr_t) config->connection_memory_limit, NULL };
@@ -89,9 +81,25 @@ struct MHD_Daemon *mhd_shim_start_daemon(const mhd_shim_daemon_config *config,
         options[n++] = (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, &address };
     options[n++] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 
-    struct MHD_Daemon *daemon = MHD_start_daemon(flags, config->port, NULL, NULL,
-                                                 config->access_handler, config->access_handler_cls,
-                                                 MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+    /* The logger must be the very first option (not inside the array), or libmicrohttpd
+       complains that options before it may have logged through its default logger. */
+    log_target *target = NULL;
+    if (config->error_log != NULL) {
+        /* Leaked once per daemon start: a few bytes, and the daemon may log until it stops. */
+        target = malloc(sizeof *target);
+        if (target != NULL) {
+            target->callback = config->error_log;
+            target->cls = config->error_log_cls;
+        }
+    }
+    struct MHD_Daemon *daemon = target != NULL
+        ? MHD_start_daemon(flags, config->port, NULL, NULL,
+                           config->access_handler, config->access_handler_cls,
+                           MHD_OPTION_EXTERNAL_LOGGER, format_log, target,
+                           MHD_OPTION_ARRAY, options, MHD_OPTION_END)
+        : MHD_start_daemon(flags, config->port, NULL, NULL,
+                           config->access_handler, config->access_handler_cls,
+                           MHD_OPTION_ARRAY, options, MHD_OPTION_END);
     if (daemon == NULL && error)
         snprintf(error, error_capacity, "libmicrohttpd could not start on port %u (address in use or not permitted?)",
                  (unsigned) config->port);

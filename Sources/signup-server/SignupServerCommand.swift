@@ -47,6 +47,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @OptionGroup(title: "Abuse limits (rates are COUNT/UNIT[,burst=N] with UNIT s, min or h, or 'off')")
+    var limits: LimitOptions
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("Unknown log level '\(logLevel)'.")
@@ -75,6 +78,10 @@ struct Serve: ParsableCommand {
         configuration.availabilityDebounce = .milliseconds(availabilityDebounceMs)
         configuration.policy = SignupPolicy(Policy.named(policy) ?? .classic)
         configuration.workerThreads = workerThreads
+        try limits.apply(to: &configuration)
+        if let hex = ProcessInfo.processInfo.environment["LIVESIGNUP_FORM_TOKEN_KEY"], !hex.isEmpty {
+            configuration.formTokenKey = try LimitOptions.key(fromHex: hex)
+        }
         let app = try SignupApplication(configuration: configuration, store: store, logger: logger)
         try app.start()
         // Scripts and tests read this line to learn the port (e.g. with --port 0).

@@ -28,17 +28,18 @@ WAIT_SECONDS = 10
 class Server:
     """The signup-server process; `restart()` brings it back on the same port and database."""
 
-    def __init__(self, database_dir):
+    def __init__(self, database_dir, extra_args=()):
         self.database = Path(database_dir) / "accounts.sqlite"
         self.port = 0
         self.process = None
+        self.extra_args = list(extra_args)
         self.start()
 
     def start(self):
         self.process = subprocess.Popen(
             [str(SERVER), "--port", str(self.port), "--database", str(self.database), "--seed-demo",
              "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
-             "--availability-debounce-ms", "150", "--log-level", "warning"],
+             "--availability-debounce-ms", "150", "--log-level", "warning"] + self.extra_args,
             stdout=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
         match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
@@ -63,6 +64,21 @@ def server():
         running = Server(directory)
         yield running
         running.stop()
+
+
+@pytest.fixture
+def server_with():
+    """A factory: `server_with(["--flag", "value"])` starts a server with extra flags."""
+    assert SERVER.exists(), f"build the server first (swift build): {SERVER}"
+    started = []
+    with tempfile.TemporaryDirectory() as directory:
+        def start(extra_args):
+            running = Server(Path(directory) / str(len(started)), extra_args)
+            started.append(running)
+            return running
+        yield start
+        for running in started:
+            running.stop()
 
 
 def make_driver(javascript=True):

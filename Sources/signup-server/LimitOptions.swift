@@ -1,0 +1,147 @@
+import ArgumentParser
+import Foundation
+import MicroHTTPD
+import SignupServer
+
+/// The flags for everything that keeps one client from locking others out. Defaults come
+/// from `SignupLimits` and `SignupApplication.Configuration`; the README lists them all.
+struct LimitOptions: ParsableArguments {
+    private static let defaults = SignupApplication.Configuration()
+
+    @Option(name: .customLong("trusted-proxy"),
+            help: "A reverse proxy (address or CIDR) whose X-Forwarded-For/-Proto/-Host are believed; repeatable.")
+    var trustedProxies: [String] = []
+
+    @Option(name: .customLong("public-origin"),
+            help: "An origin the site is served under (e.g. https://signup.example.com), for the cross-site check; repeatable.")
+    var publicOrigins: [String] = []
+
+    @Option(help: "Open connections at most, event streams included.")
+    var connectionLimit = defaults.connectionLimit
+
+    @Option(help: "Connections one client address may hold (0 = no limit; behind a proxy set 0).")
+    var connectionsPerAddress = defaults.connectionsPerAddress
+
+    @Option(help: "Seconds a connection may sit idle, also between the bytes of a slow request.")
+    var idleTimeout = defaults.idleTimeoutSeconds
+
+    @Option(help: "Form sessions held at once; when full the longest-idle ones without a stream go.")
+    var maxSessions = defaults.maximumSessions
+
+    @Option(help: "Minutes an unused form session without a stream is kept.")
+    var sessionIdleMinutes = Int(defaults.sessionIdleLifetime / 60)
+
+    @Option(help: "Seconds SIGTERM waits for sign-ups already hashing before answering them 503.")
+    var shutdownGrace = Int(defaults.shutdownGrace)
+
+    @Option(help: "Sign-up pages and fresh tokens per address.")
+    var pagesPerAddress = defaults.limits.pagesPerAddress.description
+
+    @Option(help: "Form sessions started per address.")
+    var sessionsPerAddress = defaults.limits.newSessionsPerAddress.description
+
+    @Option(help: "Form sessions alive at once per address.")
+    var liveSessionsPerAddress = defaults.limits.liveSessionsPerAddress
+
+    @Option(help: "Field edits per form.")
+    var editsPerSession = defaults.limits.editsPerSession.description
+
+    @Option(help: "Field edits per address.")
+    var editsPerAddress = defaults.limits.editsPerAddress.description
+
+    @Option(help: "Username look-ups per form (live answers beyond it wait).")
+    var lookupsPerSession = defaults.limits.lookupsPerSession.description
+
+    @Option(help: "Username look-ups per address.")
+    var lookupsPerAddress = defaults.limits.lookupsPerAddress.description
+
+    @Option(help: "Sign-up posts per address.")
+    var signupsPerAddress = defaults.limits.signupsPerAddress.description
+
+    @Option(help: "Failed sign-ins per account before each try must wait.")
+    var signinFailuresPerAccount = defaults.limits.signinFailuresPerAccount.description
+
+    @Option(help: "Failed sign-ins per address before each try must wait.")
+    var signinFailuresPerAddress = defaults.limits.signinFailuresPerAddress.description
+
+    @Option(help: "Password hashes one address may have queued or running.")
+    var hashesPerAddress = defaults.limits.hashesPerAddress
+
+    @Option(help: "Password hashes waiting per kind (sign-up, sign-in) before 503.")
+    var hashQueueLength = defaults.limits.hashQueueLength
+
+    func validate() throws {
+        for (flag, value) in rates {
+            do { _ = try Rate(parsing: value) } catch { throw ValidationError("--\(flag): \(error)") }
+        }
+        for proxy in trustedProxies where IPAddressRange(proxy) == nil {
+            throw ValidationError("--trusted-proxy: '\(proxy)' is not an IP address or CIDR range.")
+        }
+        for origin in publicOrigins {
+            guard let url = URL(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host != nil,
+                  url.path.isEmpty || url.path == "/" else {
+                throw ValidationError("--public-origin: '\(origin)' is not an origin like https://signup.example.com.")
+            }
+        }
+        let counts = [("connection-limit", connectionLimit), ("connections-per-address", connectionsPerAddress),
+                      ("idle-timeout", idleTimeout), ("max-sessions", maxSessions),
+                      ("session-idle-minutes", sessionIdleMinutes), ("shutdown-grace", shutdownGrace),
+                      ("live-sessions-per-address", liveSessionsPerAddress), ("hashes-per-address", hashesPerAddress),
+                      ("hash-queue-length", hashQueueLength)]
+        for (flag, value) in counts where value < 0 {
+            throw ValidationError("--\(flag) must not be negative.")
+        }
+        for (flag, value) in [("max-sessions", maxSessions), ("hashes-per-address", hashesPerAddress),
+                              ("live-sessions-per-address", liveSessionsPerAddress), ("connection-limit", connectionLimit)]
+        where value == 0 {
+            throw ValidationError("--\(flag) must be at least 1.")
+        }
+    }
+
+    private var rates: [(String, String)] {
+        [("pages-per-address", pagesPerAddress), ("sessions-per-address", sessionsPerAddress),
+         ("edits-per-session", editsPerSession), ("edits-per-address", editsPerAddress),
+         ("lookups-per-session", lookupsPerSession), ("lookups-per-address", lookupsPerAddress),
+         ("signups-per-address", signupsPerAddress), ("signin-failures-per-account", signinFailuresPerAccount),
+         ("signin-failures-per-address", signinFailuresPerAddress)]
+    }
+
+    func apply(to configuration: inout SignupApplication.Configuration) throws {
+        configuration.trustedProxies = trustedProxies.compactMap(IPAddressRange.init)
+        configuration.publicOrigins = publicOrigins.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        configuration.connectionLimit = connectionLimit
+        configuration.connectionsPerAddress = connectionsPerAddress
+        configuration.idleTimeoutSeconds = idleTimeout
+        configuration.maximumSessions = maxSessions
+        configuration.sessionIdleLifetime = TimeInterval(sessionIdleMinutes * 60)
+        configuration.shutdownGrace = TimeInterval(shutdownGrace)
+        var limits = configuration.limits
+        limits.pagesPerAddress = try Rate(parsing: pagesPerAddress)
+        limits.newSessionsPerAddress = try Rate(parsing: sessionsPerAddress)
+        limits.liveSessionsPerAddress = liveSessionsPerAddress
+        limits.editsPerSession = try Rate(parsing: editsPerSession)
+        limits.editsPerAddress = try Rate(parsing: editsPerAddress)
+        limits.lookupsPerSession = try Rate(parsing: lookupsPerSession)
+        limits.lookupsPerAddress = try Rate(parsing: lookupsPerAddress)
+        limits.signupsPerAddress = try Rate(parsing: signupsPerAddress)
+        limits.signinFailuresPerAccount = try Rate(parsing: signinFailuresPerAccount)
+        limits.signinFailuresPerAddress = try Rate(parsing: signinFailuresPerAddress)
+        limits.hashesPerAddress = hashesPerAddress
+        limits.hashQueueLength = hashQueueLength
+        configuration.limits = limits
+    }
+
+    /// A form-token key given as 64 hex digits (LIVESIGNUP_FORM_TOKEN_KEY).
+    static func key(fromHex hex: String) throws -> [UInt8] {
+        let digits = Array(hex.utf8)
+        guard digits.count == 64 else {
+            throw ValidationError("LIVESIGNUP_FORM_TOKEN_KEY must be 64 hex digits (32 bytes), e.g. from `openssl rand -hex 32`.")
+        }
+        return try stride(from: 0, to: 64, by: 2).map { index in
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else {
+                throw ValidationError("LIVESIGNUP_FORM_TOKEN_KEY must be hex digits only.")
+            }
+            return byte
+        }
+    }
+}
