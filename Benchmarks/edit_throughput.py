@@ -73,7 +73,7 @@ async def run_wrk(args, url, tokens_file, seq_base, duration):
 
 
 async def run(args):
-    server = bl.Server(args.binary).start()
+    server = bl.Server(args.binary, extra_args=bl.LIMITS_OFF).start()
     pid = server.pid
     result = {"sessions": args.sessions, "duration_s": args.duration}
     tasks = []

@@ -39,7 +39,7 @@ async def wait_until(predicate, timeout, interval=0.1):
 
 
 async def run(args):
-    server = bl.Server(args.binary).start()
+    server = bl.Server(args.binary, extra_args=bl.LIMITS_OFF).start()
     pid = server.pid
     result = {"streams": args.streams, "window_s": args.window}
     tasks = []
