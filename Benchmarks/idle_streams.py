@@ -181,7 +181,7 @@ async def run(args):
                        "rss_after_close_mib": round(rss_released / 1024, 1)})
         log(f"after the clients closed: server fds {result['fds_after_close']} "
             f"({'back to baseline' if released else 'NOT back to baseline'} after {release_s:.1f} s; "
-            f"a suspended stream only notices a gone client when a heartbeat write fails), "
+            f"each heartbeat closes the streams whose client hung up), "
             f"server CPU {cpu_after_close:.2f}% meanwhile, RSS {rss_released / 1024:.1f} MiB")
     finally:
         for task in tasks:
