@@ -261,6 +261,7 @@ function reconnect() {
   busy = true;
   check().then(function (status) {
     if (status === 404) { return renew(); }
+    if (status === 429) { showConnection(SLOW); }
     if (status < 200 || status > 299) { throw new Error("HTTP " + status); }
   }).then(function () {
     busy = false;
