@@ -59,7 +59,8 @@ extension HTTPResponse {
 
 /// Work that produces a response later. See `HTTPResponse.later`.
 public struct DeferredResponse: Sendable {
-    let start: @Sendable (_ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Void
+    /// Starts the work; it calls `respond` once, from any thread.
+    public let start: @Sendable (_ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Void
 }
 
 /// Answers requests. Called on libmicrohttpd's worker threads, so it must be quick and

@@ -20,6 +20,9 @@ public protocol AccountStore: Sendable {
     /// Whether a form (by its token) already created an account.
     func isFormTokenUsed(_ formToken: String) throws -> Bool
 
+    /// Throws unless the store can serve requests now (a cheap query, for readiness probes).
+    func checkReadiness() throws
+
     /// A server secret shared by every process using this store (e.g. the key that signs
     /// form tokens): the stored one, or `make()`'s result stored now if there is none.
     func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8]

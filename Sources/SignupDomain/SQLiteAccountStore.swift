@@ -108,6 +108,11 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         try read { db in try Self.fetchAccounts(db, where: "1", []) }
     }
 
+    public func checkReadiness() throws {
+        // Through `read`, so a deleted or replaced file shows here as it would on a write.
+        _ = try read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
     // MARK: Writes
 
     public func createAccount(_ account: NewAccount) throws -> Account {

@@ -35,14 +35,18 @@ final class FormSession: @unchecked Sendable {
     /// Written on `queue`, read by the registry's sweeper from any thread.
     private let activity: ActivityClock
 
+    private let metrics: SignupMetrics?
+
     init(
         token: String,
         policy: SignupPolicy,
+        metrics: SignupMetrics? = nil,
         availabilityChecker: any UsernameAvailabilityChecking,
         availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride,
         now: @escaping @Sendable () -> Date
     ) {
         self.token = token
+        self.metrics = metrics
         // Targets the shared non-overcommit pool: a serial queue of its own would let
         // thousands of sessions waking at once (streams closing) spawn a thread each.
         let queue = DispatchQueue(label: "form-session", target: .global())
@@ -175,6 +179,7 @@ final class FormSession: @unchecked Sendable {
         let id = String(nextEventID)
         nextEventID += 1
         for stream in targets { stream.send(event: event.name, data: data, id: id) }
+        metrics?.eventsSent.increment(by: targets.count)
     }
 }
 

@@ -17,6 +17,7 @@ final class FormSessionRegistry: @unchecked Sendable {
         var tokenLifetime: TimeInterval
         var tokens: FormTokenAuthority
         var limiters: ClientLimiters
+        var metrics: SignupMetrics
         var now: @Sendable () -> Date
     }
 
@@ -92,9 +93,10 @@ final class FormSessionRegistry: @unchecked Sendable {
         let session = FormSession(
             token: token,
             policy: settings.policy,
+            metrics: settings.metrics,
             availabilityChecker: ThrottledAvailabilityChecker(
                 base: settings.availabilityChecker, limiters: settings.limiters,
-                sessionKey: token, addressKey: addressKey),
+                sessionKey: token, addressKey: addressKey, checks: settings.metrics.availabilityChecks),
             availabilityDebounce: settings.availabilityDebounce,
             now: settings.now)
         return lock.withLock {

@@ -5,12 +5,15 @@ import Foundation
 final class SignedInUsers: @unchecked Sendable {
     static let cookieName = "livesignup_auth"
     let lifetime: TimeInterval
+    /// Adds `Secure`, so the cookie is only sent over HTTPS (behind a TLS proxy).
+    let secureCookies: Bool
     private let now: @Sendable () -> Date
     private let lock = NSLock()
     private var users: [String: (username: String, expires: Date)] = [:]
 
-    init(lifetime: TimeInterval = 12 * 60 * 60, now: @escaping @Sendable () -> Date) {
+    init(lifetime: TimeInterval = 12 * 60 * 60, secureCookies: Bool = false, now: @escaping @Sendable () -> Date) {
         self.lifetime = lifetime
+        self.secureCookies = secureCookies
         self.now = now
     }
 
@@ -23,6 +26,7 @@ final class SignedInUsers: @unchecked Sendable {
             users[id] = (username, expires)
         }
         return "\(Self.cookieName)=\(id); Path=/; Max-Age=\(Int(lifetime)); HttpOnly; SameSite=Lax"
+            + (secureCookies ? "; Secure" : "")
     }
 
     /// The signed-in username for a request's `Cookie` header, if its id is known and fresh.

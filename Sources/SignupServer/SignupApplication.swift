@@ -44,6 +44,8 @@ public final class SignupApplication: Sendable {
         /// Origins the site is served under, for the cross-site check, when a proxy changes
         /// the scheme or host (e.g. "https://signup.example.com").
         public var publicOrigins: [String] = []
+        /// Marks the sign-in cookie `Secure` (set it when a TLS proxy serves the site).
+        public var secureCookies = false
         /// How long SIGTERM waits for sign-ups already hashing before answering them 503.
         public var shutdownGrace: TimeInterval = 10
         /// argon2id through libsodium: t=2, m=64 MiB by default (see docs/SECURITY.md).
@@ -51,6 +53,10 @@ public final class SignupApplication: Sendable {
         /// Hashes computed at once at most; more wait their turn, so a burst of sign-ups
         /// cannot use more than this many × the hash's memory.
         public var maximumConcurrentHashes = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        /// `/metrics`: the Prometheus text and who may read it; nil answers `404` to everyone.
+        public var metricsExport: MetricsExport?
+        /// Where the one-line-per-request access log goes (`info`); nil uses the app's logger.
+        public var accessLogger: Logger?
         /// The clock sessions expire and limits refill by; tests substitute one they can move.
         public var now: @Sendable () -> Date = { Date() }
 
@@ -61,7 +67,10 @@ public final class SignupApplication: Sendable {
     private let server: HTTPServer
     private let sessions: FormSessionRegistry
     private let hashing: PasswordHashingQueue
+    private let metrics: SignupMetrics
     private let sweeper = Locked<DispatchSourceTimer?>(nil)
+    /// Set when `stop` begins, so `/readyz` turns 503 before anything else changes.
+    private let stopping: Locked<Bool>
     private let logger: Logger
 
     public init(configuration: Configuration, store: any AccountStore, logger: Logger = Logger(label: "livesignup")) throws {
@@ -70,6 +79,9 @@ public final class SignupApplication: Sendable {
         let policy = configuration.policy
         let availability = StoreAvailabilityChecker(store: store, isReserved: { policy.isReserved($0) })
         let limiters = ClientLimiters(configuration.limits, now: configuration.now)
+        let metrics = SignupMetrics()
+        self.metrics = metrics
+        let hasher = TimedPasswordHasher(base: configuration.passwordHasher, timer: metrics.passwordHashDuration)
         let tokenKey = try configuration.formTokenKey
             ?? store.secret(named: "form-token-key", createdBy: FormTokenAuthority.makeKey)
         guard tokenKey.count == FormTokenAuthority.keyLength else {
@@ -85,19 +97,25 @@ public final class SignupApplication: Sendable {
             tokenLifetime: configuration.formTokenLifetime,
             tokens: FormTokenAuthority(key: tokenKey),
             limiters: limiters,
+            metrics: metrics,
             now: configuration.now))
         self.sessions = sessions
-        hashing = PasswordHashingQueue(hasher: configuration.passwordHasher,
+        hashing = PasswordHashingQueue(hasher: hasher,
                                        maximumConcurrentJobs: configuration.maximumConcurrentHashes,
                                        maximumJobsPerClient: configuration.limits.hashesPerAddress,
                                        maximumQueuedPerLane: configuration.limits.hashQueueLength)
         let addresses = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
+        let stopping = Locked(false)
+        // The server is made after the routes that report its stream count.
+        // (Weakly: the server owns the routes that own this closure.)
+        let serverBox = WeakServer()
+        self.stopping = stopping
         let routes = SignupRoutes(
             sessions: sessions,
             store: store,
             availability: availability,
             hashing: hashing,
-            signedIn: SignedInUsers(now: configuration.now),
+            signedIn: SignedInUsers(secureCookies: configuration.secureCookies, now: configuration.now),
             placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
             renderer: try PageRenderer(directory: configuration.templatesDirectory),
             assets: try StaticAssets(directory: configuration.publicDirectory),
@@ -107,7 +125,18 @@ public final class SignupApplication: Sendable {
             addresses: addresses,
             sameOrigin: SameOriginPolicy(publicOrigins: configuration.publicOrigins, addresses: addresses),
             limiters: limiters,
-            logger: logger)
+            health: HealthChecks(store: store, isStopping: { stopping.withLock { $0 } }),
+            metrics: metrics,
+            metricsExport: configuration.metricsExport.map { export in
+                // Gauges are read at scrape time rather than updated on every change.
+                MetricsExport(allowed: export.allowed) {
+                    metrics.formSessions.record(sessions.count)
+                    metrics.eventStreams.record(serverBox.server?.openStreamCount ?? 0)
+                    return export.render()
+                }
+            },
+            logger: logger,
+            accessLog: configuration.accessLogger ?? logger)
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: configuration.host, port: configuration.port,
@@ -119,6 +148,7 @@ public final class SignupApplication: Sendable {
                 heartbeatIntervalSeconds: configuration.heartbeatIntervalSeconds,
                 errorLog: { message in logger.error("libmicrohttpd: \(message)") }),
             responder: routes)
+        serverBox.server = server
     }
 
     /// The port being listened on (the chosen one when configured with port 0).
@@ -154,6 +184,7 @@ public final class SignupApplication: Sendable {
     /// Returns false if a connection could not be released (the process should just exit).
     @discardableResult
     public func stop(grace: TimeInterval? = nil) -> Bool {
+        stopping.withLock { $0 = true }
         server.beginShutdown()
         hashing.shutDown()
         sweeper.withLock {
@@ -175,4 +206,10 @@ public final class SignupApplication: Sendable {
 public struct ConfigurationError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
+}
+
+/// A weak reference to the server, set once during `SignupApplication.init` before any
+/// request can arrive; reading a weak reference is thread-safe.
+private final class WeakServer: @unchecked Sendable {
+    weak var server: HTTPServer?
 }

@@ -34,6 +34,7 @@ extension SignupRoutes {
             try limiters.signinFailuresPerAccount.check(accountKey).orThrow("signins")
             try limiters.signinFailuresPerAddress.check(clientKey).orThrow("signins")
         } catch {
+            metrics.signin("rate_limited")
             logger.notice("Sign-in refused: too many failures",
                           metadata: ["username": "\(username)", "client": "\(client)", "retryAfter": "\(error.retryAfterSeconds)"])
             return tooManySignIns(username: username, error)
@@ -43,6 +44,7 @@ extension SignupRoutes {
             account = try store.account(named: username)
         } catch {
             logger.error("Account store unavailable during sign-in", metadata: ["error": "\(error)"])
+            metrics.signin("unavailable")
             return signInPage(username: username, error: "Signing in is not possible right now. Try again shortly.",
                               status: .serviceUnavailable)
         }
@@ -55,11 +57,13 @@ extension SignupRoutes {
                     switch outcome {
                     case .success(true) where account != nil:
                         limiters.signinFailuresPerAccount.reset(accountKey)
+                        metrics.signin("success")
                         respond(redirect(to: "/welcome", cookie: signedIn.signIn(username: account!.username)))
                     case .success:
                         _ = limiters.signinFailuresPerAccount.take(accountKey)
                         _ = limiters.signinFailuresPerAddress.take(clientKey)
                         logger.notice("Sign-in failed", metadata: ["username": "\(username)", "client": "\(client)"])
+                        metrics.signin("failure")
                         respond(signInPage(username: username, error: Self.signInFailedMessage, status: .unauthorized))
                     case .failure(let refusal):
                         respond(signInRefused(refusal, username: username))
@@ -72,13 +76,15 @@ extension SignupRoutes {
     }
 
     private func tooManySignIns(username: String, _ exceeded: LimitExceeded) -> HTTPResponse {
-        signInPage(username: username,
+        countLimited(exceeded)
+        return signInPage(username: username,
                    error: "Too many failed sign-ins. For your security, please wait \(APIError.wait(exceeded.retryAfterSeconds)) before trying again",
                    status: .tooManyRequests,
                    headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
     }
 
     private func signInRefused(_ refusal: HashingRefusal, username: String) -> HTTPResponse {
+        metrics.signin(refusal == .clientBusy ? "rate_limited" : "unavailable")
         switch refusal {
         case .clientBusy:
             return tooManySignIns(username: username, LimitExceeded(limit: "hashing", retryAfter: 2))

@@ -21,21 +21,25 @@ extension SignupRoutes {
         do throws(LimitExceeded) {
             try limiters.signups.take(clientKey).orThrow("signups")
         } catch {
+            metrics.signup("rate_limited")
             return slowDown(error, username: username, email: email, token: form["token"])
         }
         // Any token this server issued, however old: the person may have typed for hours,
         // or the server restarted meanwhile. Its session, if it has one, is reused.
         guard let token = form["token"], sessions.isGenuine(token) else {
+            metrics.signup("invalid")
             return rerender(username: username, email: email, evaluation: nil, status: .unprocessableContent,
                             formError: "This form had expired, so nothing was saved. Check your details and submit again.")
         }
         let session = sessions.existingSession(for: token)
         do {
             if try session?.createdAccountUsername != nil || store.isFormTokenUsed(token) {
+                metrics.signup("already_used")
                 return alreadyUsed(username: username, email: email)
             }
         } catch {
             logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
+            metrics.signup("unavailable")
             return unavailable(username: username, email: email, token: token)
         }
 
@@ -45,6 +49,7 @@ extension SignupRoutes {
             try limiters.lookupsPerSession.take(token).orThrow("lookups")
             try limiters.lookupsPerAddress.take(clientKey).orThrow("lookups")
         } catch {
+            metrics.signup("rate_limited")
             return slowDown(error, username: username, email: email, token: token)
         }
 
@@ -52,15 +57,18 @@ extension SignupRoutes {
         // rules the live view model uses.
         let availability: RequirementState
         do {
+            metrics.availabilityChecks.increment()
             availability = try self.availability.availabilityNow(of: username)
         } catch {
             logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
+            metrics.signup("unavailable")
             return unavailable(username: username, email: email, token: token)
         }
         let evaluation = policy.evaluateSubmission(
             username: username, email: email, password: password, confirm: confirm,
             usernameAvailability: availability)
         guard evaluation.isValid else {
+            metrics.signup(availability == .unmet ? "taken" : "invalid")
             return rerender(username: username, email: email, evaluation: evaluation,
                             token: token, status: .unprocessableContent)
         }
@@ -86,17 +94,21 @@ extension SignupRoutes {
             return hashingRefused(refusal, username: username, email: email, token: token)
         case .failure(let error):
             logger.error("Password hashing failed", metadata: ["error": "\(error)"])
+            metrics.signup("unavailable")
             return unavailable(username: username, email: email, token: token)
         }
         do {
             let account = try store.createAccount(
                 NewAccount(username: username, email: email, passwordHash: passwordHash, formToken: token))
             session?.markAccountCreated(username: account.username)
+            metrics.signup("created")
             logger.info("Account created", metadata: ["account": "\(account.id)"])
             return redirect(to: "/welcome", cookie: signedIn.signIn(username: account.username))
         } catch AccountCreationError.formAlreadyUsed {
+            metrics.signup("already_used")
             return alreadyUsed(username: username, email: email)
         } catch AccountCreationError.usernameTaken {
+            metrics.signup("taken")
             // Someone else got the name between the check and the insert.
             let evaluation = policy.evaluateSubmission(
                 username: username, email: email, password: "", confirm: "", usernameAvailability: .unmet)
@@ -107,11 +119,13 @@ extension SignupRoutes {
             // Includes StorageFault: the database file was deleted, replaced or unusable, so
             // the account is not acknowledged; the person keeps what they typed.
             logger.error("Account store failed during sign-up; nothing was saved", metadata: ["error": "\(error)"])
+            metrics.signup("unavailable")
             return unavailable(username: username, email: email, token: token)
         }
     }
 
     private func hashingRefused(_ refusal: HashingRefusal, username: String, email: String, token: String) -> HTTPResponse {
+        metrics.signup(refusal == .clientBusy ? "rate_limited" : "unavailable")
         switch refusal {
         case .clientBusy:
             return slowDown(LimitExceeded(limit: "hashing", retryAfter: 2), username: username, email: email, token: token)
@@ -138,7 +152,7 @@ extension SignupRoutes {
 
     /// 429: the form again, with what was typed (never passwords) and when to try again.
     private func slowDown(_ exceeded: LimitExceeded, username: String, email: String, token: String?) -> HTTPResponse {
-        logger.debug("Rate limited", metadata: ["limit": "\(exceeded.limit)"])
+        countLimited(exceeded)
         return rerender(username: username, email: email, evaluation: nil,
                         token: token.flatMap { sessions.isGenuine($0) ? $0 : nil },
                         status: .tooManyRequests, retryAfter: exceeded.retryAfterSeconds,

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Logging
 import MicroHTTPD
@@ -23,20 +24,97 @@ struct SignupRoutes: HTTPResponder {
     let addresses: ClientAddressResolver
     let sameOrigin: SameOriginPolicy
     let limiters: ClientLimiters
+    let health: HealthChecks
+    let metrics: SignupMetrics
+    let metricsExport: MetricsExport?
     let logger: Logger
+    /// One line per request; its own logger so operators can route or silence it.
+    let accessLog: Logger
 
+    /// Every request: routed, then timed (metrics) and logged (one access line) once its
+    /// answer is known, which for a deferred answer is when the work delivers it.
     func respond(to request: HTTPRequest) -> HTTPResponse {
-        if request.bodyExceededLimit { return APIError.bodyTooLarge(limit: maxBodyBytes).response }
+        let started = DispatchTime.now().uptimeNanoseconds
         let client = addresses.clientAddress(of: request)
+        let response = route(request, client: client)
+        guard case .deferred(let work) = response.body else {
+            record(request, client: client, status: response.status.code, started: started)
+            return response
+        }
+        return .later { [self] respond in
+            work.start { answer in
+                record(request, client: client, status: answer.status.code, started: started)
+                respond(answer)
+            }
+        }
+    }
+
+    private func record(_ request: HTTPRequest, client: String, status: Int, started: UInt64) {
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000_000
+        let route = Self.routeName(request.path)
+        metrics.request(route: route, status: status, seconds: seconds)
+        guard accessLog.logLevel <= .info else { return }
+        var metadata: Logger.Metadata = [
+            "method": "\(request.method)", "route": "\(route)", "status": "\(status)",
+            "duration_ms": "\(String(format: "%.2f", seconds * 1000))", "client": "\(client)",
+        ]
+        // Enough to follow one form through the log, never enough to use it.
+        if let token = Self.token(in: request) { metadata["token"] = "\(token.prefix(6))" }
+        accessLog.info("request", metadata: metadata)
+    }
+
+    /// The route a path belongs to: a fixed set, so metrics labels cannot be made up by clients.
+    static func routeName(_ path: String) -> String {
+        switch path {
+        case "/", "/events", "/fields", "/sessions", "/signup", "/welcome", "/signin", "/healthz", "/readyz", "/metrics":
+            return path
+        default:
+            return path.hasPrefix("/static/") ? "/static" : "other"
+        }
+    }
+
+    /// The form token a request carries (query or urlencoded body), found without decoding
+    /// the whole body a second time.
+    static func token(in request: HTTPRequest) -> Substring? {
+        if let token = request.queryValue("token") { return Substring(token) }
+        guard request.method == "POST", !request.body.isEmpty else { return nil }
+        let body = request.body
+        let key = Array("token=".utf8)
+        var index = 0
+        while index + key.count <= body.count {
+            // At the start or after '&' only, so "xtoken=" is not taken for it.
+            if (index == 0 || body[index - 1] == UInt8(ascii: "&")) && Array(body[index..<index + key.count]) == key {
+                let start = index + key.count
+                let end = body[start...].firstIndex(of: UInt8(ascii: "&")) ?? body.count
+                return Substring(String(decoding: body[start..<min(end, start + 6)], as: UTF8.self))
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    private func route(_ request: HTTPRequest, client: String) -> HTTPResponse {
+        if request.bodyExceededLimit { return APIError.bodyTooLarge(limit: maxBodyBytes).response }
         if request.method == "POST", case .refused(let reason) = sameOrigin.check(request) {
             logger.warning("Refused a cross-site request",
                            metadata: ["path": "\(request.path)", "client": "\(client)", "reason": "\(reason)"])
+            if request.path == "/signup" { metrics.signup("refused") }
+            if request.path == "/signin" { metrics.signin("refused") }
             return crossSite(request)
         }
         switch request.path {
         case "/":
             guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
             return signupPage(client: client)
+        case "/healthz":
+            guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
+            return health.liveness()
+        case "/readyz":
+            guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
+            return health.readiness()
+        case "/metrics":
+            guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
+            return exposeMetrics(to: client)
         case "/events":
             guard isRead(request.method) else { return methodNotAllowed(allow: "GET") }
             return events(request, client: client)
@@ -79,6 +157,22 @@ struct SignupRoutes: HTTPResponder {
         return APIError(status: error.status, code: error.code, message: error.message).response
     }
 
+    /// Prometheus text, to loopback and `--metrics-allow` addresses only; `404` to anyone
+    /// else, as if there were nothing here.
+    private func exposeMetrics(to client: String) -> HTTPResponse {
+        guard let metricsExport, metricsExport.allows(client) else { return APIError.notFound.response }
+        var response = HTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                                    body: metricsExport.render())
+        response.headers.add("Cache-Control", "no-store")
+        return response
+    }
+
+    /// Counts a refusal over `exceeded`'s limit; every 429 goes through here.
+    func countLimited(_ exceeded: LimitExceeded) {
+        metrics.rateLimited(exceeded.limit)
+        logger.debug("Rate limited", metadata: ["limit": "\(exceeded.limit)"])
+    }
+
     func isRead(_ method: String) -> Bool {
         method == "GET" || method == "HEAD"
     }
@@ -117,7 +211,7 @@ struct SignupRoutes: HTTPResponder {
 
     /// The readable page for a person who went over a limit (429 with `Retry-After`).
     func slowDownPage(_ exceeded: LimitExceeded) -> HTTPResponse {
-        logger.debug("Rate limited", metadata: ["limit": "\(exceeded.limit)"])
+        countLimited(exceeded)
         let message = "There have been a lot of requests from your network. Please wait \(APIError.wait(exceeded.retryAfterSeconds)) and reload the page."
         return html(renderer.renderProblem(title: "Please slow down", message: message, code: "rate_limited",
                                            linkText: "Reload the sign-up page", assets: assets),
@@ -160,6 +254,7 @@ struct SignupRoutes: HTTPResponder {
         do throws(LimitExceeded) {
             try limiters.pages.take(ClientKey.of(client)).orThrow("pages")
         } catch {
+            countLimited(error)
             return APIError.rateLimited(error).response
         }
         var response = HTTPResponse.json("{\"token\":\"\(sessions.mintToken())\"}", status: .created)
@@ -196,7 +291,7 @@ struct SignupRoutes: HTTPResponder {
             switch error {
             case .unknown: return .failure(.unknownSession)
             case .limited(let exceeded):
-                logger.debug("Rate limited", metadata: ["limit": "\(exceeded.limit)", "client": "\(client)"])
+                countLimited(exceeded)
                 return .failure(.rateLimited(exceeded))
             case .full: return .failure(tooManySessions())
             }
@@ -240,6 +335,7 @@ struct SignupRoutes: HTTPResponder {
         do throws(LimitExceeded) {
             try limiters.editsPerAddress.take(ClientKey.of(client)).orThrow("edits")
         } catch {
+            countLimited(error)
             return APIError.rateLimited(error).response
         }
         let session: FormSession
@@ -251,10 +347,12 @@ struct SignupRoutes: HTTPResponder {
         do throws(LimitExceeded) {
             try limiters.editsPerSession.take(token).orThrow("edits")
         } catch {
+            countLimited(error)
             return APIError.rateLimited(error).response
         }
         let touched = form["touched"] == "1" || form["touched"] == "true"
         let result = session.apply(field: field, value: form["value"]!, seq: seq, touched: touched)
+        if result.applied { metrics.edits.increment() }
         var response = HTTPResponse.json("{\"applied\":\(result.applied),\"rev\":\(result.rev)}", status: .accepted)
         response.headers.add("X-Rev", String(result.rev))
         response.headers.add("Cache-Control", "no-store")

@@ -1,4 +1,5 @@
 import Dispatch
+import Metrics
 import ReactiveValidation
 import SignupDomain
 #if canImport(Combine)
@@ -16,6 +17,8 @@ struct ThrottledAvailabilityChecker: UsernameAvailabilityChecking {
     let limiters: ClientLimiters
     let sessionKey: String
     let addressKey: String
+    /// Counts the look-ups actually made.
+    let checks: Counter
 
     func availability(of username: String) -> AnyPublisher<RequirementState, Never> {
         let checker = self
@@ -28,6 +31,7 @@ struct ThrottledAvailabilityChecker: UsernameAvailabilityChecking {
                     return
                 }
                 DispatchQueue.global().asyncAfter(deadline: .now() + wait) {
+                    checker.checks.increment()
                     promise(.success((try? checker.base.availabilityNow(of: username)) ?? .pending))
                 }
             }

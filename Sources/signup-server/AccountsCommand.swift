@@ -12,8 +12,10 @@ struct Accounts: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List stored accounts (never their password hashes).")
 
-        @Option(help: "SQLite database file.")
+        @Option(help: help("database", "SQLite database file."))
         var database = "data/livesignup.sqlite"
+
+        static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [("database", .option)]
 
         func run() throws {
             guard FileManager.default.fileExists(atPath: database) else {

@@ -8,76 +8,85 @@ import SignupServer
 struct LimitOptions: ParsableArguments {
     private static let defaults = SignupApplication.Configuration()
 
-    @Option(name: .customLong("trusted-proxy"),
-            help: "A reverse proxy (address or CIDR) whose X-Forwarded-For/-Proto/-Host are believed; repeatable.")
-    var trustedProxies: [String] = []
+    @Option(help: help("trusted-proxy", "A reverse proxy (address or CIDR) whose X-Forwarded-For/-Proto/-Host are believed; repeatable."))
+    var trustedProxy: [String] = []
 
-    @Option(name: .customLong("public-origin"),
-            help: "An origin the site is served under (e.g. https://signup.example.com), for the cross-site check; repeatable.")
-    var publicOrigins: [String] = []
+    @Option(help: help("public-origin", "An origin the site is served under (e.g. https://signup.example.com), for the cross-site check; repeatable."))
+    var publicOrigin: [String] = []
 
-    @Option(help: "Open connections at most, event streams included.")
+    @Option(help: help("connection-limit", "Open connections at most, event streams included."))
     var connectionLimit = defaults.connectionLimit
 
-    @Option(help: "Connections one client address may hold (0 = no limit; behind a proxy set 0).")
+    @Option(help: help("connections-per-address", "Connections one client address may hold (0 = no limit; behind a proxy set 0)."))
     var connectionsPerAddress = defaults.connectionsPerAddress
 
-    @Option(help: "Seconds a connection may sit idle, also between the bytes of a slow request.")
+    @Option(help: help("idle-timeout", "Seconds a connection may sit idle, also between the bytes of a slow request."))
     var idleTimeout = defaults.idleTimeoutSeconds
 
-    @Option(help: "Form sessions held at once; when full the longest-idle ones without a stream go.")
+    @Option(help: help("max-sessions", "Form sessions held at once; when full the longest-idle ones without a stream go."))
     var maxSessions = defaults.maximumSessions
 
-    @Option(help: "Minutes an unused form session without a stream is kept.")
+    @Option(help: help("session-idle-minutes", "Minutes an unused form session without a stream is kept."))
     var sessionIdleMinutes = Int(defaults.sessionIdleLifetime / 60)
 
-    @Option(help: "Seconds SIGTERM waits for sign-ups already hashing before answering them 503.")
+    @Option(help: help("shutdown-grace", "Seconds SIGTERM waits for sign-ups already hashing before answering them 503."))
     var shutdownGrace = Int(defaults.shutdownGrace)
 
-    @Option(help: "Sign-up pages and fresh tokens per address.")
+    @Option(help: help("pages-per-address", "Sign-up pages and fresh tokens per address."))
     var pagesPerAddress = defaults.limits.pagesPerAddress.description
 
-    @Option(help: "Form sessions started per address.")
+    @Option(help: help("sessions-per-address", "Form sessions started per address."))
     var sessionsPerAddress = defaults.limits.newSessionsPerAddress.description
 
-    @Option(help: "Form sessions alive at once per address.")
+    @Option(help: help("live-sessions-per-address", "Form sessions alive at once per address."))
     var liveSessionsPerAddress = defaults.limits.liveSessionsPerAddress
 
-    @Option(help: "Field edits per form.")
+    @Option(help: help("edits-per-session", "Field edits per form."))
     var editsPerSession = defaults.limits.editsPerSession.description
 
-    @Option(help: "Field edits per address.")
+    @Option(help: help("edits-per-address", "Field edits per address."))
     var editsPerAddress = defaults.limits.editsPerAddress.description
 
-    @Option(help: "Username look-ups per form (live answers beyond it wait).")
+    @Option(help: help("lookups-per-session", "Username look-ups per form (live answers beyond it wait)."))
     var lookupsPerSession = defaults.limits.lookupsPerSession.description
 
-    @Option(help: "Username look-ups per address.")
+    @Option(help: help("lookups-per-address", "Username look-ups per address."))
     var lookupsPerAddress = defaults.limits.lookupsPerAddress.description
 
-    @Option(help: "Sign-up posts per address.")
+    @Option(help: help("signups-per-address", "Sign-up posts per address."))
     var signupsPerAddress = defaults.limits.signupsPerAddress.description
 
-    @Option(help: "Failed sign-ins per account before each try must wait.")
+    @Option(help: help("signin-failures-per-account", "Failed sign-ins per account before each try must wait."))
     var signinFailuresPerAccount = defaults.limits.signinFailuresPerAccount.description
 
-    @Option(help: "Failed sign-ins per address before each try must wait.")
+    @Option(help: help("signin-failures-per-address", "Failed sign-ins per address before each try must wait."))
     var signinFailuresPerAddress = defaults.limits.signinFailuresPerAddress.description
 
-    @Option(help: "Password hashes one address may have queued or running.")
+    @Option(help: help("hashes-per-address", "Password hashes one address may have queued or running."))
     var hashesPerAddress = defaults.limits.hashesPerAddress
 
-    @Option(help: "Password hashes waiting per kind (sign-up, sign-in) before 503.")
+    @Option(help: help("hash-queue-length", "Password hashes waiting per kind (sign-up, sign-in) before 503."))
     var hashQueueLength = defaults.limits.hashQueueLength
+
+    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
+        ("trusted-proxy", .repeatable), ("public-origin", .repeatable),
+        ("connection-limit", .option), ("connections-per-address", .option), ("idle-timeout", .option),
+        ("max-sessions", .option), ("session-idle-minutes", .option), ("shutdown-grace", .option),
+        ("pages-per-address", .option), ("sessions-per-address", .option), ("live-sessions-per-address", .option),
+        ("edits-per-session", .option), ("edits-per-address", .option), ("lookups-per-session", .option),
+        ("lookups-per-address", .option), ("signups-per-address", .option),
+        ("signin-failures-per-account", .option), ("signin-failures-per-address", .option),
+        ("hashes-per-address", .option), ("hash-queue-length", .option),
+    ]
 
     func validate() throws {
         for (flag, value) in rates {
             do { _ = try Rate(parsing: value) } catch { throw ValidationError("--\(flag): \(error)") }
         }
-        for proxy in trustedProxies where IPAddressRange(proxy) == nil {
+        for proxy in trustedProxy where IPAddressRange(proxy) == nil {
             throw ValidationError("--trusted-proxy: '\(proxy)' is not an IP address or CIDR range.")
         }
-        for origin in publicOrigins {
+        for origin in publicOrigin {
             guard let url = URL(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host != nil,
                   url.path.isEmpty || url.path == "/" else {
                 throw ValidationError("--public-origin: '\(origin)' is not an origin like https://signup.example.com.")
@@ -107,8 +116,8 @@ struct LimitOptions: ParsableArguments {
     }
 
     func apply(to configuration: inout SignupApplication.Configuration) throws {
-        configuration.trustedProxies = trustedProxies.compactMap(IPAddressRange.init)
-        configuration.publicOrigins = publicOrigins.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        configuration.trustedProxies = trustedProxy.compactMap(IPAddressRange.init)
+        configuration.publicOrigins = publicOrigin.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         configuration.connectionLimit = connectionLimit
         configuration.connectionsPerAddress = connectionsPerAddress
         configuration.idleTimeoutSeconds = idleTimeout

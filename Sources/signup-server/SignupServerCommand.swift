@@ -7,85 +7,82 @@ import SignupServer
 
 @main
 struct SignupServerCommand: ParsableCommand {
+    static let version = "0.10.0"
+
     static let configuration = CommandConfiguration(
         commandName: "signup-server",
         abstract: "Serves the LiveSignup sign-up page.",
+        discussion: "Every option can also be set with an environment variable LIVESIGNUP_<NAME> (shown with each option); a flag wins over the environment, the environment over the default.",
+        version: version,
         subcommands: [Serve.self, Accounts.self],
         defaultSubcommand: Serve.self)
+
+    /// Turns `LIVESIGNUP_*` variables into arguments for the subcommand being run, then parses.
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let options = arguments.first == "accounts" ? Accounts.List.environmentOptions : Serve.environmentOptions
+        main(EnvironmentArguments.merge(arguments, environment: ProcessInfo.processInfo.environment, options: options))
+    }
+}
+
+/// Help text that names the option's environment variable.
+func help(_ flag: String, _ text: String) -> ArgumentHelp {
+    ArgumentHelp("\(text) [env: \(EnvironmentArguments.variable(for: flag))]")
 }
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Start the web server (the default).")
 
-    @Option(help: "Address to listen on.")
-    var host = "127.0.0.1"
+    @OptionGroup(title: "Listening")
+    var server: ServerOptions
 
-    @Option(help: "Port to listen on; 0 picks a free one and prints it.")
-    var port: UInt16 = 8080
+    @OptionGroup(title: "Accounts and policy")
+    var accounts: AccountOptions
 
-    @Option(help: "SQLite database file; created and migrated on start.")
-    var database = "data/livesignup.sqlite"
-
-    @Option(help: "Folder of static files served under /static/.")
-    var publicDirectory = "Public"
-
-    @Option(help: "Folder of Mustache templates.")
-    var templatesDirectory = "Templates"
-
-    @Option(help: "Password and username policy: \(Policy.all.map(\.name).joined(separator: " or ")).")
-    var policy = Policy.classic.name
-
-    @Option(help: "Milliseconds a username must stay unchanged before it is looked up.")
-    var availabilityDebounceMs = 300
-
-    @Option(help: "epoll worker threads.")
-    var workerThreads = 2
-
-    @Flag(help: "Mark a few demo usernames (alice, bob, carol, admin, …) as taken.")
-    var seedDemo = false
-
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    @OptionGroup(title: "Operations")
+    var operations: OperationOptions
 
     @OptionGroup(title: "Abuse limits (rates are COUNT/UNIT[,burst=N] with UNIT s, min or h, or 'off')")
     var limits: LimitOptions
 
-    func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("Unknown log level '\(logLevel)'.")
-        }
-        guard Policy.named(policy) != nil else {
-            throw ValidationError("Unknown policy '\(policy)'. Choose one of: \(Policy.all.map(\.name).joined(separator: ", ")).")
-        }
-        guard availabilityDebounceMs >= 0 else { throw ValidationError("--availability-debounce-ms must be ≥ 0.") }
-        guard workerThreads >= 1 else { throw ValidationError("--worker-threads must be ≥ 1.") }
-    }
+    /// Every option of `serve`, for `LIVESIGNUP_*` variables. `ServeOptionsTests` checks that
+    /// this list and `--help` agree, so a new option cannot miss its variable.
+    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] =
+        ServerOptions.environmentOptions + AccountOptions.environmentOptions
+        + OperationOptions.environmentOptions + LimitOptions.environmentOptions
 
     func run() throws {
-        var logger = Logger(label: "livesignup")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let logging = try operations.bootstrapLogging()
+        let logger = logging.logger
+        let metrics = try operations.bootstrapMetrics()
 
-        let store = try SQLiteAccountStore(path: database)
-        if seedDemo {
+        let store = try SQLiteAccountStore(path: accounts.database)
+        if accounts.seedDemo {
             try store.reserveUsernames(["alice", "bob", "carol", "dave", "admin", "support"])
         }
 
         var configuration = SignupApplication.Configuration()
-        configuration.host = host
-        configuration.port = port
-        configuration.publicDirectory = URL(fileURLWithPath: publicDirectory)
-        configuration.templatesDirectory = URL(fileURLWithPath: templatesDirectory)
-        configuration.availabilityDebounce = .milliseconds(availabilityDebounceMs)
-        configuration.policy = SignupPolicy(Policy.named(policy) ?? .classic)
-        configuration.workerThreads = workerThreads
+        try server.apply(to: &configuration)
+        try accounts.apply(to: &configuration)
         try limits.apply(to: &configuration)
+        configuration.secureCookies = operations.secureCookies
+        configuration.metricsExport = metrics
+        configuration.accessLogger = logging.accessLogger
         if let hex = ProcessInfo.processInfo.environment["LIVESIGNUP_FORM_TOKEN_KEY"], !hex.isEmpty {
             configuration.formTokenKey = try LimitOptions.key(fromHex: hex)
         }
         let app = try SignupApplication(configuration: configuration, store: store, logger: logger)
-        try app.start()
+        do {
+            try app.start()
+        } catch {
+            logger.critical("Could not start", metadata: ["error": "\(error)"])
+            throw ExitCode.failure
+        }
+        logger.info("Started", metadata: ["version": "\(SignupServerCommand.version)",
+                                          "public": "\(configuration.publicDirectory.path)",
+                                          "templates": "\(configuration.templatesDirectory.path)"])
         // Scripts and tests read this line to learn the port (e.g. with --port 0).
-        FileHandle.standardOutput.write(Data("LiveSignup listening on http://\(host):\(app.port)\n".utf8))
+        FileHandle.standardOutput.write(Data("LiveSignup listening on http://\(server.host):\(app.port)\n".utf8))
 
         ShutdownSignals.install {
             app.stop()

@@ -37,6 +37,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func account(named username: String) throws -> Account? { throw Failure() }
         func allAccounts() throws -> [Account] { throw Failure() }
         func isFormTokenUsed(_ formToken: String) throws -> Bool { throw Failure() }
+        func checkReadiness() throws { throw Failure() }
         func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8] { throw Failure() }
     }
 
@@ -58,6 +59,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func account(named username: String) throws -> Account? { nil }
         func allAccounts() throws -> [Account] { [] }
         func isFormTokenUsed(_ formToken: String) throws -> Bool { false }
+        func checkReadiness() throws {}
         func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8] { make() }
         struct UnusedInTheseTests: Error {}
     }

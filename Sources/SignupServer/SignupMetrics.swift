@@ -1,0 +1,56 @@
+import Foundation
+import MicroHTTPD
+import Metrics
+
+/// What operators' dashboards read, through swift-metrics (so any backend works; the
+/// executable bootstraps Prometheus). Names and labels are a public contract (README).
+/// Handlers are made once and reused: an increment on the hot path is one atomic add.
+final class SignupMetrics: Sendable {
+    let formSessions = Gauge(label: "livesignup_form_sessions")
+    let eventStreams = Gauge(label: "livesignup_event_streams")
+    let edits = Counter(label: "livesignup_edits_total")
+    let eventsSent = Counter(label: "livesignup_events_sent_total")
+    let availabilityChecks = Counter(label: "livesignup_availability_checks_total")
+    let passwordHashDuration = Metrics.Timer(label: "livesignup_password_hash_duration_seconds",
+                                             preferredDisplayUnit: .seconds)
+
+    private let signupResults: [String: Counter]
+    private let signinResults: [String: Counter]
+    private let rateLimitedByLimit: [String: Counter]
+    /// Request timers by "route status", made on first use.
+    private let requestTimers = Locked<[String: Metrics.Timer]>([:])
+
+    static let signupOutcomes = ["created", "invalid", "taken", "already_used", "rate_limited", "unavailable", "refused"]
+    static let signinOutcomes = ["success", "failure", "rate_limited", "unavailable", "refused"]
+    static let limits = ["pages", "sessions", "edits", "lookups", "signups", "signins", "hashing"]
+
+    init() {
+        signupResults = Dictionary(uniqueKeysWithValues: Self.signupOutcomes.map {
+            ($0, Counter(label: "livesignup_signups_total", dimensions: [("result", $0)]))
+        })
+        signinResults = Dictionary(uniqueKeysWithValues: Self.signinOutcomes.map {
+            ($0, Counter(label: "livesignup_signins_total", dimensions: [("result", $0)]))
+        })
+        rateLimitedByLimit = Dictionary(uniqueKeysWithValues: Self.limits.map {
+            ($0, Counter(label: "livesignup_rate_limited_total", dimensions: [("limit", $0)]))
+        })
+    }
+
+    func signup(_ outcome: String) { signupResults[outcome]?.increment() }
+    func signin(_ outcome: String) { signinResults[outcome]?.increment() }
+    func rateLimited(_ limit: String) { rateLimitedByLimit[limit]?.increment() }
+
+    /// Records one request's duration under its route (a fixed set, never the raw path) and status.
+    func request(route: String, status: Int, seconds: Double) {
+        let key = "\(route) \(status)"
+        let timer = requestTimers.withLock { timers in
+            if let timer = timers[key] { return timer }
+            let timer = Metrics.Timer(label: "livesignup_http_request_duration_seconds",
+                                      dimensions: [("route", route), ("status", String(status))],
+                                      preferredDisplayUnit: .seconds)
+            timers[key] = timer
+            return timer
+        }
+        timer.recordNanoseconds(Int64(seconds * 1_000_000_000))
+    }
+}

@@ -1,0 +1,22 @@
+import Dispatch
+import Metrics
+import SignupDomain
+
+/// Records how long each hash and verification takes (`livesignup_password_hash_duration_seconds`),
+/// the number that says whether the argon2 preset suits the host.
+struct TimedPasswordHasher: PasswordHashing {
+    let base: any PasswordHashing
+    let timer: Metrics.Timer
+
+    func hash(_ password: String) throws -> String {
+        let started = DispatchTime.now().uptimeNanoseconds
+        defer { timer.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started)) }
+        return try base.hash(password)
+    }
+
+    func verify(_ password: String, against hash: String) -> Bool {
+        let started = DispatchTime.now().uptimeNanoseconds
+        defer { timer.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started)) }
+        return base.verify(password, against: hash)
+    }
+}

@@ -1,0 +1,62 @@
+import ArgumentParser
+import Foundation
+import SignupDomain
+import SignupServer
+
+/// The account store, the policy and how passwords are hashed.
+struct AccountOptions: ParsableArguments {
+    @Option(help: help("database", "SQLite database file; created and migrated on start."))
+    var database = "data/livesignup.sqlite"
+
+    @Option(help: help("policy", "Password and username policy: \(Policy.all.map(\.name).joined(separator: " or "))."))
+    var policy = Policy.classic.name
+
+    @Flag(help: help("seed-demo", "Mark a few demo usernames (alice, bob, carol, admin, …) as taken."))
+    var seedDemo = false
+
+    @Option(help: help("availability-debounce-ms", "Milliseconds a username must stay unchanged before it is looked up."))
+    var availabilityDebounceMs = 300
+
+    @Option(help: help("argon2-preset", "Password hashing cost: interactive (t=2, 64 MiB), moderate (t=3, 256 MiB) or owasp-minimum (t=2, 19 MiB)."))
+    var argon2Preset = Argon2Preset.interactive.rawValue
+
+    @Option(help: help("max-concurrent-hashes", "Password hashes computed at once (each holds the preset's memory)."))
+    var maxConcurrentHashes = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
+    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
+        ("database", .option), ("policy", .option), ("seed-demo", .flag), ("availability-debounce-ms", .option),
+        ("argon2-preset", .option), ("max-concurrent-hashes", .option),
+    ]
+
+    enum Argon2Preset: String, CaseIterable {
+        case interactive
+        case moderate
+        case owaspMinimum = "owasp-minimum"
+
+        var hasher: Argon2idPasswordHasher {
+            switch self {
+            case .interactive: return Argon2idPasswordHasher(opsLimit: 2, memLimitBytes: 64 * 1024 * 1024)
+            case .moderate: return Argon2idPasswordHasher(opsLimit: 3, memLimitBytes: 256 * 1024 * 1024)
+            case .owaspMinimum: return .owaspMinimum
+            }
+        }
+    }
+
+    func validate() throws {
+        guard Policy.named(policy) != nil else {
+            throw ValidationError("Unknown policy '\(policy)'. Choose one of: \(Policy.all.map(\.name).joined(separator: ", ")).")
+        }
+        guard Argon2Preset(rawValue: argon2Preset) != nil else {
+            throw ValidationError("Unknown --argon2-preset '\(argon2Preset)'. Choose one of: \(Argon2Preset.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        guard availabilityDebounceMs >= 0 else { throw ValidationError("--availability-debounce-ms must be ≥ 0.") }
+        guard maxConcurrentHashes >= 1 else { throw ValidationError("--max-concurrent-hashes must be at least 1.") }
+    }
+
+    func apply(to configuration: inout SignupApplication.Configuration) throws {
+        configuration.availabilityDebounce = .milliseconds(availabilityDebounceMs)
+        configuration.policy = SignupPolicy(Policy.named(policy) ?? .classic)
+        configuration.passwordHasher = (Argon2Preset(rawValue: argon2Preset) ?? .interactive).hasher
+        configuration.maximumConcurrentHashes = maxConcurrentHashes
+    }
+}

@@ -1,0 +1,86 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Metrics
+import MicroHTTPD
+import Prometheus
+import SignupServer
+
+/// Logging, metrics and the cookie setting that depends on how the site is deployed.
+struct OperationOptions: ParsableArguments {
+    @Option(help: help("log-level", "Log level: trace, debug, info, notice, warning, error, critical."))
+    var logLevel = "info"
+
+    @Option(help: help("log-format", "Log lines as text (for people) or json (one object per line, for log shippers)."))
+    var logFormat = "text"
+
+    @Option(help: help("access-log", "One log line per request (method, route, status, duration, client): on or off."))
+    var accessLog = "on"
+
+    @Option(help: help("metrics-allow", "An address or CIDR range besides loopback that may read /metrics; repeatable."))
+    var metricsAllow: [String] = []
+
+    @Flag(help: help("secure-cookies", "Mark the sign-in cookie Secure (when a TLS proxy serves the site)."))
+    var secureCookies = false
+
+    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
+        ("log-level", .option), ("log-format", .option), ("access-log", .option),
+        ("metrics-allow", .repeatable), ("secure-cookies", .flag),
+    ]
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("Unknown log level '\(logLevel)'. Choose one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        guard ["text", "json"].contains(logFormat) else {
+            throw ValidationError("Unknown --log-format '\(logFormat)'. Choose text or json.")
+        }
+        guard ["on", "off"].contains(accessLog) else {
+            throw ValidationError("--access-log is on or off, not '\(accessLog)'.")
+        }
+        for range in metricsAllow where IPAddressRange(range) == nil {
+            throw ValidationError("--metrics-allow: '\(range)' is not an IP address or CIDR range.")
+        }
+    }
+
+    /// Sets up swift-log for the whole process (once) and returns the app's loggers.
+    func bootstrapLogging() throws -> (logger: Logger, accessLogger: Logger?) {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let json = logFormat == "json"
+        LoggingSystem.bootstrap { label in
+            var handler: any LogHandler = json
+                ? JSONLogHandler(label: label)
+                : StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var access = Logger(label: "livesignup.access")
+        // Access lines are `info`: they follow --log-level like every line. Off means they are
+        // never built, not built and dropped.
+        access.logLevel = accessLog == "on" ? level : .critical
+        return (Logger(label: "livesignup"), access)
+    }
+
+    /// Sets up swift-metrics with Prometheus for the whole process (once).
+    func bootstrapMetrics() throws -> MetricsExport {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Request times: from a fraction of a millisecond (an edit) to seconds (a stuck store).
+        factory.defaultDurationHistogramBuckets = [
+            .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
+            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
+        ]
+        // argon2id takes tens to hundreds of milliseconds by design.
+        factory.durationHistogramBuckets["livesignup_password_hash_duration_seconds"] = [
+            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(200),
+            .milliseconds(400), .milliseconds(800), .seconds(1.6), .seconds(3.2),
+        ]
+        MetricsSystem.bootstrap(factory)
+        return MetricsExport(allowed: metricsAllow.compactMap(IPAddressRange.init)) {
+            var buffer: [UInt8] = []
+            registry.emit(into: &buffer)
+            return buffer
+        }
+    }
+}

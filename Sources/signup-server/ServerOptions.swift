@@ -1,0 +1,39 @@
+import ArgumentParser
+import Foundation
+import SignupServer
+
+/// Where the server listens and where its page files are.
+struct ServerOptions: ParsableArguments {
+    @Option(help: help("host", "Address to listen on."))
+    var host = "127.0.0.1"
+
+    @Option(help: help("port", "Port to listen on; 0 picks a free one and prints it."))
+    var port: UInt16 = 8080
+
+    @Option(help: help("worker-threads", "libmicrohttpd's epoll worker threads."))
+    var workerThreads = 2
+
+    @Option(help: help("public-directory", "Folder of static files served under /static/ (default: found next to the binary, see README)."))
+    var publicDirectory: String?
+
+    @Option(help: help("templates-directory", "Folder of Mustache templates (default: found next to the binary)."))
+    var templatesDirectory: String?
+
+    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
+        ("host", .option), ("port", .option), ("worker-threads", .option),
+        ("public-directory", .option), ("templates-directory", .option),
+    ]
+
+    func validate() throws {
+        guard workerThreads >= 1 else { throw ValidationError("--worker-threads must be at least 1.") }
+    }
+
+    func apply(to configuration: inout SignupApplication.Configuration) throws {
+        configuration.host = host
+        configuration.port = port
+        configuration.workerThreads = workerThreads
+        let assets = try AssetLocations.find(publicDirectory: publicDirectory, templatesDirectory: templatesDirectory)
+        configuration.publicDirectory = assets.publicDirectory
+        configuration.templatesDirectory = assets.templatesDirectory
+    }
+}
