@@ -30,12 +30,13 @@ enum EnvironmentArguments {
             let given = arguments.contains { $0 == flag || $0.hasPrefix(flag + "=") }
             guard !given, let value = environment[variable(for: name)] else { continue }
             switch kind {
+            // "--name=value", so a value that starts with "-" is not taken for an option.
             case .option:
-                merged += [flag, value]
+                merged.append("\(flag)=\(value)")
             case .repeatable:
                 for item in value.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) })
                 where !item.isEmpty {
-                    merged += [flag, item]
+                    merged.append("\(flag)=\(item)")
                 }
             case .flag:
                 if ["1", "true", "yes", "on"].contains(value.lowercased()) { merged.append(flag) }

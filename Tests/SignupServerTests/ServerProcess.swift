@@ -12,18 +12,34 @@ final class ServerProcess {
     let process = Process()
     let databaseDirectory: URL
     private let output = Pipe()
+    private let errors = Pipe()
+    private let errorText = OutputBuffer()
     private(set) var port: UInt16 = 0
 
-    /// - Parameter databaseDirectory: reuse another run's data (e.g. after killing it).
-    init(arguments: [String] = [], databaseDirectory: URL? = nil) throws {
+    /// - Parameters:
+    ///   - databaseDirectory: reuse another run's data (e.g. after killing it).
+    ///   - environment: added to the test's own environment.
+    ///   - logLevel: nil passes no `--log-level` (to test the environment's).
+    init(arguments: [String] = [], databaseDirectory: URL? = nil, environment: [String: String] = [:],
+         workingDirectory: URL = TestServer.repositoryRoot, logLevel: String? = "warning", passPort: Bool = true) throws {
         self.databaseDirectory = databaseDirectory ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("livesignup-process-\(UUID().uuidString)")
         process.executableURL = Self.executable
-        process.currentDirectoryURL = TestServer.repositoryRoot
-        process.arguments = ["--port", "0", "--log-level", "warning",
-                             "--database", self.databaseDirectory.appendingPathComponent("db.sqlite").path] + arguments
+        process.currentDirectoryURL = workingDirectory
+        process.arguments = (passPort ? ["--port", "0"] : []) + (logLevel.map { ["--log-level", $0] } ?? [])
+            + ["--database", self.databaseDirectory.appendingPathComponent("db.sqlite").path] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
+        process.standardError = errors
+        let errorText = self.errorText
+        errors.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if !data.isEmpty { _ = errorText.append(data) }
+        }
     }
+
+    /// Everything the process wrote to standard error so far (its log).
+    var log: String { errorText.text }
 
     var databasePath: String { databaseDirectory.appendingPathComponent("db.sqlite").path }
 

@@ -1,0 +1,231 @@
+import Foundation
+import HTTPTestSupport
+import XCTest
+
+/// The executable as an operator runs it: probes, metrics, logs, configuration, start-up
+/// from anywhere.
+final class OperationsProcessTests: XCTestCase {
+    private func get(_ port: UInt16, _ path: String, from address: String = "127.0.0.1",
+                     headers: [String: String] = [:]) throws -> RawExchange {
+        try RawExchange.send(port: port, from: address, "GET", path, headers: headers)
+    }
+
+    private func metric(_ name: String, in text: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+            .flatMap { Double($0.split(separator: " ").last ?? "") }
+    }
+
+    func testHealthProbesCreateNoSessionAndReadinessFollowsTheStore() async throws {
+        let server = try ServerProcess()
+        defer { server.removeData() }
+        try await server.start()
+        for _ in 0..<20 {
+            let health = try get(server.port, "/healthz")
+            XCTAssertEqual(health.status, 200)
+            XCTAssertEqual(health.body, #"{"status":"ok"}"#)
+        }
+        XCTAssertEqual(try get(server.port, "/readyz").status, 200)
+        let metrics = try get(server.port, "/metrics").body
+        XCTAssertEqual(metric("livesignup_form_sessions", in: metrics), 0, "probes hold no session")
+
+        // The database goes away: not ready, with the reason; back: ready again.
+        let backup = server.databaseDirectory.appendingPathExtension("backup")
+        try FileManager.default.moveItem(at: server.databaseDirectory, to: backup)
+        let notReady = try get(server.port, "/readyz")
+        XCTAssertEqual(notReady.status, 503)
+        XCTAssertTrue(notReady.body.contains(#""reason":"account_store""#), notReady.body)
+        XCTAssertEqual(try get(server.port, "/healthz").status, 200, "alive all the same")
+        try FileManager.default.moveItem(at: backup, to: server.databaseDirectory)
+        var ready = try get(server.port, "/readyz")
+        let deadline = Date().addingTimeInterval(5)
+        while ready.status != 200 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(100))   // the store retries at most once a second
+            ready = try get(server.port, "/readyz")
+        }
+        XCTAssertEqual(ready.status, 200)
+        _ = await server.stop(with: SIGTERM)
+    }
+
+    func testReadinessIs503WhileShuttingDown() async throws {
+        let server = try ServerProcess(arguments: ["--shutdown-grace", "5", "--hashes-per-address", "100",
+                                                   "--signups-per-address", "off", "--pages-per-address", "off"])
+        defer { server.removeData() }
+        try await server.start()
+        let port = server.port
+        // Sign-ups in flight hold the shutdown open for a moment.
+        var posts: [RawHTTPConnection] = []
+        for index in 0..<12 {
+            let token = try XCTUnwrap(get(port, "/").body.firstMatch(of: #/name="token" value="([0-9a-f]+)"/#)?.1)
+            let body = "token=\(token)&username=waiting\(index)&email=w\(index)%40example.com&password=Correct-Horse-9&confirm=Correct-Horse-9"
+            let connection = try RawHTTPConnection(port: port, timeoutSeconds: 20)
+            connection.send("POST /signup HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            posts.append(connection)
+        }
+        // A keep-alive connection opened before the signal (new ones are refused after it).
+        let probe = try RawHTTPConnection(port: port, timeoutSeconds: 10)
+        probe.send("GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n")
+        XCTAssertTrue(probe.read { $0.contains("\"status\":\"ok\"") })
+        kill(server.process.processIdentifier, SIGTERM)
+        try await Task.sleep(for: .milliseconds(50))
+        let before = probe.received.count
+        probe.send("GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n")
+        XCTAssertTrue(probe.read { $0.count > before && $0.dropFirst(before).contains("\r\n\r\n{") })
+        let answer = String(probe.received.dropFirst(before))
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 503"), answer)
+        XCTAssertTrue(answer.contains("shutting_down"), answer)
+        let exited = await server.stop(with: SIGTERM)
+        XCTAssertTrue(exited)
+    }
+
+    func testMetricsCountEditsSignupsAndLimitsAndAreRefusedToOthers() async throws {
+        let server = try ServerProcess(arguments: ["--edits-per-session", "1/min,burst=2",
+                                                   "--trusted-proxy", "127.0.0.1", "--metrics-allow", "198.51.100.0/24"])
+        defer { server.removeData() }
+        try await server.start()
+        let port = server.port
+        let token = try XCTUnwrap(get(port, "/").body.firstMatch(of: #/name="token" value="([0-9a-f]+)"/#)?.1)
+        var statuses: [Int] = []
+        for seq in 1...3 {
+            statuses.append(try RawExchange.send(port: port, "POST", "/fields",
+                                                 body: "token=\(token)&field=email&value=a\(seq)%40example.com&seq=\(seq)").status)
+        }
+        XCTAssertEqual(statuses, [202, 202, 429])
+        let signup = try RawExchange.send(port: port, "POST", "/signup", body:
+            "token=\(token)&username=counted&email=c%40example.com&password=Correct-Horse-9&confirm=Correct-Horse-9")
+        XCTAssertEqual(signup.status, 303)
+
+        let scrape = try get(port, "/metrics")
+        XCTAssertEqual(scrape.status, 200)
+        XCTAssertTrue(scrape.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        XCTAssertEqual(metric("livesignup_edits_total", in: scrape.body), 2)
+        XCTAssertEqual(metric(#"livesignup_signups_total{result="created"}"#, in: scrape.body), 1)
+        XCTAssertEqual(metric(#"livesignup_rate_limited_total{limit="edits"}"#, in: scrape.body), 1)
+        XCTAssertEqual(metric(#"livesignup_password_hash_duration_seconds_count"#, in: scrape.body), 1)
+        XCTAssertTrue(scrape.body.contains(#"livesignup_http_request_duration_seconds_count{route="/fields",status="202"} 2"#))
+        for name in ["livesignup_form_sessions", "livesignup_event_streams", "livesignup_events_sent_total",
+                     "livesignup_availability_checks_total"] {
+            XCTAssertNotNil(metric(name, in: scrape.body), name)
+        }
+        // Through the (trusted) proxy from an address not allowed: as if nothing were there.
+        let outsider = try get(port, "/metrics", headers: ["X-Forwarded-For": "203.0.113.7"])
+        XCTAssertEqual(outsider.status, 404)
+        XCTAssertFalse(outsider.body.contains("livesignup_"))
+        XCTAssertEqual(try get(port, "/metrics", headers: ["X-Forwarded-For": "198.51.100.7"]).status, 200, "--metrics-allow")
+        _ = await server.stop(with: SIGTERM)
+    }
+
+    func testAccessLogHasOneLinePerRequestAndNoSecrets() async throws {
+        let server = try ServerProcess(logLevel: "info")
+        defer { server.removeData() }
+        try await server.start()
+        let port = server.port
+        let token = String(try XCTUnwrap(get(port, "/").body.firstMatch(of: #/name="token" value="([0-9a-f]+)"/#)?.1))
+        let password = "Sekrit-Horse-Battery-93"
+        _ = try RawExchange.send(port: port, "POST", "/fields", body: "token=\(token)&field=password&value=\(password)&seq=1")
+        let signup = try RawExchange.send(port: port, "POST", "/signup", body:
+            "token=\(token)&username=logged&email=l%40example.com&password=\(password)&confirm=\(password)")
+        XCTAssertEqual(signup.status, 303)
+        _ = await server.stop(with: SIGTERM)
+
+        let access = server.log.split(separator: "\n").filter { $0.contains("livesignup.access") }
+        XCTAssertEqual(access.count, 3, server.log)
+        let signupLine = try XCTUnwrap(access.first { $0.contains("route=/signup") })
+        for field in ["method=POST", "status=303", "duration_ms=", "client=127.0.0.1", "token=\(token.prefix(6))"] {
+            XCTAssertTrue(signupLine.contains(field), "\(field) in \(signupLine)")
+        }
+        XCTAssertFalse(server.log.contains(password), "no password in the log")
+        XCTAssertFalse(server.log.contains(token.prefix(7)), "never more than 6 characters of a token")
+        XCTAssertFalse(server.log.contains("$argon2id$"), "no hash in the log")
+    }
+
+    func testJSONLogsAreOneObjectPerLine() async throws {
+        let server = try ServerProcess(arguments: ["--log-format", "json"], logLevel: "info")
+        defer { server.removeData() }
+        try await server.start()
+        _ = try get(server.port, "/healthz")
+        _ = await server.stop(with: SIGTERM)
+        let lines = server.log.split(separator: "\n")
+        XCTAssertGreaterThanOrEqual(lines.count, 3)
+        for line in lines {
+            let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String], String(line))
+            XCTAssertNotNil(object["timestamp"])
+            XCTAssertNotNil(object["level"])
+            XCTAssertNotNil(object["message"])
+        }
+        XCTAssertTrue(lines.contains { $0.contains(#""route":"/healthz""#) })
+    }
+
+    func testEnvironmentSetsOptionsAndFlagsWin() async throws {
+        // The port from the environment (0: any free one), the policy from the environment…
+        let fromEnvironment = try ServerProcess(environment: ["LIVESIGNUP_PORT": "0", "LIVESIGNUP_POLICY": "nist"],
+                                                passPort: false)
+        defer { fromEnvironment.removeData() }
+        try await fromEnvironment.start()
+        XCTAssertGreaterThan(fromEnvironment.port, 0)
+        XCTAssertTrue(try get(fromEnvironment.port, "/").body.contains("At least 15 characters"))
+        _ = await fromEnvironment.stop(with: SIGTERM)
+
+        // …and a flag wins over the environment.
+        let flagWins = try ServerProcess(arguments: ["--policy", "classic"],
+                                         environment: ["LIVESIGNUP_POLICY": "nist", "LIVESIGNUP_PORT": "1"])
+        defer { flagWins.removeData() }
+        try await flagWins.start()
+        XCTAssertTrue(try get(flagWins.port, "/").body.contains("At least 8 characters"))
+        _ = await flagWins.stop(with: SIGTERM)
+    }
+
+    func testAnInvalidEnvironmentValueIsRefusedLikeAFlag() throws {
+        let process = Process()
+        process.executableURL = ServerProcess.executable
+        process.arguments = ["--port", "0"]
+        process.environment = ["LIVESIGNUP_IDLE_TIMEOUT": "-3"]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = Pipe()
+        try process.run()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertNotEqual(process.terminationStatus, 0)
+        XCTAssertTrue(text.contains("--idle-timeout must not be negative"), text)
+    }
+
+    func testEveryServeOptionNamesItsEnvironmentVariableInHelp() throws {
+        let process = Process()
+        process.executableURL = ServerProcess.executable
+        process.arguments = ["serve", "--help"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let help = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let options = Set(help.matches(of: #/^\s+--([a-z0-9-]+)/#.anchorsMatchLineEndings()).map { String($0.1) })
+            .subtracting(["help", "version"])
+        XCTAssertGreaterThan(options.count, 30)
+        let flattened = help.replacingOccurrences(of: "\n", with: " ").replacingOccurrences(of: #"\s+"#, with: " ", options: .regularExpression)
+        for option in options {
+            let variable = "LIVESIGNUP_" + option.uppercased().replacingOccurrences(of: "-", with: "_")
+            XCTAssertTrue(flattened.contains("[env: \(variable)]"), "--\(option) names \(variable)")
+        }
+    }
+
+    func testVersionAndStartingFromTheRootDirectory() async throws {
+        let version = Process()
+        version.executableURL = ServerProcess.executable
+        version.arguments = ["--version"]
+        let output = Pipe()
+        version.standardOutput = output
+        try version.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        version.waitUntilExit()
+        XCTAssertTrue(text.trimmingCharacters(in: .whitespacesAndNewlines).firstMatch(of: #/^\d+\.\d+\.\d+$/#) != nil, text)
+
+        let server = try ServerProcess(workingDirectory: URL(fileURLWithPath: "/"))
+        defer { server.removeData() }
+        try await server.start()
+        let page = try get(server.port, "/")
+        XCTAssertEqual(page.status, 200)
+        let script = try XCTUnwrap(page.body.firstMatch(of: #/src="(/static/app\.js\?v=[0-9a-f]+)"/#)?.1)
+        XCTAssertEqual(try get(server.port, String(script)).status, 200)
+        _ = await server.stop(with: SIGTERM)
+    }
+}
