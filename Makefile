@@ -5,11 +5,14 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 DATABASE ?= data/livesignup.sqlite
 SWIFT_BUILD_FLAGS ?=
+PREFIX ?= /usr/local
+# nginx: the test that runs the shipped proxy config in front of the server.
+TEST_APT_PACKAGES := nginx-light
 
 BROWSER_APT_PACKAGES := chromium chromium-driver
 BROWSER_PIP_PACKAGES := selenium pytest
 
-.PHONY: deps browser-deps build run test test-browser browser-tests clean screenshot
+.PHONY: deps test-deps browser-deps build release run install test test-browser browser-tests clean screenshot
 
 # Installs the system libraries the build needs, only when something is missing.
 deps:
@@ -20,13 +23,40 @@ deps:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
+# System packages the tests need beyond the build's.
+test-deps:
+	@missing=""; for p in $(TEST_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "Installing:$$missing"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
 build: deps
 	swift build $(SWIFT_BUILD_FLAGS)
 
-run: build
-	swift run $(SWIFT_BUILD_FLAGS) signup-server --host $(HOST) --port $(PORT) --database $(DATABASE) --seed-demo
+release: deps
+	swift build -c release --product signup-server $(SWIFT_BUILD_FLAGS)
 
-test: deps browser-deps
+# The release build, serving http://$(HOST):$(PORT) with a few demo names taken.
+run: release
+	"$$(swift build -c release --show-bin-path)/signup-server" --host $(HOST) --port $(PORT) --database $(DATABASE) --seed-demo
+
+# PREFIX/bin/signup-server (with its resource bundles beside it, where SwiftPM looks) and
+# PREFIX/share/livesignup/{Public,Templates}, where the binary finds them.
+install: release
+	@bin="$$(swift build -c release --show-bin-path)"; \
+	install -d "$(DESTDIR)$(PREFIX)/bin" "$(DESTDIR)$(PREFIX)/share/livesignup"; \
+	install -m 755 "$$bin/signup-server" "$(DESTDIR)$(PREFIX)/bin/signup-server"; \
+	for bundle in "$$bin"/*.resources; do \
+		rm -rf "$(DESTDIR)$(PREFIX)/bin/$$(basename "$$bundle")"; \
+		cp -R "$$bundle" "$(DESTDIR)$(PREFIX)/bin/"; \
+	done; \
+	rm -rf "$(DESTDIR)$(PREFIX)/share/livesignup/Public" "$(DESTDIR)$(PREFIX)/share/livesignup/Templates"; \
+	cp -R Public Templates "$(DESTDIR)$(PREFIX)/share/livesignup/"; \
+	echo "Installed $(DESTDIR)$(PREFIX)/bin/signup-server and $(DESTDIR)$(PREFIX)/share/livesignup"
+
+test: deps test-deps browser-deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 	swift test --skip-build --disable-swift-testing $(SWIFT_BUILD_FLAGS)
 	$(MAKE) --no-print-directory browser-tests

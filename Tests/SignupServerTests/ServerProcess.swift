@@ -20,11 +20,12 @@ final class ServerProcess {
     ///   - databaseDirectory: reuse another run's data (e.g. after killing it).
     ///   - environment: added to the test's own environment.
     ///   - logLevel: nil passes no `--log-level` (to test the environment's).
-    init(arguments: [String] = [], databaseDirectory: URL? = nil, environment: [String: String] = [:],
+    init(executable: URL = ServerProcess.executable, arguments: [String] = [], databaseDirectory: URL? = nil,
+         environment: [String: String] = [:],
          workingDirectory: URL = TestServer.repositoryRoot, logLevel: String? = "warning", passPort: Bool = true) throws {
         self.databaseDirectory = databaseDirectory ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("livesignup-process-\(UUID().uuidString)")
-        process.executableURL = Self.executable
+        process.executableURL = executable
         process.currentDirectoryURL = workingDirectory
         process.arguments = (passPort ? ["--port", "0"] : []) + (logLevel.map { ["--log-level", $0] } ?? [])
             + ["--database", self.databaseDirectory.appendingPathComponent("db.sqlite").path] + arguments
