@@ -58,8 +58,11 @@ struct SignupRoutes: HTTPResponder {
             "method": "\(request.method)", "route": "\(route)", "status": "\(status)",
             "duration_ms": "\(Self.milliseconds(seconds))", "client": "\(client)",
         ]
-        // Enough to follow one form through the log, never enough to use it.
-        if let token = Self.token(in: request) { metadata["token"] = "\(token.prefix(6))" }
+        // Enough to follow one form through the log, never enough to use it; only
+        // letters and digits, so a made-up "token" cannot inject anything into a log line.
+        if let token = Self.token(in: request) {
+            metadata["token"] = "\(String(token.prefix(6).filter { $0.isASCII && ($0.isLetter || $0.isNumber) }))"
+        }
         accessLog.info("request", metadata: metadata)
     }
 
@@ -90,7 +93,7 @@ struct SignupRoutes: HTTPResponder {
         var index = 0
         while index + key.count <= body.count {
             // At the start or after '&' only, so "xtoken=" is not taken for it.
-            if (index == 0 || body[index - 1] == UInt8(ascii: "&")) && Array(body[index..<index + key.count]) == key {
+            if (index == 0 || body[index - 1] == UInt8(ascii: "&")) && body[index..<index + key.count].elementsEqual(key) {
                 let start = index + key.count
                 let end = body[start...].firstIndex(of: UInt8(ascii: "&")) ?? body.count
                 return Substring(String(decoding: body[start..<min(end, start + 6)], as: UTF8.self))
@@ -103,7 +106,8 @@ struct SignupRoutes: HTTPResponder {
     private func route(_ request: HTTPRequest, client: String) -> HTTPResponse {
         if request.bodyExceededLimit { return APIError.bodyTooLarge(limit: maxBodyBytes).response }
         if request.method == "POST", case .refused(let reason) = sameOrigin.check(request) {
-            logger.warning("Refused a cross-site request",
+            // info, not warning: anyone can send these, and the access line shows the 403 too.
+            logger.info("Refused a cross-site request",
                            metadata: ["path": "\(request.path)", "client": "\(client)", "reason": "\(reason)"])
             if request.path == "/signup" { metrics.signup("refused") }
             if request.path == "/signin" { metrics.signin("refused") }
@@ -156,6 +160,9 @@ struct SignupRoutes: HTTPResponder {
 
     /// Requests refused before routing: the readable page where a person is looking.
     func respond(to error: HTTPProtocolError, request: HTTPRequest) -> HTTPResponse {
+        if error == .shuttingDown, request.path == "/readyz" {
+            return health.readiness()   // its own format: {"status":"unavailable","reason":"shutting_down"}
+        }
         if error == .shuttingDown, ["/", "/signup", "/signin"].contains(request.path) {
             return html(renderer.renderProblem(
                 title: "Restarting", message: "\(error.message) Nothing you submitted was saved.",

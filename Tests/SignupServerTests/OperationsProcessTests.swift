@@ -72,7 +72,7 @@ final class OperationsProcessTests: XCTestCase {
         XCTAssertTrue(probe.read { $0.count > before && $0.dropFirst(before).contains("\r\n\r\n{") })
         let answer = String(probe.received.dropFirst(before))
         XCTAssertTrue(answer.hasPrefix("HTTP/1.1 503"), answer)
-        XCTAssertTrue(answer.contains("shutting_down"), answer)
+        XCTAssertTrue(answer.contains(#""reason":"shutting_down""#), answer)
         let exited = await server.stop(with: SIGTERM)
         XCTAssertTrue(exited)
     }
