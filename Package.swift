@@ -93,6 +93,7 @@ let package = Package(
             name: "SignupServer",
             dependencies: [
                 "MicroHTTPD",
+                "ReactiveValidation",
                 "SignupDomain",
                 "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
@@ -108,6 +109,7 @@ let package = Package(
             name: "signup-server",
             dependencies: [
                 "SignupServer",
+                "SignupDomain",
                 "MicroHTTPD",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -131,6 +133,7 @@ let package = Package(
             name: "SignupDomainTests",
             dependencies: [
                 "SignupDomain",
+                "ReactiveValidation",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
@@ -152,8 +155,6 @@ let package = Package(
             dependencies: [
                 "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
     ]

@@ -14,8 +14,8 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help("public-origin", "An origin the site is served under (e.g. https://signup.example.com), for the cross-site check; repeatable."))
     var publicOrigin: [String] = []
 
-    @Option(help: help("connection-limit", "Open connections at most, event streams included."))
-    var connectionLimit = defaults.connectionLimit
+    @Option(help: help("max-connections", "Open connections at most, event streams included; by default the process's open-file limit less 100 (for the database and logs)."))
+    var maxConnections = LimitOptions.openFileLimit.map { max(64, $0 - 100) } ?? defaults.connectionLimit
 
     @Option(help: help("connections-per-address", "Connections one client address may hold (0 = no limit; behind a proxy set 0)."))
     var connectionsPerAddress = defaults.connectionsPerAddress
@@ -70,7 +70,7 @@ struct LimitOptions: ParsableArguments {
 
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("trusted-proxy", .repeatable), ("public-origin", .repeatable),
-        ("connection-limit", .option), ("connections-per-address", .option), ("idle-timeout", .option),
+        ("max-connections", .option), ("connections-per-address", .option), ("idle-timeout", .option),
         ("max-sessions", .option), ("session-idle-minutes", .option), ("shutdown-grace", .option),
         ("pages-per-address", .option), ("sessions-per-address", .option), ("live-sessions-per-address", .option),
         ("edits-per-session", .option), ("edits-per-address", .option), ("lookups-per-session", .option),
@@ -92,7 +92,7 @@ struct LimitOptions: ParsableArguments {
                 throw ValidationError("--public-origin: '\(origin)' is not an origin like https://signup.example.com.")
             }
         }
-        let counts = [("connection-limit", connectionLimit), ("connections-per-address", connectionsPerAddress),
+        let counts = [("max-connections", maxConnections), ("connections-per-address", connectionsPerAddress),
                       ("idle-timeout", idleTimeout), ("max-sessions", maxSessions),
                       ("session-idle-minutes", sessionIdleMinutes), ("shutdown-grace", shutdownGrace),
                       ("live-sessions-per-address", liveSessionsPerAddress), ("hashes-per-address", hashesPerAddress),
@@ -101,7 +101,7 @@ struct LimitOptions: ParsableArguments {
             throw ValidationError("--\(flag) must not be negative.")
         }
         for (flag, value) in [("max-sessions", maxSessions), ("hashes-per-address", hashesPerAddress),
-                              ("live-sessions-per-address", liveSessionsPerAddress), ("connection-limit", connectionLimit)]
+                              ("live-sessions-per-address", liveSessionsPerAddress), ("max-connections", maxConnections)]
         where value == 0 {
             throw ValidationError("--\(flag) must be at least 1.")
         }
@@ -118,7 +118,7 @@ struct LimitOptions: ParsableArguments {
     func apply(to configuration: inout SignupApplication.Configuration) throws {
         configuration.trustedProxies = trustedProxy.compactMap(IPAddressRange.init)
         configuration.publicOrigins = publicOrigin.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
-        configuration.connectionLimit = connectionLimit
+        configuration.connectionLimit = maxConnections
         configuration.connectionsPerAddress = connectionsPerAddress
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.maximumSessions = maxSessions
@@ -138,6 +138,13 @@ struct LimitOptions: ParsableArguments {
         limits.hashesPerAddress = hashesPerAddress
         limits.hashQueueLength = hashQueueLength
         configuration.limits = limits
+    }
+
+    /// The hard limit on open files (the server raises its soft limit to it at start), or nil.
+    static var openFileLimit: Int? {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_max != rlim_t.max else { return nil }
+        return Int(clamping: limit.rlim_max)
     }
 
     /// A form-token key given as 64 hex digits (LIVESIGNUP_FORM_TOKEN_KEY).

@@ -65,7 +65,7 @@ final class DeferredResponseTests: XCTestCase {
         let url = URL(string: "http://127.0.0.1:\(server.port)/slow?n=9")!
         let request = Task.detached { try await DeferredResponseTests.get(url) }
         XCTAssertEqual(responder.arrivals.wait(timeout: .now() + 10), .success, "request reached the server")
-        let stopping = Task.detached { server.stop() }
+        let stopping = Task.detached { _ = server.stop() }
         responder.release(1)
         await stopping.value
         // The suspended request was answered before the daemon stopped, not cut off.

@@ -87,7 +87,7 @@ final class StorageFaultTests: XCTestCase {
         let mode = try DatabaseQueue(path: path).read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }
         XCTAssertEqual(mode, "delete")
         // A hostile -shm file next to it changes nothing.
-        FileManager.default.createFile(atPath: path + "-shm", contents: Data())
+        _ = FileManager.default.createFile(atPath: path + "-shm", contents: Data())
         _ = try store.createAccount(newAccount("two"))
         XCTAssertEqual(try store.allAccounts().count, 2)
     }
