@@ -155,6 +155,26 @@ final class OperationsProcessTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.contains(#""route":"/healthz""#) })
     }
 
+    func testAPortInUseIsReportedInLibmicrohttpdsWordsAndExitsNonZero() async throws {
+        let first = try ServerProcess()
+        defer { first.removeData() }
+        try await first.start()
+        let second = Process()
+        second.executableURL = ServerProcess.executable
+        second.arguments = ["--port", String(first.port), "--database",
+                            first.databaseDirectory.appendingPathComponent("second.sqlite").path]
+        let errors = Pipe()
+        second.standardError = errors
+        second.standardOutput = Pipe()
+        try second.run()
+        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        second.waitUntilExit()
+        XCTAssertNotEqual(second.terminationStatus, 0)
+        XCTAssertTrue(text.contains("libmicrohttpd:") && text.lowercased().contains("in use"), text)
+        XCTAssertTrue(text.contains("Could not start"), text)
+        _ = await first.stop(with: SIGTERM)
+    }
+
     func testEnvironmentSetsOptionsAndFlagsWin() async throws {
         // The port from the environment (0: any free one), the policy from the environment…
         let fromEnvironment = try ServerProcess(environment: ["LIVESIGNUP_PORT": "0", "LIVESIGNUP_POLICY": "nist"],
