@@ -59,6 +59,12 @@ let package = Package(
         // Is a username safe to show and compare? Invisible, bidi and mixed-script checks.
         .target(name: "UsernameSafety", dependencies: ["UnicodeSpoofShims"]),
 
+        // The wire vocabulary, Foundation only, shared by server and client. FormWire holds what
+        // any live form says (requirement states, edit receipts, error bodies, SSE events);
+        // SignupWire the sign-up's own snapshot, events and password strength.
+        .target(name: "FormWire"),
+        .target(name: "SignupWire", dependencies: ["FormWire"]),
+
         // Layer 1: the Swift face of libmicrohttpd. Knows HTTP and SSE, nothing about sign-up.
         .target(
             name: "MicroHTTPD",
@@ -69,6 +75,7 @@ let package = Package(
         .target(
             name: "ReactiveValidation",
             dependencies: [
+                "FormWire",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
             ]
@@ -79,6 +86,8 @@ let package = Package(
             name: "SignupDomain",
             dependencies: [
                 "ReactiveValidation",
+                "FormWire",
+                "SignupWire",
                 "Zxcvbn",
                 "UsernameSafety",
                 "CSodium",
@@ -93,6 +102,8 @@ let package = Package(
             name: "SignupServer",
             dependencies: [
                 "MicroHTTPD",
+                "FormWire",
+                "SignupWire",
                 "ReactiveValidation",
                 "SignupDomain",
                 "CSodium",
@@ -119,7 +130,7 @@ let package = Package(
         ),
 
         // A client for programs: form sessions, edits, typed SSE events. Foundation only.
-        .target(name: "LiveSignupClient"),
+        .target(name: "LiveSignupClient", dependencies: ["FormWire", "SignupWire"]),
 
         .testTarget(
             name: "ReactiveValidationTests",
@@ -139,7 +150,7 @@ let package = Package(
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
             ]
         ),
-        .testTarget(name: "LiveSignupClientTests", dependencies: ["LiveSignupClient"]),
+        .testTarget(name: "LiveSignupClientTests", dependencies: ["LiveSignupClient", "FormWire", "SignupWire"]),
         .testTarget(name: "UsernameSafetyTests", dependencies: ["UsernameSafety"]),
         .testTarget(
             name: "ZxcvbnTests",

@@ -10,7 +10,7 @@ import FoundationNetworking
 /// so edits may be sent from several tasks at once and still get distinct, increasing seqs.
 public final class FormSession: Sendable {
     public let client: SignupClient
-    /// The token from the page (56 hex digits) (or any token, to test how the server rejects it).
+    /// The form's token (from `POST /sessions`) (or any token, to test how the server rejects it).
     public let token: String
     private let lastSeq = LockedState<[String: Int]>([:])
 
@@ -75,6 +75,8 @@ public final class FormSession: Sendable {
 
     /// Reads `{"rev":N,"applied":B}`; `X-Rev` stands in when the body lacks a rev.
     static func receipt(body: Data, revHeader: String?) throws -> EditReceipt {
+        // Field by field (not `EditReceipt`'s own decoding), so a missing key can be filled
+        // from the header or named in the error.
         struct Answer: Decodable {
             var rev: Int?
             var applied: Bool?

@@ -5,9 +5,9 @@ import FoundationNetworking
 
 /// Entry point for programs and tests talking to a LiveSignup server.
 public struct SignupClient: Sendable {
-    /// The server root; `/`, `/fields` and `/events` are resolved against it.
+    /// The server root; `/sessions`, `/fields` and `/events` are resolved against it.
     public let baseURL: URL
-    /// Used for `GET /` and `POST /fields`. Event streams use their own delegate-based session.
+    /// Used for `POST /sessions` and `POST /fields`. Event streams use their own delegate-based session.
     public let session: URLSession
     /// Delay before an event stream reconnects until the server sends `retry:`.
     public let reconnectionTime: Duration
@@ -27,18 +27,21 @@ public struct SignupClient: Sendable {
         self.maximumReconnectionTime = maximumReconnectionTime
     }
 
-    /// `GET /`: creates a form session on the server and returns it with its token.
-    /// - Throws: `SignupClientError.http` for a non-2xx answer, `.missingToken` when the page
-    ///   has no hidden token input, or the URLSession error.
+    /// `POST /sessions`: a fresh form token from the server (JSON, `{"token":…}`), as the
+    /// page's own script gets one. The form session is built on the server at the first edit
+    /// or stream.
+    /// - Throws: `SignupClientError.http` for a non-2xx answer (e.g. 429 over the page limit),
+    ///   `.missingToken` when the answer has no token, or the URLSession error.
     public func openForm() async throws -> FormSession {
-        var request = URLRequest(url: baseURL)
-        request.setValue("text/html", forHTTPHeaderField: "Accept")
+        var request = URLRequest(url: url(path: "sessions"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
         let (data, response) = try await send(request)
         guard (200..<300).contains(response.statusCode) else {
             throw SignupClientError.http(status: response.statusCode, body: data)
         }
-        let html = String(decoding: data, as: UTF8.self)
-        guard let token = HTMLInputScanner.hiddenInputValue(named: "token", in: html), !token.isEmpty else {
+        struct Answer: Decodable { var token: String }
+        guard let token = try? JSONDecoder().decode(Answer.self, from: data).token, !token.isEmpty else {
             throw SignupClientError.missingToken
         }
         return FormSession(client: self, token: token)

@@ -6,7 +6,7 @@ public enum SignupClientError: Error, Equatable, Sendable, CustomStringConvertib
     /// `{"error":…,"message":…}`; for a body that is not that JSON, `code` is nil and `message`
     /// holds the start of the body text (nil when empty), which still helps diagnose.
     case http(status: Int, code: String?, message: String?)
-    /// `GET /` did not contain `<input type="hidden" name="token" value="…">`.
+    /// The `POST /sessions` answer had no `token`.
     case missingToken
     /// A 2xx answer this client cannot read (e.g. a `/fields` answer without a rev).
     case invalidResponse(String)
@@ -19,7 +19,7 @@ public enum SignupClientError: Error, Equatable, Sendable, CustomStringConvertib
             if let message { text += ": \(message)" }
             return text
         case .missingToken:
-            return "The form page has no hidden token input"
+            return "The server's answer to POST /sessions has no token"
         case .invalidResponse(let reason):
             return "Unexpected response: \(reason)"
         }
@@ -29,12 +29,7 @@ public enum SignupClientError: Error, Equatable, Sendable, CustomStringConvertib
 
     /// Builds `.http` from a status and the answer body.
     public static func http(status: Int, body: Data) -> SignupClientError {
-        struct ErrorBody: Decodable {
-            var error: String?
-            var message: String?
-        }
-        if let decoded = try? JSONDecoder().decode(ErrorBody.self, from: body),
-           decoded.error != nil || decoded.message != nil {
+        if let decoded = try? JSONDecoder().decode(ErrorBody.self, from: body) {
             return .http(status: status, code: decoded.error, message: decoded.message)
         }
         let text = String(decoding: body.prefix(500), as: UTF8.self)

@@ -1,3 +1,4 @@
+import FormWire
 import MicroHTTPD
 
 /// A JSON error answer: `{"error": "<code>", "message": "<readable sentence>"}`.
@@ -10,14 +11,8 @@ struct APIError: Error, Equatable {
     var retryAfter: Int? = nil
 
     var response: HTTPResponse {
-        struct Body: Encodable {
-            let error: String
-            let message: String
-            let limit: String?
-            let retryAfter: Int?
-        }
         var response = HTTPResponse.json(
-            FormEventEncoder.json(Body(error: code, message: message, limit: limit, retryAfter: retryAfter)), status: status)
+            WireJSON.encode(ErrorBody(error: code, message: message, limit: limit, retryAfter: retryAfter)), status: status)
         response.headers.add("Cache-Control", "no-store")
         if let retryAfter { response.headers.add("Retry-After", String(retryAfter)) }
         return response

@@ -2,6 +2,9 @@ import CombineSchedulers
 import Foundation
 import MicroHTTPD
 import SignupDomain
+import SignupWire
+import FormWire
+import ReactiveValidation
 #if canImport(Combine)
 import Combine
 #else
@@ -23,7 +26,8 @@ final class FormSession: @unchecked Sendable {
     // Touched only on `queue`.
     private var rev = 0
     private var lastAppliedSeq: [SignupField: UInt64] = [:]
-    private var publishedOutputs: FormOutputs
+    /// What the streams were last told (its `rev` is the rev it was published at).
+    private var published: SignupSnapshot
     private var nextEventID = 1
     private var streams: [ObjectIdentifier: EventStream] = [:]
     private var outputsSubscription: AnyCancellable?
@@ -59,36 +63,46 @@ final class FormSession: @unchecked Sendable {
             scheduler: queue.eraseToAnyScheduler(),
             availabilityDebounce: availabilityDebounce)
         self.viewModel = viewModel
-        self.publishedOutputs = Self.outputs(of: viewModel)
+        self.published = Self.snapshot(rev: 0, requirements: viewModel.requirementStates,
+                                       validations: viewModel.fieldValidations,
+                                       strength: viewModel.strength, submitEnabled: viewModel.isSubmitEnabled)
         self.outputsSubscription = Publishers.CombineLatest4(
             viewModel.$requirementStates, viewModel.$fieldValidations,
             viewModel.$strength, viewModel.$isSubmitEnabled
         )
-        .map(FormOutputs.init)
-        .sink { [weak self] outputs in
+        .sink { [weak self] requirements, validations, strength, submitEnabled in
             // Outside an edit (e.g. an availability answer arriving) changes go out at once.
             guard let self, !self.isApplyingEdit else { return }
-            self.publish(outputs)
+            self.publish(Self.snapshot(rev: self.rev, requirements: requirements, validations: validations,
+                                       strength: strength, submitEnabled: submitEnabled))
         }
     }
 
-    private static func outputs(of viewModel: SignupViewModel) -> FormOutputs {
-        FormOutputs(requirements: viewModel.requirementStates, validations: viewModel.fieldValidations,
-                    strength: viewModel.strength, isSubmitEnabled: viewModel.isSubmitEnabled)
+    /// The wire snapshot of the view model's outputs: every field has a message ("" when hidden).
+    private static func snapshot(
+        rev: Int, requirements: [String: RequirementState], validations: [SignupField: FieldValidation],
+        strength: PasswordStrength, submitEnabled: Bool
+    ) -> SignupSnapshot {
+        SignupSnapshot(
+            rev: rev, requirements: requirements,
+            messages: Dictionary(uniqueKeysWithValues: SignupField.allCases.map { ($0.rawValue, validations[$0]?.message ?? "") }),
+            strength: strength, submitEnabled: submitEnabled)
     }
 
-    /// The result of an edit: its rev, or the current rev when it was stale and ignored.
-    struct EditResult: Equatable {
-        let rev: Int
-        let applied: Bool
+    private var currentSnapshot: SignupSnapshot {
+        Self.snapshot(rev: rev, requirements: viewModel.requirementStates, validations: viewModel.fieldValidations,
+                      strength: viewModel.strength, submitEnabled: viewModel.isSubmitEnabled)
     }
 
-    /// Applies an edit unless a newer one for the same field was already applied.
-    func apply(field: SignupField, value: String, seq: UInt64, touched: Bool) -> EditResult {
+    private static let fieldOrder = SignupField.allCases.map(\.rawValue)
+
+    /// Applies an edit unless a newer one for the same field was already applied. The
+    /// receipt has its rev, or the current rev when it was stale and ignored.
+    func apply(field: SignupField, value: String, seq: UInt64, touched: Bool) -> EditReceipt {
         queue.sync {
             activity.touch()
             if let last = lastAppliedSeq[field], seq <= last {
-                return EditResult(rev: rev, applied: false)
+                return EditReceipt(rev: rev, applied: false)
             }
             lastAppliedSeq[field] = seq
             // Bump first: events caused by this edit carry its rev.
@@ -97,8 +111,8 @@ final class FormSession: @unchecked Sendable {
             if viewModel.value(of: field) != value { viewModel.setValue(value, for: field) }
             if touched && !viewModel.touchedFields.contains(field) { viewModel.touchedFields.insert(field) }
             isApplyingEdit = false
-            publish(Self.outputs(of: viewModel))
-            return EditResult(rev: rev, applied: true)
+            publish(currentSnapshot)
+            return EditReceipt(rev: rev, applied: true)
         }
     }
 
@@ -107,7 +121,9 @@ final class FormSession: @unchecked Sendable {
         queue.sync {
             activity.touch()
             stream.send(retry: retryMilliseconds)
-            send(.snapshot(publishedOutputs), to: [stream])
+            var snapshot = published
+            snapshot.rev = rev
+            send(.snapshot(snapshot), to: [stream])
             streams[ObjectIdentifier(stream)] = stream
             activity.setOpenStreams(streams.count)
         }
@@ -136,7 +152,7 @@ final class FormSession: @unchecked Sendable {
             viewModel.confirm = ""
             viewModel.submitAttempted = true
             isApplyingEdit = false
-            publish(Self.outputs(of: viewModel))
+            publish(currentSnapshot)
         }
     }
 
@@ -166,16 +182,16 @@ final class FormSession: @unchecked Sendable {
     var lastActivity: Date { activity.last }
     var hasOpenStreams: Bool { activity.openStreams > 0 }
 
-    private func publish(_ outputs: FormOutputs) {
-        let events = outputs.changes(since: publishedOutputs, requirementOrder: requirementOrder)
-        publishedOutputs = outputs
+    private func publish(_ snapshot: SignupSnapshot) {
+        let events = snapshot.changes(since: published, requirementOrder: requirementOrder, fieldOrder: Self.fieldOrder)
+        published = snapshot
         guard !events.isEmpty, !streams.isEmpty else { return }
         let targets = Array(streams.values)
         for event in events { send(event, to: targets) }
     }
 
-    private func send(_ event: FormEvent, to targets: [EventStream]) {
-        let data = FormEventEncoder.data(for: event, rev: rev)
+    private func send(_ event: SignupEvent, to targets: [EventStream]) {
+        let data = event.data
         let id = String(nextEventID)
         nextEventID += 1
         for stream in targets { stream.send(event: event.name, data: data, id: id) }

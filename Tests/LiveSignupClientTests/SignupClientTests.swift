@@ -1,52 +1,8 @@
 import XCTest
 @testable import LiveSignupClient
 
-/// The client's pure parts: token extraction, error bodies, edit receipts and seq counters.
+/// The client's pure parts: error bodies, edit receipts and seq counters.
 final class SignupClientTests: XCTestCase {
-    // MARK: Token extraction
-
-    func testTokenFromTypicalForm() {
-        let html = """
-        <form method="post" action="/signup">
-          <input type="hidden" name="token" value="0123456789abcdef0123456789abcdef">
-          <input id="username" name="username" autocomplete="username" aria-describedby="username-requirements username-message">
-        </form>
-        """
-        XCTAssertEqual(HTMLInputScanner.hiddenInputValue(named: "token", in: html), "0123456789abcdef0123456789abcdef")
-    }
-
-    func testTokenWithAttributesInAnyOrderCaseAndQuoting() {
-        XCTAssertEqual(HTMLInputScanner.hiddenInputValue(named: "token", in: #"<input value="v1" name="token" type="hidden"/>"#), "v1")
-        XCTAssertEqual(HTMLInputScanner.hiddenInputValue(named: "token", in: "<INPUT TYPE='HIDDEN' NAME='token' VALUE='v2'>"), "v2")
-        XCTAssertEqual(HTMLInputScanner.hiddenInputValue(named: "token", in: "<input type=hidden name=token value=v3>"), "v3")
-        XCTAssertEqual(HTMLInputScanner.hiddenInputValue(named: "token", in: "<input\n  type = \"hidden\"\n  name=\"token\"\n  value=\"v4\"\n>"), "v4")
-    }
-
-    func testTokenSkipsOtherInputs() {
-        let html = """
-        <input type="hidden" name="csrf" value="nope">
-        <input type="text" name="token" value="visible">
-        <inputs type="hidden" name="token" value="wrong-tag">
-        <input type="hidden" name="token" value="right">
-        """
-        XCTAssertEqual(HTMLInputScanner.hiddenInputValue(named: "token", in: html), "right")
-    }
-
-    func testQuotedGreaterThanDoesNotEndTheTag() {
-        XCTAssertEqual(HTMLInputScanner.hiddenInputValue(named: "token", in: #"<input data-x="a>b" type="hidden" name="token" value="t">"#), "t")
-    }
-
-    func testEntitiesAreDecoded() {
-        XCTAssertEqual(HTMLInputScanner.hiddenInputValue(named: "token", in: #"<input type="hidden" name="token" value="a&amp;b&#x41;&#66;&lt;&quot;&unknown;&">"#), "a&bAB<\"&unknown;&")
-    }
-
-    func testMissingToken() {
-        XCTAssertNil(HTMLInputScanner.hiddenInputValue(named: "token", in: "<html><body><form></form></body></html>"))
-        XCTAssertNil(HTMLInputScanner.hiddenInputValue(named: "token", in: #"<input type="hidden" name="token">"#))
-        XCTAssertNil(HTMLInputScanner.hiddenInputValue(named: "token", in: #"<input type="hidden" name="tok"#))
-        XCTAssertNil(HTMLInputScanner.hiddenInputValue(named: "token", in: ""))
-    }
-
     // MARK: Error bodies
 
     func testHTTPErrorFromJSONBody() {

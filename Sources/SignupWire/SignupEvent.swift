@@ -1,6 +1,8 @@
+import FormWire
 import Foundation
 
-/// A sign-up event decoded from the server's event stream (see docs/PROTOCOL.md).
+/// One event of the sign-up event stream (see docs/PROTOCOL.md): the server encodes it, the
+/// client decodes it.
 public enum SignupEvent: Equatable, Sendable {
     /// Always first on every connection: the complete current state.
     case snapshot(SignupSnapshot)
@@ -25,6 +27,36 @@ public enum SignupEvent: Equatable, Sendable {
         }
     }
 
+    /// The SSE `event:` name; part of the public protocol.
+    public var name: String {
+        switch self {
+        case .snapshot: "snapshot"
+        case .requirement: "requirement"
+        case .message: "message"
+        case .strength: "strength"
+        case .submit: "submit"
+        case .unknown(let event): event.type
+        }
+    }
+
+    /// The one-line JSON `data:` payload (keys sorted).
+    public var data: String {
+        switch self {
+        case .snapshot(let snapshot):
+            return WireJSON.encode(snapshot)
+        case .requirement(let id, let state, let rev):
+            return WireJSON.encode(RequirementPayload(id: id, state: state, rev: rev))
+        case .message(let field, let text, let rev):
+            return WireJSON.encode(MessagePayload(field: field, text: text, rev: rev))
+        case .strength(let strength, let rev):
+            return WireJSON.encode(StrengthPayload(strength: strength, rev: rev))
+        case .submit(let enabled, let rev):
+            return WireJSON.encode(SubmitPayload(enabled: enabled, rev: rev))
+        case .unknown(let event):
+            return event.data
+        }
+    }
+
     /// Decodes a known event's JSON payload.
     /// - Throws: `SignupEventDecodingError` with a readable reason when the payload of a known
     ///   event is not valid JSON or lacks a field. Extra JSON keys are ignored.
@@ -39,7 +71,7 @@ public enum SignupEvent: Equatable, Sendable {
             let payload = try Self.decode(MessagePayload.self, from: event)
             self = .message(field: payload.field, text: payload.text, rev: payload.rev)
         case "strength":
-            let payload = try Self.decode(StrengthPayload.self, from: event)
+            let payload = try Self.decode(RevPayload.self, from: event)
             let strength = try Self.decode(PasswordStrength.self, from: event)
             self = .strength(strength, rev: payload.rev)
         case "submit":
@@ -61,23 +93,40 @@ public enum SignupEvent: Equatable, Sendable {
     }
 
     // Wire shapes of the change events; private because callers get the flat enum cases.
-    private struct RequirementPayload: Decodable {
+    private struct RequirementPayload: Codable {
         var id: String
         var state: RequirementState
         var rev: Int
     }
 
-    private struct MessagePayload: Decodable {
+    private struct MessagePayload: Codable {
         var field: String
         var text: String
         var rev: Int
     }
 
-    private struct StrengthPayload: Decodable {
+    private struct RevPayload: Decodable {
         var rev: Int
     }
 
-    private struct SubmitPayload: Decodable {
+    /// The strength's own fields plus `rev`, flat.
+    private struct StrengthPayload: Encodable {
+        var strength: PasswordStrength
+        var rev: Int
+
+        private enum CodingKeys: String, CodingKey { case score, label, warning, suggestions, rev }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(strength.score, forKey: .score)
+            try container.encode(strength.label, forKey: .label)
+            try container.encode(strength.warning, forKey: .warning)
+            try container.encode(strength.suggestions, forKey: .suggestions)
+            try container.encode(rev, forKey: .rev)
+        }
+    }
+
+    private struct SubmitPayload: Codable {
         var enabled: Bool
         var rev: Int
     }

@@ -1,5 +1,5 @@
-/// The answer to `POST /fields`.
-public struct EditReceipt: Equatable, Sendable {
+/// The answer to an edit (`POST /fields`): `{"applied":true,"rev":4}`.
+public struct EditReceipt: Codable, Equatable, Sendable {
     /// The session's rev after this request: the edit's own number when applied, the current
     /// rev when it was ignored.
     public var rev: Int

@@ -1,3 +1,4 @@
+import FormWire
 import Foundation
 
 /// A known sign-up event whose payload could not be decoded. Carries the event so the cause
@@ -22,7 +23,7 @@ public struct SignupEventDecodingError: Error, Equatable, Sendable, CustomString
     public var errorDescription: String? { description }
 
     /// Turns a `DecodingError` into a short sentence naming the JSON path.
-    static func describe(_ error: DecodingError) -> String {
+    public static func describe(_ error: DecodingError) -> String {
         func path(_ codingPath: [any CodingKey], _ last: (any CodingKey)? = nil) -> String {
             let keys = (codingPath + (last.map { [$0] } ?? [])).map { key in
                 key.intValue.map { "[\($0)]" } ?? key.stringValue

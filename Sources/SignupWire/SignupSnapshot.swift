@@ -1,0 +1,87 @@
+import FormWire
+
+/// The full form state the server sends first on every events connection. A consumer can
+/// rebuild everything from it, which is why a reconnect needs no replay.
+public struct SignupSnapshot: Codable, Equatable, Sendable {
+    /// The number of the latest edit this state reflects.
+    public var rev: Int
+    /// Requirement id (e.g. "username.length") to state.
+    public var requirements: [String: RequirementState]
+    /// Field name to its visible message ("" when hidden).
+    public var messages: [String: String]
+    public var strength: PasswordStrength
+    /// Flattened from `"submit":{"enabled":…}`: the nesting carries no other information yet.
+    public var submitEnabled: Bool
+
+    public init(
+        rev: Int,
+        requirements: [String: RequirementState],
+        messages: [String: String],
+        strength: PasswordStrength,
+        submitEnabled: Bool
+    ) {
+        self.rev = rev
+        self.requirements = requirements
+        self.messages = messages
+        self.strength = strength
+        self.submitEnabled = submitEnabled
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case rev, requirements, messages, strength, submit
+    }
+
+    private enum SubmitKeys: String, CodingKey {
+        case enabled
+    }
+
+    /// The page's initial state under a policy: every requirement unmet, no message, no
+    /// strength, Sign-up disabled.
+    public static func initial(requirementIDs: [String], fields: [String]) -> SignupSnapshot {
+        SignupSnapshot(rev: 0, requirements: Dictionary(uniqueKeysWithValues: requirementIDs.map { ($0, .unmet) }),
+                       messages: Dictionary(uniqueKeysWithValues: fields.map { ($0, "") }),
+                       strength: .none, submitEnabled: false)
+    }
+
+    /// What changed from `previous` to `self`, as events carrying `self.rev`, in the
+    /// protocol's order: requirements (in `requirementOrder`), messages (in `fieldOrder`),
+    /// strength, submit. Nothing unchanged is sent again.
+    public func changes(since previous: SignupSnapshot, requirementOrder: [String], fieldOrder: [String]) -> [SignupEvent] {
+        var events: [SignupEvent] = []
+        for id in requirementOrder {
+            if let state = requirements[id], state != previous.requirements[id] {
+                events.append(.requirement(id: id, state: state, rev: rev))
+            }
+        }
+        for field in fieldOrder {
+            let text = messages[field] ?? ""
+            if text != previous.messages[field] ?? "" {
+                events.append(.message(field: field, text: text, rev: rev))
+            }
+        }
+        if strength != previous.strength { events.append(.strength(strength, rev: rev)) }
+        if submitEnabled != previous.submitEnabled { events.append(.submit(enabled: submitEnabled, rev: rev)) }
+        return events
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(rev, forKey: .rev)
+        try container.encode(requirements, forKey: .requirements)
+        try container.encode(messages, forKey: .messages)
+        try container.encode(strength, forKey: .strength)
+        var submit = container.nestedContainer(keyedBy: SubmitKeys.self, forKey: .submit)
+        try submit.encode(submitEnabled, forKey: .enabled)
+    }
+
+    // Hand-written only to flatten `submit.enabled`; unknown keys are ignored as usual.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        rev = try container.decode(Int.self, forKey: .rev)
+        requirements = try container.decode([String: RequirementState].self, forKey: .requirements)
+        messages = try container.decode([String: String].self, forKey: .messages)
+        strength = try container.decode(PasswordStrength.self, forKey: .strength)
+        let submit = try container.nestedContainer(keyedBy: SubmitKeys.self, forKey: .submit)
+        submitEnabled = try submit.decode(Bool.self, forKey: .enabled)
+    }
+}
