@@ -55,10 +55,14 @@ def exit_cleanly_on_sigterm():
 class Server:
     """The signup-server binary on 127.0.0.1, port 0, with a fresh temporary database."""
 
-    def __init__(self, binary, cwd=REPO_ROOT, extra_args=()):
+    def __init__(self, binary, cwd=REPO_ROOT, extra_args=(), peer=False, cpus=None):
+        """`peer`: the Hummingbird peer (../shared/peers/hummingbird), which takes fewer
+        options. `cpus`: pin the server to these CPUs with taskset (e.g. "0")."""
         self.binary = str(Path(binary).resolve())
         self.cwd = str(cwd)
         self.extra_args = list(extra_args)
+        self.peer = peer
+        self.cpus = cpus
         self.tmp = None
         self.proc = None
         self.port = None
@@ -66,9 +70,15 @@ class Server:
     def start(self, timeout=30.0):
         self.tmp = tempfile.TemporaryDirectory(prefix="livesignup-bench-")
         db = os.path.join(self.tmp.name, "bench.sqlite")
-        args = [self.binary, "--host", "127.0.0.1", "--port", "0", "--database", db,
-                "--public-directory", "Public", "--templates-directory", "Templates",
-                "--log-level", "warning", *self.extra_args]
+        if self.peer:
+            args = [self.binary, "--host", "127.0.0.1", "--port", "0", "--database", db, *self.extra_args]
+        else:
+            args = [self.binary, "--host", "127.0.0.1", "--port", "0", "--database", db,
+                    "--public-directory", "Public", "--templates-directory", "Templates",
+                    "--log-level", "warning", *self.extra_args]
+        if self.cpus is not None:
+            # taskset execs the server, so the pid stays the server's.
+            args = ["taskset", "-c", str(self.cpus), *args]
         self.stderr_path = os.path.join(self.tmp.name, "stderr.log")
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(args, cwd=self.cwd, stdout=subprocess.PIPE, stderr=self._stderr,
