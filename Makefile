@@ -12,7 +12,7 @@ TEST_APT_PACKAGES := nginx-light
 BROWSER_APT_PACKAGES := chromium chromium-driver
 BROWSER_PIP_PACKAGES := selenium pytest
 
-.PHONY: deps test-deps browser-deps build release run install test test-browser browser-tests clean screenshot
+.PHONY: bench deps test-deps browser-deps build release run install test test-browser browser-tests clean screenshot
 
 # Installs the system libraries the build needs, only when something is missing.
 deps:
@@ -81,6 +81,10 @@ browser-deps:
 	fi
 	@python3 -c "import selenium, pytest" 2>/dev/null || python3 -m pip install -q $(BROWSER_PIP_PACKAGES)
 	@python3 -c "import axe_playwright_python" 2>/dev/null || python3 -m pip install -q --no-deps axe-playwright-python
+
+# Side by side with the peer: make bench PEER=../shared/peers/hummingbird/signup-peer/.build/release/signup-peer
+bench: deps
+	PEER="$(PEER)" bash Benchmarks/compare.sh
 
 clean:
 	rm -rf .build

@@ -11,7 +11,8 @@ slow server shows up as latency, not as a lower offered rate.
 Measured over a steady window after a warm-up:
 - server CPU per edit (utime + stime from /proc over the window / edits answered);
 - edit → event latency: from writing the POST to receiving the first event whose `rev` is the
-  edit's `X-Rev` (edits that change nothing visible send no event and are counted apart);
+  edit's `X-Rev` (edits that change nothing visible send no event and are counted apart; the
+  debounced availability answer is not counted as an edit's event);
 - edits/s achieved, non-202 answers, errors, and the load generator's own CPU.
 
 Works against LiveSignup and the Hummingbird peer (`--peer`). Pin with `--server-cpus 0`
@@ -26,13 +27,15 @@ import random
 import re
 import sys
 import time
+import urllib.parse
 
 import aiohttp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib as bl  # noqa: E402
 
-TOKEN_RE = re.compile(r'name="token"\s+value="([0-9a-zA-Z]+)"')
+# Any token (the peer's use base64url characters, ours hex).
+TOKEN_RE = re.compile(r'name="token"\s+value="([^"]+)"')
 
 
 def log(text):
@@ -62,11 +65,16 @@ class Totals:
         self.answered = 0
         self.non_202 = 0
         self.errors = 0
+        self.error_kinds = {}     # what went wrong, by kind, for the report
         self.latencies = []       # seconds, edits in the window whose event arrived
+        self.by_kind = {}         # the same, by the kind of the first event
         self.without_event = 0    # edits in the window that changed nothing visible
-        self.missing = 0          # edits that should have had an event and never got one
         self.in_window = False
         self.window_answered = 0
+
+    def error(self, kind):
+        self.errors += 1
+        self.error_kinds[kind] = self.error_kinds.get(kind, 0) + 1
 
 
 async def person(http, base_url, index, rate, totals, stop_at):
@@ -77,7 +85,7 @@ async def person(http, base_url, index, rate, totals, stop_at):
             page = await resp.text()
         match = TOKEN_RE.search(page)
         if not match:
-            totals.errors += 1
+            totals.error(f"GET / {resp.status}: no token")
             await asyncio.sleep(1)
             continue
         token = match.group(1)
@@ -87,7 +95,7 @@ async def person(http, base_url, index, rate, totals, stop_at):
         try:
             await asyncio.wait_for(snapshot.wait(), 10)
         except asyncio.TimeoutError:
-            totals.errors += 1
+            totals.error("no snapshot within 10 s")
             reader.cancel()
             continue
         sent_at = {}
@@ -114,7 +122,9 @@ async def person(http, base_url, index, rate, totals, stop_at):
             if not counted:
                 continue
             if rev in arrivals:
-                totals.latencies.append(arrivals[rev] - sent)
+                arrival, kind = arrivals[rev]
+                totals.latencies.append(arrival - sent)
+                totals.by_kind.setdefault(kind, []).append(arrival - sent)
             else:
                 totals.without_event += 1
         form += 100_000
@@ -136,22 +146,28 @@ async def post(http, base_url, body, sent_at, totals):
             rev = int(resp.headers.get("X-Rev", "0"))
             if json.loads(await resp.text()).get("applied", True):
                 sent_at[rev] = (sent, counted)
-    except Exception:
-        totals.errors += 1
+    except Exception as error:
+        totals.error(f"POST /fields: {type(error).__name__}: {error}"[:120])
 
 
 async def read_events(http, base_url, token, arrivals, snapshot):
     try:
-        async with http.get(f"{base_url}/events?token={token}", timeout=None) as resp:
+        async with http.get(f"{base_url}/events?token={urllib.parse.quote(token)}", timeout=None) as resp:
             data = None
             async for raw in resp.content:
                 line = raw.rstrip(b"\r\n")
                 if line.startswith(b"data:"):
                     data = line[5:]
                 elif line == b"" and data is not None:
-                    rev = json.loads(data).get("rev")
-                    if isinstance(rev, int) and rev not in arrivals:
-                        arrivals[rev] = time.monotonic()
+                    payload = json.loads(data)
+                    rev = payload.get("rev")
+                    # The availability answer comes from the debounce timer, not from the edit
+                    # whose rev it carries (typically the blur after the last keystroke, 100 ms
+                    # before the 300 ms debounce ends): it says nothing about edit latency.
+                    timed = payload.get("id") != "username.available"
+                    if timed and isinstance(rev, int) and rev not in arrivals:
+                        kind = payload.get("id") or payload.get("field") or ("submit" if "enabled" in payload else "strength" if "score" in payload else "snapshot")
+                        arrivals[rev] = (time.monotonic(), kind)
                     snapshot.set()
                     data = None
     except asyncio.CancelledError:
@@ -204,9 +220,12 @@ async def run(args):
                 "p99": round(percentile(latencies_ms, 0.99), 2) if latencies_ms else None,
                 "max": round(max(latencies_ms), 2) if latencies_ms else None,
             },
+            "p99_ms_by_first_event": {kind: round(percentile(values, 0.99) * 1000, 2)
+                                      for kind, values in sorted(totals.by_kind.items())},
             "edits_without_event": totals.without_event,
             "non_202": totals.non_202,
             "errors": totals.errors,
+            "error_kinds": totals.error_kinds,
             "generator_cpu_percent": round(((self1.user + self1.system) - (self0.user + self0.system)) / elapsed * 100, 1),
             "server_rss_mib": round(rss / 1024, 1),
         })
