@@ -62,21 +62,34 @@ extension SignupPolicy {
     ///   - availability: the asynchronous "not already taken" rule.
     ///   - answer: its latest answer; it counts only while it is for `username` as it is now.
     ///   - shownFields: fields whose problems may be shown.
-    ///   - candidates: remembers the last password estimate between calls (the view model's).
+    ///   - cache: remembers each field's last evaluation between calls (the view model's),
+    ///     so only the fields whose inputs changed are evaluated again.
     public func evaluate(
         username: String, email: String, password: String, confirm: String,
         availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
-        candidates: PasswordCandidateCache? = nil
+        cache: FormEvaluationCache? = nil
     ) -> FormEvaluation {
-        let candidate = candidates?.candidate(in: self, password: password, username: username, email: email)
-            ?? passwordCandidate(password: password, username: username, email: email)
+        guard let cache else {
+            let candidate = passwordCandidate(password: password, username: username, email: email)
+            return FormEvaluation(
+                policy: self,
+                username: self.username.evaluate(username, asyncRule: availability, answer: answer),
+                email: self.email.evaluate(email),
+                password: self.password.evaluate(candidate),
+                confirm: self.confirm.evaluate(PasswordConfirmation(
+                    password: candidate.password, confirm: confirm.precomposedStringWithCanonicalMapping)),
+                shownFields: shownFields)
+        }
+        let candidate = cache.candidates.candidate(in: self, password: password, username: username, email: email)
+        let confirmation = PasswordConfirmation(password: candidate.password, confirm: confirm.precomposedStringWithCanonicalMapping)
         return FormEvaluation(
             policy: self,
-            username: self.username.evaluate(username, asyncRule: availability, answer: answer),
-            email: self.email.evaluate(email),
-            password: self.password.evaluate(candidate),
-            confirm: self.confirm.evaluate(PasswordConfirmation(
-                password: candidate.password, confirm: confirm.precomposedStringWithCanonicalMapping)),
+            username: cache.username(username, answer: answer) {
+                self.username.evaluate(username, asyncRule: availability, answer: answer)
+            },
+            email: cache.email(email) { self.email.evaluate(email) },
+            password: cache.password(candidate) { self.password.evaluate(candidate) },
+            confirm: cache.confirm(confirmation) { self.confirm.evaluate(confirmation) },
             shownFields: shownFields)
     }
 

@@ -59,7 +59,7 @@ public final class SignupViewModel {
         // subscribers in no fixed order: between two of them the outputs would mix old and
         // new states (e.g. the button enabling for an instant on an edit that keeps the form
         // invalid). Availability answers arrive later, on the scheduler, never mid-edit.
-        let candidates = PasswordCandidateCache()
+        let cache = FormEvaluationCache()
         let inputs = Publishers.CombineLatest4($username, $email, $password, $confirm)
         let visibility = Publishers.CombineLatest($touchedFields, $submitAttempted)
         Publishers.CombineLatest3(
@@ -73,7 +73,7 @@ public final class SignupViewModel {
                 username: username, email: email, password: password, confirm: confirm,
                 availability: availability, answer: answer,
                 shownFields: visibility.1 ? Set(SignupField.allCases) : visibility.0,
-                candidates: candidates)
+                cache: cache)
         }
         .removeDuplicates()
         .sink { [weak self] evaluation in
