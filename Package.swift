@@ -150,6 +150,7 @@ let package = Package(
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
             ]
         ),
+        .testTarget(name: "WireTests", dependencies: ["FormWire", "SignupWire"]),
         .testTarget(name: "LiveSignupClientTests", dependencies: ["LiveSignupClient", "FormWire", "SignupWire"]),
         .testTarget(name: "UsernameSafetyTests", dependencies: ["UsernameSafety"]),
         .testTarget(

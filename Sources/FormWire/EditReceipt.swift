@@ -11,4 +11,15 @@ public struct EditReceipt: Codable, Equatable, Sendable {
         self.rev = rev
         self.applied = applied
     }
+
+    /// `{"applied":…,"rev":…}`, the same bytes as its `Codable` form, written directly: one
+    /// is sent per edit.
+    public var json: String {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("applied"); json.bool(applied)
+        json.key("rev"); json.int(rev)
+        json.endObject()
+        return json.text
+    }
 }

@@ -368,7 +368,7 @@ struct SignupRoutes: HTTPResponder {
         let touched = form["touched"] == "1" || form["touched"] == "true"
         let result = session.apply(field: field, value: form["value"]!, seq: seq, touched: touched)
         if result.applied { metrics.edits.increment() }
-        var response = HTTPResponse.json(WireJSON.encode(result), status: .accepted)
+        var response = HTTPResponse.json(result.json, status: .accepted)
         response.headers.add("X-Rev", String(result.rev))
         response.headers.add("Cache-Control", "no-store")
         return response

@@ -1,3 +1,5 @@
+import FormWire
+
 /// How hard a password is to guess, on zxcvbn's familiar 0–4 scale, its label (e.g. "Weak"),
 /// and for weak passwords what is wrong and how to do better. `warning` and `suggestions`
 /// decode as empty when a server does not send them.
@@ -25,6 +27,18 @@ public struct PasswordStrength: Codable, Equatable, Hashable, Sendable {
 
     public static let labels = ["Very weak", "Weak", "Fair", "Good", "Strong"]
     public static let none = PasswordStrength(score: 0)
+
+    /// `{"label":…,"rev":…,"score":…,"suggestions":[…],"warning":…}`, keys sorted; `rev` only
+    /// in the `strength` event, not inside a snapshot.
+    public func write(to json: inout JSONWriter, rev: Int? = nil) {
+        json.beginObject()
+        json.key("label"); json.string(label)
+        if let rev { json.key("rev"); json.int(rev) }
+        json.key("score"); json.int(score)
+        json.key("suggestions"); json.stringArray(suggestions)
+        json.key("warning"); json.string(warning)
+        json.endObject()
+    }
 
     private enum CodingKeys: String, CodingKey { case score, label, warning, suggestions }
 

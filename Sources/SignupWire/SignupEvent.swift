@@ -39,22 +39,35 @@ public enum SignupEvent: Equatable, Sendable {
         }
     }
 
-    /// The one-line JSON `data:` payload (keys sorted).
+    /// The one-line JSON `data:` payload (keys sorted), written directly (see `JSONWriter`).
     public var data: String {
+        var json = JSONWriter()
         switch self {
         case .snapshot(let snapshot):
-            return WireJSON.encode(snapshot)
+            snapshot.write(to: &json)
         case .requirement(let id, let state, let rev):
-            return WireJSON.encode(RequirementPayload(id: id, state: state, rev: rev))
+            json.beginObject()
+            json.key("id"); json.string(id)
+            json.key("rev"); json.int(rev)
+            json.key("state"); json.string(state.rawValue)
+            json.endObject()
         case .message(let field, let text, let rev):
-            return WireJSON.encode(MessagePayload(field: field, text: text, rev: rev))
+            json.beginObject()
+            json.key("field"); json.string(field)
+            json.key("rev"); json.int(rev)
+            json.key("text"); json.string(text)
+            json.endObject()
         case .strength(let strength, let rev):
-            return WireJSON.encode(StrengthPayload(strength: strength, rev: rev))
+            strength.write(to: &json, rev: rev)
         case .submit(let enabled, let rev):
-            return WireJSON.encode(SubmitPayload(enabled: enabled, rev: rev))
+            json.beginObject()
+            json.key("enabled"); json.bool(enabled)
+            json.key("rev"); json.int(rev)
+            json.endObject()
         case .unknown(let event):
             return event.data
         }
+        return json.text
     }
 
     /// Decodes a known event's JSON payload.

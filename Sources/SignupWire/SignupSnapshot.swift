@@ -64,6 +64,30 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
         return events
     }
 
+    /// The snapshot event's payload, keys sorted, written directly (see `JSONWriter`).
+    public func write(to json: inout JSONWriter) {
+        json.beginObject()
+        json.key("messages")
+        json.beginObject()
+        for field in messages.keys.sorted() {
+            json.key(field); json.string(messages[field] ?? "")
+        }
+        json.endObject()
+        json.key("requirements")
+        json.beginObject()
+        for id in requirements.keys.sorted() {
+            json.key(id); json.string(requirements[id]?.rawValue ?? "")
+        }
+        json.endObject()
+        json.key("rev"); json.int(rev)
+        json.key("strength"); strength.write(to: &json)
+        json.key("submit")
+        json.beginObject()
+        json.key("enabled"); json.bool(submitEnabled)
+        json.endObject()
+        json.endObject()
+    }
+
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(rev, forKey: .rev)
