@@ -19,8 +19,6 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
     /// Guarded by `lock`: the open database and the identity of its file when opened.
     private var database: DatabaseQueue
     private var identity: DatabaseFileIdentity?
-    /// When the last reopen was tried, so a failing disk is not hammered on every request.
-    private var lastRecoveryAttempt = Date.distantPast
 
     /// Opens (creating and migrating as needed) the database at `path`; its folder is created.
     public init(path: String) throws {
@@ -199,12 +197,9 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
     /// operator restored or replaced it). A missing file is not created again: the folder
     /// may be an unmounted volume's mount point, and a fresh empty database there would
     /// quietly take sign-ups that belong on the volume. Until a file is back, writes fail.
+    /// Tried on every request while the fault lasts: a missing file costs one `stat`, and
+    /// the first request after the operator's fix succeeds.
     private func recover() throws -> DatabaseQueue {
-        let now = Date()
-        guard now.timeIntervalSince(lastRecoveryAttempt) >= 1 else {
-            throw StorageFault("The database file \(path) is missing or was replaced; not writing until it is back.")
-        }
-        lastRecoveryAttempt = now
         guard FileManager.default.fileExists(atPath: path) else {
             throw StorageFault("The database file \(path) was deleted (or its volume is gone); restore it or restart the server.")
         }

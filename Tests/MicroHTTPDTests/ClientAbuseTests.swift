@@ -27,11 +27,9 @@ final class ClientAbuseTests: XCTestCase {
         }
         XCTAssertEqual(attacker.count, 300)
         // Those over the cap are closed by the server at once, unanswered.
-        var refused = 0
-        XCTAssertTrue(waitUntil(timeout: 5) {
-            refused = attacker.filter { $0.isClosedByServer && $0.received.isEmpty }.count
-            return refused == 250
-        }, "\(refused) of 300 connections closed; 250 beyond the cap of 50 expected")
+        let refused = { attacker.filter { $0.isClosedByServer && $0.received.isEmpty }.count }
+        XCTAssertTrue(Condition.wait(timeout: 5) { refused() == 250 },
+                      "\(refused()) of 300 connections closed; 250 beyond the cap of 50 expected")
 
         // Another address is served at once.
         let control = try RawHTTPConnection(port: server.port, from: "127.0.0.3", timeoutSeconds: 5)
@@ -55,30 +53,15 @@ final class ClientAbuseTests: XCTestCase {
         // A live client, to see when the heartbeat has gone out.
         let control = try RawHTTPConnection(port: server.port)
         control.send("GET /stream HTTP/1.0\r\n\r\n")
-        XCTAssertTrue(waitUntil(timeout: 10) { server.openStreamCount == 301 }, "\(server.openStreamCount) streams open")
-        let threadsBefore = Self.threadCount()
+        XCTAssertTrue(Condition.wait(timeout: 10) { server.openStreamCount == 301 }, "\(server.openStreamCount) streams open")
+        let threadsBefore = ProcessStatus.threadCount()
         for client in clients { client.closeNow() }
         XCTAssertTrue(control.read(timeout: 5) { $0.contains(": ping") })
         let seen = control.received.count
         // The next heartbeat after the close: by then (give or take libmicrohttpd's cleanup)
         // every dead client is released, not one beat later when a write finally fails.
         XCTAssertTrue(control.read(timeout: 5) { $0.dropFirst(seen).contains(": ping") })
-        XCTAssertTrue(waitUntil(timeout: 0.5) { server.openStreamCount == 1 }, "\(server.openStreamCount - 1) dead streams still open")
-        XCTAssertLessThan(Self.threadCount(), threadsBefore + 16, "releasing streams did not spawn a thread each")
-    }
-
-    private func waitUntil(timeout: TimeInterval, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            if Date() > deadline { return false }
-            RunLoop.current.run(until: Date().addingTimeInterval(0.02))
-        }
-        return true
-    }
-
-    static func threadCount() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("Threads:") }
-        return line.flatMap { Int($0.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+        XCTAssertTrue(Condition.wait(timeout: 0.5) { server.openStreamCount == 1 }, "\(server.openStreamCount - 1) dead streams still open")
+        XCTAssertLessThan(ProcessStatus.threadCount(), threadsBefore + 16, "releasing streams did not spawn a thread each")
     }
 }

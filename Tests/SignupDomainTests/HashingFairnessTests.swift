@@ -90,7 +90,11 @@ final class HashingFairnessTests: XCTestCase {
         let hasher = GatedHasher()
         let queue = PasswordHashingQueue(hasher: hasher, maximumConcurrentJobs: 1)
         let outcomes = Outcomes()
-        try queue.hash("running") { outcomes.add("running", $0.map { _ in "hashed" }) }
+        let runningFinished = DispatchSemaphore(value: 0)
+        try queue.hash("running") {
+            outcomes.add("running", $0.map { _ in "hashed" })
+            runningFinished.signal()
+        }
         XCTAssertEqual(hasher.entries.wait(timeout: .now() + 5), .success)
         try queue.hash("queued") { outcomes.add("queued", $0.map { _ in "hashed" }) }
         try queue.verify("queued guess", against: "x") { result in
@@ -103,8 +107,7 @@ final class HashingFairnessTests: XCTestCase {
         XCTAssertThrowsError(try queue.hash("late") { _ in }) { XCTAssertEqual($0 as? HashingRefusal, .shuttingDown) }
 
         hasher.release()
-        let deadline = Date().addingTimeInterval(5)
-        while outcomes.snapshot["running"] == nil && Date() < deadline { usleep(1_000) }
+        XCTAssertEqual(runningFinished.wait(timeout: .now() + 5), .success)
         XCTAssertEqual(outcomes.snapshot["running"], "hashed")
     }
 

@@ -93,11 +93,8 @@ final class NginxProxyTests: XCTestCase {
         nginxProcess = nginx
 
         let proxied = URL(string: "http://127.0.0.1:\(proxyPort)")!
-        var ready = false
-        let deadline = Date().addingTimeInterval(10)
-        while !ready && Date() < deadline {
-            ready = (try? RawExchange.send(port: proxyPort, "GET", "/healthz").status) == 200
-            if !ready { try await Task.sleep(for: .milliseconds(50)) }
+        let ready = await Condition.wait(timeout: 10) {
+            (try? RawExchange.send(port: proxyPort, "GET", "/healthz").status) == 200
         }
         XCTAssertTrue(ready, "nginx answers: \((try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? "")")
 

@@ -36,12 +36,7 @@ final class OperationsProcessTests: XCTestCase {
         XCTAssertTrue(notReady.body.contains(#""reason":"account_store""#), notReady.body)
         XCTAssertEqual(try get(server.port, "/healthz").status, 200, "alive all the same")
         try FileManager.default.moveItem(at: backup, to: server.databaseDirectory)
-        var ready = try get(server.port, "/readyz")
-        let deadline = Date().addingTimeInterval(5)
-        while ready.status != 200 && Date() < deadline {
-            try await Task.sleep(for: .milliseconds(100))   // the store retries at most once a second
-            ready = try get(server.port, "/readyz")
-        }
+        let ready = try get(server.port, "/readyz")
         XCTAssertEqual(ready.status, 200)
         _ = await server.stop(with: SIGTERM)
     }
@@ -66,7 +61,9 @@ final class OperationsProcessTests: XCTestCase {
         probe.send("GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n")
         XCTAssertTrue(probe.read { $0.contains("\"status\":\"ok\"") })
         kill(server.process.processIdentifier, SIGTERM)
-        try await Task.sleep(for: .milliseconds(50))
+        // Shutdown has begun once the listening socket refuses new connections.
+        let quiesced = await Condition.wait(timeout: 5) { (try? RawHTTPConnection(port: port)) == nil }
+        XCTAssertTrue(quiesced, "the server stopped accepting connections")
         let before = probe.received.count
         probe.send("GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n")
         XCTAssertTrue(probe.read { $0.count > before && $0.dropFirst(before).contains("\r\n\r\n{") })
