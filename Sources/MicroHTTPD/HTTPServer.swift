@@ -49,9 +49,6 @@ public final class HTTPServer: Sendable {
     /// Requests waiting for a deferred response (e.g. a password being hashed).
     public var pendingDeferredCount: Int { state.withLock { $0.pendingDeferred.count } }
 
-    /// True from the moment shutdown begins.
-    public var isStopping: Bool { state.withLock { $0.isStopping } }
-
     public func start() throws {
         _ = mhd_shim_raise_open_file_limit()
         var errorBuffer = [CChar](repeating: 0, count: 256)
@@ -98,8 +95,9 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Stops taking work: the listening socket closes, every event stream ends, and new
-    /// requests on open connections get 503. Deferred work already started goes on.
+    /// Stops taking work: the listening socket closes, every event stream ends, and requests
+    /// on open connections that would need deferred work or a stream get 503. Deferred work
+    /// already started goes on.
     public func beginShutdown() {
         let (daemon, streams) = state.withLock { state -> (OpaquePointer?, [EventStream]) in
             state.isStopping = true
@@ -138,11 +136,10 @@ public final class HTTPServer: Sendable {
         return true
     }
 
-    /// Shutdown in one call: `beginShutdown()`, then `finishShutdown(grace:)`.
+    /// Shutdown in one call (`finishShutdown` begins it if nobody has).
     @discardableResult
     public func stop(grace: TimeInterval = 5) -> Bool {
-        beginShutdown()
-        return finishShutdown(grace: grace)
+        finishShutdown(grace: grace)
     }
 
     private func waitUntilDrained(timeout: TimeInterval) -> Bool {
@@ -252,11 +249,10 @@ public final class HTTPServer: Sendable {
             context.isAwaitingDeferredResponse = false
             return queue(response, for: context, on: connection)
         }
-        let request = context.request
-        if isStopping {
-            return queue(shutdownResponse(for: request), for: context, on: connection)
-        }
-        let response = responder.respond(to: request)
+        // While stopping, quick answers are still given (a readiness probe says why it is
+        // not ready); only work that would outlive the shutdown is refused: a deferred
+        // answer (`startDeferred`) or a new event stream (`register`).
+        let response = responder.respond(to: context.request)
         if case .deferred(let deferred) = response.body {
             return startDeferred(deferred, context: context, connection: connection)
         }

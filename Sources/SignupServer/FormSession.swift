@@ -169,16 +169,6 @@ final class FormSession: @unchecked Sendable {
         }
     }
 
-    /// Ends every open stream (the session is expiring or the server stopping).
-    func closeStreams() {
-        queue.sync {
-            for stream in streams.values { stream.close() }
-        }
-    }
-
-    /// Marks the session as used now (it is further from expiry).
-    func touch() { activity.touch() }
-
     var lastActivity: Date { activity.last }
     var hasOpenStreams: Bool { activity.openStreams > 0 }
 

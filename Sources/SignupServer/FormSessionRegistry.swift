@@ -64,10 +64,8 @@ final class FormSessionRegistry: @unchecked Sendable {
 
     /// The session for `token`, built now if it has none, charged to `address`.
     func session(for token: String, address: String) throws(LookupError) -> FormSession {
-        if let existing = existingSession(for: token) {
-            existing.touch()
-            return existing
-        }
+        // (The session marks itself used when it applies the edit or attaches the stream.)
+        if let existing = existingSession(for: token) { return existing }
         guard let issued = settings.tokens.issueDate(of: token),
               settings.now().timeIntervalSince(issued) <= settings.tokenLifetime else { throw .unknown }
         let addressKey = ClientKey.of(address)
@@ -144,11 +142,6 @@ final class FormSessionRegistry: @unchecked Sendable {
                 liveByAddress[entry.addressKey] = remaining > 0 ? remaining : nil
             }
         }
-    }
-
-    func closeAllStreams() {
-        let all = lock.withLock { Array(sessions.values) }
-        for entry in all { entry.session.closeStreams() }
     }
 
     /// 128 bits from the system's cryptographic RNG, as 32 lowercase hex digits.

@@ -191,7 +191,6 @@ public final class SignupApplication: Sendable {
             $0?.cancel()
             $0 = nil
         }
-        sessions.closeAllStreams()
         let stopped = server.finishShutdown(grace: grace ?? configuration.shutdownGrace)
         if stopped {
             logger.info("Stopped")

@@ -161,9 +161,6 @@ struct SignupRoutes: HTTPResponder {
 
     /// Requests refused before routing: the readable page where a person is looking.
     func respond(to error: HTTPProtocolError, request: HTTPRequest) -> HTTPResponse {
-        if error == .shuttingDown, request.path == "/readyz" {
-            return health.readiness()   // its own format: {"status":"unavailable","reason":"shutting_down"}
-        }
         if error == .shuttingDown, ["/", "/signup", "/signin"].contains(request.path) {
             return html(renderer.renderProblem(
                 title: "Restarting", message: "\(error.message) Nothing you submitted was saved.",
@@ -180,6 +177,12 @@ struct SignupRoutes: HTTPResponder {
                                     body: metricsExport.render())
         response.headers.add("Cache-Control", "no-store")
         return response
+    }
+
+    /// The JSON 429 for the script's endpoints, counted.
+    func limited(_ exceeded: LimitExceeded) -> HTTPResponse {
+        countLimited(exceeded)
+        return APIError.rateLimited(exceeded).response
     }
 
     /// Counts a refusal over `exceeded`'s limit; every 429 goes through here.
@@ -269,8 +272,7 @@ struct SignupRoutes: HTTPResponder {
         do throws(LimitExceeded) {
             try limiters.pages.take(ClientKey.of(client)).orThrow("pages")
         } catch {
-            countLimited(error)
-            return APIError.rateLimited(error).response
+            return limited(error)
         }
         var response = HTTPResponse.json("{\"token\":\"\(sessions.mintToken())\"}", status: .created)
         response.headers.add("Cache-Control", "no-store")
@@ -350,8 +352,7 @@ struct SignupRoutes: HTTPResponder {
         do throws(LimitExceeded) {
             try limiters.editsPerAddress.take(ClientKey.of(client)).orThrow("edits")
         } catch {
-            countLimited(error)
-            return APIError.rateLimited(error).response
+            return limited(error)
         }
         let session: FormSession
         switch lookUpSession(token, client: client) {
@@ -362,8 +363,7 @@ struct SignupRoutes: HTTPResponder {
         do throws(LimitExceeded) {
             try limiters.editsPerSession.take(token).orThrow("edits")
         } catch {
-            countLimited(error)
-            return APIError.rateLimited(error).response
+            return limited(error)
         }
         let touched = form["touched"] == "1" || form["touched"] == "true"
         let result = session.apply(field: field, value: form["value"]!, seq: seq, touched: touched)

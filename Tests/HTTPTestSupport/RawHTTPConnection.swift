@@ -46,11 +46,15 @@ public final class RawHTTPConnection {
         }
     }
 
-    deinit { close(socketFD) }
+    private var isClosed = false
 
-    /// Closes the connection now, as a client that goes away would.
+    deinit { if !isClosed { close(socketFD) } }
+
+    /// Closes the socket now, as the kernel does for a client process that is killed.
     public func closeNow() {
-        shutdown(socketFD, Int32(SHUT_RDWR))
+        guard !isClosed else { return }
+        isClosed = true
+        close(socketFD)
     }
 
     public func send(_ text: String) {
@@ -74,7 +78,11 @@ public final class RawHTTPConnection {
 
     /// Whether the server has closed the connection, without waiting (any bytes it sent
     /// before closing are kept in `received`).
-    public var isClosedByServer: Bool {
+    public var isClosedByServer: Bool { readAvailable() }
+
+    /// Reads whatever has arrived, without waiting; returns whether the server has closed.
+    @discardableResult
+    public func readAvailable() -> Bool {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let count = recv(socketFD, &buffer, buffer.count, Int32(MSG_DONTWAIT))

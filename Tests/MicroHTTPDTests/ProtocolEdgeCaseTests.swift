@@ -92,22 +92,13 @@ final class ProtocolEdgeCaseTests: XCTestCase {
     }
 
     func testAPortInUseSaysSoInLibmicrohttpdsWords() throws {
-        let messages = Locked2<[String]>([])
+        let messages = Locked<[String]>([])
         let second = HTTPServer(
-            configuration: HTTPServerConfiguration(port: server.port, errorLog: { message in messages.mutate { $0.append(message) } }),
+            configuration: HTTPServerConfiguration(port: server.port, errorLog: { message in messages.withLock { $0.append(message) } }),
             responder: EchoResponder())
         XCTAssertThrowsError(try second.start()) { error in
             XCTAssertTrue("\(error)".lowercased().contains("in use"), "\(error)")
         }
-        XCTAssertFalse(messages.value.isEmpty, "the error also went to the configured log")
+        XCTAssertFalse(messages.withLock { $0.isEmpty }, "the error also went to the configured log")
     }
-}
-
-/// A tiny lock box for collecting values from server threads in tests.
-final class Locked2<Value>: @unchecked Sendable {
-    private var stored: Value
-    private let lock = NSLock()
-    init(_ value: Value) { stored = value }
-    var value: Value { lock.withLock { stored } }
-    func mutate(_ body: (inout Value) -> Void) { lock.withLock { body(&stored) } }
 }

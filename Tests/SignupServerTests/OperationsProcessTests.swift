@@ -156,17 +156,9 @@ final class OperationsProcessTests: XCTestCase {
         let first = try ServerProcess()
         defer { first.removeData() }
         try await first.start()
-        let second = Process()
-        second.executableURL = ServerProcess.executable
-        second.arguments = ["--port", String(first.port), "--database",
-                            first.databaseDirectory.appendingPathComponent("second.sqlite").path]
-        let errors = Pipe()
-        second.standardError = errors
-        second.standardOutput = Pipe()
-        try second.run()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        second.waitUntilExit()
-        XCTAssertNotEqual(second.terminationStatus, 0)
+        let (status, _, text) = try ServerProcess.run(
+            ["--port", String(first.port), "--database", first.databaseDirectory.appendingPathComponent("second.sqlite").path])
+        XCTAssertNotEqual(status, 0)
         XCTAssertTrue(text.contains("libmicrohttpd:") && text.lowercased().contains("in use"), text)
         XCTAssertTrue(text.contains("Could not start"), text)
         _ = await first.stop(with: SIGTERM)
@@ -192,29 +184,13 @@ final class OperationsProcessTests: XCTestCase {
     }
 
     func testAnInvalidEnvironmentValueIsRefusedLikeAFlag() throws {
-        let process = Process()
-        process.executableURL = ServerProcess.executable
-        process.arguments = ["--port", "0"]
-        process.environment = ["LIVESIGNUP_IDLE_TIMEOUT": "-3"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = Pipe()
-        try process.run()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        XCTAssertNotEqual(process.terminationStatus, 0)
+        let (status, _, text) = try ServerProcess.run(["--port", "0"], environment: ["LIVESIGNUP_IDLE_TIMEOUT": "-3"])
+        XCTAssertNotEqual(status, 0)
         XCTAssertTrue(text.contains("--idle-timeout must not be negative"), text)
     }
 
     func testEveryServeOptionNamesItsEnvironmentVariableInHelp() throws {
-        let process = Process()
-        process.executableURL = ServerProcess.executable
-        process.arguments = ["serve", "--help"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let help = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let help = try ServerProcess.run(["serve", "--help"]).output
         let options = Set(help.matches(of: #/^\s+--([a-z0-9-]+)/#.anchorsMatchLineEndings()).map { String($0.1) })
             .subtracting(["help", "version"])
         XCTAssertGreaterThan(options.count, 30)
@@ -226,14 +202,7 @@ final class OperationsProcessTests: XCTestCase {
     }
 
     func testVersionAndStartingFromTheRootDirectory() async throws {
-        let version = Process()
-        version.executableURL = ServerProcess.executable
-        version.arguments = ["--version"]
-        let output = Pipe()
-        version.standardOutput = output
-        try version.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        version.waitUntilExit()
+        let text = try ServerProcess.run(["--version"]).output
         XCTAssertTrue(text.trimmingCharacters(in: .whitespacesAndNewlines).firstMatch(of: #/^\d+\.\d+\.\d+$/#) != nil, text)
 
         let server = try ServerProcess(workingDirectory: URL(fileURLWithPath: "/"))

@@ -39,6 +39,26 @@ final class ServerProcess {
         }
     }
 
+    /// Runs the executable to the end (a command that exits: `--help`, a refused option, a
+    /// port in use) and returns its exit status and what it printed.
+    static func run(_ arguments: [String], environment: [String: String]? = nil)
+        throws -> (status: Int32, output: String, errors: String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        // Both are small (under a pipe's buffer), so reading one after the other cannot block.
+        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, outputText, errorText)
+    }
+
     /// Everything the process wrote to standard error so far (its log).
     var log: String { errorText.text }
 

@@ -47,16 +47,8 @@ final class ServerProcessTests: XCTestCase {
     }
 
     func testAnUnknownPolicyIsRefusedWithTheChoices() throws {
-        let process = Process()
-        process.executableURL = ServerProcess.executable
-        process.arguments = ["--policy", "lenient", "--port", "0"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = Pipe()
-        try process.run()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        XCTAssertNotEqual(process.terminationStatus, 0)
+        let (status, _, text) = try ServerProcess.run(["--policy", "lenient", "--port", "0"])
+        XCTAssertNotEqual(status, 0)
         XCTAssertTrue(text.contains("Unknown policy 'lenient'. Choose one of: classic, nist."), text)
     }
 
@@ -124,15 +116,8 @@ final class DurabilityTests: XCTestCase {
         XCTAssertEqual(created, 303)
         _ = await server.stop(with: SIGTERM)
 
-        let list = Process()
-        list.executableURL = ServerProcess.executable
-        list.arguments = ["accounts", "list", "--database", server.databasePath]
-        let output = Pipe()
-        list.standardOutput = output
-        try list.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        list.waitUntilExit()
-        XCTAssertEqual(list.terminationStatus, 0)
+        let (status, text, _) = try ServerProcess.run(["accounts", "list", "--database", server.databasePath])
+        XCTAssertEqual(status, 0)
         XCTAssertTrue(text.contains("alice"))
         XCTAssertTrue(text.contains("operator_view"))
         XCTAssertTrue(text.contains("operator_view@example.com"))
