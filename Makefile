@@ -12,25 +12,25 @@ TEST_APT_PACKAGES := nginx-light
 BROWSER_APT_PACKAGES := chromium chromium-driver
 BROWSER_PIP_PACKAGES := selenium pytest
 
+# Installs those of the listed Debian packages that are missing (with sudo unless root).
+define apt_install
+missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+if [ -n "$$missing" ]; then \
+	echo "Installing:$$missing"; \
+	SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+fi
+endef
+
 .PHONY: bench deps test-deps browser-deps build release run install test test-browser browser-tests clean screenshot
 
 # Installs the system libraries the build needs, only when something is missing.
 deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-		echo "Installing:$$missing"; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
-	fi
+	@$(call apt_install,$(APT_PACKAGES))
 
 # System packages the tests need beyond the build's.
 test-deps:
-	@missing=""; for p in $(TEST_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-		echo "Installing:$$missing"; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
-	fi
+	@$(call apt_install,$(TEST_APT_PACKAGES))
 
 build: deps
 	swift build $(SWIFT_BUILD_FLAGS)
@@ -73,12 +73,7 @@ browser-tests:
 # Chromium and its driver from apt; Selenium, pytest and axe-core (inside
 # axe-playwright-python, installed without its Playwright dependency) from PyPI.
 browser-deps:
-	@missing=""; for p in $(BROWSER_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-		echo "Installing:$$missing"; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
-	fi
+	@$(call apt_install,$(BROWSER_APT_PACKAGES))
 	@python3 -c "import selenium, pytest" 2>/dev/null || python3 -m pip install -q $(BROWSER_PIP_PACKAGES)
 	@python3 -c "import axe_playwright_python" 2>/dev/null || python3 -m pip install -q --no-deps axe-playwright-python
 

@@ -84,12 +84,12 @@ extension SignupPolicy {
         let confirmation = PasswordConfirmation(password: candidate.password, confirm: confirm.precomposedStringWithCanonicalMapping)
         return FormEvaluation(
             policy: self,
-            username: cache.username(username, answer: answer) {
+            username: cache.username.value(for: .init(value: username, answer: answer)) {
                 self.username.evaluate(username, asyncRule: availability, answer: answer)
             },
-            email: cache.email(email) { self.email.evaluate(email) },
-            password: cache.password(candidate) { self.password.evaluate(candidate) },
-            confirm: cache.confirm(confirmation) { self.confirm.evaluate(confirmation) },
+            email: cache.email.value(for: email) { self.email.evaluate(email) },
+            password: cache.password.value(for: candidate) { self.password.evaluate(candidate) },
+            confirm: cache.confirm.value(for: confirmation) { self.confirm.evaluate(confirmation) },
             shownFields: shownFields)
     }
 

@@ -17,32 +17,26 @@ public final class RawHTTPConnection {
         guard socketFD >= 0 else { throw POSIXError(.EIO) }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(socketFD, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        if let sourceAddress {
-            var local = sockaddr_in()
-            local.sin_family = sa_family_t(AF_INET)
-            local.sin_addr.s_addr = inet_addr(sourceAddress)
-            let bound = withUnsafePointer(to: &local) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            guard bound == 0 else {
-                close(socketFD)
-                throw POSIXError(.EADDRNOTAVAIL)
-            }
+        let fd = socketFD
+        if let sourceAddress, Self.withAddress(sourceAddress, port: 0, { bind(fd, $0, $1) }) != 0 {
+            close(socketFD)
+            throw POSIXError(.EADDRNOTAVAIL)
         }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard result == 0 else {
+        guard Self.withAddress("127.0.0.1", port: port, { connect(fd, $0, $1) }) == 0 else {
             close(socketFD)
             throw POSIXError(.ECONNREFUSED)
+        }
+    }
+
+    /// Calls `body` (bind or connect) with an IPv4 socket address.
+    private static func withAddress(_ address: String, port: UInt16,
+                                    _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+        var socketAddress = sockaddr_in()
+        socketAddress.sin_family = sa_family_t(AF_INET)
+        socketAddress.sin_port = port.bigEndian
+        socketAddress.sin_addr.s_addr = inet_addr(address)
+        return withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
     }
 

@@ -17,14 +17,16 @@ final class FormEvaluationCacheTests: XCTestCase {
             runs.append(name)
             return FieldEvaluation(value: value, states: [.met])
         }
-        _ = cache.username("ada", answer: nil) { evaluate("username", "ada") }
-        _ = cache.email("a@example.com") { evaluate("email", "a@example.com") }
+        _ = cache.username.value(for: .init(value: "ada", answer: nil)) { evaluate("username", "ada") }
+        _ = cache.email.value(for: "a@example.com") { evaluate("email", "a@example.com") }
         // The next edit changes the email only.
-        _ = cache.username("ada", answer: nil) { evaluate("username", "ada") }
-        _ = cache.email("ad@example.com") { evaluate("email", "ad@example.com") }
+        _ = cache.username.value(for: .init(value: "ada", answer: nil)) { evaluate("username", "ada") }
+        _ = cache.email.value(for: "ad@example.com") { evaluate("email", "ad@example.com") }
         XCTAssertEqual(runs, ["username", "email", "email"])
         // An availability answer for the same name is a new input for the username.
-        _ = cache.username("ada", answer: AsyncAnswer(value: "ada", state: .met)) { evaluate("username", "ada") }
+        _ = cache.username.value(for: .init(value: "ada", answer: AsyncAnswer(value: "ada", state: .met))) {
+            evaluate("username", "ada")
+        }
         XCTAssertEqual(runs.last, "username")
     }
 
