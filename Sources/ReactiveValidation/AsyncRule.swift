@@ -7,8 +7,6 @@ import OpenCombineShim
 /// A rule answered asynchronously, e.g. "this username is not taken" (a database look-up).
 public struct AsyncRule<Value>: Sendable {
     public let requirement: Requirement
-    /// Shown when the answer is `unmet`.
-    public let message: String
     /// Whether a value is worth checking at all; values that are not stay `unmet` unchecked.
     public let isEligible: @Sendable (Value) -> Bool
     /// Answers `met` or `unmet` for a value (or `pending` if it could not tell).
@@ -17,12 +15,10 @@ public struct AsyncRule<Value>: Sendable {
     public init(
         id: String,
         text: String,
-        message: String,
         isEligible: @escaping @Sendable (Value) -> Bool,
         check: @escaping @Sendable (Value) -> AnyPublisher<RequirementState, Never>
     ) {
         self.requirement = Requirement(id: id, text: text)
-        self.message = message
         self.isEligible = isEligible
         self.check = check
     }

@@ -6,27 +6,6 @@ import OpenCombineShim
 #endif
 
 extension Publisher where Failure == Never, Output: Equatable {
-    /// Evaluates every value against a field's synchronous rules, plus an optional
-    /// asynchronous rule, emitting one `FieldEvaluation` per distinct result.
-    ///
-    /// Each value produces exactly one evaluation, never a half-updated one. See
-    /// `latestAnswers(for:debounce:scheduler:)` for how the asynchronous rule is checked.
-    public func validate<S: Scheduler>(
-        with rules: FieldRules<Output>,
-        asyncRule: AsyncRule<Output>? = nil,
-        debounce: S.SchedulerTimeType.Stride,
-        scheduler: S
-    ) -> AnyPublisher<FieldEvaluation<Output>, Never> {
-        // `self` is subscribed twice (values and answers), not `share()`d: a shared publisher
-        // would hand its current value to the first subscriber only.
-        let answers = asyncRule.map { latestAnswers(for: $0, debounce: debounce, scheduler: scheduler) }
-            ?? Just(nil).eraseToAnyPublisher()
-        return combineLatest(answers)
-            .map { value, answer in rules.evaluate(value, asyncRule: asyncRule, answer: answer) }
-            .removeDuplicates()
-            .eraseToAnyPublisher()
-    }
-
     /// The answers of an asynchronous rule, each tagged with the value it answers; `nil`
     /// until the first one.
     ///

@@ -26,9 +26,4 @@ public struct Rule<Value>: Sendable {
         isMet(value) ? .met : .unmet
     }
 
-    /// The same rule applied to a part of a larger value.
-    public func pullback<Whole>(_ part: @escaping @Sendable (Whole) -> Value) -> Rule<Whole> {
-        Rule<Whole>(id: requirement.id, text: requirement.text,
-                    message: { message(part($0)) }, isMet: { isMet(part($0)) })
-    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ReactiveValidation
+import SignupWire
 #if canImport(Combine)
 import Combine
 #else
@@ -55,6 +56,18 @@ public struct FormEvaluation: Equatable, Sendable {
     }
 }
 
+extension FormEvaluation {
+    /// The wire snapshot of this state at `rev`: every field has a message ("" when hidden).
+    public func snapshot(rev: Int) -> SignupSnapshot {
+        SignupSnapshot(
+            rev: rev, requirements: requirementStates,
+            messages: Dictionary(uniqueKeysWithValues: SignupField.allCases.map {
+                ($0.rawValue, fieldValidations[$0]?.message ?? "")
+            }),
+            strength: strength, submitEnabled: isValid)
+    }
+}
+
 extension SignupPolicy {
     /// Evaluates the whole form in one step.
     ///
@@ -91,6 +104,15 @@ extension SignupPolicy {
             password: cache.password.value(for: candidate) { self.password.evaluate(candidate) },
             confirm: cache.confirm.value(for: confirmation) { self.confirm.evaluate(confirmation) },
             shownFields: shownFields)
+    }
+
+    /// The form as a page view starts: every field empty, nothing shown, no answer yet.
+    /// A session whose person has not typed has exactly this state, so it needs no view
+    /// model until the first edit.
+    public var initialEvaluation: FormEvaluation {
+        evaluate(username: "", email: "", password: "", confirm: "",
+                 availability: usernameAvailabilityRule { _ in Empty().eraseToAnyPublisher() },
+                 answer: nil, shownFields: [])
     }
 
     /// Evaluates a complete submission with every problem shown, given the availability

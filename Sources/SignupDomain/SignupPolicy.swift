@@ -169,7 +169,7 @@ public struct SignupPolicy: Sendable {
     ) -> AsyncRule<String> {
         let rules = username
         return AsyncRule(
-            id: usernameAvailability.id, text: usernameAvailability.text, message: usernameTakenMessage,
+            id: usernameAvailability.id, text: usernameAvailability.text,
             isEligible: { rules.allMet(by: $0) }, check: check)
     }
 

@@ -26,15 +26,20 @@ public final class SignupViewModel {
     /// After a submit attempt every field's problems are shown.
     @Published public var submitAttempted = false
 
-    // MARK: Outputs
+    // MARK: Output
+
+    /// The whole form's settled state: every requirement, every field's verdict, the
+    /// password strength and whether Sign-up is enabled. One value, published once per
+    /// distinct result, so a subscriber never sees one part updated and another not yet.
+    @Published public private(set) var form: FormEvaluation
 
     /// Every requirement's state by id.
-    @Published public private(set) var requirementStates: [String: RequirementState] = [:]
+    public var requirementStates: [String: RequirementState] { form.requirementStates }
     /// Every field's verdict; its `message` is what the page shows under the field.
-    @Published public private(set) var fieldValidations: [SignupField: FieldValidation] = [:]
-    @Published public private(set) var strength = PasswordStrength.none
+    public var fieldValidations: [SignupField: FieldValidation] { form.fieldValidations }
+    public var strength: PasswordStrength { form.strength }
     /// True exactly when every requirement is met and nothing else refuses the form.
-    @Published public private(set) var isSubmitEnabled = false
+    public var isSubmitEnabled: Bool { form.isValid }
 
     public let policy: SignupPolicy
     private var subscriptions = Set<AnyCancellable>()
@@ -49,8 +54,7 @@ public final class SignupViewModel {
         availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride = .milliseconds(300)
     ) {
         self.policy = policy
-        for requirement in policy.allRequirements { requirementStates[requirement.id] = .unmet }
-        for field in SignupField.allCases { fieldValidations[field] = .idle }
+        form = policy.initialEvaluation
 
         let availability = policy.usernameAvailabilityRule { availabilityChecker.availability(of: $0) }
 
@@ -77,11 +81,8 @@ public final class SignupViewModel {
         }
         .removeDuplicates()
         .sink { [weak self] evaluation in
-            guard let self else { return }
-            if evaluation.requirementStates != requirementStates { requirementStates = evaluation.requirementStates }
-            if evaluation.fieldValidations != fieldValidations { fieldValidations = evaluation.fieldValidations }
-            if evaluation.strength != strength { strength = evaluation.strength }
-            if evaluation.isValid != isSubmitEnabled { isSubmitEnabled = evaluation.isValid }
+            guard let self, evaluation != form else { return }
+            form = evaluation
         }
         .store(in: &subscriptions)
     }

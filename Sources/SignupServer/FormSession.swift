@@ -18,80 +18,79 @@ import OpenCombineShim
 /// debounced look-ups and stream (un)subscriptions never race. Data flows one way:
 /// edit → view model → changed outputs → events → every open stream.
 final class FormSession: @unchecked Sendable {
+    /// What a session needs to build its view model on first use.
+    struct Configuration {
+        let policy: SignupPolicy
+        /// `policy.initialEvaluation` as a snapshot, computed once for every session.
+        let initialSnapshot: SignupSnapshot
+        let requirementOrder: [String]
+        let availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride
+        let metrics: SignupMetrics?
+
+        init(policy: SignupPolicy, availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride,
+             metrics: SignupMetrics?) {
+            self.policy = policy
+            self.initialSnapshot = policy.initialEvaluation.snapshot(rev: 0)
+            self.requirementOrder = policy.allRequirements.map(\.id)
+            self.availabilityDebounce = availabilityDebounce
+            self.metrics = metrics
+        }
+    }
+
     let token: String
+    private let configuration: Configuration
+    private let availabilityChecker: any UsernameAvailabilityChecking
     private let queue: DispatchQueue
-    private let viewModel: SignupViewModel
-    private let requirementOrder: [String]
 
     // Touched only on `queue`.
+    /// Built by the first edit: until someone types, the form is in the policy's initial
+    /// state, so a page view that only holds its stream open costs no pipeline.
+    private var viewModel: SignupViewModel?
+    private var formSubscription: AnyCancellable?
     private var rev = 0
     private var lastAppliedSeq: [SignupField: UInt64] = [:]
     /// What the streams were last told (its `rev` is the rev it was published at).
     private var published: SignupSnapshot
     private var nextEventID = 1
     private var streams: [ObjectIdentifier: EventStream] = [:]
-    private var outputsSubscription: AnyCancellable?
-    /// While an edit is being applied the view model passes through intermediate states
-    /// (one field's outputs updated, another's not yet); publish only the settled result.
-    private var isApplyingEdit = false
     private var accountUsername: String?
 
     /// Written on `queue`, read by the registry's sweeper from any thread.
     private let activity: ActivityClock
 
-    private let metrics: SignupMetrics?
-
     init(
         token: String,
-        policy: SignupPolicy,
-        metrics: SignupMetrics? = nil,
+        configuration: Configuration,
         availabilityChecker: any UsernameAvailabilityChecking,
-        availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride,
         now: @escaping @Sendable () -> Date
     ) {
         self.token = token
-        self.metrics = metrics
+        self.configuration = configuration
+        self.availabilityChecker = availabilityChecker
         // Targets the shared non-overcommit pool: a serial queue of its own would let
         // thousands of sessions waking at once (streams closing) spawn a thread each.
-        let queue = DispatchQueue(label: "form-session", target: .global())
-        self.queue = queue
+        self.queue = DispatchQueue(label: "form-session", target: .global())
         self.activity = ActivityClock(now: now)
-        self.requirementOrder = policy.allRequirements.map(\.id)
+        self.published = configuration.initialSnapshot
+    }
+
+    /// The view model, built on first use. Its one output, the settled form, is diffed
+    /// against what the streams were last told and only the changes go out, carrying the
+    /// current rev: the edit's own while it is being applied, the latest for an
+    /// availability answer arriving later.
+    private func activeViewModel() -> SignupViewModel {
+        if let viewModel { return viewModel }
         let viewModel = SignupViewModel(
-            policy: policy,
+            policy: configuration.policy,
             availabilityChecker: availabilityChecker,
             scheduler: queue.eraseToAnyScheduler(),
-            availabilityDebounce: availabilityDebounce)
+            availabilityDebounce: configuration.availabilityDebounce)
         self.viewModel = viewModel
-        self.published = Self.snapshot(rev: 0, requirements: viewModel.requirementStates,
-                                       validations: viewModel.fieldValidations,
-                                       strength: viewModel.strength, submitEnabled: viewModel.isSubmitEnabled)
-        self.outputsSubscription = Publishers.CombineLatest4(
-            viewModel.$requirementStates, viewModel.$fieldValidations,
-            viewModel.$strength, viewModel.$isSubmitEnabled
-        )
-        .sink { [weak self] requirements, validations, strength, submitEnabled in
-            // Outside an edit (e.g. an availability answer arriving) changes go out at once.
-            guard let self, !self.isApplyingEdit else { return }
-            self.publish(Self.snapshot(rev: self.rev, requirements: requirements, validations: validations,
-                                       strength: strength, submitEnabled: submitEnabled))
+        formSubscription = viewModel.$form.sink { [weak self] form in
+            guard let self else { return }
+            publish(form.snapshot(rev: rev))
         }
-    }
-
-    /// The wire snapshot of the view model's outputs: every field has a message ("" when hidden).
-    private static func snapshot(
-        rev: Int, requirements: [String: RequirementState], validations: [SignupField: FieldValidation],
-        strength: PasswordStrength, submitEnabled: Bool
-    ) -> SignupSnapshot {
-        SignupSnapshot(
-            rev: rev, requirements: requirements,
-            messages: Dictionary(uniqueKeysWithValues: SignupField.allCases.map { ($0.rawValue, validations[$0]?.message ?? "") }),
-            strength: strength, submitEnabled: submitEnabled)
-    }
-
-    private var currentSnapshot: SignupSnapshot {
-        Self.snapshot(rev: rev, requirements: viewModel.requirementStates, validations: viewModel.fieldValidations,
-                      strength: viewModel.strength, submitEnabled: viewModel.isSubmitEnabled)
+        return viewModel
     }
 
     private static let fieldOrder = SignupField.allCases.map(\.rawValue)
@@ -107,11 +106,11 @@ final class FormSession: @unchecked Sendable {
             lastAppliedSeq[field] = seq
             // Bump first: events caused by this edit carry its rev.
             rev += 1
-            isApplyingEdit = true
+            let viewModel = activeViewModel()
+            // The value first, then the visibility: the one intermediate state (new value,
+            // problems not yet shown) is never wrong, only incomplete.
             if viewModel.value(of: field) != value { viewModel.setValue(value, for: field) }
             if touched && !viewModel.touchedFields.contains(field) { viewModel.touchedFields.insert(field) }
-            isApplyingEdit = false
-            publish(currentSnapshot)
             return EditReceipt(rev: rev, applied: true)
         }
     }
@@ -145,14 +144,14 @@ final class FormSession: @unchecked Sendable {
             activity.touch()
             rev += 1
             lastAppliedSeq = [:]
-            isApplyingEdit = true
+            let viewModel = activeViewModel()
+            // Values before visibility, as in `apply`: no intermediate state shows a
+            // problem of a value that is already gone.
             viewModel.username = username
             viewModel.email = email
             viewModel.password = ""
             viewModel.confirm = ""
             viewModel.submitAttempted = true
-            isApplyingEdit = false
-            publish(currentSnapshot)
         }
     }
 
@@ -173,7 +172,8 @@ final class FormSession: @unchecked Sendable {
     var hasOpenStreams: Bool { activity.openStreams > 0 }
 
     private func publish(_ snapshot: SignupSnapshot) {
-        let events = snapshot.changes(since: published, requirementOrder: requirementOrder, fieldOrder: Self.fieldOrder)
+        let events = snapshot.changes(
+            since: published, requirementOrder: configuration.requirementOrder, fieldOrder: Self.fieldOrder)
         published = snapshot
         guard !events.isEmpty, !streams.isEmpty else { return }
         let targets = Array(streams.values)
@@ -185,7 +185,7 @@ final class FormSession: @unchecked Sendable {
         let id = String(nextEventID)
         nextEventID += 1
         for stream in targets { stream.send(event: event.name, data: data, id: id) }
-        metrics?.eventsSent.increment(by: targets.count)
+        configuration.metrics?.eventsSent.increment(by: targets.count)
     }
 }
 

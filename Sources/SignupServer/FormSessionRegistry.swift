@@ -36,6 +36,7 @@ final class FormSessionRegistry: @unchecked Sendable {
     }
 
     private let settings: Settings
+    private let sessionConfiguration: FormSession.Configuration
     private let lock = NSLock()
     // Guarded by `lock`.
     private var sessions: [String: Entry] = [:]
@@ -43,6 +44,8 @@ final class FormSessionRegistry: @unchecked Sendable {
 
     init(settings: Settings) {
         self.settings = settings
+        self.sessionConfiguration = FormSession.Configuration(
+            policy: settings.policy, availabilityDebounce: settings.availabilityDebounce, metrics: settings.metrics)
     }
 
     var count: Int { lock.withLock { sessions.count } }
@@ -90,12 +93,10 @@ final class FormSessionRegistry: @unchecked Sendable {
         }
         let session = FormSession(
             token: token,
-            policy: settings.policy,
-            metrics: settings.metrics,
+            configuration: sessionConfiguration,
             availabilityChecker: ThrottledAvailabilityChecker(
                 base: settings.availabilityChecker, limiters: settings.limiters,
                 sessionKey: token, addressKey: addressKey, checks: settings.metrics.availabilityChecks),
-            availabilityDebounce: settings.availabilityDebounce,
             now: settings.now)
         return lock.withLock {
             // Two first uses at once (the stream and an edit): the first one in wins.

@@ -35,14 +35,6 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
         case enabled
     }
 
-    /// The page's initial state under a policy: every requirement unmet, no message, no
-    /// strength, Sign-up disabled.
-    public static func initial(requirementIDs: [String], fields: [String]) -> SignupSnapshot {
-        SignupSnapshot(rev: 0, requirements: Dictionary(uniqueKeysWithValues: requirementIDs.map { ($0, .unmet) }),
-                       messages: Dictionary(uniqueKeysWithValues: fields.map { ($0, "") }),
-                       strength: .none, submitEnabled: false)
-    }
-
     /// What changed from `previous` to `self`, as events carrying `self.rev`, in the
     /// protocol's order: requirements (in `requirementOrder`), messages (in `fieldOrder`),
     /// strength, submit. Nothing unchanged is sent again.

@@ -8,8 +8,9 @@ import Combine
 import OpenCombineShim
 #endif
 
-/// `validate(with:asyncRule:debounce:scheduler:)`: one evaluation per value, async checks
-/// debounced, deduplicated and never overwritten by a stale answer.
+/// A field's rules with `latestAnswers(for:debounce:scheduler:)` combined as the view model
+/// combines them: one evaluation per value, async checks debounced, deduplicated and never
+/// overwritten by a stale answer.
 final class ValidateOperatorTests: XCTestCase {
     /// Hands out one subject per check and lets the test answer each one when it likes.
     private final class CheckController: @unchecked Sendable {
@@ -70,7 +71,7 @@ final class ValidateOperatorTests: XCTestCase {
     private func asyncRule(_ controller: CheckController) -> AsyncRule<String> {
         let rules = self.rules
         return AsyncRule(
-            id: "test.available", text: "Not taken", message: "Taken",
+            id: "test.available", text: "Not taken",
             isEligible: { rules.allMet(by: $0) },
             check: { controller.check($0) })
     }
@@ -321,5 +322,23 @@ final class ValidateOperatorTests: XCTestCase {
         XCTAssertEqual(received.last, evaluation("al", .unmet, .met, .unmet))
         XCTAssertEqual(controller.checkedValues, ["alice"])
         withExtendedLifetime(cancellable) {}
+    }
+}
+
+private extension Publisher where Failure == Never, Output: Equatable {
+    /// One field's evaluations, built the way `SignupViewModel` builds the form's: the value
+    /// combined with the latest answer of its asynchronous rule, evaluated, deduplicated.
+    /// (`self` is subscribed twice, not `share()`d: a shared publisher would hand its
+    /// current value to the first subscriber only.)
+    func validate<S: Scheduler>(
+        with rules: FieldRules<Output>, asyncRule: AsyncRule<Output>? = nil,
+        debounce: S.SchedulerTimeType.Stride, scheduler: S
+    ) -> AnyPublisher<FieldEvaluation<Output>, Never> {
+        let answers = asyncRule.map { latestAnswers(for: $0, debounce: debounce, scheduler: scheduler) }
+            ?? Just(nil).eraseToAnyPublisher()
+        return combineLatest(answers)
+            .map { value, answer in rules.evaluate(value, asyncRule: asyncRule, answer: answer) }
+            .removeDuplicates()
+            .eraseToAnyPublisher()
     }
 }

@@ -268,7 +268,8 @@ final class SignupViewModelTests: XCTestCase {
     func testStrengthFollowsThePasswordAndDecidesPasswordStrength() {
         let (model, _, _) = makeModel()
         var published: [Int] = []
-        let cancellable = model.$strength.sink { published.append($0.score) }
+        // One settled form per password edit, so one strength per edit.
+        let cancellable = model.$form.sink { published.append($0.strength.score) }
 
         XCTAssertEqual(model.strength, PasswordStrength.none)
         model.password = "Kest"
@@ -399,7 +400,7 @@ final class SignupViewModelTests: XCTestCase {
     func testSubmitPublishesEachChangeOnceWithoutFlicker() {
         let (model, checker, scheduler) = makeModel()
         var published: [Bool] = []
-        let cancellable = model.$isSubmitEnabled.sink { published.append($0) }
+        let cancellable = model.$form.map(\.isValid).removeDuplicates().sink { published.append($0) }
 
         // Edits that leave the form incomplete publish nothing new.
         for prefix in ["a", "al", "ali", "alic", "alice"] { model.username = prefix }
@@ -452,7 +453,7 @@ final class SignupViewModelTests: XCTestCase {
             XCTAssertEqual(state(model, "confirm.match"), .met)
 
             var published: [Bool] = []
-            let cancellable = model.$isSubmitEnabled.sink { published.append($0) }
+            let cancellable = model.$form.map(\.isValid).removeDuplicates().sink { published.append($0) }
             model.password = "Horse7xy"                // every password rule met, confirmation broken
 
             XCTAssertEqual(state(model, "password.length"), .met)
