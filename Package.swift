@@ -136,6 +136,7 @@ let package = Package(
             name: "ReactiveValidationTests",
             dependencies: [
                 "ReactiveValidation",
+                "HTTPTestSupport",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
             ]

@@ -61,7 +61,7 @@ public final class HTTPServer: Sendable {
                 connection_limit: UInt32(configuration.connectionLimit),
                 per_ip_connection_limit: UInt32(max(0, configuration.perAddressConnectionLimit)),
                 connection_timeout: UInt32(configuration.idleTimeoutSeconds),
-                connection_memory_limit: 0,
+                connection_memory_limit: max(0, configuration.connectionMemoryBytes),
                 access_handler: HTTPServer.accessHandler,
                 access_handler_cls: context,
                 completed_handler: HTTPServer.requestCompleted,

@@ -15,6 +15,11 @@ public struct HTTPServerConfiguration: Sendable {
     /// Seconds an idle keep-alive connection is kept. Event streams are exempt while they
     /// wait for events (they are suspended); heartbeats catch dead peers instead.
     public var idleTimeoutSeconds: Int
+    /// Bytes of libmicrohttpd's memory pool per connection: it holds the request line and
+    /// headers as they are read and the response headers as they are written (bodies pass
+    /// through it in pieces). Headers that do not fit are answered 431. 0 = the library's
+    /// default of 32 KiB.
+    public var connectionMemoryBytes: Int
     /// Request bodies over this size are discarded and flagged, never buffered.
     public var maxBodyBytes: Int
     /// How often open event streams get a comment line so dead peers are noticed.
@@ -30,6 +35,7 @@ public struct HTTPServerConfiguration: Sendable {
         perAddressConnectionLimit: Int = 256,
         idleTimeoutSeconds: Int = 60,
         maxBodyBytes: Int = 16 * 1024,
+        connectionMemoryBytes: Int = 0,
         heartbeatIntervalSeconds: Double = 15,
         errorLog: (@Sendable (String) -> Void)? = nil
     ) {
@@ -41,6 +47,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.connectionLimit = connectionLimit
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.maxBodyBytes = maxBodyBytes
+        self.connectionMemoryBytes = connectionMemoryBytes
         self.heartbeatIntervalSeconds = heartbeatIntervalSeconds
     }
 }

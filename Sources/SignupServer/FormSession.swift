@@ -83,7 +83,7 @@ final class FormSession: @unchecked Sendable {
         let viewModel = SignupViewModel(
             policy: configuration.policy,
             availabilityChecker: availabilityChecker,
-            scheduler: queue.eraseToAnyScheduler(),
+            scheduler: SharedTimerScheduler(queue: queue).eraseToAnyScheduler(),
             availabilityDebounce: configuration.availabilityDebounce)
         self.viewModel = viewModel
         formSubscription = viewModel.$form.sink { [weak self] form in

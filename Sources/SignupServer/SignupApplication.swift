@@ -34,6 +34,9 @@ public final class SignupApplication: Sendable {
         /// Seconds a connection may sit idle (also between the bytes of a slow request).
         public var idleTimeoutSeconds = 30
         public var maxBodyBytes = 16 * 1024
+        /// libmicrohttpd's memory pool per connection (request and response headers).
+        /// Most of an idle event stream's memory; see docs/DEVELOPMENT.md for the figures.
+        public var connectionMemoryBytes = 32 * 1024
         public var heartbeatIntervalSeconds: Double = 15
         /// Sent as the stream's `retry:`: how long a browser waits before reconnecting.
         public var retryMilliseconds = 2_000
@@ -145,6 +148,7 @@ public final class SignupApplication: Sendable {
                 perAddressConnectionLimit: configuration.connectionsPerAddress,
                 idleTimeoutSeconds: configuration.idleTimeoutSeconds,
                 maxBodyBytes: configuration.maxBodyBytes,
+                connectionMemoryBytes: configuration.connectionMemoryBytes,
                 heartbeatIntervalSeconds: configuration.heartbeatIntervalSeconds,
                 errorLog: { message in logger.error("libmicrohttpd: \(message)") }),
             responder: routes)

@@ -23,6 +23,9 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help("idle-timeout", "Seconds a connection may sit idle, also between the bytes of a slow request."))
     var idleTimeout = defaults.idleTimeoutSeconds
 
+    @Option(help: help("connection-memory-kib", "KiB of memory each connection has for request and response headers; bigger headers are answered 431."))
+    var connectionMemoryKib = defaults.connectionMemoryBytes / 1024
+
     @Option(help: help("max-sessions", "Form sessions held at once; when full the longest-idle ones without a stream go."))
     var maxSessions = defaults.maximumSessions
 
@@ -71,7 +74,7 @@ struct LimitOptions: ParsableArguments {
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("trusted-proxy", .repeatable), ("public-origin", .repeatable),
         ("max-connections", .option), ("connections-per-address", .option), ("idle-timeout", .option),
-        ("max-sessions", .option), ("session-idle-minutes", .option), ("shutdown-grace", .option),
+        ("connection-memory-kib", .option), ("max-sessions", .option), ("session-idle-minutes", .option), ("shutdown-grace", .option),
         ("pages-per-address", .option), ("sessions-per-address", .option), ("live-sessions-per-address", .option),
         ("edits-per-session", .option), ("edits-per-address", .option), ("lookups-per-session", .option),
         ("lookups-per-address", .option), ("signups-per-address", .option),
@@ -100,6 +103,11 @@ struct LimitOptions: ParsableArguments {
         for (flag, value) in counts where value < 0 {
             throw ValidationError("--\(flag) must not be negative.")
         }
+        // Below 4 KiB a browser's ordinary request headers no longer fit; above 1 MiB
+        // thousands of streams would pin gigabytes.
+        guard (4...1024).contains(connectionMemoryKib) else {
+            throw ValidationError("--connection-memory-kib must be between 4 and 1024.")
+        }
         for (flag, value) in [("max-sessions", maxSessions), ("hashes-per-address", hashesPerAddress),
                               ("live-sessions-per-address", liveSessionsPerAddress), ("max-connections", maxConnections)]
         where value == 0 {
@@ -121,6 +129,7 @@ struct LimitOptions: ParsableArguments {
         configuration.connectionLimit = maxConnections
         configuration.connectionsPerAddress = connectionsPerAddress
         configuration.idleTimeoutSeconds = idleTimeout
+        configuration.connectionMemoryBytes = connectionMemoryKib * 1024
         configuration.maximumSessions = maxSessions
         configuration.sessionIdleLifetime = TimeInterval(sessionIdleMinutes * 60)
         configuration.shutdownGrace = TimeInterval(shutdownGrace)

@@ -1,0 +1,187 @@
+import Dispatch
+import Foundation
+#if canImport(Combine)
+import Combine
+#else
+import OpenCombineShim
+#endif
+
+/// A scheduler that runs work on a `DispatchQueue`, like the queue's own scheduler, but
+/// keeps every delayed action on one timer shared by all instances (`DeadlineTimers`).
+///
+/// Why: `debounce` schedules a timer for every value it receives and cancels the previous
+/// one. On a `DispatchQueue` that is a new kernel-backed timer source per keystroke, and
+/// with thousands of people typing the timer churn costs more than the rules. Here a
+/// keystroke costs one heap insertion under a lock; the shared source is re-armed only when
+/// the earliest deadline moves, which a debounce (every deadline later than the last) seldom
+/// does.
+public struct SharedTimerScheduler: Scheduler, @unchecked Sendable {
+    public typealias SchedulerTimeType = DispatchQueue.SchedulerTimeType
+    public typealias SchedulerOptions = DispatchQueue.SchedulerOptions
+
+    /// Where every action runs.
+    public let queue: DispatchQueue
+    private let timers: DeadlineTimers
+
+    public init(queue: DispatchQueue, timers: DeadlineTimers = .shared) {
+        self.queue = queue
+        self.timers = timers
+    }
+
+    public var now: SchedulerTimeType { queue.now }
+    public var minimumTolerance: SchedulerTimeType.Stride { queue.minimumTolerance }
+
+    public func schedule(options: SchedulerOptions?, _ action: @escaping () -> Void) {
+        // Combine's actions are not `Sendable`; a scheduler runs them where the caller asked
+        // (as `DispatchQueue`'s own scheduler does), which is what keeps them safe.
+        nonisolated(unsafe) let action = action
+        queue.async { action() }
+    }
+
+    public func schedule(
+        after date: SchedulerTimeType, tolerance: SchedulerTimeType.Stride,
+        options: SchedulerOptions?, _ action: @escaping () -> Void
+    ) {
+        timers.add(at: date.dispatchTime, repeating: nil, on: queue, action)
+    }
+
+    public func schedule(
+        after date: SchedulerTimeType, interval: SchedulerTimeType.Stride, tolerance: SchedulerTimeType.Stride,
+        options: SchedulerOptions?, _ action: @escaping () -> Void
+    ) -> Cancellable {
+        // A non-positive interval would fire in a busy loop; one nanosecond is the least.
+        let nanoseconds = UInt64(max(1, interval.magnitude))
+        return timers.add(at: date.dispatchTime, repeating: nanoseconds, on: queue, action)
+    }
+}
+
+/// Pending deadlines of any number of schedulers, in one min-heap served by one Dispatch
+/// timer source. Cancelled entries are dropped when they come due, not searched for.
+public final class DeadlineTimers: @unchecked Sendable {
+    /// The timers every `SharedTimerScheduler` uses unless given others.
+    public static let shared = DeadlineTimers()
+
+    /// One pending action; cancelling it releases the action (and what it captured) at once.
+    public final class Entry: Cancellable, @unchecked Sendable {
+        fileprivate var deadline: UInt64
+        fileprivate let order: UInt64
+        fileprivate let interval: UInt64?
+        fileprivate let queue: DispatchQueue
+        // Guarded by the owning `DeadlineTimers`' lock.
+        fileprivate var action: (() -> Void)?
+        fileprivate weak var owner: DeadlineTimers?
+
+        fileprivate init(deadline: UInt64, order: UInt64, interval: UInt64?, queue: DispatchQueue,
+                         action: @escaping () -> Void, owner: DeadlineTimers) {
+            self.deadline = deadline
+            self.order = order
+            self.interval = interval
+            self.queue = queue
+            self.action = action
+            self.owner = owner
+        }
+
+        public func cancel() {
+            guard let owner else { return }
+            owner.lock.withLock { action = nil }
+        }
+
+        fileprivate func isEarlier(than other: Entry) -> Bool {
+            deadline != other.deadline ? deadline < other.deadline : order < other.order
+        }
+    }
+
+    fileprivate let lock = NSLock()
+    // Guarded by `lock`.
+    private var heap: [Entry] = []
+    private var nextOrder: UInt64 = 0
+    /// The deadline the source is armed for, nil when disarmed.
+    private var armedDeadline: UInt64?
+    private let source: DispatchSourceTimer
+
+    public init() {
+        source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "deadline-timers"))
+        source.setEventHandler { [weak self] in self?.fireDue() }
+        source.schedule(deadline: .distantFuture)
+        source.activate()
+    }
+
+    deinit { source.cancel() }
+
+    /// Pending entries, cancelled ones included until they come due (for tests).
+    public var pendingCount: Int { lock.withLock { heap.count } }
+
+    @discardableResult
+    fileprivate func add(at deadline: DispatchTime, repeating interval: UInt64?, on queue: DispatchQueue,
+                         _ action: @escaping () -> Void) -> Entry {
+        lock.withLock {
+            let entry = Entry(deadline: deadline.uptimeNanoseconds, order: nextOrder, interval: interval,
+                              queue: queue, action: action, owner: self)
+            nextOrder += 1
+            push(entry)
+            armIfEarlier(entry.deadline)
+            return entry
+        }
+    }
+
+    /// Runs on the source's queue: hands every due action to its queue, in deadline order.
+    private func fireDue() {
+        let due: [(DispatchQueue, () -> Void)] = lock.withLock {
+            armedDeadline = nil
+            let now = DispatchTime.now().uptimeNanoseconds
+            var due: [(DispatchQueue, () -> Void)] = []
+            while let first = heap.first, first.deadline <= now {
+                popFirst()
+                guard let action = first.action else { continue }
+                due.append((first.queue, action))
+                if let interval = first.interval {
+                    first.deadline = max(first.deadline &+ interval, now)
+                    push(first)
+                } else {
+                    first.action = nil
+                }
+            }
+            if let first = heap.first { armIfEarlier(first.deadline) }
+            return due
+        }
+        for (queue, action) in due {
+            nonisolated(unsafe) let action = action
+            queue.async { action() }
+        }
+    }
+
+    // MARK: Heap (call with `lock` held)
+
+    private func armIfEarlier(_ deadline: UInt64) {
+        if let armed = armedDeadline, armed <= deadline { return }
+        armedDeadline = deadline
+        source.schedule(deadline: DispatchTime(uptimeNanoseconds: deadline), leeway: .milliseconds(1))
+    }
+
+    private func push(_ entry: Entry) {
+        heap.append(entry)
+        var child = heap.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard heap[child].isEarlier(than: heap[parent]) else { break }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    private func popFirst() {
+        let last = heap.removeLast()
+        guard !heap.isEmpty else { return }
+        heap[0] = last
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var first = parent
+            if left < heap.count, heap[left].isEarlier(than: heap[first]) { first = left }
+            if right < heap.count, heap[right].isEarlier(than: heap[first]) { first = right }
+            if first == parent { return }
+            heap.swapAt(parent, first)
+            parent = first
+        }
+    }
+}
