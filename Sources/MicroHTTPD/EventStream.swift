@@ -141,13 +141,16 @@ public final class EventStream: Sendable {
                 }
                 state.readOffset += count
                 if state.readOffset == state.pending.count {
-                    state.pending.removeAll(keepingCapacity: state.pending.capacity <= 16 * 1024)
+                    state.pending.removeAll(keepingCapacity: true)
                     state.readOffset = 0
                 }
                 return count
             }
             if state.isClosed { return Int(MHD_CONTENT_READER_END_OF_STREAM) }
             guard let connection = state.connection else { return Int(MHD_CONTENT_READER_END_OF_STREAM) }
+            // Going quiet: an idle stream holds no buffer (thousands of them wait for an
+            // event most of the time; the next burst allocates afresh).
+            state.pending = []
             state.isSuspended = true
             MHD_suspend_connection(connection)
             return 0

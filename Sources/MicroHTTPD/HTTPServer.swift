@@ -230,7 +230,7 @@ public final class HTTPServer: Sendable {
             stream.attach(to: connection, socket: mhd_shim_connection_fd(connection))
             stream.onTermination { [weak self] in self?.unregister(stream) }
             mhdResponse = MHD_create_response_from_callback(
-                UInt64.max, 4096, HTTPServer.readEventStream,
+                UInt64.max, 1024, HTTPServer.readEventStream,
                 Unmanaged.passRetained(stream).toOpaque(), HTTPServer.releaseEventStream)
         }
         guard let mhdResponse else { return MHD_Result.NO }

@@ -14,6 +14,12 @@ final class ProtocolEdgeCaseTests: XCTestCase {
                 stream.send(event: "hello", data: "{}")
                 return .eventStream(stream)
             }
+            if request.path == "/big-stream" {
+                let stream = EventStream()
+                stream.send(event: "big", data: String(repeating: "y", count: 20_000))
+                stream.close()
+                return .eventStream(stream)
+            }
             let nul = request.path.contains("\u{0}") ? " (contains NUL)" : ""
             return .text("path=\(request.path)\(nul) raw=\(request.rawPath) from=\(request.remoteAddress)")
         }
@@ -100,5 +106,31 @@ final class ProtocolEdgeCaseTests: XCTestCase {
             XCTAssertTrue("\(error)".lowercased().contains("in use"), "\(error)")
         }
         XCTAssertFalse(messages.withLock { $0.isEmpty }, "the error also went to the configured log")
+    }
+
+    /// The per-connection memory pool bounds the request headers: what fits is served, what
+    /// does not gets 431 (not a hang or a reset), and a small pool does not stop an event
+    /// stream from sending more than fits in it at once.
+    func testHeadersBiggerThanTheConnectionMemoryGet431AndTheServerServesOn() throws {
+        let small = HTTPServer(configuration: HTTPServerConfiguration(port: 0, connectionMemoryBytes: 8 * 1024),
+                               responder: EchoResponder())
+        try small.start()
+        defer { small.stop() }
+        func get(cookieBytes: Int) throws -> String {
+            let connection = try RawHTTPConnection(port: small.port)
+            connection.send("GET /hello HTTP/1.1\r\nHost: a\r\nConnection: close\r\nCookie: c=\(String(repeating: "x", count: cookieBytes))\r\n\r\n")
+            _ = connection.readUntilClosed()
+            return connection.received
+        }
+        XCTAssertTrue(try get(cookieBytes: 2_000).hasPrefix("HTTP/1.1 200 "))
+        let refused = try get(cookieBytes: 12_000)
+        XCTAssertTrue(refused.hasPrefix("HTTP/1.1 431 "), String(refused.prefix(200)))
+        XCTAssertTrue(try get(cookieBytes: 100).hasPrefix("HTTP/1.1 200 "), "the next client is served")
+
+        let stream = try RawHTTPConnection(port: small.port)
+        stream.send("GET /big-stream HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        XCTAssertTrue(stream.readUntilClosed())
+        let body = stream.received.components(separatedBy: "\r\n\r\n").dropFirst().joined()
+        XCTAssertEqual(body.filter { $0 == "y" }.count, 20_000, "an event bigger than the pool arrives whole")
     }
 }
