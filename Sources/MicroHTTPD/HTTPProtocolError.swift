@@ -49,7 +49,7 @@ public enum HTTPProtocolError: Error, Equatable, Sendable {
         if version == "HTTP/1.1", headers["Host"] == nil { return .missingHost }
         if let coding = headers["Transfer-Encoding"] {
             if headers["Content-Length"] != nil { return .conflictingBodyLength }
-            let normalised = coding.trimmingCharacters(in: .whitespaces).lowercased()
+            let normalised = coding.asciiTrimmedLowercased
             if normalised != "chunked" { return .unsupportedTransferEncoding(coding) }
         }
         return nil

@@ -50,8 +50,8 @@ public struct HTTPRequest: Sendable {
     /// The media type of the body without parameters, lower-cased ("application/json").
     public var mediaType: String? {
         guard let contentType = headers["Content-Type"] else { return nil }
-        let essence = contentType.split(separator: ";", maxSplits: 1).first ?? ""
-        return essence.trimmingCharacters(in: .whitespaces).lowercased()
+        let essence = contentType.prefix { $0 != ";" }
+        return String(essence).asciiTrimmedLowercased
     }
 }
 
