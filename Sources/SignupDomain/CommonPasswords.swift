@@ -17,7 +17,7 @@ public struct CommonPasswords: Sendable {
     public var count: Int { folded.count }
 
     private static func fold(_ password: String) -> String {
-        password.precomposedStringWithCanonicalMapping.lowercased()
+        password.canonicallyComposed.lowercased()
     }
 
     /// The 30,000 most used passwords of public breaches: zxcvbn's password frequency list

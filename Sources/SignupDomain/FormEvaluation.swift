@@ -90,11 +90,11 @@ extension SignupPolicy {
                 email: self.email.evaluate(email),
                 password: self.password.evaluate(candidate),
                 confirm: self.confirm.evaluate(PasswordConfirmation(
-                    password: candidate.password, confirm: confirm.precomposedStringWithCanonicalMapping)),
+                    password: candidate.password, confirm: confirm.canonicallyComposed)),
                 shownFields: shownFields)
         }
         let candidate = cache.candidates.candidate(in: self, password: password, username: username, email: email)
-        let confirmation = PasswordConfirmation(password: candidate.password, confirm: confirm.precomposedStringWithCanonicalMapping)
+        let confirmation = PasswordConfirmation(password: candidate.password, confirm: confirm.canonicallyComposed)
         return FormEvaluation(
             policy: self,
             username: cache.username.value(for: .init(value: username, answer: answer)) {

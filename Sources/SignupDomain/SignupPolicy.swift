@@ -137,7 +137,7 @@ public struct SignupPolicy: Sendable {
 
     /// The password as its rules see it, given its context words.
     public func passwordCandidate(password: String, context: ContextWords) -> PasswordCandidate {
-        let normalized = password.precomposedStringWithCanonicalMapping
+        let normalized = password.canonicallyComposed
         let strength = normalized.isEmpty
             ? .none : strengthEstimator.strength(of: normalized, userInputs: context.all)
         return PasswordCandidate(password: normalized, context: context, strength: strength)

@@ -22,7 +22,7 @@ extension SignupRoutes {
         case .failure(let error): return error.response
         }
         let username = form["username"] ?? ""
-        let password = (form["password"] ?? "").precomposedStringWithCanonicalMapping
+        let password = (form["password"] ?? "").canonicallyComposed
         guard !username.isEmpty, !password.isEmpty else {
             return signInPage(username: username, error: "Enter your username and password", status: .unprocessableContent)
         }

@@ -14,8 +14,8 @@ extension SignupRoutes {
         let username = form["username"] ?? ""
         let email = form["email"] ?? ""
         // One normal form for passwords, so the same password typed either way verifies.
-        let password = (form["password"] ?? "").precomposedStringWithCanonicalMapping
-        let confirm = (form["confirm"] ?? "").precomposedStringWithCanonicalMapping
+        let password = (form["password"] ?? "").canonicallyComposed
+        let confirm = (form["confirm"] ?? "").canonicallyComposed
         let clientKey = ClientKey.of(client)
 
         do throws(LimitExceeded) {
