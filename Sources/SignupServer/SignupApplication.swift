@@ -115,6 +115,8 @@ public final class SignupApplication: Sendable {
         // (Weakly: the server owns the routes that own this closure.)
         let serverBox = WeakServer()
         self.stopping = stopping
+        let renderer = try PageRenderer(directory: configuration.templatesDirectory)
+        let assets = try StaticAssets(directory: configuration.publicDirectory)
         let routes = SignupRoutes(
             sessions: sessions,
             store: store,
@@ -122,8 +124,9 @@ public final class SignupApplication: Sendable {
             hashing: hashing,
             signedIn: SignedInUsers(secureCookies: configuration.secureCookies, now: configuration.now),
             placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
-            renderer: try PageRenderer(directory: configuration.templatesDirectory),
-            assets: try StaticAssets(directory: configuration.publicDirectory),
+            renderer: renderer,
+            blankPage: renderer.blankSignupPage(policy: configuration.policy, assets: assets),
+            assets: assets,
             policy: configuration.policy,
             maxBodyBytes: configuration.maxBodyBytes,
             retryMilliseconds: configuration.retryMilliseconds,

@@ -18,6 +18,8 @@ struct SignupRoutes: HTTPResponder {
     /// A hash of a random password, verified against when a sign-in names no account.
     let placeholderHash: String
     let renderer: PageRenderer
+    /// `GET /`'s page, pre-rendered; see `PageRenderer.BlankSignupPage`.
+    let blankPage: PageRenderer.BlankSignupPage
     let assets: StaticAssets
     let policy: SignupPolicy
     let maxBodyBytes: Int
@@ -212,11 +214,7 @@ struct SignupRoutes: HTTPResponder {
         } catch {
             return slowDownPage(error)
         }
-        let page = PageRenderer.SignupPage(
-            token: sessions.mintToken(), values: [:],
-            requirementStates: Dictionary(uniqueKeysWithValues: policy.allRequirements.map { ($0.id, .unmet) }),
-            messages: [:], strength: .none)
-        return html(renderer.renderSignup(page, policy: policy, assets: assets), status: .ok)
+        return html(blankPage.render(token: sessions.mintToken()), status: .ok)
     }
 
     func tooManySessions() -> APIError {

@@ -54,6 +54,23 @@ final class LivePageTests: XCTestCase {
         XCTAssertEqual(server.app.sessionCount, 1, "the first edit builds the session")
     }
 
+    /// The blank page is rendered once at start; every visit must still get its own
+    /// genuine token, wherever the template puts it, and nothing else may differ.
+    func testEveryPageGetsItsOwnGenuineTokenAndIsOtherwiseTheSame() async throws {
+        let first = try await server.request("GET", "/").body
+        let second = try await server.request("GET", "/").body
+        let tokenPattern = #/[0-9a-f]{56}/#
+        let firstTokens = Set(first.matches(of: tokenPattern).map { String($0.0) })
+        let secondTokens = Set(second.matches(of: tokenPattern).map { String($0.0) })
+        XCTAssertEqual(firstTokens.count, 1)
+        XCTAssertEqual(secondTokens.count, 1)
+        XCTAssertNotEqual(firstTokens, secondTokens)
+        XCTAssertFalse(first.contains("\u{1}"), "no slot marker left in the page")
+        XCTAssertEqual(first.replacing(tokenPattern, with: "T"), second.replacing(tokenPattern, with: "T"))
+        let edit = try await FormSession(client: server.client, token: firstTokens.first!).edit("email", to: "a@example.com")
+        XCTAssertTrue(edit.applied, "the page's token opens a live session")
+    }
+
     func testStaticFilesHaveTypeCachingAndNothingOutsidePublic() async throws {
         let page = try await server.request("GET", "/").body
         let scriptPath = try XCTUnwrap(page.firstMatch(of: #/src="(/static/app\.js\?v=[0-9a-f]+)"/#)?.1)
