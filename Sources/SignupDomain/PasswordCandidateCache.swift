@@ -5,10 +5,19 @@ public final class PasswordCandidateCache {
     private var last: (password: String, username: String, email: String, candidate: PasswordCandidate)?
     /// Typing the password leaves the context alone; folding its words is not free.
     private var lastContext: (username: String, email: String, context: ContextWords)?
+    private var emptyCandidate: PasswordCandidate?
 
     public init() {}
 
     public func candidate(in policy: SignupPolicy, password: String, username: String, email: String) -> PasswordCandidate {
+        // An empty password is refused as empty whatever the other fields say, so while the
+        // person types their username and email the context words are not folded per keystroke.
+        if password.isEmpty {
+            if let emptyCandidate { return emptyCandidate }
+            let candidate = policy.passwordCandidate(password: "", context: policy.contextWords(username: "", email: ""))
+            emptyCandidate = candidate
+            return candidate
+        }
         if let last, last.password == password, last.username == username, last.email == email {
             return last.candidate
         }
