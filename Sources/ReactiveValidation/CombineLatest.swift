@@ -21,10 +21,15 @@ extension Publishers {
         }
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            let inner = CombineLatestSubscription<A.Output, B.Output, Failure>(downstream: AnySubscriber(subscriber))
+            let inner = CombineLatestSubscription<(A.Output?, B.Output?), Output, Failure>(
+                downstream: AnySubscriber(subscriber), latest: (nil, nil), upstreamCount: 2
+            ) { latest in
+                guard let a = latest.0, let b = latest.1 else { return nil }
+                return (a, b)
+            }
             subscriber.receive(subscription: inner)
-            a.subscribe(inner.subscriberA)
-            b.subscribe(inner.subscriberB)
+            a.subscribe(inner.slot(0) { $0.0 = $1 })
+            b.subscribe(inner.slot(1) { $0.1 = $1 })
         }
     }
 
@@ -45,9 +50,16 @@ extension Publishers {
         }
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            CombineLatest(CombineLatest(a, b), c)
-                .map { pair, c in (pair.0, pair.1, c) }
-                .receive(subscriber: subscriber)
+            let inner = CombineLatestSubscription<(A.Output?, B.Output?, C.Output?), Output, Failure>(
+                downstream: AnySubscriber(subscriber), latest: (nil, nil, nil), upstreamCount: 3
+            ) { latest in
+                guard let a = latest.0, let b = latest.1, let c = latest.2 else { return nil }
+                return (a, b, c)
+            }
+            subscriber.receive(subscription: inner)
+            a.subscribe(inner.slot(0) { $0.0 = $1 })
+            b.subscribe(inner.slot(1) { $0.1 = $1 })
+            c.subscribe(inner.slot(2) { $0.2 = $1 })
         }
     }
 
@@ -70,9 +82,17 @@ extension Publishers {
         }
 
         public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            CombineLatest(CombineLatest(a, b), CombineLatest(c, d))
-                .map { ab, cd in (ab.0, ab.1, cd.0, cd.1) }
-                .receive(subscriber: subscriber)
+            let inner = CombineLatestSubscription<(A.Output?, B.Output?, C.Output?, D.Output?), Output, Failure>(
+                downstream: AnySubscriber(subscriber), latest: (nil, nil, nil, nil), upstreamCount: 4
+            ) { latest in
+                guard let a = latest.0, let b = latest.1, let c = latest.2, let d = latest.3 else { return nil }
+                return (a, b, c, d)
+            }
+            subscriber.receive(subscription: inner)
+            a.subscribe(inner.slot(0) { $0.0 = $1 })
+            b.subscribe(inner.slot(1) { $0.1 = $1 })
+            c.subscribe(inner.slot(2) { $0.2 = $1 })
+            d.subscribe(inner.slot(3) { $0.3 = $1 })
         }
     }
 }
@@ -96,42 +116,49 @@ extension Publisher {
     }
 }
 
-/// The shared state of one `CombineLatest` subscription.
+/// The shared state of one `CombineLatest` subscription over any number of upstreams.
+///
+/// One flat subscription per operator: `CombineLatest4` used to nest three pairwise
+/// subscriptions and a `map`, and a view model's keystroke went through every layer (with a
+/// lock and a type-erased call each). `Latest` is a tuple of optionals, one per upstream;
+/// `combine` turns it into the output once every upstream has produced a value.
 ///
 /// Values are delivered while holding a recursive lock: downstream sees values one at a time
 /// even when the upstreams emit on different threads, and a downstream that synchronously
 /// causes an upstream to emit again (a common pattern with `@Published`) re-enters safely.
-private final class CombineLatestSubscription<AOutput, BOutput, Failure: Error>: Subscription, @unchecked Sendable {
+private final class CombineLatestSubscription<Latest, Output, Failure: Error>: Subscription, @unchecked Sendable {
     private let lock = NSRecursiveLock()
-    private var downstream: AnySubscriber<(AOutput, BOutput), Failure>?
-    private var latestA: AOutput?
-    private var latestB: BOutput?
-    private var upstreamA: Subscription?
-    private var upstreamB: Subscription?
-    private var finishedA = false
-    private var finishedB = false
+    private var downstream: AnySubscriber<Output, Failure>?
+    private var latest: Latest
+    private let combine: (Latest) -> Output?
+    private var upstreams: [Subscription?]
+    private var finished: [Bool]
     private var demand = Subscribers.Demand.none
     /// A combination arrived while downstream had no demand; send it when demand comes.
     private var hasUndelivered = false
 
     let combineIdentifier = CombineIdentifier()
 
-    init(downstream: AnySubscriber<(AOutput, BOutput), Failure>) {
+    init(downstream: AnySubscriber<Output, Failure>, latest: Latest, upstreamCount: Int,
+         combine: @escaping (Latest) -> Output?) {
         self.downstream = downstream
+        self.latest = latest
+        self.combine = combine
+        self.upstreams = Array(repeating: nil, count: upstreamCount)
+        self.finished = Array(repeating: false, count: upstreamCount)
     }
 
-    var subscriberA: AnySubscriber<AOutput, Failure> {
-        AnySubscriber(
-            receiveSubscription: { [self] in attach($0, isA: true) },
-            receiveValue: { [self] in receive(a: $0) },
-            receiveCompletion: { [self] in complete($0, isA: true) })
-    }
-
-    var subscriberB: AnySubscriber<BOutput, Failure> {
-        AnySubscriber(
-            receiveSubscription: { [self] in attach($0, isA: false) },
-            receiveValue: { [self] in receive(b: $0) },
-            receiveCompletion: { [self] in complete($0, isA: false) })
+    /// The subscriber for upstream number `index`; `store` puts its value into `latest`.
+    func slot<Input>(_ index: Int, store: @escaping (inout Latest, Input) -> Void) -> CombineLatestSlot<Input, Failure> {
+        CombineLatestSlot(
+            attach: { [self] in attach($0, at: index) },
+            receive: { [self] value in
+                lock.lock()
+                defer { lock.unlock() }
+                store(&latest, value)
+                deliverLatest()
+            },
+            complete: { [self] in complete($0, at: index) })
     }
 
     func request(_ demand: Subscribers.Demand) {
@@ -143,56 +170,39 @@ private final class CombineLatestSubscription<AOutput, BOutput, Failure: Error>:
 
     func cancel() {
         lock.lock()
-        let subscriptions = [upstreamA, upstreamB]
+        let subscriptions = upstreams
         downstream = nil
-        upstreamA = nil
-        upstreamB = nil
+        upstreams = upstreams.map { _ in nil }
         lock.unlock()
         subscriptions.forEach { $0?.cancel() }
     }
 
-    private func attach(_ subscription: Subscription, isA: Bool) {
+    private func attach(_ subscription: Subscription, at index: Int) {
         lock.lock()
         guard downstream != nil else {
             lock.unlock()
             subscription.cancel()
             return
         }
-        if isA { upstreamA = subscription } else { upstreamB = subscription }
+        upstreams[index] = subscription
         lock.unlock()
         // Only the latest value of each side matters, so take everything and keep one.
         subscription.request(.unlimited)
     }
 
-    private func receive(a: AOutput) -> Subscribers.Demand {
-        lock.lock()
-        defer { lock.unlock() }
-        latestA = a
-        deliverLatest()
-        return .none
-    }
-
-    private func receive(b: BOutput) -> Subscribers.Demand {
-        lock.lock()
-        defer { lock.unlock() }
-        latestB = b
-        deliverLatest()
-        return .none
-    }
-
     /// Call with the lock held.
     private func deliverLatest() {
-        guard let downstream, let a = latestA, let b = latestB else { return }
+        guard let downstream, let output = combine(latest) else { return }
         guard demand > 0 else {
             hasUndelivered = true
             return
         }
         hasUndelivered = false
         demand -= 1
-        demand += downstream.receive((a, b))
+        demand += downstream.receive(output)
     }
 
-    private func complete(_ completion: Subscribers.Completion<Failure>, isA: Bool) {
+    private func complete(_ completion: Subscribers.Completion<Failure>, at index: Int) {
         lock.lock()
         guard let downstream else {
             lock.unlock()
@@ -200,16 +210,15 @@ private final class CombineLatestSubscription<AOutput, BOutput, Failure: Error>:
         }
         switch completion {
         case .failure:
-            let other = isA ? upstreamB : upstreamA
+            let others = upstreams.enumerated().filter { $0.offset != index }.compactMap(\.element)
             self.downstream = nil
-            upstreamA = nil
-            upstreamB = nil
+            upstreams = upstreams.map { _ in nil }
             lock.unlock()
-            other?.cancel()
+            others.forEach { $0.cancel() }
             downstream.receive(completion: completion)
         case .finished:
-            if isA { finishedA = true } else { finishedB = true }
-            guard finishedA && finishedB else {
+            finished[index] = true
+            guard finished.allSatisfy({ $0 }) else {
                 lock.unlock()
                 return
             }
@@ -218,5 +227,30 @@ private final class CombineLatestSubscription<AOutput, BOutput, Failure: Error>:
             downstream.receive(completion: .finished)
         }
     }
+}
+
+/// One upstream's subscriber inside a `CombineLatestSubscription`: a plain class, so a
+/// value reaches the shared state in one call instead of through `AnySubscriber`'s boxes.
+private final class CombineLatestSlot<Input, Failure: Error>: Subscriber {
+    let combineIdentifier = CombineIdentifier()
+    private let attach: (Subscription) -> Void
+    private let receiveValue: (Input) -> Void
+    private let complete: (Subscribers.Completion<Failure>) -> Void
+
+    init(attach: @escaping (Subscription) -> Void, receive: @escaping (Input) -> Void,
+         complete: @escaping (Subscribers.Completion<Failure>) -> Void) {
+        self.attach = attach
+        self.receiveValue = receive
+        self.complete = complete
+    }
+
+    func receive(subscription: Subscription) { attach(subscription) }
+
+    func receive(_ input: Input) -> Subscribers.Demand {
+        receiveValue(input)
+        return .none
+    }
+
+    func receive(completion: Subscribers.Completion<Failure>) { complete(completion) }
 }
 #endif
