@@ -77,9 +77,18 @@ browser-deps:
 	@python3 -c "import selenium, pytest" 2>/dev/null || python3 -m pip install -q $(BROWSER_PIP_PACKAGES)
 	@python3 -c "import axe_playwright_python" 2>/dev/null || python3 -m pip install -q --no-deps axe-playwright-python
 
-# Side by side with the peer: make bench PEER=../shared/peers/hummingbird/signup-peer/.build/release/signup-peer
+# Issue 11's standard scenarios (typing, saturation, idle sessions, 19,000 streams, the load
+# generator's own ceiling), written as one table into Benchmarks/README.md. Side by side with
+# the peer, interleaved: make bench PEER=../shared/peers/hummingbird/signup-peer/.build/release/signup-peer
+# RUNS=3 and SCENARIOS=typing,idle narrow or widen it. Nothing else may run on the machine.
+RUNS ?= 2
+SCENARIOS ?= ceiling,typing,saturation,idle,streams
 bench: deps
-	PEER="$(PEER)" bash Benchmarks/compare.sh
+	swift build -c release --scratch-path .build-bench --product signup-server $(SWIFT_BUILD_FLAGS)
+	$(MAKE) --no-print-directory -C Benchmarks/loadgen
+	@python3 -c "import aiohttp" 2>/dev/null || python3 -m pip install -q aiohttp
+	python3 Benchmarks/bench.py "$$(swift build -c release --scratch-path .build-bench --show-bin-path)/signup-server" \
+		$(if $(PEER),--peer "$(PEER)") --runs $(RUNS) --scenarios $(SCENARIOS) --write-readme
 
 clean:
 	rm -rf .build
