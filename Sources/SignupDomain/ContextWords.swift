@@ -33,8 +33,9 @@ public struct ContextWords: Sendable, Hashable {
     /// Every word, the site's name included: what the strength estimator gets as user inputs.
     public var all: [String] { words }
 
+    /// The same folding as usernames' canonical form, so "ALICE" and "Ａｌｉｃｅ" are one word.
     static func fold(_ text: String) -> String {
-        text.precomposedStringWithCompatibilityMapping.folding(options: [.caseInsensitive], locale: nil)
+        Username.canonical(text)
     }
 
     /// The context word `password` is built from, if any: the word (once or repeated) with

@@ -80,10 +80,7 @@ public final class SignupViewModel {
                 cache: cache)
         }
         .removeDuplicates()
-        .sink { [weak self] evaluation in
-            guard let self, evaluation != form else { return }
-            form = evaluation
-        }
+        .sink { [weak self] evaluation in self?.form = evaluation }
         .store(in: &subscriptions)
     }
 

@@ -350,6 +350,13 @@ final class UsernameRuleTests: XCTestCase {
         XCTAssertEqual(Username.canonical("ALICE"), "alice")
         XCTAssertEqual(Username.canonical("Jose\u{301}"), Username.canonical("Jos\u{E9}"), "NFD and NFC are one name")
         XCTAssertEqual(Username.canonical("STRASSE"), Username.canonical("straße"), "case folding, not lower-casing")
+        // ASCII takes a shortcut; it must agree with the full Unicode folding.
+        let ascii = String(decoding: (0x20...0x7E).map { UInt8($0) }, as: UTF8.self)
+        let unicodePath = ascii.precomposedStringWithCompatibilityMapping
+            .folding(options: [.caseInsensitive], locale: nil).precomposedStringWithCompatibilityMapping
+        XCTAssertEqual(Username.canonical(ascii), unicodePath)
+        XCTAssertEqual("Jose\u{301}".canonicallyComposed, "Jos\u{E9}", "non-ASCII text is still composed")
+        XCTAssertEqual(ascii.canonicallyComposed, ascii.precomposedStringWithCanonicalMapping)
     }
 
     func testReservedNamesIncludeRoutesAndTheServiceNameInAnyForm() {
