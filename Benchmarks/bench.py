@@ -163,7 +163,11 @@ def run_idle(servers, binary_for, runs, streams, quick=True):
             if name == "peer":
                 command.append("--peer")
             done = subprocess.run(["taskset", "-c", "1", *command], capture_output=True, text=True, timeout=600)
-            result = result_line(done.stdout)
+            try:
+                result = result_line(done.stdout)
+            except RuntimeError:
+                log(done.stdout[-1500:] + done.stderr[-1500:])
+                result = {"error": "idle_streams.py printed no result"}
             log(f"idle {streams} {name} run {run + 1}: {result.get('snapshots')} streams, "
                 f"{result.get('rss_per_session_with_stream_kib')} KiB/session, CPU {result.get('cpu_percent')} %"
                 + (f", error: {result['error']}" if "error" in result else ""))
@@ -249,17 +253,24 @@ def main():
     binary_for = {"livesignup": args.binary, "peer": args.peer}
     raw = {}
 
+    raw_path = HERE / "last-bench.json"
+
+    def keep(key, value):
+        # Written after every scenario, so a late failure loses nothing measured before it.
+        raw[key] = value
+        raw_path.write_text(json.dumps(raw, indent=1, default=str))
+
     if "ceiling" in scenarios:
-        raw["ceiling"] = run_ceiling()
+        keep("ceiling", run_ceiling())
     if "typing" in scenarios:
-        raw["typing"] = run_typing(servers, args.runs, args.window)
+        keep("typing", run_typing(servers, args.runs, args.window))
     if "saturation" in scenarios:
-        raw["saturation"] = run_saturation(servers, args.runs)
+        keep("saturation", run_saturation(servers, args.runs))
     if "idle" in scenarios:
-        raw["idle2000"] = run_idle(servers, binary_for, args.runs, 2000)
-        raw["idle10000"] = run_idle(servers, binary_for, args.runs, 10000)
+        keep("idle2000", run_idle(servers, binary_for, args.runs, 2000))
+        keep("idle10000", run_idle(servers, binary_for, args.runs, 10000))
     if "streams" in scenarios:
-        raw["streams19000"] = run_idle(servers, binary_for, 1, 19000)
+        keep("streams19000", run_idle(servers, binary_for, 1, 19000))
 
     def med(key, name, pick):
         rows = raw.get(key, {}).get(name, [])
@@ -306,8 +317,6 @@ def main():
     machine = f"{os.cpu_count()} cores, {platform.system()} {platform.release()}"
     markdown = table(measures, args, commit, machine)
     print(markdown)
-    raw_path = HERE / "last-bench.json"
-    raw_path.write_text(json.dumps(raw, indent=1, default=str))
     log(f"raw results: {raw_path}")
     if args.write_readme:
         readme = HERE / "README.md"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TOKEN_RE = re.compile(r'name="token"\s+value="([0-9a-f]{32,128})"')
+TOKEN_RE = re.compile(r'name="token"\s+value="([A-Za-z0-9_-]{16,128})"')
 
 # The throughput benchmarks load the server from one address, which is exactly what the
 # per-address abuse limits stop; they measure capacity, so they switch the limits off.
