@@ -6,8 +6,10 @@ PORT ?= 8080
 DATABASE ?= data/livesignup.sqlite
 SWIFT_BUILD_FLAGS ?=
 PREFIX ?= /usr/local
-# nginx: the test that runs the shipped proxy config in front of the server.
-TEST_APT_PACKAGES := nginx-light
+# nginx: the tests that run the shipped proxy configs in front of one or two servers;
+# postgresql: the PostgreSQL account store's tests and the two-instance test (each starts its
+# own cluster on loopback; the packaged cluster is not used).
+TEST_APT_PACKAGES := nginx-light postgresql
 
 BROWSER_APT_PACKAGES := chromium chromium-driver
 BROWSER_PIP_PACKAGES := selenium pytest
@@ -62,7 +64,7 @@ test: deps test-deps browser-deps
 	$(MAKE) --no-print-directory browser-tests
 
 # Only the real-browser tests (headless Chromium + Selenium under pytest).
-test-browser: deps browser-deps
+test-browser: deps test-deps browser-deps
 	swift build $(SWIFT_BUILD_FLAGS)
 	$(MAKE) --no-print-directory browser-tests
 
@@ -82,7 +84,7 @@ browser-deps:
 # the peer, interleaved: make bench PEER=../shared/peers/hummingbird/signup-peer/.build/release/signup-peer
 # RUNS=3 and SCENARIOS=typing,idle narrow or widen it. Nothing else may run on the machine.
 RUNS ?= 2
-SCENARIOS ?= ceiling,typing,saturation,idle,streams
+SCENARIOS ?= ceiling,typing,saturation,idle,streams,instances
 bench: deps
 	swift build -c release --scratch-path .build-bench --product signup-server $(SWIFT_BUILD_FLAGS)
 	$(MAKE) --no-print-directory -C Benchmarks/loadgen

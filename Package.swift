@@ -19,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // Layer 0: libmicrohttpd as a C module, plus non-variadic wrappers Swift can call.
@@ -97,6 +99,18 @@ let package = Package(
             ],
         ),
 
+        // Layer 3, another engine: accounts in PostgreSQL (postgres-nio's pooled client), for
+        // several instances sharing one database.
+        .target(
+            name: "SignupPostgres",
+            dependencies: [
+                "SignupDomain",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // Layer 4: the web app: routes, form sessions, rendering, event encoding.
         .target(
             name: "SignupServer",
@@ -121,6 +135,7 @@ let package = Package(
             dependencies: [
                 "SignupServer",
                 "SignupDomain",
+                "SignupPostgres",
                 "MicroHTTPD",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -141,10 +156,22 @@ let package = Package(
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
             ]
         ),
+        // What every account store must do, run by each engine's tests; and a throwaway
+        // PostgreSQL cluster on loopback for the tests that need one.
+        .target(
+            name: "AccountStoreTestSupport",
+            dependencies: ["SignupDomain"],
+            path: "Tests/AccountStoreTestSupport"
+        ),
+        .testTarget(
+            name: "SignupPostgresTests",
+            dependencies: ["SignupPostgres", "SignupDomain", "AccountStoreTestSupport"]
+        ),
         .testTarget(
             name: "SignupDomainTests",
             dependencies: [
                 "SignupDomain",
+                "AccountStoreTestSupport",
                 "ReactiveValidation",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
@@ -167,6 +194,7 @@ let package = Package(
             name: "SignupServerTests",
             dependencies: [
                 "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport",
+                "AccountStoreTestSupport", "SignupPostgres",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -76,7 +76,8 @@ function send(field, isTouched) {
   body.set("value", input.value);
   body.set("seq", String(seq[field]));
   if (isTouched) { body.set("touched", "1"); }
-  fetch("/fields", {
+  // The token in the URL too: a proxy in front of several instances routes by it.
+  fetch("/fields?token=" + encodeURIComponent(sentWith), {
     method: "POST",
     body: body,
     credentials: "same-origin",
@@ -246,7 +247,7 @@ function renew() {
     if (!response.ok) { throw new Error("HTTP " + response.status); }
     return response.json();
   }).then(function (data) {
-    if (!data || !/^[0-9a-f]{32,128}$/i.test(data.token)) { throw new Error("no token"); }
+    if (!data || !/^[A-Za-z0-9._~-]{16,200}$/.test(data.token)) { throw new Error("no token"); }
     token = data.token;
     if (tokenInput) { tokenInput.value = token; } // a plain submit uses it too
     FIELDS.forEach(function (field) { seq[field] = 0; });

@@ -61,7 +61,9 @@ public final class FormSession: Sendable {
     }
 
     private func send(field: String, value: String, seq: Int, touched: Bool) async throws -> EditReceipt {
-        var request = URLRequest(url: client.url(path: "fields"))
+        // The token in the URL as well as the body: a proxy in front of several instances
+        // routes a form's edits to its instance by it.
+        var request = URLRequest(url: client.url(path: "fields", query: [("token", token)]))
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         request.setValue("application/json", forHTTPHeaderField: "Accept")

@@ -55,9 +55,17 @@ final class FormSessionRegistry: @unchecked Sendable {
         settings.tokens.mint(issuedAt: settings.now())
     }
 
-    /// Whether this server issued `token` (of any age).
+    /// Whether `token` was signed with this server's key (of any age, by any instance).
     func isGenuine(_ token: String) -> Bool {
-        settings.tokens.issueDate(of: token) != nil
+        settings.tokens.issue(of: token) != nil
+    }
+
+    /// Whether `token` may start a live session here: genuine, minted by this instance, and
+    /// within its lifetime.
+    func acceptsForLiveUse(_ token: String) -> Bool {
+        guard let issue = settings.tokens.issue(of: token) else { return false }
+        return issue.instance == settings.tokens.instance
+            && settings.now().timeIntervalSince(issue.date) <= settings.tokenLifetime
     }
 
     /// The session already alive for `token`, if any; never builds one.
@@ -69,8 +77,10 @@ final class FormSessionRegistry: @unchecked Sendable {
     func session(for token: String, address: String) throws(LookupError) -> FormSession {
         // (The session marks itself used when it applies the edit or attaches the stream.)
         if let existing = existingSession(for: token) { return existing }
-        guard let issued = settings.tokens.issueDate(of: token),
-              settings.now().timeIntervalSince(issued) <= settings.tokenLifetime else { throw .unknown }
+        // Only tokens this instance minted: another instance's token means its instance is
+        // gone (the proxy sends live requests to the token's own instance while it runs), so
+        // the page is told the session is unknown, takes a fresh token here and re-sends.
+        guard acceptsForLiveUse(token) else { throw .unknown }
         let addressKey = ClientKey.of(address)
         let atCapacity = lock.withLock { liveByAddress[addressKey, default: 0] >= settings.limiters.limits.liveSessionsPerAddress }
         if atCapacity {

@@ -26,6 +26,9 @@ public final class SignupApplication: Sendable {
         /// The key that signs form tokens; nil takes the one stored in the account store
         /// (created on first start), so restarts and other instances accept the same tokens.
         public var formTokenKey: [UInt8]?
+        /// This process's name among several behind a proxy; it starts every token minted
+        /// here, and only this instance's tokens start live sessions here (`InstanceID`).
+        public var instanceID = InstanceID.fromHostName()
         public var workerThreads = 2
         public var connectionLimit = 10_000
         /// Connections one client address may hold (0 = unlimited). Behind a reverse proxy
@@ -92,6 +95,7 @@ public final class SignupApplication: Sendable {
         guard tokenKey.count == FormTokenAuthority.keyLength else {
             throw ConfigurationError("The form token key must be \(FormTokenAuthority.keyLength) bytes, not \(tokenKey.count).")
         }
+        if let problem = InstanceID.problem(with: configuration.instanceID) { throw ConfigurationError(problem) }
         let sessions = FormSessionRegistry(settings: .init(
             policy: configuration.policy,
             availabilityChecker: availability,
@@ -100,7 +104,7 @@ public final class SignupApplication: Sendable {
             idleLifetime: configuration.sessionIdleLifetime,
             maximumSessions: configuration.maximumSessions,
             tokenLifetime: configuration.formTokenLifetime,
-            tokens: FormTokenAuthority(key: tokenKey),
+            tokens: FormTokenAuthority(key: tokenKey, instance: configuration.instanceID),
             limiters: limiters,
             metrics: metrics,
             now: configuration.now))

@@ -63,8 +63,10 @@ struct SignupRoutes: HTTPResponder {
         ]
         // Enough to follow one form through the log, never enough to use it; only
         // letters and digits, so a made-up "token" cannot inject anything into a log line.
+        // The instance id before the dot is skipped: it is the same on every line.
         if let token = Self.token(in: request) {
-            metadata["token"] = "\(String(token.prefix(6).filter { $0.isASCII && ($0.isLetter || $0.isNumber) }))"
+            let signed = token.lastIndex(of: ".").map { token[token.index(after: $0)...] } ?? token
+            metadata["token"] = "\(String(signed.prefix(6).filter { $0.isASCII && ($0.isLetter || $0.isNumber) }))"
         }
         accessLog.info("request", metadata: metadata)
     }
@@ -99,7 +101,8 @@ struct SignupRoutes: HTTPResponder {
             if (index == 0 || body[index - 1] == UInt8(ascii: "&")) && body[index..<index + key.count].elementsEqual(key) {
                 let start = index + key.count
                 let end = body[start...].firstIndex(of: UInt8(ascii: "&")) ?? body.count
-                return Substring(String(decoding: body[start..<min(end, start + 6)], as: UTF8.self))
+                // Up to the longest instance id, its dot and the 6 characters that are logged.
+                return Substring(String(decoding: body[start..<min(end, start + 6 + 1 + InstanceID.maximumLength)], as: UTF8.self))
             }
             index += 1
         }
@@ -284,8 +287,8 @@ struct SignupRoutes: HTTPResponder {
             return APIError.missingParameter("token").response
         }
         if request.method == "HEAD" {
-            // Headers only: no session is built for a look.
-            guard sessions.isGenuine(token) else { return APIError.unknownSession.response }
+            // Headers only: no session is built for a look; the answer GET would give.
+            guard sessions.acceptsForLiveUse(token) else { return APIError.unknownSession.response }
             return .eventStream(EventStream())
         }
         let session: FormSession
@@ -334,7 +337,15 @@ struct SignupRoutes: HTTPResponder {
         case .success(let decoded): form = decoded
         case .failure(let error): return error.response
         }
-        for name in ["token", "field", "value", "seq"] where form[name] == nil {
+        // The token may come in the URL as well (`/fields?token=…`, so a proxy can route by
+        // it); if both carry one they must agree.
+        let queryToken = request.queryValue("token")
+        if let queryToken, let bodyToken = form["token"], queryToken != bodyToken {
+            return APIError(status: .badRequest, code: "token_mismatch",
+                            message: "The token in the URL and the token in the body differ; send one token.").response
+        }
+        guard let token = form["token"] ?? queryToken else { return APIError.missingParameter("token").response }
+        for name in ["field", "value", "seq"] where form[name] == nil {
             return APIError.missingParameter(name).response
         }
         guard let field = SignupField(rawValue: form["field"]!) else {
@@ -346,7 +357,6 @@ struct SignupRoutes: HTTPResponder {
             return APIError(status: .badRequest, code: "invalid_seq",
                             message: "'seq' must be a non-negative whole number, counting up with each edit of a field.").response
         }
-        let token = form["token"]!
         do throws(LimitExceeded) {
             try limiters.editsPerAddress.take(ClientKey.of(client)).orThrow("edits")
         } catch {

@@ -1,12 +1,17 @@
 import ArgumentParser
 import Foundation
+import Logging
 import SignupDomain
+import SignupPostgres
 import SignupServer
 
 /// The account store, the policy and how passwords are hashed.
 struct AccountOptions: ParsableArguments {
-    @Option(help: help("database", "SQLite database file; created and migrated on start."))
+    @Option(help: help("database", "A SQLite database file, or a PostgreSQL URL (postgres://user:password@host:port/db?sslmode=…) for several instances; created or migrated on start."))
     var database = "data/livesignup.sqlite"
+
+    @Option(help: help("database-connections", "PostgreSQL only: connections this instance keeps to the database at most."))
+    var databaseConnections = 8
 
     @Option(help: help("policy", "Password and username policy: \(Policy.all.map(\.name).joined(separator: " or "))."))
     var policy = Policy.classic.name
@@ -24,7 +29,7 @@ struct AccountOptions: ParsableArguments {
     var maxConcurrentHashes = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-        ("database", .option), ("policy", .option), ("seed-demo", .flag), ("availability-debounce-ms", .option),
+        ("database", .option), ("database-connections", .option), ("policy", .option), ("seed-demo", .flag), ("availability-debounce-ms", .option),
         ("argon2-preset", .option), ("max-concurrent-hashes", .option),
     ]
 
@@ -51,6 +56,27 @@ struct AccountOptions: ParsableArguments {
         }
         guard availabilityDebounceMs >= 0 else { throw ValidationError("--availability-debounce-ms must be ≥ 0.") }
         guard maxConcurrentHashes >= 1 else { throw ValidationError("--max-concurrent-hashes must be at least 1.") }
+        guard (1...1000).contains(databaseConnections) else { throw ValidationError("--database-connections must be 1 to 1000.") }
+        try Self.checkDatabase(database)
+    }
+
+    /// A PostgreSQL URL must parse; anything else is a SQLite path.
+    static func checkDatabase(_ database: String) throws {
+        guard PostgresLocation.isURL(database) else { return }
+        do throws(PostgresLocationError) {
+            _ = try PostgresLocation(url: database)
+        } catch {
+            throw ValidationError("--database: \(error.description)")
+        }
+    }
+
+    static func isURL(_ database: String) -> Bool { PostgresLocation.isURL(database) }
+
+    /// The store `database` names: PostgreSQL for a postgres:// URL, SQLite for a path.
+    static func openStore(_ database: String, connections: Int = 8, logger: Logger) throws -> any AccountStore {
+        guard PostgresLocation.isURL(database) else { return try SQLiteAccountStore(path: database) }
+        let location = try PostgresLocation(url: database)
+        return try PostgresAccountStore(location: location, maximumConnections: connections, logger: logger)
     }
 
     func apply(to configuration: inout SignupApplication.Configuration) throws {

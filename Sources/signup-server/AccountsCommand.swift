@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import SignupDomain
 
 /// Operator commands on the account store.
@@ -12,16 +13,17 @@ struct Accounts: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List stored accounts (never their password hashes).")
 
-        @Option(help: help("database", "SQLite database file."))
+        @Option(help: help("database", "SQLite database file or PostgreSQL URL."))
         var database = "data/livesignup.sqlite"
 
         static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [("database", .option)]
 
         func run() throws {
-            guard FileManager.default.fileExists(atPath: database) else {
+            try AccountOptions.checkDatabase(database)
+            guard AccountOptions.isURL(database) || FileManager.default.fileExists(atPath: database) else {
                 throw ValidationError("No database at '\(database)'.")
             }
-            let accounts = try SQLiteAccountStore(path: database).allAccounts()
+            let accounts = try AccountOptions.openStore(database, logger: Logger(label: "livesignup.accounts")).allAccounts()
             let formatter = ISO8601DateFormatter()
             var lines = [["id", "username", "email", "created", "can sign in"]]
             for account in accounts {

@@ -13,6 +13,9 @@ struct ServerOptions: ParsableArguments {
     @Option(help: help("worker-threads", "libmicrohttpd's epoll worker threads."))
     var workerThreads = 2
 
+    @Option(help: help("instance-id", "This instance's name behind a proxy (a-z, 0-9, '-'; up to 32); it starts every form token, so nginx can route a live form to its instance. Default: the host name."))
+    var instanceId: String?
+
     @Option(help: help("public-directory", "Folder of static files served under /static/ (default: found next to the binary, see README)."))
     var publicDirectory: String?
 
@@ -20,18 +23,22 @@ struct ServerOptions: ParsableArguments {
     var templatesDirectory: String?
 
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-        ("host", .option), ("port", .option), ("worker-threads", .option),
+        ("host", .option), ("port", .option), ("worker-threads", .option), ("instance-id", .option),
         ("public-directory", .option), ("templates-directory", .option),
     ]
 
     func validate() throws {
         guard workerThreads >= 1 else { throw ValidationError("--worker-threads must be at least 1.") }
+        if let instanceId, let problem = InstanceID.problem(with: instanceId) {
+            throw ValidationError("--instance-id: \(problem)")
+        }
     }
 
     func apply(to configuration: inout SignupApplication.Configuration) throws {
         configuration.host = host
         configuration.port = port
         configuration.workerThreads = workerThreads
+        if let instanceId { configuration.instanceID = instanceId }
         let assets = try AssetLocations.find(publicDirectory: publicDirectory, templatesDirectory: templatesDirectory)
         configuration.publicDirectory = assets.publicDirectory
         configuration.templatesDirectory = assets.templatesDirectory

@@ -56,7 +56,13 @@ struct Serve: ParsableCommand {
         let logger = logging.logger
         let metrics = try operations.bootstrapMetrics()
 
-        let store = try SQLiteAccountStore(path: accounts.database)
+        let store: any AccountStore
+        do {
+            store = try AccountOptions.openStore(accounts.database, connections: accounts.databaseConnections, logger: logger)
+        } catch {
+            logger.critical("Could not open the account store", metadata: ["error": "\(error)"])
+            throw ExitCode.failure
+        }
         if accounts.seedDemo {
             try store.reserveUsernames(["alice", "bob", "carol", "dave", "admin", "support"])
         }

@@ -1,3 +1,4 @@
+import AccountStoreTestSupport
 import Foundation
 import ReactiveValidation
 import SignupDomain
@@ -85,60 +86,30 @@ final class SQLiteAccountStoreTests: XCTestCase {
 
     // MARK: Store
 
-    func testAFreshDatabaseHasNoNamesTaken() throws {
-        let store = try SQLiteAccountStore(path: databasePath)
-        for name in ["alice", "admin", "root", "a"] {
-            XCTAssertFalse(try store.isUsernameTaken(name), name)
-        }
-        XCTAssertTrue(FileManager.default.fileExists(atPath: databasePath), "the database file is created")
+    private func contract() throws -> AccountStoreContract {
+        let path = databasePath!
+        return AccountStoreContract(store: try SQLiteAccountStore(path: path),
+                                    reopen: { try SQLiteAccountStore(path: path) })
     }
 
-    func testAReservedNameIsTakenInEveryCaseAndWidthButSimilarNamesAreFree() throws {
-        let store = try SQLiteAccountStore(path: databasePath)
-        try store.reserveUsernames(["Alice"])
-
-        XCTAssertTrue(try store.isUsernameTaken("Alice"))
-        XCTAssertTrue(try store.isUsernameTaken("alice"))
-        XCTAssertTrue(try store.isUsernameTaken("ALICE"))
-        XCTAssertTrue(try store.isUsernameTaken("ａｌｉｃｅ"))
-        XCTAssertTrue(try store.isUsernameTaken("Ａｌｉｃｅ"), "full-width letters are the same name (NFKC)")
-        XCTAssertFalse(try store.isUsernameTaken("alicia"))
-        XCTAssertFalse(try store.isUsernameTaken("alice1"))
-        XCTAssertFalse(try store.isUsernameTaken("alic"))
+    // The contract every engine keeps (PostgresAccountStoreTests runs the same).
+    func testAFreshStoreHasNoNamesTaken() throws {
+        try contract().aFreshStoreHasNoNamesTaken()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: databasePath), "the database file and its folder are created")
     }
+    func testNamesAreTakenInCanonicalForm() throws { try contract().namesAreTakenInCanonicalForm() }
+    func testReservingAgainSkipsNamesAlreadyThere() throws { try contract().reservingAgainSkipsNamesAlreadyThere() }
+    func testAccountsReadBackAsStored() throws { try contract().accountsReadBackAsStored() }
+    func testAFormCreatesOneAccount() throws { try contract().aFormCreatesOneAccount() }
+    func testRaceForOneNameHasOneWinner() throws { try contract().raceForOneNameHasOneWinner() }
+    func testASecretIsCreatedOnceAndShared() throws { try contract().aSecretIsCreatedOnceAndShared() }
+    func testReopeningKeepsTheData() throws { try contract().reopeningKeepsTheData() }
 
     func testCanonicalFormFoldsCaseWidthAndComposition() {
         XCTAssertEqual(Username.canonical("Alice"), "alice")
         XCTAssertEqual(Username.canonical("Ａｌｉｃｅ"), "alice")
         XCTAssertEqual(Username.canonical("Jose\u{301}"), Username.canonical("José"))
         XCTAssertNotEqual(Username.canonical("alice"), Username.canonical("alicia"))
-    }
-
-    func testReservingAgainNeitherThrowsNorDisturbsOtherNames() throws {
-        let store = try SQLiteAccountStore(path: databasePath)
-        try store.reserveUsernames(["Alice"])
-        XCTAssertNoThrow(try store.reserveUsernames(["Alice"]))
-        XCTAssertNoThrow(try store.reserveUsernames(["ALICE", "alice", "Bob"]),
-                         "names equal in canonical form are skipped, not an error")
-
-        XCTAssertTrue(try store.isUsernameTaken("alice"))
-        XCTAssertTrue(try store.isUsernameTaken("bob"), "a duplicate in a batch does not abort the batch")
-        XCTAssertFalse(try store.isUsernameTaken("carol"))
-    }
-
-    func testReopeningTheSamePathKeepsTheData() throws {
-        do {
-            let store = try SQLiteAccountStore(path: databasePath)
-            try store.reserveUsernames(["Alice", "bob"])
-        }
-        let reopened = try SQLiteAccountStore(path: databasePath)
-        XCTAssertTrue(try reopened.isUsernameTaken("alice"))
-        XCTAssertTrue(try reopened.isUsernameTaken("BOB"))
-        XCTAssertFalse(try reopened.isUsernameTaken("carol"))
-
-        try reopened.reserveUsernames(["carol"])
-        let again = try SQLiteAccountStore(path: databasePath)
-        XCTAssertTrue(try again.isUsernameTaken("Carol"))
     }
 
     // MARK: Availability checker

@@ -80,11 +80,4 @@ final class StorageFaultTests: XCTestCase {
         _ = try store.createAccount(newAccount("two"))
         XCTAssertEqual(try store.allAccounts().count, 2)
     }
-
-    func testTheServerSecretIsCreatedOnceAndShared() throws {
-        let first = try SQLiteAccountStore(path: path).secret(named: "token", createdBy: { [1, 2, 3] })
-        let second = try SQLiteAccountStore(path: path).secret(named: "token", createdBy: { [9, 9, 9] })
-        XCTAssertEqual(first, [1, 2, 3])
-        XCTAssertEqual(second, [1, 2, 3], "a second process (or a restart) gets the stored secret")
-    }
 }

@@ -34,7 +34,7 @@ final class AbuseTests: XCTestCase {
     }
 
     private static func token(in page: String) throws -> String {
-        try XCTUnwrap(page.firstMatch(of: #/name="token" value="([0-9a-f]+)"/#).map { String($0.1) })
+        try XCTUnwrap(page.firstMatch(of: #/name="token" value="([a-z0-9-]+\.[0-9a-f]{56})"/#).map { String($0.1) })
     }
 
     private func attackerToken(_ server: TestServer) throws -> String {

@@ -1,5 +1,6 @@
 import Foundation
 import LiveSignupClient
+import SignupServer
 import XCTest
 
 /// The page as served: what a browser (with or without JavaScript) receives from `GET /`.
@@ -21,8 +22,9 @@ final class LivePageTests: XCTestCase {
         XCTAssertEqual(page.headers["cache-control"], "no-store")
         let html = page.body
 
-        let token = try XCTUnwrap(html.firstMatch(of: #/<input type="hidden" name="token" value="([0-9a-f]+)">/#)?.1)
-        XCTAssertEqual(token.count, 56, "random part, issue time and HMAC as 56 hex digits")
+        let token = try XCTUnwrap(html.firstMatch(of: #/<input type="hidden" name="token" value="([a-z0-9-]+)\.([0-9a-f]+)">/#))
+        XCTAssertEqual(String(token.1), InstanceID.fromHostName(), "the instance id comes first")
+        XCTAssertEqual(token.2.count, 56, "random part, issue time and HMAC as 56 hex digits")
         XCTAssertTrue(html.contains("<h1>Create an account</h1>"))
 
         for field in ["username", "email", "password", "confirm"] {
@@ -59,7 +61,7 @@ final class LivePageTests: XCTestCase {
     func testEveryPageGetsItsOwnGenuineTokenAndIsOtherwiseTheSame() async throws {
         let first = try await server.request("GET", "/").body
         let second = try await server.request("GET", "/").body
-        let tokenPattern = #/[0-9a-f]{56}/#
+        let tokenPattern = #/[a-z0-9-]+\.[0-9a-f]{56}/#
         let firstTokens = Set(first.matches(of: tokenPattern).map { String($0.0) })
         let secondTokens = Set(second.matches(of: tokenPattern).map { String($0.0) })
         XCTAssertEqual(firstTokens.count, 1)

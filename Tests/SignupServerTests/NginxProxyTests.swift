@@ -31,12 +31,12 @@ final class NginxProxyTests: XCTestCase {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    private static let proxyConf = TestServer.repositoryRoot.appendingPathComponent("deploy/nginx/livesignup-proxy.conf")
+    static let proxyConf = TestServer.repositoryRoot.appendingPathComponent("deploy/nginx/livesignup-proxy.conf")
     private static let siteConf = TestServer.repositoryRoot.appendingPathComponent("deploy/nginx/livesignup.conf")
 
     /// A main configuration that runs nginx unprivileged in the test's folder, in the
     /// foreground, and includes `body` in its http block.
-    private func mainConfiguration(_ body: String) -> String {
+    static func mainConfiguration(in directory: URL, _ body: String) -> String {
         let temp = directory.path
         return """
         daemon off;
@@ -57,13 +57,24 @@ final class NginxProxyTests: XCTestCase {
         """
     }
 
-    private static func freePort() throws -> UInt16 {
+    static func freePort() throws -> UInt16 {
         // Port 0 picks one; nginx gets it a moment later (a small race, fine on loopback).
         let probe = HTTPServer(configuration: HTTPServerConfiguration(port: 0), responder: Nothing())
         try probe.start()
         let port = probe.port
         probe.stop()
         return port
+    }
+
+    /// nginx in the foreground with `configuration`, its files in `directory`; the caller
+    /// kills it with SIGKILL (started from a Dispatch thread, it never sees SIGTERM).
+    static func launchNginx(in directory: URL, configuration: URL) throws -> Process {
+        let nginx = Process()
+        nginx.executableURL = URL(fileURLWithPath: Self.nginx!)
+        nginx.arguments = ["-p", directory.path, "-c", configuration.path]
+        nginx.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try nginx.run()
+        return nginx
     }
 
     private struct Nothing: HTTPResponder {
@@ -78,19 +89,15 @@ final class NginxProxyTests: XCTestCase {
         defer { server.stop() }
         let proxyPort = try Self.freePort()
         let configuration = directory.appendingPathComponent("nginx.conf")
-        try mainConfiguration("""
+        try Self.mainConfiguration(in: directory, """
             upstream livesignup { server 127.0.0.1:\(server.app.port); keepalive 8; }
+            map $arg_token $livesignup_upstream { default livesignup; }
             server {
                 listen 127.0.0.1:\(proxyPort);
                 include \(Self.proxyConf.path);
             }
         """).write(to: configuration, atomically: true, encoding: .utf8)
-        let nginx = Process()
-        nginx.executableURL = URL(fileURLWithPath: Self.nginx!)
-        nginx.arguments = ["-p", directory.path, "-c", configuration.path]
-        nginx.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try nginx.run()
-        nginxProcess = nginx
+        nginxProcess = try Self.launchNginx(in: directory, configuration: configuration)
 
         let proxied = URL(string: "http://127.0.0.1:\(proxyPort)")!
         let ready = await Condition.wait(timeout: 10) {
@@ -112,6 +119,19 @@ final class NginxProxyTests: XCTestCase {
         let answer = try await TestServer.request(to: proxied, "POST", "/signup", body: body)
         XCTAssertEqual(answer.status, 303, answer.body)
         XCTAssertEqual(try server.store.account(named: "proxied")?.username, "proxied")
+
+        // A browser's edit carries its page's origin, port included. nginx must pass on the
+        // Host the browser sent (not `$host`, which drops the port), or the server takes its
+        // own page for another site and refuses every edit with 403.
+        let live = try await SignupClient(baseURL: proxied).openForm()
+        let edit = FormURLEncoder.encode([("token", live.token), ("field", "email"), ("value", "a@example.com"), ("seq", "1")])
+        let sameSite = try RawExchange.send(port: proxyPort, "POST", "/fields?token=\(live.token)", body: edit,
+                                            headers: ["Origin": "http://127.0.0.1:\(proxyPort)"])
+        XCTAssertEqual(sameSite.status, 202, sameSite.body)
+        let otherSite = try RawExchange.send(port: proxyPort, "POST", "/fields?token=\(live.token)", body: edit,
+                                             headers: ["Origin": "http://127.0.0.1:\(server.app.port)"])
+        XCTAssertEqual(otherSite.status, 403, otherSite.body)
+        XCTAssertTrue(otherSite.body.contains("cross_site_request"), otherSite.body)
     }
 
     /// Median milliseconds from an edit to its event, for a live form opened at `baseURL`.
@@ -158,7 +178,7 @@ final class NginxProxyTests: XCTestCase {
             .replacingOccurrences(of: "/etc/letsencrypt/live/signup.example.com/privkey.pem", with: key.path)
             .replacingOccurrences(of: "include snippets/livesignup-proxy.conf;", with: "include \(Self.proxyConf.path);")
         let configuration = directory.appendingPathComponent("site-check.conf")
-        try mainConfiguration(site).write(to: configuration, atomically: true, encoding: .utf8)
+        try Self.mainConfiguration(in: directory, site).write(to: configuration, atomically: true, encoding: .utf8)
         let check = Process()
         check.executableURL = URL(fileURLWithPath: Self.nginx!)
         check.arguments = ["-t", "-p", directory.path, "-c", configuration.path]

@@ -20,15 +20,17 @@ final class ServerProcess {
     ///   - databaseDirectory: reuse another run's data (e.g. after killing it).
     ///   - environment: added to the test's own environment.
     ///   - logLevel: nil passes no `--log-level` (to test the environment's).
+    ///   - database: a `--database` value (a PostgreSQL URL) instead of a SQLite file in
+    ///     `databaseDirectory`.
     init(executable: URL = ServerProcess.executable, arguments: [String] = [], databaseDirectory: URL? = nil,
-         environment: [String: String] = [:],
+         database: String? = nil, environment: [String: String] = [:],
          workingDirectory: URL = TestServer.repositoryRoot, logLevel: String? = "warning", passPort: Bool = true) throws {
         self.databaseDirectory = databaseDirectory ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("livesignup-process-\(UUID().uuidString)")
         process.executableURL = executable
         process.currentDirectoryURL = workingDirectory
         process.arguments = (passPort ? ["--port", "0"] : []) + (logLevel.map { ["--log-level", $0] } ?? [])
-            + ["--database", self.databaseDirectory.appendingPathComponent("db.sqlite").path] + arguments
+            + ["--database", database ?? self.databaseDirectory.appendingPathComponent("db.sqlite").path] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
         process.standardError = errors

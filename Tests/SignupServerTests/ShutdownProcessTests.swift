@@ -20,7 +20,7 @@ final class ShutdownProcessTests: XCTestCase {
         var posts: [RawHTTPConnection] = []
         for index in 0..<40 {
             let page = try RawExchange.send(port: port, "GET", "/").body
-            let token = try XCTUnwrap(page.firstMatch(of: #/name="token" value="([0-9a-f]+)"/#)?.1)
+            let token = try XCTUnwrap(page.firstMatch(of: #/name="token" value="([a-z0-9-]+\.[0-9a-f]{56})"/#)?.1)
             let body = "token=\(token)&username=person\(index)&email=p\(index)%40example.com"
                 + "&password=Correct-Horse-9&confirm=Correct-Horse-9"
             let connection = try RawHTTPConnection(port: port, timeoutSeconds: 20)

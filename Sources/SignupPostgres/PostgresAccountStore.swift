@@ -1,0 +1,264 @@
+import Dispatch
+import Foundation
+import Logging
+import PostgresNIO
+import SignupDomain
+
+/// Accounts in PostgreSQL through postgres-nio's `PostgresClient` (its connection pool, with
+/// a bound), for several instances sharing one database. The same table shape and the same
+/// promises as `SQLiteAccountStore`: the canonical username (`Username.canonical`) is unique,
+/// so is the form token, a commit is acknowledged only once PostgreSQL has made it durable
+/// (its default `synchronous_commit = on`), and the schema is migrated on start.
+///
+/// `AccountStore` is synchronous (its callers are libmicrohttpd's and Dispatch's threads,
+/// never Swift's cooperative pool); each call runs the async client in a task on
+/// `DedicatedTaskExecutor.postgres` (not the global executor, whose threads those callers
+/// may be occupying) and waits for it at most `answerTimeout`. A database that does not answer in time, or cannot be reached,
+/// is a `StorageFault`: sign-ups get 503 and `/readyz` fails, and the pool connects again
+/// by itself when the database is back.
+public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
+    public let location: PostgresLocation
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let answerTimeout: TimeInterval
+    private let logger: Logger
+
+    /// Connects (lazily, through the pool) and migrates the schema; throws if the database
+    /// cannot be reached or migrated within `answerTimeout`.
+    public init(location: PostgresLocation, maximumConnections: Int = 8, answerTimeout: TimeInterval = 5,
+                logger: Logger = Logger(label: "livesignup.postgres")) throws {
+        self.location = location
+        self.answerTimeout = answerTimeout
+        self.logger = logger
+        var configuration = PostgresClient.Configuration(
+            host: location.host, port: location.port, username: location.username,
+            password: location.password, database: location.database, tls: location.tls)
+        configuration.options.maximumConnections = maximumConnections
+        configuration.options.connectTimeout = .milliseconds(Int64(min(answerTimeout, 10) * 1000))
+        // The pool logs every failed connection attempt at info, several a second during an
+        // outage; the store's own errors (and /readyz) already say the database is away.
+        var poolLogger = logger
+        poolLogger.logLevel = max(logger.logLevel, .warning)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: poolLogger)
+        self.client = client
+        runner = Task(executorPreference: DedicatedTaskExecutor.postgres) { await client.run() }
+        try migrate()
+    }
+
+    deinit {
+        runner.cancel()
+    }
+
+    // MARK: Schema
+
+    /// Each step runs once, in order, in one transaction per start, under an advisory lock so
+    /// instances starting together do not race each other through the same step.
+    static let migrations: [(version: Int, name: String, sql: [String])] = [
+        (1, "users", [
+            """
+            CREATE TABLE users (
+                id BIGSERIAL PRIMARY KEY,
+                username TEXT NOT NULL,
+                username_canonical TEXT NOT NULL CONSTRAINT users_username_canonical UNIQUE,
+                email TEXT NOT NULL,
+                password_hash TEXT NOT NULL,
+                created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+                form_token TEXT CONSTRAINT users_form_token UNIQUE
+            )
+            """,
+        ]),
+        (2, "server secrets", [
+            "CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value BYTEA NOT NULL)",
+        ]),
+    ]
+
+    private func migrate() throws {
+        let logger = self.logger
+        try run("migrate the schema") { client in
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(7305917402)", logger: logger)
+                try await connection.query("""
+                    CREATE TABLE IF NOT EXISTS schema_migrations (
+                        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                    """, logger: logger)
+                var applied = Set<Int>()
+                for try await version in try await connection.query("SELECT version FROM schema_migrations", logger: logger)
+                    .decode(Int.self) {
+                    applied.insert(version)
+                }
+                for migration in Self.migrations where !applied.contains(migration.version) {
+                    for statement in migration.sql {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    try await connection.query(
+                        "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))",
+                        logger: logger)
+                    logger.info("Migrated the account store", metadata: ["version": "\(migration.version)"])
+                }
+            }
+        }
+    }
+
+    // MARK: Reads
+
+    public func isUsernameTaken(_ username: String) throws -> Bool {
+        let canonical = Username.canonical(username)
+        return try run("look up a username") { client in
+            try await Self.first(Bool.self, client.query(
+                "SELECT EXISTS(SELECT 1 FROM users WHERE username_canonical = \(canonical))")) ?? false
+        }
+    }
+
+    public func isFormTokenUsed(_ formToken: String) throws -> Bool {
+        try run("look up a form token") { client in
+            try await Self.first(Bool.self, client.query(
+                "SELECT EXISTS(SELECT 1 FROM users WHERE form_token = \(formToken))")) ?? false
+        }
+    }
+
+    public func account(named username: String) throws -> Account? {
+        let canonical = Username.canonical(username)
+        return try run("read an account") { client in
+            try await Self.accounts(client.query("""
+                SELECT id, username, email, password_hash, created_at FROM users
+                WHERE username_canonical = \(canonical)
+                """)).first
+        }
+    }
+
+    public func allAccounts() throws -> [Account] {
+        try run("read the accounts") { client in
+            try await Self.accounts(client.query(
+                "SELECT id, username, email, password_hash, created_at FROM users ORDER BY id"))
+        }
+    }
+
+    public func checkReadiness() throws {
+        _ = try run("answer a readiness check") { client in
+            try await Self.first(Int.self, client.query("SELECT 1"))
+        }
+    }
+
+    // MARK: Writes
+
+    public func createAccount(_ account: NewAccount) throws -> Account {
+        let canonical = Username.canonical(account.username)
+        do {
+            return try run("store a new account") { client in
+                let rows = try await client.query("""
+                    INSERT INTO users (username, username_canonical, email, password_hash, form_token)
+                    VALUES (\(account.username), \(canonical), \(account.email), \(account.passwordHash), \(account.formToken))
+                    RETURNING id, username, email, password_hash, created_at
+                    """)
+                guard let stored = try await Self.accounts(rows).first else {
+                    throw StorageFault("PostgreSQL stored the account but returned no row.")
+                }
+                return stored
+            }
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+            // A unique index refused the row; its name says which.
+            if error.serverInfo?[.constraintName] == "users_form_token" { throw AccountCreationError.formAlreadyUsed }
+            throw AccountCreationError.usernameTaken
+        }
+    }
+
+    public func reserveUsernames(_ usernames: [String]) throws {
+        let logger = self.logger
+        try run("reserve usernames") { client in
+            try await client.withTransaction(logger: logger) { connection in
+                for username in usernames {
+                    let canonical = Username.canonical(username)
+                    try await connection.query("""
+                        INSERT INTO users (username, username_canonical, email, password_hash)
+                        VALUES (\(username), \(canonical), '', '!') ON CONFLICT (username_canonical) DO NOTHING
+                        """, logger: logger)
+                }
+            }
+        }
+    }
+
+    public func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8] {
+        let candidate = make()
+        return try run("read a server secret") { client in
+            // Whoever inserts first wins; everyone then reads the same value.
+            try await client.query("""
+                INSERT INTO server_secrets (name, value) VALUES (\(name), \(Data(candidate))) ON CONFLICT (name) DO NOTHING
+                """)
+            let stored = try await Self.first(Data.self, client.query(
+                "SELECT value FROM server_secrets WHERE name = \(name)"))
+            return stored.map { [UInt8]($0) } ?? candidate
+        }
+    }
+
+    // MARK: Running async work for synchronous callers
+
+    /// Runs `body` against the pool and waits at most `answerTimeout` for it. Errors that are
+    /// about reaching the database become `StorageFault`; the database's own answers (a
+    /// unique violation, say) pass through as `PSQLError`.
+    private func run<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) throws -> T {
+        let outcome = Outcome<T>()
+        let client = self.client
+        let task = Task(executorPreference: DedicatedTaskExecutor.postgres) {
+            do {
+                outcome.finish(.success(try await body(client)))
+            } catch {
+                outcome.finish(.failure(error))
+            }
+        }
+        guard let result = outcome.wait(timeout: answerTimeout) else {
+            task.cancel()
+            throw StorageFault("PostgreSQL at \(location.displayName) did not answer within \(Self.seconds(answerTimeout)) s (\(what)).")
+        }
+        switch result {
+        case .success(let value):
+            return value
+        case .failure(let error as PSQLError) where error.code == .server:
+            if error.serverInfo?[.sqlState] == "23505" { throw error }
+            let message = error.serverInfo?[.message] ?? "no message"
+            let state = error.serverInfo?[.sqlState] ?? "?"
+            throw StorageFault("PostgreSQL at \(location.displayName) refused to \(what): \(message) (SQLSTATE \(state)).")
+        case .failure(let error as PSQLError):
+            throw StorageFault("PostgreSQL at \(location.displayName) cannot be reached to \(what) (\(error.code)).")
+        case .failure(let error):
+            throw error
+        }
+    }
+
+    private static func seconds(_ interval: TimeInterval) -> String {
+        interval == interval.rounded() ? String(Int(interval)) : String(interval)
+    }
+
+    private static func first<T: PostgresDecodable>(_ type: T.Type, _ rows: PostgresRowSequence) async throws -> T? {
+        for try await value in rows.decode(T.self) { return value }
+        return nil
+    }
+
+    private static func accounts(_ rows: PostgresRowSequence) async throws -> [Account] {
+        var accounts: [Account] = []
+        for try await (id, username, email, hash, created) in rows.decode((Int64, String, String, String, Date).self) {
+            accounts.append(Account(id: id, username: username, email: email, passwordHash: hash, createdAt: created))
+        }
+        return accounts
+    }
+}
+
+/// One result handed from a task to the thread waiting for it.
+private final class Outcome<T: Sendable>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var result: Result<T, any Error>?
+
+    func finish(_ result: Result<T, any Error>) {
+        condition.withLock {
+            self.result = result
+            condition.signal()
+        }
+    }
+
+    func wait(timeout: TimeInterval) -> Result<T, any Error>? {
+        let deadline = Date().addingTimeInterval(timeout)
+        return condition.withLock {
+            while result == nil, condition.wait(until: deadline) {}
+            return result
+        }
+    }
+}

@@ -1,0 +1,143 @@
+"""Several instances behind nginx (issue 12): a person types through nginx, the instance that
+holds their form is killed mid-typing, and the form recovers on the other instance.
+
+Two signup-server instances (web1, web2) share a throwaway PostgreSQL database (and through
+it the form-token key); nginx runs in front of them with the shipped
+deploy/nginx/livesignup-instances.conf (ports swapped for the real ones) and
+livesignup-proxy.conf. The page's token names the instance that holds its live session;
+after that instance is SIGKILLed, nginx sends the page's next edit or stream reconnect to the
+survivor, which answers 404 unknown_session, and the page's script gets a fresh token there,
+re-sends every value and reopens its stream.
+"""
+import re
+import tempfile
+import uuid
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from conftest import SERVER, STRONG_PASSWORD
+from instances import NGINX, Instance, Nginx, PostgreSQL, list_accounts, postgresql_bin
+
+INSTANCE_IDS = ("web1", "web2")
+# From the kill to the survivor's snapshot: a 404 and a new session, or the stream's retry.
+RECOVERY_SECONDS = 20
+# What is typed after the kill; none of these can be met before it (the fields are empty).
+TYPED_AFTER_THE_KILL = ("password.length", "password.uppercase", "password.common",
+                        "password.strength", "confirm.match")
+
+
+class Deployment:
+    def __init__(self, database, instances, nginx):
+        self.database = database
+        self.instances = instances
+        self.nginx = nginx
+
+    def logs(self):
+        parts = [f"--- {instance.id} (port {instance.port}) ---\n{instance.log()}"
+                 for instance in self.instances.values()]
+        if self.nginx is not None:
+            parts.append(f"--- nginx (port {self.nginx.port}) ---\n{self.nginx.log()}")
+        return "\n".join(parts)
+
+
+@pytest.fixture
+def deployment():
+    bin_dir = postgresql_bin()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl, createdb, postgres) not found "
+                    "in /usr/lib/postgresql/<version>/bin")
+    if not NGINX.exists():
+        pytest.skip(f"nginx not found at {NGINX}")
+    assert SERVER.exists(), f"build the server first (swift build): {SERVER}"
+
+    with tempfile.TemporaryDirectory() as directory:
+        database = PostgreSQL(bin_dir)
+        instances = {}
+        nginx = None
+        try:
+            database.start()
+            # One after the other: the first creates the schema and the shared token key.
+            for instance_id in INSTANCE_IDS:
+                instances[instance_id] = Instance(instance_id, database.url, directory)
+                instances[instance_id].start()
+            nginx = Nginx(directory, {instance_id: instance.port for instance_id, instance in instances.items()})
+            nginx.start()
+            yield Deployment(database, instances, nginx)
+        finally:
+            if nginx is not None:
+                nginx.kill()
+            for instance in instances.values():
+                instance.stop()
+            database.stop()
+
+
+def token_of(browser):
+    return browser.driver.find_element(By.CSS_SELECTOR, 'input[name="token"]').get_attribute("value")
+
+
+def instance_of(token):
+    match = re.fullmatch(r"([a-z0-9-]{1,32})\.[0-9a-f]{56}", token or "")
+    assert match, f"the form token is not <instance-id>.<56 hex>: {token!r}"
+    return match.group(1)
+
+
+def test_typing_through_nginx_recovers_when_the_instance_holding_the_form_is_killed(deployment, browser):
+    username = f"relay{uuid.uuid4().hex[:8]}"
+    try:
+        type_through_a_kill(deployment, browser, username)
+    except BaseException:
+        browser.screenshot("instances-failure")
+        print(deployment.logs())  # pytest shows it with the failure
+        raise
+
+
+def type_through_a_kill(deployment, browser, username):
+    browser.open(deployment.nginx.url)
+    browser.until(lambda: not browser.button_enabled(), "the script disables the button until its first snapshot")
+    holder = instance_of(token_of(browser))
+    assert holder in INSTANCE_IDS, f"the token names an instance nginx does not know: {holder}"
+    survivor = next(instance_id for instance_id in INSTANCE_IDS if instance_id != holder)
+
+    # Live through nginx: the holder's stream crosses out what is typed.
+    browser.type("username", username, leave=True)
+    browser.type("email", f"{username}@example.com", leave=True)
+    for requirement in ("username.length", "username.charset", "username.available", "email.format"):
+        browser.until_state(requirement, "met")
+    states = browser.states()
+    assert all(states[requirement] == "unmet" for requirement in TYPED_AFTER_THE_KILL), states
+    assert not browser.button_enabled()
+    browser.screenshot("instances-1-live-on-" + holder)
+
+    # The instance that holds the form dies without a word; the person keeps typing.
+    deployment.instances[holder].kill()
+    assert deployment.instances[survivor].alive(), f"{survivor} died too:\n{deployment.instances[survivor].log()}"
+    browser.type("password", STRONG_PASSWORD, leave=True)
+    browser.type("confirm", STRONG_PASSWORD, leave=True)
+
+    recovery = WebDriverWait(browser.driver, RECOVERY_SECONDS)
+    recovery.until(lambda _: instance_of(token_of(browser)) == survivor,
+                   message=f"the page gets a fresh token from {survivor} (token: {token_of(browser)!r})")
+    recovery.until(lambda _: all(browser.state(requirement) == "met" for requirement in TYPED_AFTER_THE_KILL),
+                   message=f"{survivor} reports the values typed after the kill as met: {browser.states()}")
+    recovery.until(lambda _: set(browser.states().values()) == {"met"},
+                   message=f"every requirement met on {survivor}: {browser.states()}")
+    notice = browser.driver.find_element(By.CSS_SELECTOR, "[data-connection]")
+    recovery.until(lambda _: not notice.is_displayed(), message="the connection notice goes away")
+    recovery.until(lambda _: browser.button_enabled(), message="the Sign-up button enables")
+    for field, value in (("username", username), ("email", f"{username}@example.com"),
+                         ("password", STRONG_PASSWORD), ("confirm", STRONG_PASSWORD)):
+        assert browser.field(field).get_attribute("value") == value, f"{field} lost what was typed"
+    browser.screenshot("instances-2-recovered-on-" + survivor)
+
+    browser.button().click()
+    recovery.until(lambda _: re.match(r"^https?://[^/]+/welcome(?:[?#]|$)", browser.driver.current_url),
+                   message=f"lands on the welcome page (at {browser.driver.current_url})")
+    assert browser.driver.find_element(By.TAG_NAME, "h1").text == f"Welcome, {username}!"
+    browser.screenshot("instances-3-welcome")
+
+    # The account exists, exactly once, in the shared database.
+    accounts = list_accounts(deployment.database.url)
+    mine = [account for account in accounts if account[0] == username]
+    assert mine == [(username, f"{username}@example.com")], accounts
