@@ -13,7 +13,9 @@ server pinned to CPU 0 and every load generator to CPU 1:
 3. idle: 2,000 and 10,000 sessions with their event streams open: memory per session
    (RSS growth from a started server / sessions), server CPU while idle.
 4. streams: 19,000 idle streams in one process: how many connect, server CPU.
-5. generator ceiling: the generator against a no-logic stub of the protocol, so a
+5. instances (LiveSignup only): on PostgreSQL, one instance direct, one through nginx, two
+   through nginx with the shipped routing (Benchmarks/instances.py): highest edits/s and p99.
+6. generator ceiling: the generator against a no-logic stub of the protocol, so a
    saturation figure can be trusted only below it.
 
 Prints one markdown table (medians, ratios LiveSignup / peer) and, with --write-readme,
@@ -51,11 +53,13 @@ def result_line(output):
     raise RuntimeError("no RESULT line in:\n" + output[-2000:])
 
 
-def typing(port, pid, people, window, warmup=4.0, rate=KEYS_PER_SECOND):
-    """The native generator against a running server; returns its RESULT."""
+def typing(port, pid, people, window, warmup=4.0, rate=KEYS_PER_SECOND, token_in_url=False):
+    """The native generator against a running server; returns its RESULT. `token_in_url`:
+    edits go to /fields?token=… as the page sends them (needed behind nginx with several
+    instances; the peer reads the body only)."""
     command = ["taskset", "-c", "1", str(LOADGEN), "--port", str(port), "--people", str(people),
                "--rate", str(rate), "--warmup", str(warmup), "--window", str(window),
-               "--server-pid", str(pid)]
+               "--server-pid", str(pid), "--token-in-url", "1" if token_in_url else "0"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=warmup + window + 90)
     if done.returncode != 0:
         log(done.stderr[-2000:])
@@ -101,7 +105,7 @@ def sustains(result):
             and result.get("errors", 0) == 0 and result.get("non_202", 0) == 0)
 
 
-def find_saturation(start_server, low_people=200, step=200, window=8.0, limit=6000):
+def find_saturation(start_server, low_people=200, step=200, window=8.0, limit=6000, token_in_url=False):
     """Raises the number of typists in steps until the bound breaks, then halves the step
     twice around the edge. Returns (highest sustained edits/s, the results tried)."""
     tried = []
@@ -110,7 +114,7 @@ def find_saturation(start_server, low_people=200, step=200, window=8.0, limit=60
     def attempt(people):
         server = start_server()
         try:
-            result = typing(server.port, server.pid, people, window, warmup=3.0)
+            result = typing(server.port, server.pid, people, window, warmup=3.0, token_in_url=token_in_url)
         finally:
             server.stop()
         ok = sustains(result)
@@ -151,6 +155,33 @@ def run_saturation(servers, runs):
             log(f"saturation {name} run {run + 1}")
             best, tried = find_saturation(lambda: servers.start(name))
             rows[name].append({"edits_per_s": best, "tried": tried})
+    return rows
+
+
+INSTANCE_SETUPS = (("one instance, direct", 1, False), ("one instance through nginx", 1, True),
+                   ("two instances through nginx", 2, True))
+
+
+def run_instances(binary, window):
+    """Issue 12: LiveSignup on PostgreSQL, direct and behind nginx (Benchmarks/instances.py)."""
+    import instances
+    cluster = instances.PostgresCluster()
+    rows = {}
+    try:
+        for label, count, through_nginx in INSTANCE_SETUPS:
+            def start():
+                return instances.Deployment(binary, cluster.database(), count, through_nginx)
+            deployment = start()
+            try:
+                result = typing(deployment.port, deployment.pid, 200, window, token_in_url=True)
+            finally:
+                deployment.stop()
+            log(f"instances, {label}, 200 people: {summary(result)}")
+            best, tried = find_saturation(start, token_in_url=True)
+            log(f"instances, {label}: highest {best:.0f} edits/s")
+            rows[label] = {"typing": result, "saturation": best, "tried": tried}
+    finally:
+        cluster.stop()
     return rows
 
 
@@ -243,7 +274,7 @@ def main():
     parser.add_argument("--peer", default=None, help="the Hummingbird peer's signup-peer binary")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--window", type=float, default=15.0, help="typing window, seconds")
-    parser.add_argument("--scenarios", default="ceiling,typing,saturation,idle,streams")
+    parser.add_argument("--scenarios", default="ceiling,typing,saturation,idle,streams,instances")
     parser.add_argument("--write-readme", action="store_true")
     args = parser.parse_args()
     args.command = ["python3", "Benchmarks/bench.py", *sys.argv[1:]]
@@ -271,6 +302,8 @@ def main():
         keep("idle10000", run_idle(servers, binary_for, args.runs, 10000))
     if "streams" in scenarios:
         keep("streams19000", run_idle(servers, binary_for, 1, 19000))
+    if "instances" in scenarios:
+        keep("instances", run_instances(args.binary, args.window))
 
     def med(key, name, pick):
         rows = raw.get(key, {}).get(name, [])
@@ -307,6 +340,15 @@ def main():
             both("19,000 idle streams: KiB per session", "streams19000",
                  lambda r: r.get("rss_per_session_with_stream_kib")),
         ]
+    for label, _, _ in INSTANCE_SETUPS:
+        row = raw.get("instances", {}).get(label)
+        if row:
+            latency = row["typing"].get("latency_ms") or {}
+            measures += [
+                (f"PostgreSQL, {label}: highest edits/s with p99 ≤ {P99_BOUND_MS:.0f} ms (all server processes on CPU 0)",
+                 row["saturation"], None, 0),
+                (f"PostgreSQL, {label}: p99 edit→event at ~1,000 edits/s, ms", latency.get("p99"), None, 2),
+            ]
     if "ceiling" in raw:
         best, _ = raw["ceiling"]
         measures.append(("generator ceiling against the no-logic stub, edits/s (p99 ≤ 50 ms)",

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TOKEN_RE = re.compile(r'name="token"\s+value="([A-Za-z0-9_-]{16,128})"')
+TOKEN_RE = re.compile(r'name="token"\s+value="([A-Za-z0-9._~-]{16,200})"')
 
 # The throughput benchmarks load the server from one address, which is exactly what the
 # per-address abuse limits stop; they measure capacity, so they switch the limits off.
@@ -55,9 +55,11 @@ def exit_cleanly_on_sigterm():
 class Server:
     """The signup-server binary on 127.0.0.1, port 0, with a fresh temporary database."""
 
-    def __init__(self, binary, cwd=REPO_ROOT, extra_args=(), peer=False, cpus=None):
+    def __init__(self, binary, cwd=REPO_ROOT, extra_args=(), peer=False, cpus=None, database=None):
         """`peer`: the Hummingbird peer (../shared/peers/hummingbird), which takes fewer
-        options. `cpus`: pin the server to these CPUs with taskset (e.g. "0")."""
+        options. `cpus`: pin the server to these CPUs with taskset (e.g. "0"). `database`:
+        a --database value (a PostgreSQL URL) instead of a fresh SQLite file."""
+        self.database = database
         self.binary = str(Path(binary).resolve())
         self.cwd = str(cwd)
         self.extra_args = list(extra_args)
@@ -69,7 +71,7 @@ class Server:
 
     def start(self, timeout=30.0):
         self.tmp = tempfile.TemporaryDirectory(prefix="livesignup-bench-")
-        db = os.path.join(self.tmp.name, "bench.sqlite")
+        db = self.database or os.path.join(self.tmp.name, "bench.sqlite")
         if self.peer:
             args = [self.binary, "--host", "127.0.0.1", "--port", "0", "--database", db, *self.extra_args]
         else:

@@ -109,6 +109,9 @@ static double opt_warmup = 5.0;
 static double opt_window = 20.0;
 static double opt_timeout = -1;
 static long opt_server_pid;
+/* 1: POST /fields?token=... (what the page sends; a proxy in front of several instances
+ * routes by it). 0: the token in the body only (what the peer understands). */
+static int opt_token_in_url;
 
 static char host_header[64];    /* "127.0.0.1:PORT" */
 static struct sockaddr_in server_addr;
@@ -566,9 +569,10 @@ static void send_key(struct person *p)
     int blen = snprintf(body, sizeof body, "token=%s&field=%s&value=%s&seq=%d%s", p->token_enc,
                         FIELD_NAMES[f], value, p->seq[f], touched ? "&touched=1" : "");
     int rlen = snprintf(req, sizeof req,
-                        "POST /fields HTTP/1.1\r\nHost: %s\r\n"
+                        "POST /fields%s%s HTTP/1.1\r\nHost: %s\r\n"
                         "Content-Type: application/x-www-form-urlencoded\r\n"
                         "Content-Length: %d\r\n\r\n%s",
+                        opt_token_in_url ? "?token=" : "", opt_token_in_url ? p->token_enc : "",
                         host_header, blen, body);
     p->outstanding++;
     c->sent_set = 0;
@@ -1279,7 +1283,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: typing_load --port P [--people N] [--rate K] [--warmup S] [--window S]\n"
-            "                   [--server-pid PID] [--timeout S]\n"
+            "                   [--server-pid PID] [--timeout S] [--token-in-url 0|1]\n"
             "N people type a sign-up form at K keys/s each, open-loop, against 127.0.0.1:P.\n"
             "Last stdout line: RESULT {json}.\n");
     exit(2);
@@ -1306,6 +1310,8 @@ int main(int argc, char **argv)
             opt_server_pid = atol(v);
         else if (!strcmp(a, "--timeout"))
             opt_timeout = atof(v);
+        else if (!strcmp(a, "--token-in-url"))
+            opt_token_in_url = atoi(v);
         else
             usage();
     }
