@@ -134,7 +134,9 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
     }
 
     public func checkReadiness() throws {
-        _ = try run("answer a readiness check") { client in
+        // A probe must answer within its own timeout (often 1–2 s), so it waits less than a
+        // sign-up would.
+        _ = try run("answer a readiness check", timeout: min(answerTimeout, 2)) { client in
             try await Self.first(Int.self, client.query("SELECT 1"))
         }
     }
@@ -195,7 +197,9 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
     /// Runs `body` against the pool and waits at most `answerTimeout` for it. Errors that are
     /// about reaching the database become `StorageFault`; the database's own answers (a
     /// unique violation, say) pass through as `PSQLError`.
-    private func run<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) throws -> T {
+    private func run<T: Sendable>(_ what: String, timeout: TimeInterval? = nil,
+                                  _ body: @escaping @Sendable (PostgresClient) async throws -> T) throws -> T {
+        let timeout = timeout ?? answerTimeout
         let outcome = Outcome<T>()
         let client = self.client
         let task = Task(executorPreference: DedicatedTaskExecutor.postgres) {
@@ -205,9 +209,9 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 outcome.finish(.failure(error))
             }
         }
-        guard let result = outcome.wait(timeout: answerTimeout) else {
+        guard let result = outcome.wait(timeout: timeout) else {
             task.cancel()
-            throw StorageFault("PostgreSQL at \(location.displayName) did not answer within \(Self.seconds(answerTimeout)) s (\(what)).")
+            throw StorageFault("PostgreSQL at \(location.displayName) did not answer within \(Self.seconds(timeout)) s (\(what)).")
         }
         switch result {
         case .success(let value):
