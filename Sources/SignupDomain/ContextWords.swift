@@ -5,9 +5,11 @@ import Foundation
 public struct ContextWords: Sendable, Hashable {
     /// Folded (NFKC, case folded), at least 3 characters, no duplicates, in a stable order.
     public let words: [String]
-    public let serviceWord: String
+    /// The site's own words, folded: its name and the policy's `context_words`. A password
+    /// built on one of them gets the "based on this site's name" message.
+    public let siteWords: [String]
 
-    public init(username: String, email: String, serviceName: String) {
+    public init(username: String, email: String, serviceName: String, siteWords extraSiteWords: [String] = []) {
         var words: [String] = []
         func add(_ word: Substring) {
             let folded = Self.fold(String(word))
@@ -25,8 +27,9 @@ public struct ContextWords: Sendable, Hashable {
         } else {
             add(Substring(email))
         }
-        serviceWord = Self.fold(serviceName)
-        add(Substring(serviceName))
+        let site = [serviceName] + extraSiteWords
+        siteWords = site.map(Self.fold)
+        site.forEach { add(Substring($0)) }
         self.words = words
     }
 

@@ -1,74 +1,106 @@
+import Foundation
+
 /// The settings a sign-up policy is made of, as plain data. `SignupPolicy` turns one into the
-/// rules the checklist, the events and the submit check share; `--policy` picks one by name.
-public struct Policy: Sendable, Hashable {
-    /// The name `--policy` selects it by.
-    public let name: String
+/// rules the checklist, the events and the submit check share. `--policy` picks a preset by
+/// name or reads a policy file (`PolicyFile`); the presets are policy files too, shipped in
+/// the module's resources (Resources/policies).
+public struct Policy: Sendable {
+    /// The name `--policy` selects it by (or the file's own).
+    public var name: String
     /// One sentence for operators and the docs.
-    public let summary: String
+    public var summary: String
     /// Username length in code points (after NFC).
-    public let usernameLength: ClosedRange<Int>
+    public var usernameLength: ClosedRange<Int>
+    /// Which characters a username may use.
+    public var usernameCharacters: UsernameCharacters
     /// Minimum password length in code points (after NFC). There is no maximum length in
     /// characters; `passwordMaximumBytes` only stops absurd input.
-    public let passwordMinimumLength: Int
+    public var passwordMinimumLength: Int
     /// Longest password accepted, in UTF-8 bytes after NFC. Never truncated: longer is refused.
-    public let passwordMaximumBytes: Int
+    public var passwordMaximumBytes: Int
     /// The source articles' composition rule. NIST SP 800-63B-4 forbids composition rules.
-    public let requiresUppercase: Bool
+    public var requiresUppercase: Bool
     /// Lowest acceptable zxcvbn score (0–4) for `password.strength`.
-    public let minimumStrengthScore: Int
+    public var minimumStrengthScore: Int
     /// The site's name: a context word passwords must not be based on, and a reserved name.
-    public let serviceName: String
+    public var serviceName: String
     /// Names nobody may take; the live check calls them taken, like any used name.
-    public let reservedUsernames: [String]
+    public var reservedUsernames: [String]
+    /// Passwords refused as too common (`password.common`).
+    public var blocklist: CommonPasswords
+    /// Where `blocklist` came from ("builtin", "none" or a file), for operators.
+    public var blocklistSource: String
+    /// More words passwords must not be based on, besides the username, the email and
+    /// `serviceName` (the company's name, the product's).
+    public var contextWords: [String]
+    /// How long a username must stay unchanged before it is looked up, if the policy says;
+    /// otherwise the server's `--availability-debounce-ms`.
+    public var availabilityDebounceMilliseconds: Int?
+    /// What every requirement and message says.
+    public var texts: PolicyTexts
 
     public init(
-        name: String, summary: String, usernameLength: ClosedRange<Int>, passwordMinimumLength: Int,
+        name: String, summary: String, usernameLength: ClosedRange<Int>,
+        usernameCharacters: UsernameCharacters = .standard, passwordMinimumLength: Int,
         passwordMaximumBytes: Int, requiresUppercase: Bool, minimumStrengthScore: Int,
-        serviceName: String, reservedUsernames: [String]
+        serviceName: String, reservedUsernames: [String], blocklist: CommonPasswords = .builtIn,
+        blocklistSource: String = "builtin", contextWords: [String] = [],
+        availabilityDebounceMilliseconds: Int? = nil, texts: PolicyTexts = .builtIn
     ) {
         self.name = name
         self.summary = summary
         self.usernameLength = usernameLength
+        self.usernameCharacters = usernameCharacters
         self.passwordMinimumLength = passwordMinimumLength
         self.passwordMaximumBytes = passwordMaximumBytes
         self.requiresUppercase = requiresUppercase
         self.minimumStrengthScore = minimumStrengthScore
         self.serviceName = serviceName
         self.reservedUsernames = reservedUsernames
+        self.blocklist = blocklist
+        self.blocklistSource = blocklistSource
+        self.contextWords = contextWords
+        self.availabilityDebounceMilliseconds = availabilityDebounceMilliseconds
+        self.texts = texts
     }
 
-    /// Names that would impersonate the site or its staff, or shadow a route.
-    public static let defaultReservedUsernames = [
-        "admin", "administrator", "root", "support", "security", "postmaster", "abuse", "webmaster",
-        "hostmaster", "info", "api", "www", "mail", "help", "system", "staff", "moderator",
-        // Routes of this server.
-        "signin", "signup", "welcome", "events", "fields", "sessions", "static",
-        // The service name.
-        "livesignup",
-    ]
+    /// What a policy file's omitted settings are: the classic checklist's values.
+    public static let defaults = Policy(
+        name: "custom", summary: "", usernameLength: 4...32, passwordMinimumLength: 8, passwordMaximumBytes: 1024,
+        requiresUppercase: true, minimumStrengthScore: 2, serviceName: "LiveSignup", reservedUsernames: [])
+
+    /// The shipped presets, by name.
+    public static let presetNames = ["classic", "nist"]
 
     /// The source articles' checklist (username 4–32, password ≥ 8 with an uppercase letter,
     /// not common, confirmed) plus a zxcvbn score of at least 2.
-    public static let classic = Policy(
-        name: "classic",
-        summary: "The classic checklist: 8+ characters, one uppercase letter, not common, zxcvbn score ≥ 2.",
-        usernameLength: 4...32, passwordMinimumLength: 8, passwordMaximumBytes: 1024,
-        requiresUppercase: true, minimumStrengthScore: 2,
-        serviceName: "LiveSignup", reservedUsernames: defaultReservedUsernames)
+    public static let classic = shippedPreset("classic")
 
     /// NIST SP 800-63B-4 for passwords used as a single factor: 15+ characters, no
     /// composition rules, blocklist and context words, zxcvbn score ≥ 3.
-    public static let nist = Policy(
-        name: "nist",
-        summary: "NIST SP 800-63B-4 single-factor: 15+ characters, no composition rules, not common, zxcvbn score ≥ 3.",
-        usernameLength: 4...32, passwordMinimumLength: 15, passwordMaximumBytes: 1024,
-        requiresUppercase: false, minimumStrengthScore: 3,
-        serviceName: "LiveSignup", reservedUsernames: defaultReservedUsernames)
+    public static let nist = shippedPreset("nist")
 
-    public static let all = [classic, nist]
+    public static var all: [Policy] { [classic, nist] }
 
-    /// The policy `--policy NAME` means, if any.
+    /// The preset `--policy NAME` means, if any.
     public static func named(_ name: String) -> Policy? {
         all.first { $0.name == name.lowercased() }
+    }
+
+    /// The shipped file of a preset (the same format as an operator's).
+    public static func presetFile(_ name: String) -> URL? {
+        Bundle.module.url(forResource: name, withExtension: "yaml", subdirectory: "policies")
+    }
+
+    private static func shippedPreset(_ name: String) -> Policy {
+        guard let file = presetFile(name) else {
+            preconditionFailure("The \(name) policy file is missing from SignupDomain's resources")
+        }
+        do {
+            return try PolicyFile.load(path: file.path)
+        } catch {
+            // The shipped files are checked by the tests; a broken one is a build defect.
+            preconditionFailure("The shipped \(name) policy does not load: \(error)")
+        }
     }
 }

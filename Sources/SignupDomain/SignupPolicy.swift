@@ -32,96 +32,102 @@ public struct SignupPolicy: Sendable {
     ///     end up without the check.)
     public init(
         _ settings: Policy,
-        commonPasswords: CommonPasswords = .builtIn,
+        commonPasswords: CommonPasswords? = nil,
         strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
         usernameProblem: (@Sendable (String) -> String?)? = nil
     ) {
         self.settings = settings
+        let texts = settings.texts
         self.strengthEstimator = strengthEstimator
         reservedCanonicalNames = Set((settings.reservedUsernames + [settings.serviceName]).map(Username.canonical))
         let lengths = settings.usernameLength
+        let bounds = ["min": String(lengths.lowerBound), "max": String(lengths.upperBound)]
+        let tooShort = texts(.usernameLengthTooShort, bounds)
+        let tooLong = texts(.usernameLengthTooLong, bounds)
+        let characters = settings.usernameCharacters
         username = FieldRules(
             rules: [
-                Rule(id: "username.length", text: "\(lengths.lowerBound) to \(lengths.upperBound) characters",
-                     message: { TextLength.codePoints($0) < lengths.lowerBound
-                         ? "Username must be at least \(lengths.lowerBound) characters"
-                         : "Username must be at most \(lengths.upperBound) characters" },
+                Rule(id: "username.length", text: texts(.usernameLengthText, bounds),
+                     message: { TextLength.codePoints($0) < lengths.lowerBound ? tooShort : tooLong },
                      isMet: { lengths.contains(TextLength.codePoints($0)) }),
-                Rule(id: "username.charset", text: "Only letters, numbers, dots, hyphens and underscores",
-                     message: "Username can only use letters, numbers, dots, hyphens and underscores",
-                     isMet: { !$0.isEmpty && Username.hasAllowedCharacters($0) }),
+                Rule(id: "username.charset", text: texts(.usernameCharsetText),
+                     message: texts(.usernameCharsetMessage),
+                     isMet: { !$0.isEmpty && characters.allows($0) }),
             ],
             checks: [Self.safetyCheck(usernameProblem ?? Self.unsafeUsernameMessage)],
-            emptyMessage: "Enter a username")
-        usernameAvailability = Requirement(id: "username.available", text: "Not already taken")
-        usernameTakenMessage = "That username is taken"
+            emptyMessage: texts(.usernameEmpty))
+        usernameAvailability = Requirement(id: "username.available", text: texts(.usernameAvailableText))
+        usernameTakenMessage = texts(.usernameTaken)
         email = FieldRules(
             rules: [
-                Rule(id: "email.format", text: "A valid email address",
-                     message: "Enter an email address like name@example.com",
+                Rule(id: "email.format", text: texts(.emailFormatText),
+                     message: texts(.emailFormatMessage),
                      isMet: EmailAddress.isValid),
             ],
-            emptyMessage: "Enter your email address")
-        password = Self.passwordRules(settings, commonPasswords: commonPasswords)
+            emptyMessage: texts(.emailEmpty))
+        password = Self.passwordRules(settings, commonPasswords: commonPasswords ?? settings.blocklist)
         confirm = FieldRules(
             rules: [
-                Rule(id: "confirm.match", text: "Matches the password",
-                     message: "Passwords don't match",
+                Rule(id: "confirm.match", text: texts(.confirmMatchText),
+                     message: texts(.confirmMatchMessage),
                      isMet: { !$0.confirm.isEmpty && $0.confirm == $0.password }),
             ],
-            emptyMessage: "Confirm your password",
+            emptyMessage: texts(.confirmEmpty),
             isEmpty: { $0.confirm.isEmpty })
         checklists = Self.checklists(username: username, availability: usernameAvailability, email: email,
                                      password: password, confirm: confirm)
     }
 
     private static func passwordRules(_ settings: Policy, commonPasswords: CommonPasswords) -> FieldRules<PasswordCandidate> {
+        let texts = settings.texts
         let minimum = settings.passwordMinimumLength
         var rules = [
             Rule<PasswordCandidate>(
-                id: "password.length", text: "At least \(minimum) characters",
-                message: "Password must be at least \(minimum) characters",
+                id: "password.length", text: texts(.passwordLengthText, ["min": String(minimum)]),
+                message: texts(.passwordLengthMessage, ["min": String(minimum)]),
                 isMet: { TextLength.codePoints($0.password) >= minimum }),
         ]
         if settings.requiresUppercase {
             rules.append(Rule(
-                id: "password.uppercase", text: "One uppercase letter",
-                message: "Password must include an uppercase letter",
+                id: "password.uppercase", text: texts(.passwordUppercaseText),
+                message: texts(.passwordUppercaseMessage),
                 isMet: { $0.password.unicodeScalars.contains { $0.properties.isUppercase } }))
         }
+        let siteWord = texts(.passwordCommonSiteWord)
+        let personalWord = texts(.passwordCommonPersonalWord)
+        let common = texts(.passwordCommonMessage)
         rules.append(Rule(
-            id: "password.common", text: "Not a commonly used password",
+            id: "password.common", text: texts(.passwordCommonText),
             message: { candidate in
                 if let word = candidate.context.word(underlying: candidate.password) {
-                    return word == candidate.context.serviceWord
-                        ? "That password is based on this site's name, which attackers try first. Choose one that has nothing to do with it"
-                        : "That password is based on your username or email, which attackers try first. Choose one that has nothing to do with them"
+                    return candidate.context.siteWords.contains(word) ? siteWord : personalWord
                 }
-                return "That password is on a list of commonly used passwords that attackers try first. Choose something unusual, such as a few unrelated words"
+                return common
             },
             isMet: { candidate in
                 !candidate.password.isEmpty && !commonPasswords.contains(candidate.password)
                     && candidate.context.word(underlying: candidate.password) == nil
             }))
         let score = settings.minimumStrengthScore
+        let defaultAdvice = texts(.passwordStrengthAdvice)
         rules.append(Rule(
-            id: "password.strength", text: "Strong enough",
+            id: "password.strength", text: texts(.passwordStrengthText),
             message: { candidate in
-                let advice = candidate.strength.suggestions.first ?? "Add another word or two; unusual words are better"
-                return "This password would be easy to guess. \(advice)"
+                let advice = candidate.strength.suggestions.first ?? defaultAdvice
+                return texts(.passwordStrengthMessage, ["advice": advice])
             },
             isMet: { !$0.password.isEmpty && $0.strength.score >= score }))
         let maximumBytes = settings.passwordMaximumBytes
         return FieldRules(
             rules: rules,
             checks: [
-                Check(id: "password.control", message: "Password can't contain control characters such as tabs or line breaks",
+                Check(id: "password.control", message: texts(.passwordControlMessage),
                       isPassed: { !$0.password.unicodeScalars.contains { $0.properties.generalCategory == .control } }),
                 Check(id: "password.maximum",
-                      message: "Password is too long: use at most \(maximumBytes) bytes (about \(maximumBytes) Latin letters)",
+                      message: texts(.passwordMaximumMessage, ["max_bytes": String(maximumBytes)]),
                       isPassed: { $0.password.utf8.count <= maximumBytes }),
             ],
-            emptyMessage: "Enter a password",
+            emptyMessage: texts(.passwordEmpty),
             isEmpty: { $0.password.isEmpty })
     }
 
@@ -132,7 +138,7 @@ public struct SignupPolicy: Sendable {
 
     /// The words a password must not be based on, for this person on this site.
     public func contextWords(username: String, email: String) -> ContextWords {
-        ContextWords(username: username, email: email, serviceName: settings.serviceName)
+        ContextWords(username: username, email: email, serviceName: settings.serviceName, siteWords: settings.contextWords)
     }
 
     /// The password as its rules see it, given its context words.
@@ -191,7 +197,7 @@ public struct SignupPolicy: Sendable {
 extension SignupPolicy {
     /// `Policy.classic`'s rules.
     public static func classic(
-        commonPasswords: CommonPasswords = .builtIn,
+        commonPasswords: CommonPasswords? = nil,
         strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
         usernameProblem: (@Sendable (String) -> String?)? = nil
     ) -> SignupPolicy {

@@ -12,17 +12,4 @@ public enum Username {
             .folding(options: [.caseInsensitive], locale: nil)
             .precomposedStringWithCompatibilityMapping
     }
-
-    /// Letters and decimal digits of any script, plus ".", "-" and "_".
-    public static func hasAllowedCharacters(_ username: String) -> Bool {
-        username.unicodeScalars.allSatisfy { scalar in
-            switch scalar.properties.generalCategory {
-            case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
-                 .decimalNumber, .nonspacingMark, .spacingMark:
-                return true
-            default:
-                return scalar == "." || scalar == "-" || scalar == "_"
-            }
-        }
-    }
 }

@@ -13,14 +13,14 @@ struct AccountOptions: ParsableArguments {
     @Option(help: help("database-connections", "PostgreSQL only: connections this instance keeps to the database at most."))
     var databaseConnections = 8
 
-    @Option(help: help("policy", "Password and username policy: \(Policy.all.map(\.name).joined(separator: " or "))."))
-    var policy = Policy.classic.name
+    @Option(help: help("policy", "Sign-up policy: a preset (\(Policy.presetNames.joined(separator: " or "))) or a policy file (YAML or JSON; see docs/POLICY.md)."))
+    var policy = Policy.presetNames[0]
 
     @Flag(help: help("seed-demo", "Mark a few demo usernames (alice, bob, carol, admin, …) as taken."))
     var seedDemo = false
 
-    @Option(help: help("availability-debounce-ms", "Milliseconds a username must stay unchanged before it is looked up."))
-    var availabilityDebounceMs = 300
+    @Option(help: help("availability-debounce-ms", "Milliseconds a username must stay unchanged before it is looked up (default: the policy's, else 300)."))
+    var availabilityDebounceMs: Int?
 
     @Option(help: help("argon2-preset", "Password hashing cost: interactive (t=2, 64 MiB), moderate (t=3, 256 MiB) or owasp-minimum (t=2, 19 MiB)."))
     var argon2Preset = Argon2Preset.interactive.rawValue
@@ -48,13 +48,11 @@ struct AccountOptions: ParsableArguments {
     }
 
     func validate() throws {
-        guard Policy.named(policy) != nil else {
-            throw ValidationError("Unknown policy '\(policy)'. Choose one of: \(Policy.all.map(\.name).joined(separator: ", ")).")
-        }
+        _ = try Self.loadPolicy(policy)
         guard Argon2Preset(rawValue: argon2Preset) != nil else {
             throw ValidationError("Unknown --argon2-preset '\(argon2Preset)'. Choose one of: \(Argon2Preset.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
-        guard availabilityDebounceMs >= 0 else { throw ValidationError("--availability-debounce-ms must be ≥ 0.") }
+        guard (availabilityDebounceMs ?? 0) >= 0 else { throw ValidationError("--availability-debounce-ms must be ≥ 0.") }
         guard maxConcurrentHashes >= 1 else { throw ValidationError("--max-concurrent-hashes must be at least 1.") }
         guard (1...1000).contains(databaseConnections) else { throw ValidationError("--database-connections must be 1 to 1000.") }
         try Self.checkDatabase(database)
@@ -79,9 +77,25 @@ struct AccountOptions: ParsableArguments {
         return try PostgresAccountStore(location: location, maximumConnections: connections, logger: logger)
     }
 
+    /// A preset by name, else a policy file; a bad file is refused with its line and reason.
+    static func loadPolicy(_ nameOrPath: String) throws -> Policy {
+        if let preset = Policy.named(nameOrPath) { return preset }
+        guard FileManager.default.fileExists(atPath: nameOrPath) else {
+            throw ValidationError("Unknown policy '\(nameOrPath)'. Choose one of: \(Policy.presetNames.joined(separator: ", ")). Or give a policy file's path (there is no file at '\(nameOrPath)').")
+        }
+        do {
+            return try PolicyFile.load(path: nameOrPath)
+        } catch {
+            throw ValidationError("The policy file is refused: \(error)")
+        }
+    }
+
     func apply(to configuration: inout SignupApplication.Configuration) throws {
-        configuration.availabilityDebounce = .milliseconds(availabilityDebounceMs)
-        configuration.policy = SignupPolicy(Policy.named(policy) ?? .classic)
+        let settings = try Self.loadPolicy(policy)
+        // The flag wins over the policy file, which wins over the built-in 300 ms.
+        let debounce = availabilityDebounceMs ?? settings.availabilityDebounceMilliseconds ?? 300
+        configuration.availabilityDebounce = .milliseconds(debounce)
+        configuration.policy = SignupPolicy(settings)
         configuration.passwordHasher = (Argon2Preset(rawValue: argon2Preset) ?? .interactive).hasher
         configuration.maximumConcurrentHashes = maxConcurrentHashes
     }

@@ -14,7 +14,7 @@ struct SignupServerCommand: ParsableCommand {
         abstract: "Serves the LiveSignup sign-up page.",
         discussion: "Every option can also be set with an environment variable LIVESIGNUP_<NAME> (shown with each option); a flag wins over the environment, the environment over the default.",
         version: version,
-        subcommands: [Serve.self, Accounts.self],
+        subcommands: [Serve.self, Accounts.self, PolicyCommand.self],
         defaultSubcommand: Serve.self)
 
     /// Turns `LIVESIGNUP_*` variables into arguments for the subcommand being run, then parses.

@@ -1,0 +1,295 @@
+import Foundation
+import Yams
+
+/// Why a policy file was refused: the file, the line (when one is to blame) and the reason,
+/// as `file:line: reason`, the way compilers report, so an editor can jump there.
+public struct PolicyFileError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let file: String
+    public let line: Int?
+    public let reason: String
+
+    public var description: String {
+        line.map { "\(file):\($0): \(reason)" } ?? "\(file): \(reason)"
+    }
+}
+
+/// Reads a policy file (YAML, or JSON, which YAML includes) into a `Policy`. Every setting is
+/// checked, unknown ones included (a misspelt setting must not silently do nothing); the
+/// first problem stops the load with its line. Settings a file leaves out take
+/// `Policy.defaults`' values (the classic checklist's). docs/POLICY.md describes the format.
+public enum PolicyFile {
+    public static func load(path: String) throws(PolicyFileError) -> Policy {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw PolicyFileError(file: path, line: nil, reason: "cannot be read: \(Self.describe(error))")
+        }
+        let base = URL(fileURLWithPath: path).deletingLastPathComponent()
+        let fallbackName = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        return try parse(text, file: path, baseDirectory: base, fallbackName: fallbackName)
+    }
+
+    /// - Parameters:
+    ///   - file: how errors name the file.
+    ///   - baseDirectory: where relative `reserved_file` and `blocklist` paths start.
+    public static func parse(_ text: String, file: String, baseDirectory: URL,
+                             fallbackName: String = "custom") throws(PolicyFileError) -> Policy {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: text)
+        } catch let error as YamlError {
+            throw PolicyFileError(file: file, line: Self.line(of: error), reason: "is not valid YAML or JSON: \(Self.problem(of: error))")
+        } catch {
+            throw PolicyFileError(file: file, line: nil, reason: "is not valid YAML or JSON: \(error)")
+        }
+        guard let root else { throw PolicyFileError(file: file, line: nil, reason: "is empty") }
+        let reader = Reader(file: file, baseDirectory: baseDirectory)
+        return try reader.policy(from: root, fallbackName: fallbackName)
+    }
+
+    private static func line(of error: YamlError) -> Int? {
+        switch error {
+        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): return mark.line
+        case .duplicatedKeysInMapping(_, let context): return context.mark.line
+        default: return nil
+        }
+    }
+
+    private static func problem(of error: YamlError) -> String {
+        switch error {
+        case .scanner(let context, let problem, _, _), .parser(let context, let problem, _, _),
+             .composer(let context, let problem, _, _):
+            return context.map { "\(problem) (\($0.text))" } ?? problem
+        case .duplicatedKeysInMapping(let duplicates, _):
+            return "a setting is given twice: \(duplicates.joined(separator: ", "))"
+        default:
+            return "\(error)"
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if nsError.domain == NSCocoaErrorDomain, nsError.code == NSFileReadNoSuchFileError { return "no such file" }
+        if nsError.domain == NSCocoaErrorDomain, nsError.code == NSFileReadNoPermissionError { return "permission denied" }
+        return nsError.localizedDescription
+    }
+}
+
+/// Walks the composed YAML nodes, so every complaint can name its line.
+private struct Reader {
+    let file: String
+    let baseDirectory: URL
+
+    func fail(_ node: Node?, _ reason: String) -> PolicyFileError {
+        PolicyFileError(file: file, line: node?.mark?.line, reason: reason)
+    }
+
+    /// A mapping's settings; refuses keys not in `known`.
+    func settings(_ node: Node, at path: String, known: [String]) throws(PolicyFileError) -> [String: (key: Node, value: Node)] {
+        guard let mapping = node.mapping else {
+            throw fail(node, path.isEmpty ? "a policy file must be a mapping of settings (name:, username:, password:, …)"
+                                          : "'\(path)' must be a mapping of settings")
+        }
+        var result: [String: (key: Node, value: Node)] = [:]
+        for (key, value) in mapping {
+            guard let name = key.scalar?.string else { throw fail(key, "a setting's name must be text") }
+            let full = path.isEmpty ? name : "\(path).\(name)"
+            guard known.contains(name) else {
+                throw fail(key, "unknown setting '\(full)'; \(path.isEmpty ? "the file" : "'\(path)'") may have: \(known.joined(separator: ", "))")
+            }
+            result[name] = (key, value)
+        }
+        return result
+    }
+
+    func string(_ node: Node, _ path: String) throws(PolicyFileError) -> String {
+        guard let scalar = node.scalar else { throw fail(node, "'\(path)' must be text") }
+        return scalar.string
+    }
+
+    func integer(_ node: Node, _ path: String, in range: ClosedRange<Int>) throws(PolicyFileError) -> Int {
+        guard let scalar = node.scalar, let value = Int(scalar.string) else {
+            throw fail(node, "'\(path)' must be a whole number")
+        }
+        guard range.contains(value) else {
+            throw fail(node, "'\(path)' must be \(range.lowerBound) to \(range.upperBound), not \(value)")
+        }
+        return value
+    }
+
+    func boolean(_ node: Node, _ path: String) throws(PolicyFileError) -> Bool {
+        switch node.scalar?.string.lowercased() {
+        case "true": return true
+        case "false": return false
+        default: throw fail(node, "'\(path)' must be true or false")
+        }
+    }
+
+    func strings(_ node: Node, _ path: String) throws(PolicyFileError) -> [String] {
+        guard let sequence = node.sequence else { throw fail(node, "'\(path)' must be a list, like [a, b]") }
+        var values: [String] = []
+        for item in sequence {
+            guard let scalar = item.scalar else { throw fail(item, "each item of '\(path)' must be text") }
+            let value = scalar.string.trimmingCharacters(in: .whitespaces)
+            guard !value.isEmpty else { throw fail(item, "an item of '\(path)' is empty") }
+            values.append(value)
+        }
+        return values
+    }
+
+    /// Non-empty lines of a text file beside the policy file, `#` comments skipped.
+    func lines(ofFileAt node: Node, _ path: String) throws(PolicyFileError) -> (path: String, lines: [String]) {
+        let name = try string(node, path)
+        let url = name.hasPrefix("/") ? URL(fileURLWithPath: name) : baseDirectory.appendingPathComponent(name)
+        let text: String
+        do {
+            text = try String(contentsOf: url, encoding: .utf8)
+        } catch {
+            throw fail(node, "'\(path)': \(url.path) cannot be read: \(PolicyFile.describe(error))")
+        }
+        let lines = text.split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        return (url.path, lines)
+    }
+
+    func policy(from root: Node, fallbackName: String) throws(PolicyFileError) -> Policy {
+        var policy = Policy.defaults
+        policy.name = fallbackName
+        let top = try settings(root, at: "", known: ["name", "summary", "service_name", "username", "password",
+                                                     "availability_debounce_ms", "texts"])
+        if let name = top["name"] {
+            policy.name = try string(name.value, "name")
+        }
+        guard !policy.name.isEmpty, policy.name.count <= 40,
+              policy.name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-" || $0 == "_") })
+        else {
+            throw fail(top["name"]?.value, "'name' must be 1 to 40 letters, digits, '-' or '_' (it is shown to operators and in the page's data attributes), not '\(policy.name)'")
+        }
+        if let summary = top["summary"] { policy.summary = try string(summary.value, "summary") }
+        if let service = top["service_name"] {
+            policy.serviceName = try string(service.value, "service_name")
+            guard !policy.serviceName.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw fail(service.value, "'service_name' must not be empty")
+            }
+        }
+        if let debounce = top["availability_debounce_ms"] {
+            policy.availabilityDebounceMilliseconds = try integer(debounce.value, "availability_debounce_ms", in: 0...10_000)
+        }
+        var charactersNode: Node?
+        if let username = top["username"] {
+            charactersNode = try readUsername(username.value, into: &policy)
+        }
+        if let password = top["password"] {
+            try readPassword(password.value, into: &policy)
+        }
+        if let texts = top["texts"] {
+            policy.texts = try readTexts(texts.value)
+        }
+        // A different character rule with the built-in text would tell people the wrong thing.
+        if policy.usernameCharacters != .standard {
+            let missing = [PolicyText.usernameCharsetText, .usernameCharsetMessage].filter { !policy.texts.replacedTexts.contains($0) }
+            if !missing.isEmpty {
+                throw fail(charactersNode, "'username.characters' differs from the built-in rule, so 'texts' must say what is allowed: give \(missing.map { "'\($0.rawValue)'" }.joined(separator: " and "))")
+            }
+        }
+        return policy
+    }
+
+    /// Returns the `characters` node, for a later complaint about its texts.
+    private func readUsername(_ node: Node, into policy: inout Policy) throws(PolicyFileError) -> Node? {
+        let username = try settings(node, at: "username", known: ["min_length", "max_length", "characters", "reserved", "reserved_file"])
+        let minimum = try username["min_length"].map { (entry) throws(PolicyFileError) in try integer(entry.value, "username.min_length", in: 1...256) }
+            ?? policy.usernameLength.lowerBound
+        let maximum = try username["max_length"].map { (entry) throws(PolicyFileError) in try integer(entry.value, "username.max_length", in: 1...256) }
+            ?? policy.usernameLength.upperBound
+        guard minimum <= maximum else {
+            throw fail(username["max_length"]?.value ?? username["min_length"]?.value,
+                       "'username.max_length' (\(maximum)) is below 'username.min_length' (\(minimum))")
+        }
+        policy.usernameLength = minimum...maximum
+        if let characters = username["characters"] {
+            let classes = try settings(characters.value, at: "username.characters", known: ["letters", "digits", "symbols"])
+            var rule = UsernameCharacters.standard
+            if let letters = classes["letters"] { rule.letters = try boolean(letters.value, "username.characters.letters") }
+            if let digits = classes["digits"] { rule.digits = try boolean(digits.value, "username.characters.digits") }
+            if let symbols = classes["symbols"] {
+                rule.symbols = try string(symbols.value, "username.characters.symbols")
+                if let bad = rule.symbols.unicodeScalars.first(where: {
+                    $0.properties.isWhitespace || $0.properties.generalCategory == .control || $0.properties.generalCategory == .format
+                }) {
+                    throw fail(symbols.value, "'username.characters.symbols' may not hold spaces or invisible characters (U+\(String(bad.value, radix: 16, uppercase: true)))")
+                }
+            }
+            guard rule.letters || rule.digits || !rule.symbols.isEmpty else {
+                throw fail(characters.value, "'username.characters' allows nothing: turn on letters or digits, or list symbols")
+            }
+            policy.usernameCharacters = rule
+        }
+        var reserved: [String] = []
+        if let inline = username["reserved"] { reserved += try strings(inline.value, "username.reserved") }
+        if let file = username["reserved_file"] { reserved += try lines(ofFileAt: file.value, "username.reserved_file").lines }
+        if username["reserved"] != nil || username["reserved_file"] != nil { policy.reservedUsernames = reserved }
+        return username["characters"]?.value
+    }
+
+    private func readPassword(_ node: Node, into policy: inout Policy) throws(PolicyFileError) {
+        let password = try settings(node, at: "password", known: ["min_length", "max_bytes", "require_uppercase", "min_strength",
+                                                                 "blocklist", "context_words"])
+        if let minimum = password["min_length"] {
+            policy.passwordMinimumLength = try integer(minimum.value, "password.min_length", in: 1...1024)
+        }
+        if let maximum = password["max_bytes"] {
+            policy.passwordMaximumBytes = try integer(maximum.value, "password.max_bytes", in: 16...8192)
+        }
+        guard policy.passwordMinimumLength <= policy.passwordMaximumBytes else {
+            throw fail(password["max_bytes"]?.value ?? password["min_length"]?.value,
+                       "'password.max_bytes' (\(policy.passwordMaximumBytes)) is below 'password.min_length' (\(policy.passwordMinimumLength)): no password could pass")
+        }
+        if let uppercase = password["require_uppercase"] {
+            policy.requiresUppercase = try boolean(uppercase.value, "password.require_uppercase")
+        }
+        if let strength = password["min_strength"] {
+            policy.minimumStrengthScore = try integer(strength.value, "password.min_strength", in: 0...4)
+        }
+        if let blocklist = password["blocklist"] {
+            let source = try string(blocklist.value, "password.blocklist")
+            switch source {
+            case "builtin":
+                policy.blocklist = .builtIn
+                policy.blocklistSource = "builtin"
+            case "none":
+                policy.blocklist = CommonPasswords([])
+                policy.blocklistSource = "none"
+            default:
+                let list = try lines(ofFileAt: blocklist.value, "password.blocklist")
+                policy.blocklist = CommonPasswords(list.lines)
+                policy.blocklistSource = list.path
+            }
+        }
+        if let words = password["context_words"] {
+            policy.contextWords = try strings(words.value, "password.context_words")
+        }
+    }
+
+    private func readTexts(_ node: Node) throws(PolicyFileError) -> PolicyTexts {
+        let known = PolicyText.allCases.map(\.rawValue)
+        let entries = try settings(node, at: "texts", known: known)
+        var replaced: [PolicyText: String] = [:]
+        for (name, entry) in entries {
+            guard let text = PolicyText(rawValue: name) else { continue }
+            let value = try string(entry.value, "texts.\(name)")
+            guard !value.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw fail(entry.value, "'texts.\(name)' is empty; leave it out to keep the built-in text")
+            }
+            let unknown = PolicyTexts.unknownPlaceholders(in: value, for: text)
+            if let first = unknown.first {
+                let allowed = text.placeholders.sorted().map { "{\($0)}" }
+                throw fail(entry.value, "'texts.\(name)' uses {\(first)}, which it cannot fill in; \(allowed.isEmpty ? "it takes no placeholders" : "it may use \(allowed.joined(separator: ", "))")")
+            }
+            replaced[text] = value
+        }
+        return PolicyTexts(replaced)
+    }
+}

@@ -1,0 +1,124 @@
+/// Every text of the sign-up rules a person reads: the checklist's requirement texts and the
+/// messages under the fields. A policy file may replace any of them (`texts:`, keyed by these
+/// raw values); `{name}` placeholders are filled in from the policy's settings.
+public enum PolicyText: String, CaseIterable, Sendable {
+    case usernameLengthText = "username.length.text"
+    case usernameLengthTooShort = "username.length.too_short"
+    case usernameLengthTooLong = "username.length.too_long"
+    case usernameCharsetText = "username.charset.text"
+    case usernameCharsetMessage = "username.charset.message"
+    case usernameEmpty = "username.empty"
+    case usernameAvailableText = "username.available.text"
+    case usernameTaken = "username.available.taken"
+    case emailFormatText = "email.format.text"
+    case emailFormatMessage = "email.format.message"
+    case emailEmpty = "email.empty"
+    case passwordLengthText = "password.length.text"
+    case passwordLengthMessage = "password.length.message"
+    case passwordUppercaseText = "password.uppercase.text"
+    case passwordUppercaseMessage = "password.uppercase.message"
+    case passwordCommonText = "password.common.text"
+    case passwordCommonMessage = "password.common.message"
+    case passwordCommonSiteWord = "password.common.site_word"
+    case passwordCommonPersonalWord = "password.common.personal_word"
+    case passwordStrengthText = "password.strength.text"
+    case passwordStrengthMessage = "password.strength.message"
+    case passwordStrengthAdvice = "password.strength.default_advice"
+    case passwordControlMessage = "password.control.message"
+    case passwordMaximumMessage = "password.maximum.message"
+    case passwordEmpty = "password.empty"
+    case confirmMatchText = "confirm.match.text"
+    case confirmMatchMessage = "confirm.match.message"
+    case confirmEmpty = "confirm.empty"
+
+    /// The placeholders this text may use.
+    public var placeholders: Set<String> {
+        switch self {
+        case .usernameLengthText, .usernameLengthTooShort, .usernameLengthTooLong: return ["min", "max"]
+        case .passwordLengthText, .passwordLengthMessage: return ["min"]
+        case .passwordStrengthMessage: return ["advice"]
+        case .passwordMaximumMessage: return ["max_bytes"]
+        default: return []
+        }
+    }
+
+    /// The built-in English text.
+    public var english: String {
+        switch self {
+        case .usernameLengthText: return "{min} to {max} characters"
+        case .usernameLengthTooShort: return "Username must be at least {min} characters"
+        case .usernameLengthTooLong: return "Username must be at most {max} characters"
+        case .usernameCharsetText: return "Only letters, numbers, dots, hyphens and underscores"
+        case .usernameCharsetMessage: return "Username can only use letters, numbers, dots, hyphens and underscores"
+        case .usernameEmpty: return "Enter a username"
+        case .usernameAvailableText: return "Not already taken"
+        case .usernameTaken: return "That username is taken"
+        case .emailFormatText: return "A valid email address"
+        case .emailFormatMessage: return "Enter an email address like name@example.com"
+        case .emailEmpty: return "Enter your email address"
+        case .passwordLengthText: return "At least {min} characters"
+        case .passwordLengthMessage: return "Password must be at least {min} characters"
+        case .passwordUppercaseText: return "One uppercase letter"
+        case .passwordUppercaseMessage: return "Password must include an uppercase letter"
+        case .passwordCommonText: return "Not a commonly used password"
+        case .passwordCommonMessage:
+            return "That password is on a list of commonly used passwords that attackers try first. Choose something unusual, such as a few unrelated words"
+        case .passwordCommonSiteWord:
+            return "That password is based on this site's name, which attackers try first. Choose one that has nothing to do with it"
+        case .passwordCommonPersonalWord:
+            return "That password is based on your username or email, which attackers try first. Choose one that has nothing to do with them"
+        case .passwordStrengthText: return "Strong enough"
+        case .passwordStrengthMessage: return "This password would be easy to guess. {advice}"
+        case .passwordStrengthAdvice: return "Add another word or two; unusual words are better"
+        case .passwordControlMessage: return "Password can't contain control characters such as tabs or line breaks"
+        case .passwordMaximumMessage: return "Password is too long: use at most {max_bytes} bytes (about {max_bytes} Latin letters)"
+        case .passwordEmpty: return "Enter a password"
+        case .confirmMatchText: return "Matches the password"
+        case .confirmMatchMessage: return "Passwords don't match"
+        case .confirmEmpty: return "Confirm your password"
+        }
+    }
+}
+
+/// The texts one policy uses: the built-in ones, with a policy file's replacements.
+public struct PolicyTexts: Sendable, Hashable {
+    private var replaced: [PolicyText: String]
+
+    public init(_ replaced: [PolicyText: String] = [:]) {
+        self.replaced = replaced
+    }
+
+    public static let builtIn = PolicyTexts()
+
+    /// Which texts the policy replaced.
+    public var replacedTexts: Set<PolicyText> { Set(replaced.keys) }
+
+    /// `text` with its placeholders filled in.
+    public func callAsFunction(_ text: PolicyText, _ values: [String: String] = [:]) -> String {
+        Self.fill(replaced[text] ?? text.english, values)
+    }
+
+    /// Placeholders a text names that it may not use (a typo such as `{mni}`).
+    public static func unknownPlaceholders(in template: String, for text: PolicyText) -> [String] {
+        placeholders(in: template).filter { !text.placeholders.contains($0) }
+    }
+
+    static func placeholders(in template: String) -> [String] {
+        var names: [String] = []
+        var rest = template[...]
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            names.append(String(rest[rest.index(after: open)..<close]))
+            rest = rest[rest.index(after: close)...]
+        }
+        return names
+    }
+
+    private static func fill(_ template: String, _ values: [String: String]) -> String {
+        guard template.contains("{") else { return template }
+        var result = template
+        for (name, value) in values {
+            result = result.replacingOccurrences(of: "{\(name)}", with: value)
+        }
+        return result
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import SignupDomain
+import XCTest
+
+/// Policy files: the shipped presets are files in the operator's format; a full file sets
+/// every setting; a bad file names its line and what is wrong.
+final class PolicyFileTests: XCTestCase {
+    private var directory: URL!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-policy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private func write(_ name: String, _ text: String) throws -> String {
+        let url = directory.appendingPathComponent(name)
+        try text.write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    private func parse(_ text: String) throws -> Policy {
+        try PolicyFile.parse(text, file: "policy.yaml", baseDirectory: directory)
+    }
+
+    func testThePresetsAreShippedFilesWithTheDocumentedSettings() throws {
+        for name in Policy.presetNames {
+            let file = try XCTUnwrap(Policy.presetFile(name), name)
+            XCTAssertEqual(try PolicyFile.load(path: file.path).name, name)
+        }
+        let classic = Policy.classic
+        XCTAssertEqual(classic.usernameLength, 4...32)
+        XCTAssertEqual(classic.passwordMinimumLength, 8)
+        XCTAssertTrue(classic.requiresUppercase)
+        XCTAssertEqual(classic.minimumStrengthScore, 2)
+        XCTAssertEqual(classic.blocklist.count, CommonPasswords.builtIn.count)
+        XCTAssertTrue(classic.reservedUsernames.contains("admin"))
+        let nist = Policy.nist
+        XCTAssertEqual(nist.passwordMinimumLength, 15)
+        XCTAssertFalse(nist.requiresUppercase)
+        XCTAssertEqual(nist.minimumStrengthScore, 3)
+        XCTAssertNil(nist.availabilityDebounceMilliseconds, "the server's flag decides")
+    }
+
+    func testAFullFileSetsEverySetting() throws {
+        _ = try write("reserved.txt", "# ours\ntenant\n\n  landlord  \n")
+        _ = try write("blocked.txt", "sunshine-apartment\n# a comment\nrent-is-due\n")
+        let policy = try parse("""
+            name: tenants
+            summary: For the tenants' portal.
+            service_name: Rentwise
+            availability_debounce_ms: 500
+            username:
+              min_length: 6
+              max_length: 20
+              characters: {letters: true, digits: false, symbols: "_"}
+              reserved: [owner]
+              reserved_file: reserved.txt
+            password:
+              min_length: 12
+              max_bytes: 256
+              require_uppercase: false
+              min_strength: 3
+              blocklist: blocked.txt
+              context_words: [landlord, "Rent Portal"]
+            texts:
+              username.length.text: "{min}–{max} Zeichen"
+              username.charset.text: Letters and underscores only
+              username.charset.message: Use only letters and underscores
+              username.available.taken: That name belongs to someone already
+            """)
+        XCTAssertEqual(policy.name, "tenants")
+        XCTAssertEqual(policy.summary, "For the tenants' portal.")
+        XCTAssertEqual(policy.serviceName, "Rentwise")
+        XCTAssertEqual(policy.availabilityDebounceMilliseconds, 500)
+        XCTAssertEqual(policy.usernameLength, 6...20)
+        XCTAssertEqual(policy.usernameCharacters, UsernameCharacters(letters: true, digits: false, symbols: "_"))
+        XCTAssertEqual(policy.reservedUsernames, ["owner", "tenant", "landlord"])
+        XCTAssertEqual(policy.passwordMinimumLength, 12)
+        XCTAssertEqual(policy.passwordMaximumBytes, 256)
+        XCTAssertFalse(policy.requiresUppercase)
+        XCTAssertEqual(policy.minimumStrengthScore, 3)
+        XCTAssertEqual(policy.blocklist.count, 2)
+        XCTAssertTrue(policy.blocklist.contains("Rent-Is-Due"), "compared case-folded, like the built-in list")
+        XCTAssertEqual(policy.contextWords, ["landlord", "Rent Portal"])
+
+        let rules = SignupPolicy(policy, strengthEstimator: FixedStrength(score: 4))
+        XCTAssertEqual(rules.requirements(for: .username).first?.text, "6–20 Zeichen")
+        XCTAssertEqual(rules.requirements(for: .password).map(\.id), ["password.length", "password.common", "password.strength"])
+        XCTAssertEqual(rules.usernameTakenMessage, "That name belongs to someone already")
+        XCTAssertTrue(rules.isReserved("Tenant"))
+        XCTAssertTrue(rules.isReserved("rentwise"), "the service name is always reserved")
+
+        let charset = rules.username.rules.first { $0.id == "username.charset" }!
+        XCTAssertTrue(charset.isMet("mary_ann"))
+        XCTAssertFalse(charset.isMet("mary.ann"), "'.' is not in this policy's symbols")
+        XCTAssertFalse(charset.isMet("mary2"), "digits are off")
+        XCTAssertEqual(rules.username.validation(of: rules.username.evaluate("mary2ann"), isShown: true).message,
+                       "Use only letters and underscores")
+
+        let blocked = rules.passwordCandidate(password: "sunshine-apartment", username: "maryann", email: "m@example.com")
+        let commonIndex = try XCTUnwrap(rules.requirements(for: .password).firstIndex { $0.id == "password.common" })
+        XCTAssertEqual(rules.password.evaluate(blocked).states[commonIndex], .unmet)
+        let siteWord = rules.passwordCandidate(password: "landlord2024!", username: "maryann", email: "m@example.com")
+        XCTAssertEqual(rules.password.validation(of: rules.password.evaluate(siteWord), isShown: true).message,
+                       PolicyText.passwordCommonSiteWord.english,
+                       "a policy context word counts as the site's own")
+    }
+
+    func testJSONWorksToo() throws {
+        let path = try write("policy.json", #"{"name": "json-policy", "password": {"min_length": 10, "require_uppercase": false}}"#)
+        let policy = try PolicyFile.load(path: path)
+        XCTAssertEqual(policy.name, "json-policy")
+        XCTAssertEqual(policy.passwordMinimumLength, 10)
+        XCTAssertEqual(policy.usernameLength, Policy.defaults.usernameLength, "left out: the classic value")
+    }
+
+    func testTheFileNameIsTheNameWhenTheFileGivesNone() throws {
+        let path = try write("staff-portal.yaml", "password:\n  min_length: 14\n")
+        XCTAssertEqual(try PolicyFile.load(path: path).name, "staff-portal")
+    }
+
+    func testABadFileNamesTheLineAndTheReason() throws {
+        let cases: [(yaml: String, line: Int?, reason: String)] = [
+            ("name: a\nusername:\n  min_lenght: 3\n", 3, "unknown setting 'username.min_lenght'; 'username' may have: min_length, max_length"),
+            ("name: a\npassword:\n  min_length: twelve\n", 3, "'password.min_length' must be a whole number"),
+            ("username:\n  min_length: 9\n  max_length: 5\n", 3, "'username.max_length' (5) is below 'username.min_length' (9)"),
+            ("password:\n  min_strength: 5\n", 2, "'password.min_strength' must be 0 to 4, not 5"),
+            ("password:\n  require_uppercase: sometimes\n", 2, "'password.require_uppercase' must be true or false"),
+            ("username:\n  reserved: admin\n", 2, "'username.reserved' must be a list"),
+            ("username:\n  reserved_file: missing.txt\n", 2, "missing.txt cannot be read: no such file"),
+            ("password:\n  blocklist: nowhere.txt\n", 2, "nowhere.txt cannot be read"),
+            ("texts:\n  password.length.text: At least {minimum} characters\n", 2,
+             "'texts.password.length.text' uses {minimum}, which it cannot fill in; it may use {min}"),
+            ("texts:\n  username.taken: Gone\n", 2, "unknown setting 'texts.username.taken'"),
+            ("texts:\n  confirm.empty: ''\n", 2, "'texts.confirm.empty' is empty"),
+            ("username:\n  characters: {letters: true, digits: true, symbols: \"._-+\"}\n", 2,
+             "'username.characters' differs from the built-in rule, so 'texts' must say what is allowed: give 'username.charset.text' and 'username.charset.message'"),
+            ("username:\n  characters: {symbols: \" \"}\n", 2, "may not hold spaces or invisible characters (U+20)"),
+            ("name: a\nusername: [1, 2\n", 3, "is not valid YAML or JSON"),
+            ("name: has spaces\n", 1, "'name' must be 1 to 40 letters, digits, '-' or '_'"),
+            ("- just\n- a list\n", 1, "a policy file must be a mapping of settings"),
+            ("", nil, "is empty"),
+        ]
+        for (yaml, line, reason) in cases {
+            XCTAssertThrowsError(try parse(yaml), yaml) { error in
+                guard let error = error as? PolicyFileError else { return XCTFail("\(yaml): \(error)") }
+                XCTAssertEqual(error.file, "policy.yaml")
+                XCTAssertEqual(error.line, line, "\(yaml): \(error)")
+                XCTAssertTrue(error.reason.contains(reason), "\(yaml)\nexpected: \(reason)\nactual:   \(error.reason)")
+                if let line { XCTAssertTrue(error.description.hasPrefix("policy.yaml:\(line): "), error.description) }
+            }
+        }
+    }
+
+    func testAFileThatCannotBeReadSaysSo() {
+        XCTAssertThrowsError(try PolicyFile.load(path: directory.appendingPathComponent("absent.yaml").path)) { error in
+            XCTAssertTrue("\(error)".hasSuffix("absent.yaml: cannot be read: no such file"), "\(error)")
+        }
+    }
+}
+
+/// A strength estimator with a fixed score, so these tests are about the file, not zxcvbn.
+private struct FixedStrength: PasswordStrengthEstimating {
+    let score: Int
+    func strength(of password: String, userInputs: [String]) -> PasswordStrength {
+        PasswordStrength(score: score, label: "", warning: "", suggestions: [])
+    }
+}
