@@ -16,9 +16,11 @@ struct PageRenderer: Sendable {
     }
 
     private let library: MustacheLibrary
-    static let serviceName = "LiveSignup"
+    /// The site's name every page shows: the policy's `service_name`.
+    let serviceName: String
 
-    init(directory: URL) throws {
+    init(directory: URL, serviceName: String = Policy.defaults.serviceName) throws {
+        self.serviceName = serviceName
         var templates: [String: MustacheTemplate] = [:]
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path)
         where name.hasSuffix(".mustache") {
@@ -59,6 +61,14 @@ struct PageRenderer: Sendable {
                 "message": message,
                 "hasMessage": !message.isEmpty,
                 "showsStrength": field == .password,
+                // Password managers generate to these (Safari reads `passwordrules`; the others
+                // `minlength`/`maxlength`), so a generated password passes the first time.
+                // maxlength counts UTF-16 units, never more than the UTF-8 bytes the policy
+                // bounds, so no password the server accepts is cut short by it.
+                "isNewPassword": field == .password || field == .confirm,
+                "minLength": policy.settings.passwordMinimumLength,
+                "maxLength": policy.settings.passwordMaximumBytes,
+                "passwordRules": Self.passwordRules(policy.settings),
                 "requirements": policy.requirements(for: field).map { requirement -> [String: Any] in
                     let state = page.requirementStates[requirement.id] ?? .unmet
                     return ["id": requirement.id, "text": requirement.text,
@@ -73,7 +83,8 @@ struct PageRenderer: Sendable {
             "hasErrors": page.hasErrors,
             "errors": page.errors.map { ["field": $0.field.rawValue, "message": $0.message] },
             "formError": page.formError,
-            "serviceName": Self.serviceName,
+            "serviceName": serviceName,
+            "submitEnabled": Self.submitEnabled(page, policy: policy) ? "true" : "false",
             "token": page.token,
             "scriptURL": assets.url(for: "app.js"),
             "stylesheetURL": assets.url(for: "style.css"),
@@ -108,7 +119,7 @@ struct PageRenderer: Sendable {
 
     func renderWelcome(username: String, assets: StaticAssets) -> String {
         let context: [String: Any] = [
-            "pageTitle": "Welcome", "serviceName": Self.serviceName, "username": username,
+            "pageTitle": "Welcome", "serviceName": serviceName, "username": username,
             "stylesheetURL": assets.url(for: "style.css"),
         ]
         return library.render(context, withTemplate: "welcome") ?? ""
@@ -117,7 +128,7 @@ struct PageRenderer: Sendable {
     func renderSignIn(username: String, errorMessage: String?, assets: StaticAssets) -> String {
         let context: [String: Any] = [
             "pageTitle": errorMessage == nil ? "Sign in" : "Error: Sign in",
-            "serviceName": Self.serviceName, "username": username,
+            "serviceName": serviceName, "username": username,
             "hasError": errorMessage != nil, "errorMessage": errorMessage ?? "",
             "stylesheetURL": assets.url(for: "style.css"),
         ]
@@ -129,10 +140,23 @@ struct PageRenderer: Sendable {
     func renderProblem(title: String, message: String, code: String, linkURL: String = "/",
                        linkText: String = "Back to sign-up", assets: StaticAssets) -> String {
         let context: [String: Any] = [
-            "title": title, "message": message, "code": code, "serviceName": Self.serviceName,
+            "title": title, "message": message, "code": code, "serviceName": serviceName,
             "linkURL": linkURL, "linkText": linkText, "stylesheetURL": assets.url(for: "style.css"),
         ]
         return library.render(context, withTemplate: "problem") ?? ""
+    }
+
+    /// Apple's `passwordrules` for the policy: "minlength: 12; maxlength: 1024; required: upper;".
+    static func passwordRules(_ settings: Policy) -> String {
+        var rules = ["minlength: \(settings.passwordMinimumLength)", "maxlength: \(settings.passwordMaximumBytes)"]
+        if settings.requiresUppercase { rules.append("required: upper") }
+        return rules.joined(separator: "; ") + ";"
+    }
+
+    /// Whether every requirement of the page is met, as `data-submit-enabled` says before the
+    /// first snapshot (the page's script keeps it in step with `submit.enabled` after).
+    static func submitEnabled(_ page: SignupPage, policy: SignupPolicy) -> Bool {
+        !page.hasErrors && policy.allRequirements.allSatisfy { page.requirementStates[$0.id] == .met }
     }
 
     static func inputType(_ field: SignupField) -> String {

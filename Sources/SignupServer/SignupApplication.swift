@@ -119,7 +119,8 @@ public final class SignupApplication: Sendable {
         // (Weakly: the server owns the routes that own this closure.)
         let serverBox = WeakServer()
         self.stopping = stopping
-        let renderer = try PageRenderer(directory: configuration.templatesDirectory)
+        let renderer = try PageRenderer(directory: configuration.templatesDirectory,
+                                        serviceName: configuration.policy.settings.serviceName)
         let assets = try StaticAssets(directory: configuration.publicDirectory)
         let routes = SignupRoutes(
             sessions: sessions,

@@ -24,7 +24,13 @@ final class PolicySelectionTests: XCTestCase {
             for autocomplete in ["username", "email", "new-password"] {
                 XCTAssertTrue(html.contains(#"autocomplete="\#(autocomplete)""#), "\(policy.name): \(autocomplete)")
             }
-            XCTAssertFalse(html.contains("maxlength"), "passwords are never cut short by the browser")
+            // Password managers generate to the policy; maxlength is the byte bound (UTF-16
+            // units never outnumber UTF-8 bytes), so no acceptable password is cut short.
+            let rules = policy.requiresUppercase ? " required: upper;" : ""
+            XCTAssertEqual(html.matches(of: #/minlength="(\d+)" maxlength="(\d+)" passwordrules="([^"]+)"/#).map { "\($0.1) \($0.2) \($0.3)" },
+                           Array(repeating: "\(policy.passwordMinimumLength) 1024 minlength: \(policy.passwordMinimumLength); maxlength: 1024;\(rules)", count: 2),
+                           "on the password and its confirmation")
+            XCTAssertTrue(html.contains(#"data-submit-enabled="false""#), "not ready before anything is typed")
             XCTAssertTrue(html.contains("data-reveal"), "a show/hide password toggle")
 
             let form = try await server.client.openForm()
