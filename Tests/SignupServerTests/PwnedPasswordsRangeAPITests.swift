@@ -1,0 +1,96 @@
+import Foundation
+import MicroHTTPD
+import SignupDomain
+import XCTest
+
+/// The k-anonymity range client against a local stub of the API (MicroHTTPD): only the
+/// prefix is sent, answers are cached per prefix, padding means "not seen", and a slow or
+/// failing API is an error within the timeout (the caller falls back).
+final class PwnedPasswordsRangeAPITests: XCTestCase {
+    /// Answers `/range/XXXXX` from `breached` (password → count), with padding lines; records
+    /// every path asked for. `stall` leaves requests unanswered; `status` answers with it.
+    private final class Stub: HTTPResponder, @unchecked Sendable {
+        let lock = NSLock()
+        var paths: [String] = []
+        var status: HTTPStatus = .ok
+        var stall = false
+        let hashes: [String: Int]
+
+        init(breached: [String: Int]) {
+            hashes = Dictionary(uniqueKeysWithValues: breached.map { (BreachedPasswords.sha1(of: $0.key), $0.value) })
+        }
+
+        func respond(to request: HTTPRequest) -> HTTPResponse {
+            let (status, stall) = lock.withLock { () -> (HTTPStatus, Bool) in
+                paths.append(request.path)
+                return (self.status, self.stall)
+            }
+            if stall { return .later { _ in } }
+            guard status == .ok else { return .text("unavailable", status: status) }
+            let prefix = String(request.path.dropFirst("/range/".count))
+            var lines = hashes.filter { $0.key.hasPrefix(prefix) }.map { "\($0.key.dropFirst(5)):\($0.value)" }
+            lines += (0..<3).map { _ in "\(String(repeating: "0", count: 35)):0" }  // padding
+            return .text(lines.joined(separator: "\r\n"))
+        }
+    }
+
+    private var server: HTTPServer!
+    private var stub: Stub!
+
+    override func setUpWithError() throws {
+        stub = Stub(breached: ["password": 10_434_004, "Tr0ub4dor&3": 12])
+        server = HTTPServer(configuration: HTTPServerConfiguration(port: 0), responder: stub)
+        try server.start()
+    }
+
+    override func tearDown() {
+        _ = server.stop(grace: 0)
+    }
+
+    private var baseURL: URL { URL(string: "http://127.0.0.1:\(server.port)")! }
+
+    func testCountsComeBackAndOnlyThePrefixLeaves() throws {
+        let api = PwnedPasswordsRangeAPI(baseURL: baseURL)
+        XCTAssertEqual(try api.timesSeen(sha1: BreachedPasswords.sha1(of: "password")), 10_434_004)
+        XCTAssertEqual(try api.timesSeen(sha1: BreachedPasswords.sha1(of: "Tr0ub4dor&3")), 12)
+        XCTAssertEqual(try api.timesSeen(sha1: BreachedPasswords.sha1(of: "correct horse battery staple lantern")), 0)
+        let paths = stub.lock.withLock { stub.paths }
+        XCTAssertEqual(paths.count, 3)
+        for path in paths {
+            XCTAssertNotNil(path.wholeMatch(of: #/\/range\/[0-9A-F]{5}/#), "only five hex digits leave the server: \(path)")
+        }
+    }
+
+    func testAnswersAreCachedPerPrefixUntilTheyAge() throws {
+        let clock = TestClock()
+        let api = PwnedPasswordsRangeAPI(baseURL: baseURL, cacheLifetime: 60, now: { clock.now })
+        let hash = BreachedPasswords.sha1(of: "password")
+        for _ in 0..<5 { XCTAssertEqual(try api.timesSeen(sha1: hash), 10_434_004) }
+        XCTAssertEqual(api.requestsSent, 1, "one request per prefix while it is fresh")
+        clock.advance(by: 61)
+        XCTAssertEqual(try api.timesSeen(sha1: hash), 10_434_004)
+        XCTAssertEqual(api.requestsSent, 2, "asked again once the answer aged")
+    }
+
+    func testAFailingOrSilentAPIIsAnErrorWithinTheTimeout() throws {
+        let api = PwnedPasswordsRangeAPI(baseURL: baseURL, timeout: 2)
+        stub.lock.withLock { stub.status = .serviceUnavailable }
+        XCTAssertThrowsError(try api.timesSeen(sha1: BreachedPasswords.sha1(of: "password"))) { error in
+            XCTAssertTrue("\(error)".contains("answered 503"), "\(error)")
+        }
+        stub.lock.withLock { stub.status = .ok; stub.stall = true }
+        let started = Date()
+        XCTAssertThrowsError(try api.timesSeen(sha1: BreachedPasswords.sha1(of: "Tr0ub4dor&3"))) { error in
+            XCTAssertTrue("\(error)".contains("did not answer"), "\(error)")
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "bounded by the timeout, not the server")
+    }
+}
+
+/// A clock tests move by hand.
+private final class TestClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current = Date(timeIntervalSince1970: 1_800_000_000)
+    var now: Date { lock.withLock { current } }
+    func advance(by seconds: TimeInterval) { lock.withLock { current += seconds } }
+}
