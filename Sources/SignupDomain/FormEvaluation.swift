@@ -48,7 +48,12 @@ public struct FormEvaluation: Equatable, Sendable {
             .username: policy.username.validation(
                 of: username, extraMessages: [policy.usernameTakenMessage], isShown: shownFields.contains(.username)),
             .email: policy.email.validation(of: email, isShown: shownFields.contains(.email)),
-            .password: policy.password.validation(of: password, isShown: shownFields.contains(.password)),
+            .password: policy.password.validation(
+                of: password,
+                // Built only when the breach rule is the one unmet: it reads the remembered count.
+                extraMessages: policy.passwordBreach != nil && password.states.last == .unmet
+                    ? [policy.breachMessage(for: password.value.password)] : [""],
+                isShown: shownFields.contains(.password)),
             .confirm: policy.confirm.validation(of: confirm, isShown: shownFields.contains(.confirm)),
         ]
         strength = password.value.strength
@@ -80,15 +85,21 @@ extension SignupPolicy {
     public func evaluate(
         username: String, email: String, password: String, confirm: String,
         availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
-        cache: FormEvaluationCache? = nil
+        breachAnswer: AsyncAnswer<String>? = nil, cache: FormEvaluationCache? = nil
     ) -> FormEvaluation {
+        let breachRule = passwordBreachCandidateRule
+        func breach(_ candidate: PasswordCandidate) -> AsyncAnswer<PasswordCandidate>? {
+            // The answer counts only while it is for the password as it is now.
+            guard let breachAnswer, breachAnswer.value == password else { return nil }
+            return AsyncAnswer(value: candidate, state: breachAnswer.state)
+        }
         guard let cache else {
             let candidate = passwordCandidate(password: password, username: username, email: email)
             return FormEvaluation(
                 policy: self,
                 username: self.username.evaluate(username, asyncRule: availability, answer: answer),
                 email: self.email.evaluate(email),
-                password: self.password.evaluate(candidate),
+                password: self.password.evaluate(candidate, asyncRule: breachRule, answer: breach(candidate)),
                 confirm: self.confirm.evaluate(PasswordConfirmation(
                     password: candidate.password, confirm: confirm.canonicallyComposed)),
                 shownFields: shownFields)
@@ -101,9 +112,20 @@ extension SignupPolicy {
                 self.username.evaluate(username, asyncRule: availability, answer: answer)
             },
             email: cache.email.value(for: email) { self.email.evaluate(email) },
-            password: cache.password.value(for: candidate) { self.password.evaluate(candidate) },
+            password: cache.password.value(for: .init(candidate: candidate, answer: breach(candidate))) {
+                self.password.evaluate(candidate, asyncRule: breachRule, answer: breach(candidate))
+            },
             confirm: cache.confirm.value(for: confirmation) { self.confirm.evaluate(confirmation) },
             shownFields: shownFields)
+    }
+
+    /// `password.breached`'s state for a submitted password, looked up now (nil when no
+    /// breach source is configured; `unmet` for passwords too short to be looked up, which
+    /// their length rule refuses anyway).
+    public func breachStateNow(for password: String) -> RequirementState? {
+        guard let rule = passwordBreachRule, let checker = breachedPasswords else { return nil }
+        guard rule.isEligible(password) else { return .unmet }
+        return checker.verdictNow(for: password).state
     }
 
     /// The form as a page view starts: every field empty, nothing shown, no answer yet.
@@ -117,14 +139,18 @@ extension SignupPolicy {
 
     /// Evaluates a complete submission with every problem shown, given the availability
     /// answer for its username (`met` free, `unmet` taken). The submit check uses this.
+    /// `breach` is `password.breached`'s state for `password` (`breachStateNow`), when a
+    /// breach source is configured.
     public func evaluateSubmission(
-        username: String, email: String, password: String, confirm: String, usernameAvailability: RequirementState
+        username: String, email: String, password: String, confirm: String, usernameAvailability: RequirementState,
+        breach: RequirementState? = nil
     ) -> FormEvaluation {
         // The answer is already known, so the rule's check is never run.
         let availability = usernameAvailabilityRule { _ in Empty().eraseToAnyPublisher() }
         return evaluate(
             username: username, email: email, password: password, confirm: confirm,
             availability: availability, answer: AsyncAnswer(value: username, state: usernameAvailability),
-            shownFields: Set(SignupField.allCases))
+            shownFields: Set(SignupField.allCases),
+            breachAnswer: breach.map { AsyncAnswer(value: password, state: $0) })
     }
 }

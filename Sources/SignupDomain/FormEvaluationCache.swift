@@ -12,10 +12,16 @@ public final class FormEvaluationCache {
         let answer: AsyncAnswer<String>?
     }
 
+    /// The password's inputs: its candidate and the latest breach answer.
+    struct PasswordInput: Equatable {
+        let candidate: PasswordCandidate
+        let answer: AsyncAnswer<PasswordCandidate>?
+    }
+
     let candidates = PasswordCandidateCache()
     var username = Memo<UsernameInput, FieldEvaluation<String>>()
     var email = Memo<String, FieldEvaluation<String>>()
-    var password = Memo<PasswordCandidate, FieldEvaluation<PasswordCandidate>>()
+    var password = Memo<PasswordInput, FieldEvaluation<PasswordCandidate>>()
     var confirm = Memo<PasswordConfirmation, FieldEvaluation<PasswordConfirmation>>()
 
     public init() {}

@@ -24,6 +24,9 @@ public enum PolicyText: String, CaseIterable, Sendable {
     case passwordStrengthText = "password.strength.text"
     case passwordStrengthMessage = "password.strength.message"
     case passwordStrengthAdvice = "password.strength.default_advice"
+    case passwordBreachedText = "password.breached.text"
+    case passwordBreachedMessage = "password.breached.message"
+    case passwordBreachedListed = "password.breached.listed"
     case passwordControlMessage = "password.control.message"
     case passwordMaximumMessage = "password.maximum.message"
     case passwordEmpty = "password.empty"
@@ -38,6 +41,7 @@ public enum PolicyText: String, CaseIterable, Sendable {
         case .passwordLengthText, .passwordLengthMessage: return ["min"]
         case .passwordStrengthMessage: return ["advice"]
         case .passwordMaximumMessage: return ["max_bytes"]
+        case .passwordBreachedMessage: return ["count"]
         default: return []
         }
     }
@@ -70,6 +74,11 @@ public enum PolicyText: String, CaseIterable, Sendable {
         case .passwordStrengthText: return "Strong enough"
         case .passwordStrengthMessage: return "This password would be easy to guess. {advice}"
         case .passwordStrengthAdvice: return "Add another word or two; unusual words are better"
+        case .passwordBreachedText: return "Not found in a known data breach"
+        case .passwordBreachedMessage:
+            return "We found this password in known data breaches ({count} times so far), so attackers try it early. Please choose a different one; a few unrelated words work well"
+        case .passwordBreachedListed:
+            return "This password is on a list of passwords from known data breaches. Please choose a different one; a few unrelated words work well"
         case .passwordControlMessage: return "Password can't contain control characters such as tabs or line breaks"
         case .passwordMaximumMessage: return "Password is too long: use at most {max_bytes} bytes (about {max_bytes} Latin letters)"
         case .passwordEmpty: return "Enter a password"

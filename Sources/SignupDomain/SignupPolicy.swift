@@ -20,6 +20,10 @@ public struct SignupPolicy: Sendable {
     public let password: FieldRules<PasswordCandidate>
     public let confirm: FieldRules<PasswordConfirmation>
     public let strengthEstimator: any PasswordStrengthEstimating
+    /// `password.breached`, when a breach source is configured; checked asynchronously,
+    /// after the password's own rules pass.
+    public let passwordBreach: Requirement?
+    public let breachedPasswords: BreachedPasswordChecker?
     private let reservedCanonicalNames: Set<String>
     private let checklists: [SignupField: [Requirement]]
 
@@ -34,10 +38,13 @@ public struct SignupPolicy: Sendable {
         _ settings: Policy,
         commonPasswords: CommonPasswords? = nil,
         strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
-        usernameProblem: (@Sendable (String) -> String?)? = nil
+        usernameProblem: (@Sendable (String) -> String?)? = nil,
+        breachedPasswords: BreachedPasswordChecker? = nil
     ) {
         self.settings = settings
         let texts = settings.texts
+        self.breachedPasswords = breachedPasswords
+        passwordBreach = breachedPasswords.map { _ in Requirement(id: "password.breached", text: texts(.passwordBreachedText)) }
         self.strengthEstimator = strengthEstimator
         reservedCanonicalNames = Set((settings.reservedUsernames + [settings.serviceName]).map(Username.canonical))
         let lengths = settings.usernameLength
@@ -75,7 +82,7 @@ public struct SignupPolicy: Sendable {
             emptyMessage: texts(.confirmEmpty),
             isEmpty: { $0.confirm.isEmpty })
         checklists = Self.checklists(username: username, availability: usernameAvailability, email: email,
-                                     password: password, confirm: confirm)
+                                     password: password, breach: passwordBreach, confirm: confirm)
     }
 
     private static func passwordRules(_ settings: Policy, commonPasswords: CommonPasswords) -> FieldRules<PasswordCandidate> {
@@ -187,10 +194,53 @@ public struct SignupPolicy: Sendable {
     /// Built once: every edit reads them to name its requirement states.
     private static func checklists(
         username: FieldRules<String>, availability: Requirement, email: FieldRules<String>,
-        password: FieldRules<PasswordCandidate>, confirm: FieldRules<PasswordConfirmation>
+        password: FieldRules<PasswordCandidate>, breach: Requirement?, confirm: FieldRules<PasswordConfirmation>
     ) -> [SignupField: [Requirement]] {
         [.username: username.requirements + [availability], .email: email.requirements,
-         .password: password.requirements, .confirm: confirm.requirements]
+         .password: password.requirements + (breach.map { [$0] } ?? []), .confirm: confirm.requirements]
+    }
+
+    /// The asynchronous `password.breached` rule over the password as typed, if configured.
+    /// Only passwords long enough to be accepted are looked up (one look-up per debounced
+    /// password, none for the first keystrokes).
+    public var passwordBreachRule: AsyncRule<String>? {
+        guard let passwordBreach, let checker = breachedPasswords else { return nil }
+        let minimum = settings.passwordMinimumLength
+        return AsyncRule(
+            id: passwordBreach.id, text: passwordBreach.text,
+            isEligible: { TextLength.codePoints($0.canonicallyComposed) >= minimum },
+            check: { checker.state(of: $0) })
+    }
+
+    /// The same rule over the password's candidate, for evaluating its field.
+    var passwordBreachCandidateRule: AsyncRule<PasswordCandidate>? {
+        guard let passwordBreach else { return nil }
+        let minimum = settings.passwordMinimumLength
+        return AsyncRule(
+            id: passwordBreach.id, text: passwordBreach.text,
+            isEligible: { TextLength.codePoints($0.password) >= minimum },
+            check: { _ in Empty().eraseToAnyPublisher() })
+    }
+
+    /// 3861 as "3,861".
+    static func grouped(_ number: Int) -> String {
+        var digits = Array(String(number))
+        var index = digits.count - 3
+        while index > 0 {
+            digits.insert(",", at: index)
+            index -= 3
+        }
+        return String(digits)
+    }
+
+    /// What the field says when `password.breached` is unmet: the count, kindly, if known.
+    func breachMessage(for password: String) -> String {
+        switch breachedPasswords?.rememberedVerdict(for: password) {
+        case .seen(let times)?:
+            return settings.texts(.passwordBreachedMessage, ["count": Self.grouped(times)])
+        default:
+            return settings.texts(.passwordBreachedListed)
+        }
     }
 }
 

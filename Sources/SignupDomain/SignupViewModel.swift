@@ -57,6 +57,11 @@ public final class SignupViewModel {
         form = policy.initialEvaluation
 
         let availability = policy.usernameAvailabilityRule { availabilityChecker.availability(of: $0) }
+        // "Not in a known breach", when configured: the same debounced, latest-only pipeline,
+        // so a burst of keystrokes costs one look-up of the password as it settled.
+        let breachAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = policy.passwordBreachRule.map {
+            $password.latestAnswers(for: $0, debounce: availabilityDebounce, scheduler: scheduler)
+        } ?? Just(nil).eraseToAnyPublisher()
 
         // The whole form is evaluated in one step per change. Separate pipelines per field
         // would each subscribe to `$password`, and OpenCombine calls a publisher's
@@ -66,18 +71,19 @@ public final class SignupViewModel {
         let cache = FormEvaluationCache()
         let inputs = Publishers.CombineLatest4($username, $email, $password, $confirm)
         let visibility = Publishers.CombineLatest($touchedFields, $submitAttempted)
-        Publishers.CombineLatest3(
+        Publishers.CombineLatest4(
             inputs,
             $username.latestAnswers(for: availability, debounce: availabilityDebounce, scheduler: scheduler),
+            breachAnswers,
             visibility
         )
-        .map { inputs, answer, visibility in
+        .map { inputs, answer, breachAnswer, visibility in
             let (username, email, password, confirm) = inputs
             return policy.evaluate(
                 username: username, email: email, password: password, confirm: confirm,
                 availability: availability, answer: answer,
                 shownFields: visibility.1 ? Set(SignupField.allCases) : visibility.0,
-                cache: cache)
+                breachAnswer: breachAnswer, cache: cache)
         }
         .removeDuplicates()
         .sink { [weak self] evaluation in self?.form = evaluation }

@@ -66,7 +66,7 @@ extension SignupRoutes {
         }
         let evaluation = policy.evaluateSubmission(
             username: username, email: email, password: password, confirm: confirm,
-            usernameAvailability: availability)
+            usernameAvailability: availability, breach: policy.breachStateNow(for: password))
         guard evaluation.isValid else {
             metrics.signup(availability == .unmet ? "taken" : "invalid")
             return rerender(username: username, email: email, evaluation: evaluation,

@@ -16,6 +16,15 @@ struct AccountOptions: ParsableArguments {
     @Option(help: help("policy", "Sign-up policy: a preset (\(Policy.presetNames.joined(separator: " or "))) or a policy file (YAML or JSON; see docs/POLICY.md)."))
     var policy = Policy.presetNames[0]
 
+    @Option(help: help("breached-passwords", "A Pwned Passwords file (SHA1:COUNT lines sorted by hash), searched on disk: adds password.breached."))
+    var breachedPasswords: String?
+
+    @Option(help: help("breached-passwords-api", "A Pwned Passwords range API base URL (GET URL/range/PREFIX; only 5 hex digits of a SHA-1 leave the server): adds password.breached. If it fails, the built-in list answers."))
+    var breachedPasswordsApi: String?
+
+    @Option(help: help("breached-passwords-timeout-ms", "How long a range API look-up may take before the built-in list answers instead."))
+    var breachedPasswordsTimeoutMs = 2000
+
     @Flag(help: help("seed-demo", "Mark a few demo usernames (alice, bob, carol, admin, …) as taken."))
     var seedDemo = false
 
@@ -30,6 +39,7 @@ struct AccountOptions: ParsableArguments {
 
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("database", .option), ("database-connections", .option), ("policy", .option), ("seed-demo", .flag), ("availability-debounce-ms", .option),
+        ("breached-passwords", .option), ("breached-passwords-api", .option), ("breached-passwords-timeout-ms", .option),
         ("argon2-preset", .option), ("max-concurrent-hashes", .option),
     ]
 
@@ -49,6 +59,7 @@ struct AccountOptions: ParsableArguments {
 
     func validate() throws {
         _ = try Self.loadPolicy(policy)
+        _ = try breachLookup()
         guard Argon2Preset(rawValue: argon2Preset) != nil else {
             throw ValidationError("Unknown --argon2-preset '\(argon2Preset)'. Choose one of: \(Argon2Preset.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
@@ -77,6 +88,30 @@ struct AccountOptions: ParsableArguments {
         return try PostgresAccountStore(location: location, maximumConnections: connections, logger: logger)
     }
 
+    /// The breach source the flags name, if any; refused with a reason when unusable.
+    func breachLookup() throws -> (any BreachedPasswordLookup)? {
+        switch (breachedPasswords, breachedPasswordsApi) {
+        case (nil, nil):
+            return nil
+        case (_?, _?):
+            throw ValidationError("Give --breached-passwords or --breached-passwords-api, not both.")
+        case (let path?, nil):
+            do {
+                return try PwnedPasswordsFile(path: path)
+            } catch {
+                throw ValidationError("--breached-passwords: \(error)")
+            }
+        case (nil, let address?):
+            guard let url = URL(string: address), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
+                throw ValidationError("--breached-passwords-api must be an http(s) URL, like https://api.pwnedpasswords.com (got '\(address)').")
+            }
+            guard (100...30_000).contains(breachedPasswordsTimeoutMs) else {
+                throw ValidationError("--breached-passwords-timeout-ms must be 100 to 30000.")
+            }
+            return PwnedPasswordsRangeAPI(baseURL: url, timeout: Double(breachedPasswordsTimeoutMs) / 1000)
+        }
+    }
+
     /// A preset by name, else a policy file; a bad file is refused with its line and reason.
     static func loadPolicy(_ nameOrPath: String) throws -> Policy {
         if let preset = Policy.named(nameOrPath) { return preset }
@@ -95,7 +130,10 @@ struct AccountOptions: ParsableArguments {
         // The flag wins over the policy file, which wins over the built-in 300 ms.
         let debounce = availabilityDebounceMs ?? settings.availabilityDebounceMilliseconds ?? 300
         configuration.availabilityDebounce = .milliseconds(debounce)
-        configuration.policy = SignupPolicy(settings)
+        configuration.policy = SignupPolicy(settings, breachedPasswords: try breachLookup().map {
+            // Fail-open: when the source cannot answer, the built-in common-password list does.
+            BreachedPasswordChecker(lookup: $0, fallback: .builtIn)
+        })
         configuration.passwordHasher = (Argon2Preset(rawValue: argon2Preset) ?? .interactive).hasher
         configuration.maximumConcurrentHashes = maxConcurrentHashes
     }
