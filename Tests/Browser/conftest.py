@@ -147,7 +147,20 @@ class Page:
         return self.driver.find_element(By.CSS_SELECTOR, "[data-submit]")
 
     def button_enabled(self):
-        return self.button().get_attribute("disabled") is None
+        """Ready to sign up: never `disabled`; the script marks a form that is not ready
+        with aria-disabled="true" (the button stays focusable and lists what is missing)."""
+        button = self.button()
+        return button.get_dom_attribute("disabled") is None and button.get_dom_attribute("aria-disabled") != "true"
+
+    def submit_enabled(self):
+        """The form's data-submit-enabled: the server's latest submit.enabled ("true"/"false")."""
+        return self.driver.find_element(By.CSS_SELECTOR, "form[data-signup]").get_dom_attribute("data-submit-enabled")
+
+    def submit_as_is(self):
+        """Posts the plain form whatever the live checklist says, as a person whose event
+        stream dropped can (the script lets every submit through then)."""
+        self.driver.execute_script(
+            "HTMLFormElement.prototype.submit.call(document.querySelector('form[data-signup]'))")
 
     def score(self):
         return int(self.driver.find_element(By.CSS_SELECTOR, "[data-strength]").get_attribute("data-score"))

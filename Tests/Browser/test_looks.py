@@ -52,7 +52,8 @@ def test_focus_is_visible(server, browser):
 
 
 def test_assets_are_small_and_local(server, browser):
-    assert (ROOT / "Public/app.js").stat().st_size < 11 * 1024
+    # Raised from 11 KiB for the "still needed" summary and closing hidden tabs' streams.
+    assert (ROOT / "Public/app.js").stat().st_size < 15 * 1024
     assert (ROOT / "Public/style.css").stat().st_size < 10 * 1024
     browser.open(server.url)
     urls = browser.driver.execute_script(

@@ -1,0 +1,129 @@
+import CombineSchedulers
+import Foundation
+import ReactiveValidation
+import SignupDomain
+import XCTest
+
+/// `password.breached` in the view model: one look-up per settled password, the count in a
+/// kind message, nothing looked up for short passwords, and a failing source falls back to
+/// the built-in list instead of blocking anyone.
+final class BreachedPasswordRuleTests: XCTestCase {
+    /// A breach source with a fixed answer per password that counts its look-ups, or fails.
+    private final class FakeLookup: BreachedPasswordLookup, @unchecked Sendable {
+        let lock = NSLock()
+        var seen: [String: Int] = [:]
+        var failing = false
+        var hashesAskedFor: [String] = []
+
+        func timesSeen(sha1 hash: String) throws -> Int {
+            try lock.withLock {
+                hashesAskedFor.append(hash)
+                if failing { throw BreachedPasswordError("the source is down") }
+                return seen[hash] ?? 0
+            }
+        }
+    }
+
+    private struct Harness {
+        let model: SignupViewModel
+        let lookup: FakeLookup
+        let checker: BreachedPasswordChecker
+        let scheduler: TestSchedulerOf<DispatchQueue>
+        let lookupQueue: DispatchQueue
+
+        /// Lets the debounce pass, the look-up finish on its queue, and its answer arrive.
+        func settle() {
+            scheduler.advance(by: .milliseconds(300))
+            lookupQueue.sync {}
+            scheduler.advance()
+        }
+    }
+
+    private func makeHarness(seen: [String: Int] = [:]) -> Harness {
+        let lookup = FakeLookup()
+        lookup.seen = Dictionary(uniqueKeysWithValues: seen.map { (BreachedPasswords.sha1(of: $0.key), $0.value) })
+        let lookupQueue = DispatchQueue(label: "test-breach-lookups")
+        let checker = BreachedPasswordChecker(lookup: lookup, queue: lookupQueue)
+        let scheduler = DispatchQueue.test
+        let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), breachedPasswords: checker)
+        let model = SignupViewModel(policy: policy, availabilityChecker: FakeAvailabilityChecker(),
+                                    scheduler: scheduler.eraseToAnyScheduler())
+        return Harness(model: model, lookup: lookup, checker: checker, scheduler: scheduler, lookupQueue: lookupQueue)
+    }
+
+    func testTheRequirementIsListedOnlyWhenASourceIsConfigured() {
+        XCTAssertEqual(makeHarness().model.policy.requirements(for: .password).last?.id, "password.breached")
+        XCTAssertEqual(makeHarness().model.policy.requirements(for: .password).last?.text, "Not found in a known data breach")
+        XCTAssertFalse(SignupPolicy(.classic).allRequirements.contains { $0.id == "password.breached" })
+    }
+
+    func testABurstOfKeystrokesCostsOneLookUpOfTheSettledPassword() {
+        let harness = makeHarness()
+        let password = "Correct-Horse-7-Lantern"
+        for length in 1...password.count {
+            harness.model.password = String(password.prefix(length))
+        }
+        XCTAssertEqual(harness.model.requirementStates["password.breached"], .pending, "long enough, not yet answered")
+        harness.settle()
+        XCTAssertEqual(harness.lookup.hashesAskedFor, [BreachedPasswords.sha1(of: password)], "one look-up, of the settled value")
+        XCTAssertEqual(harness.model.requirementStates["password.breached"], .met)
+    }
+
+    func testShortPasswordsAreNeverLookedUp() {
+        let harness = makeHarness()
+        harness.model.password = "Abc1"
+        harness.settle()
+        XCTAssertEqual(harness.lookup.hashesAskedFor, [])
+        XCTAssertEqual(harness.model.requirementStates["password.breached"], .unmet)
+    }
+
+    func testABreachedPasswordIsUnmetWithItsCountPhrasedKindly() {
+        let breached = "Sunshine-2024-Garden"
+        let harness = makeHarness(seen: [breached: 3861])
+        harness.model.password = breached
+        harness.model.touchedFields = [.password]
+        harness.settle()
+        XCTAssertEqual(harness.model.requirementStates["password.breached"], .unmet)
+        XCTAssertFalse(harness.model.isSubmitEnabled)
+        XCTAssertEqual(harness.model.fieldValidations[.password]?.message,
+                       "We found this password in known data breaches (3,861 times so far), so attackers try it early. Please choose a different one; a few unrelated words work well")
+    }
+
+    func testAnAnswerForAnOlderPasswordNeverCounts() {
+        let breached = "Sunshine-2024-Garden"
+        let harness = makeHarness(seen: [breached: 12])
+        harness.model.password = breached
+        harness.settle()
+        harness.model.password = breached + "x"
+        XCTAssertEqual(harness.model.requirementStates["password.breached"], .pending,
+                       "the answer was for the previous value")
+    }
+
+    func testAFailingSourceFallsBackToTheBuiltInList() {
+        let harness = makeHarness()
+        harness.lookup.failing = true
+        harness.model.password = "Correct-Horse-7-Lantern"
+        harness.settle()
+        XCTAssertEqual(harness.model.requirementStates["password.breached"], .met, "fail-open: not on the built-in list")
+        let common = try! XCTUnwrap(["password123", "iloveyou1", "qwertyuiop"].first { CommonPasswords.builtIn.contains($0) })
+        harness.model.password = common
+        harness.model.touchedFields = [.password]
+        harness.settle()
+        XCTAssertEqual(harness.model.requirementStates["password.breached"], .unmet, "the built-in list still answers")
+        XCTAssertEqual(harness.checker.sourceFailures, 2)
+    }
+
+    func testTheSubmitCheckLooksThePasswordUpToo() {
+        let breached = "Sunshine-2024-Garden"
+        let harness = makeHarness(seen: [breached: 5])
+        let policy = harness.model.policy
+        XCTAssertEqual(policy.breachStateNow(for: breached), .unmet)
+        XCTAssertEqual(policy.breachStateNow(for: "Correct-Horse-7-Lantern"), .met)
+        let evaluation = policy.evaluateSubmission(
+            username: "alice_01", email: "alice@example.com", password: breached, confirm: breached,
+            usernameAvailability: .met, breach: policy.breachStateNow(for: breached))
+        XCTAssertFalse(evaluation.isValid)
+        XCTAssertTrue(evaluation.problems.contains { $0.field == .password && $0.message.contains("(5 times so far)") },
+                      "\(evaluation.problems)")
+    }
+}
