@@ -37,6 +37,7 @@ public final class BreachedPasswordChecker: @unchecked Sendable {
     private var rememberedOrder: [String] = []
     private static let rememberedCapacity = 512
     private var counts = (lookups: 0, failures: 0)
+    private var observer: (@Sendable (BreachVerdict, _ sourceFailed: Bool) -> Void)?
 
     public init(lookup: any BreachedPasswordLookup, fallback: CommonPasswords = .builtIn,
                 queue: DispatchQueue = DispatchQueue(label: "breached-passwords", attributes: .concurrent)) {
@@ -50,21 +51,30 @@ public final class BreachedPasswordChecker: @unchecked Sendable {
     /// Look-ups the source could not answer, answered from the built-in list instead.
     public var sourceFailures: Int { lock.withLock { counts.failures } }
 
+    /// Called after every look-up with its verdict and whether the source failed (metrics).
+    public func observeLookups(_ observer: @escaping @Sendable (BreachVerdict, _ sourceFailed: Bool) -> Void) {
+        lock.withLock { self.observer = observer }
+    }
+
     /// Looks the password up now, on the caller's thread.
     public func verdictNow(for password: String) -> BreachVerdict {
         let hash = BreachedPasswords.sha1(of: password)
         let verdict: BreachVerdict
+        let failed: Bool
         do {
             let times = try lookup.timesSeen(sha1: hash)
             verdict = times > 0 ? .seen(times) : .notFound
-            lock.withLock { counts.lookups += 1 }
+            failed = false
         } catch {
             verdict = fallback.contains(password) ? .listedWhileSourceUnavailable : .notFound
-            lock.withLock {
-                counts.lookups += 1
-                counts.failures += 1
-            }
+            failed = true
         }
+        let observer = lock.withLock { () -> (@Sendable (BreachVerdict, Bool) -> Void)? in
+            counts.lookups += 1
+            if failed { counts.failures += 1 }
+            return self.observer
+        }
+        observer?(verdict, failed)
         lock.withLock {
             if remembered.updateValue(verdict, forKey: hash) == nil { rememberedOrder.append(hash) }
             if rememberedOrder.count > Self.rememberedCapacity { remembered[rememberedOrder.removeFirst()] = nil }

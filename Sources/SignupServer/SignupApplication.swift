@@ -89,6 +89,7 @@ public final class SignupApplication: Sendable {
         let limiters = ClientLimiters(configuration.limits, now: configuration.now)
         let metrics = SignupMetrics()
         self.metrics = metrics
+        configuration.policy.breachedPasswords?.observeLookups { metrics.breachLookup($0, sourceFailed: $1) }
         let hasher = TimedPasswordHasher(base: configuration.passwordHasher, timer: metrics.passwordHashDuration)
         let tokenKey = try configuration.formTokenKey
             ?? store.secret(named: "form-token-key", createdBy: FormTokenAuthority.makeKey)

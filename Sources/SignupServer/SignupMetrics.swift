@@ -1,6 +1,7 @@
 import Foundation
 import MicroHTTPD
 import Metrics
+import SignupDomain
 
 /// What operators' dashboards read, through swift-metrics (so any backend works; the
 /// executable bootstraps Prometheus). Names and labels are a public contract (README).
@@ -11,6 +12,15 @@ final class SignupMetrics: Sendable {
     let edits = Counter(label: "livesignup_edits_total")
     let eventsSent = Counter(label: "livesignup_events_sent_total")
     let availabilityChecks = Counter(label: "livesignup_availability_checks_total")
+    /// Breach look-ups by result: `found`, `not_found`, `source_failed` (the built-in list
+    /// answered instead: watch this one when the range API is used).
+    let breachLookups = ["found", "not_found", "source_failed"].reduce(into: [String: Counter]()) {
+        $0[$1] = Counter(label: "livesignup_breach_lookups_total", dimensions: [("result", $1)])
+    }
+
+    func breachLookup(_ verdict: BreachVerdict, sourceFailed: Bool) {
+        breachLookups[sourceFailed ? "source_failed" : (verdict == .notFound ? "not_found" : "found")]?.increment()
+    }
     let passwordHashDuration = Metrics.Timer(label: "livesignup_password_hash_duration_seconds",
                                              preferredDisplayUnit: .seconds)
 

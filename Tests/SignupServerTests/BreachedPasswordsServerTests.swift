@@ -125,6 +125,15 @@ final class BreachedPasswordsServerTests: XCTestCase {
         XCTAssertEqual(duringOutage.state, .met, "fail-open")
         let accepted = try await signUp(clean, at: base)
         XCTAssertEqual(accepted.status, 303, accepted.body)
+
+        // Operators see the outage: the fallback's answers are counted apart.
+        let metrics = try RawExchange.send(port: server.port, "GET", "/metrics").body
+        func count(_ result: String) -> Int {
+            metrics.firstMatch(of: try! Regex(#"livesignup_breach_lookups_total\{result="\#(result)"\} (\d+)"#))
+                .flatMap { Int($0.output[1].substring ?? "") } ?? 0
+        }
+        XCTAssertGreaterThanOrEqual(count("found"), 2, metrics)
+        XCTAssertGreaterThanOrEqual(count("source_failed"), 2, metrics)
         _ = await server.stop(with: SIGTERM)
     }
 
