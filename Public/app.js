@@ -12,20 +12,27 @@ var esc = window.CSS && CSS.escape || function (s) { return String(s).replace(/[
 
 /* ---------- error summary ---------- */
 
-var summary = document.querySelector("[data-error-summary]");
-if (summary) {
-  summary.focus(); // autofocus does not apply to a div everywhere
-  summary.addEventListener("click", function (event) {
+// Its links (and those of the "still needed" summary) move focus to their field.
+function leadsToFields(box) {
+  if (!box) { return; }
+  box.addEventListener("click", function (event) {
     var link = event.target.closest && event.target.closest('a[href^="#"]');
     var input = link && document.getElementById(link.getAttribute("href").slice(1));
     if (!input) { return; }
     // Show the label too, not just the input.
     event.preventDefault();
-    var label = document.querySelector('label[for="' + esc(input.id) + '"]');
-    (label || input).scrollIntoView();
+    (labelFor(input) || input).scrollIntoView();
     input.focus({ preventScroll: true });
   });
 }
+
+function labelFor(input) {
+  return document.querySelector('label[for="' + esc(input.id) + '"]');
+}
+
+var summary = document.querySelector("[data-error-summary]");
+if (summary) { summary.focus(); } // autofocus does not apply to a div everywhere
+leadsToFields(summary);
 
 var form = document.querySelector("form[data-signup]");
 if (!form) { return; }
@@ -33,8 +40,57 @@ var tokenInput = form.querySelector('input[name="token"]');
 var token = tokenInput ? tokenInput.value : "";
 if (!token) { return; }
 
+/* ---------- the Sign-up button ----------
+   Never disabled (it would strand keyboard and screen reader users): while the form is not
+   ready it is aria-disabled, and activating it lists what is missing, in the page's words. */
+
 var button = form.querySelector("[data-submit]");
-if (button) { button.disabled = true; } // until the first snapshot says otherwise
+var missing = form.querySelector("[data-missing-summary]");
+var missingList = missing && missing.querySelector("[data-missing-list]");
+var ready;
+setReady(false); // until the first snapshot says otherwise
+leadsToFields(missing);
+
+function setReady(enabled) {
+  ready = enabled;
+  if (!button) { return; }
+  if (enabled) { button.removeAttribute("aria-disabled"); }
+  else { button.setAttribute("aria-disabled", "true"); }
+  if (enabled && missing) { missing.hidden = true; }
+}
+
+// Click, Enter, Space and Enter in a field all come here.
+form.addEventListener("submit", function (event) {
+  if (ready) { return; }
+  event.preventDefault();
+  showMissing();
+});
+
+function showMissing() {
+  if (!missingList) { return; }
+  missingList.textContent = "";
+  // Each field in page order: its message if it shows one, else "Label: requirement" per unmet one.
+  Array.prototype.forEach.call(form.querySelectorAll("[data-message]"), function (slot) {
+    var field = slot.getAttribute("data-message");
+    var input = inputFor(field);
+    var label = input && labelFor(input);
+    var open = Array.prototype.filter.call(slot.parentNode.querySelectorAll("[data-requirement]"),
+      function (el) { return el.getAttribute("data-state") !== "met"; });
+    if (!input || !open.length) { return; }
+    var texts = slot.textContent ? [slot.textContent] : open.map(function (el) {
+      var text = el.querySelector(".requirement-text");
+      return (label ? label.textContent + ": " : "") + (text ? text.textContent : "");
+    });
+    texts.forEach(function (text) {
+      var a = document.createElement("a");
+      a.href = "#" + input.id;
+      a.textContent = text;
+      missingList.appendChild(document.createElement("li")).appendChild(a);
+    });
+  });
+  missing.hidden = false;
+  missing.focus();
+}
 
 var connection = document.querySelector("[data-connection]");
 var strengthEl = form.querySelector("[data-strength]");
@@ -166,8 +222,10 @@ function setStrength(d) {
   });
 }
 
+// The server's word, mirrored on the form for tests and scripts.
 function setSubmit(enabled) {
-  if (button) { button.disabled = !enabled; }
+  form.setAttribute("data-submit-enabled", String(enabled));
+  setReady(enabled);
 }
 
 function showConnection(text) {
@@ -187,7 +245,7 @@ function each(map, apply) {
 }
 
 if (typeof window.EventSource !== "function") {
-  setSubmit(true); // no live updates: fall back to the plain form
+  setReady(true); // no live updates: fall back to the plain form
   return;
 }
 
@@ -203,6 +261,7 @@ var attempt = 0;
 var lost = false;     // the next open must resend
 var stale = false;    // the server does not know the token
 var leaving = false;
+var sleeping = false; // a hidden tab closed its stream
 
 function streamURL() {
   return "/events?token=" + encodeURIComponent(token);
@@ -211,7 +270,7 @@ function streamURL() {
 function lose(closed) {
   if (leaving) { return; }
   lost = true;
-  setSubmit(true);
+  setReady(true); // the server checks everything again on submit
   showConnection(LOST);
   if (closed) {
     if (source) { source.close(); source = null; }
@@ -227,7 +286,7 @@ function backoff() {
 }
 
 function schedule(delay) {
-  if (timer || busy || leaving) { return; }
+  if (timer || busy || leaving || sleeping) { return; }
   timer = setTimeout(reconnect, delay);
 }
 
@@ -266,7 +325,7 @@ function reconnect() {
     if (status < 200 || status > 299) { throw new Error("HTTP " + status); }
   }).then(function () {
     busy = false;
-    connect();
+    if (!sleeping) { connect(); }
   }, function (err) {
     busy = false;
     console.debug("LiveSignup: reconnect failed: " + (err && err.message));
@@ -324,5 +383,37 @@ window.addEventListener("pageshow", function (event) {
   lose(true);
 });
 
+/* A tab hidden for data-background-close-ms (default 30 s) closes its stream; edits are
+   still posted. Shown again, it reconnects as after any loss (a fresh token if need be). */
+var sleepTimer = 0;
+function hidden() { return document.visibilityState === "hidden"; }
+function watchVisibility() {
+  if (hidden()) {
+    if (!sleepTimer && !sleeping) {
+      var delay = parseInt(form.getAttribute("data-background-close-ms"), 10);
+      sleepTimer = setTimeout(sleep, delay >= 0 ? delay : 30000);
+    }
+    return;
+  }
+  clearTimeout(sleepTimer);
+  sleepTimer = 0;
+  if (!sleeping) { return; }
+  sleeping = false;
+  // As on load; a 404 then goes the usual way (new token, every value re-sent).
+  if (stale) { schedule(0); } else if (!busy) { connect(); }
+}
+function sleep() {
+  sleepTimer = 0;
+  if (!hidden() || leaving) { return; }
+  sleeping = true;
+  lost = true; // the next open sends every value again
+  if (source) { source.close(); source = null; }
+  clearTimeout(timer);
+  clearTimeout(slowTimer);
+  timer = slowTimer = 0;
+}
+document.addEventListener("visibilitychange", watchVisibility);
+
 connect();
+watchVisibility();
 })();

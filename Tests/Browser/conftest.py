@@ -173,7 +173,8 @@ class Page:
         self.until(lambda: self.state(requirement) == state, f"{requirement} becomes {state}")
 
     def until_live(self):
-        """The script has received its first snapshot: it disables the button before that."""
+        """The page is loaded (its requirements are in the served HTML); the script marks the
+        button aria-disabled until a snapshot says the form is ready."""
         self.until(lambda: self.driver.execute_script(
             "return document.querySelector('[data-requirement]') !== null"), "page loaded")
 
