@@ -4,9 +4,9 @@
 "use strict";
 
 var FIELDS = ["username", "email", "password", "confirm"];
-var STATE_TEXT = { met: ": met", unmet: ": not met", pending: ": checking" };
-var LOST = "Connection lost. Reconnecting…";
-var SLOW = "Lots of activity right now. Catching up in a moment…";
+// Every text comes from the page, in its language (data-text-* on the form): the script
+// holds none of its own.
+var STATE_TEXT = {}, LOST = "", SLOW = "";
 
 var esc = window.CSS && CSS.escape || function (s) { return String(s).replace(/[^\w-]/g, "\\$&"); };
 
@@ -43,6 +43,14 @@ if (!token) { return; }
 /* ---------- the Sign-up button ----------
    Never disabled (it would strand keyboard and screen reader users): while the form is not
    ready it is aria-disabled, and activating it lists what is missing, in the page's words. */
+
+function pageText(name) { return form.getAttribute("data-text-" + name) || ""; }
+STATE_TEXT = { met: pageText("met"), unmet: pageText("unmet"), pending: pageText("pending") };
+LOST = pageText("lost");
+SLOW = pageText("slow");
+// The page's language: a session built from this page speaks it too.
+var LANG = document.documentElement.getAttribute("lang") || "";
+function withLang(url) { return LANG ? url + "&lang=" + encodeURIComponent(LANG) : url; }
 
 var button = form.querySelector("[data-submit]");
 var missing = form.querySelector("[data-missing-summary]");
@@ -103,7 +111,7 @@ if (reveal) {
   reveal.addEventListener("click", function () {
     var show = reveal.getAttribute("aria-pressed") !== "true";
     reveal.setAttribute("aria-pressed", String(show));
-    reveal.textContent = show ? "Hide passwords" : "Show passwords";
+    reveal.textContent = pageText(show ? "hide-passwords" : "show-passwords");
     ["password", "confirm"].forEach(function (f) { inputFor(f).type = show ? "text" : "password"; });
   });
 }
@@ -133,7 +141,7 @@ function send(field, isTouched) {
   body.set("seq", String(seq[field]));
   if (isTouched) { body.set("touched", "1"); }
   // The token in the URL too: a proxy in front of several instances routes by it.
-  fetch("/fields?token=" + encodeURIComponent(sentWith), {
+  fetch(withLang("/fields?token=" + encodeURIComponent(sentWith)), {
     method: "POST",
     body: body,
     credentials: "same-origin",
@@ -172,6 +180,27 @@ FIELDS.forEach(function (field) {
   input.addEventListener("blur", function () { touched[field] = true; send(field, true); });
 });
 
+/* The language switcher reloads the page in another language; what was typed comes along
+   (in this tab's sessionStorage, for the moment of the reload only: read and removed at once). */
+var CARRY = "livesignup-carry";
+Array.prototype.forEach.call(document.querySelectorAll("[data-language]"), function (link) {
+  link.addEventListener("click", function () {
+    var values = { touched: touched };
+    FIELDS.forEach(function (field) { var input = inputFor(field); if (input) { values[field] = input.value; } });
+    try { sessionStorage.setItem(CARRY, JSON.stringify(values)); } catch (err) { /* storage off: values are lost */ }
+  });
+});
+(function restoreCarried() {
+  var carried = null;
+  try { carried = JSON.parse(sessionStorage.getItem(CARRY) || "null"); sessionStorage.removeItem(CARRY); } catch (err) { return; }
+  if (!carried) { return; }
+  FIELDS.forEach(function (field) {
+    var input = inputFor(field);
+    if (input && !input.value && typeof carried[field] === "string") { input.value = carried[field]; }
+    if (carried.touched && carried.touched[field]) { touched[field] = true; }
+  });
+})();
+
 // Tell the server what it may not know: after a loss every value typed or left,
 // on the first open what the browser restored (reload, back).
 function resend(all) {
@@ -190,7 +219,7 @@ function setRequirement(id, state) {
   if (!el) { return; }
   if (el.getAttribute("data-state") !== state) { el.setAttribute("data-state", state); }
   var text = el.querySelector("[data-state-text]");
-  var wanted = STATE_TEXT[state] || (": " + state);
+  var wanted = STATE_TEXT[state] || "";
   if (text && text.textContent !== wanted) { text.textContent = wanted; }
 }
 
@@ -264,7 +293,7 @@ var leaving = false;
 var sleeping = false; // a hidden tab closed its stream
 
 function streamURL() {
-  return "/events?token=" + encodeURIComponent(token);
+  return withLang("/events?token=" + encodeURIComponent(token));
 }
 
 function lose(closed) {

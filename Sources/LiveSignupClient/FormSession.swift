@@ -14,6 +14,11 @@ public final class FormSession: Sendable {
     public let token: String
     private let lastSeq = LockedState<[String: Int]>([:])
 
+    /// `lang=` when the client chose a language: the server builds the session in it.
+    private var languageQuery: [(String, String)] {
+        client.language.map { [("lang", $0)] } ?? []
+    }
+
     public init(client: SignupClient, token: String) {
         self.client = client
         self.token = token
@@ -63,7 +68,7 @@ public final class FormSession: Sendable {
     private func send(field: String, value: String, seq: Int, touched: Bool) async throws -> EditReceipt {
         // The token in the URL as well as the body: a proxy in front of several instances
         // routes a form's edits to its instance by it.
-        var request = URLRequest(url: client.url(path: "fields", query: [("token", token)]))
+        var request = URLRequest(url: client.url(path: "fields", query: [("token", token)] + languageQuery))
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         request.setValue("application/json", forHTTPHeaderField: "Accept")
@@ -133,6 +138,6 @@ public final class FormSession: Sendable {
 
     /// Internal so tests can check the query encoding.
     var eventsURL: URL {
-        client.url(path: "events", query: [("token", token)])
+        client.url(path: "events", query: [("token", token)] + languageQuery)
     }
 }

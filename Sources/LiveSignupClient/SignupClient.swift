@@ -14,13 +14,18 @@ public struct SignupClient: Sendable {
     /// Caps every reconnect delay, including the server's `retry: 2000`; tests set it low so a
     /// reconnect does not cost two seconds.
     public let maximumReconnectionTime: Duration?
+    /// The language forms opened by this client speak (`lang=`, a BCP 47 tag such as "de"):
+    /// every message and requirement text in their events. Nil: the server's default, English.
+    public let language: String?
 
     public init(
         baseURL: URL,
         session: URLSession = .shared,
         reconnectionTime: Duration = .seconds(2),
-        maximumReconnectionTime: Duration? = nil
+        maximumReconnectionTime: Duration? = nil,
+        language: String? = nil
     ) {
+        self.language = language
         self.baseURL = baseURL
         self.session = session
         self.reconnectionTime = reconnectionTime

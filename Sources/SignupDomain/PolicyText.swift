@@ -33,6 +33,16 @@ public enum PolicyText: String, CaseIterable, Sendable {
     case confirmMatchText = "confirm.match.text"
     case confirmMatchMessage = "confirm.match.message"
     case confirmEmpty = "confirm.empty"
+    case strengthVeryWeak = "strength.very_weak"
+    case strengthWeak = "strength.weak"
+    case strengthFair = "strength.fair"
+    case strengthGood = "strength.good"
+    case strengthStrong = "strength.strong"
+
+    /// The strength meter's label for a zxcvbn score (0–4).
+    public static func strengthLabel(score: Int) -> PolicyText {
+        [.strengthVeryWeak, .strengthWeak, .strengthFair, .strengthGood, .strengthStrong][min(max(score, 0), 4)]
+    }
 
     /// The placeholders this text may use.
     public var placeholders: Set<String> {
@@ -85,22 +95,42 @@ public enum PolicyText: String, CaseIterable, Sendable {
         case .confirmMatchText: return "Matches the password"
         case .confirmMatchMessage: return "Passwords don't match"
         case .confirmEmpty: return "Confirm your password"
+        case .strengthVeryWeak: return "Very weak"
+        case .strengthWeak: return "Weak"
+        case .strengthFair: return "Fair"
+        case .strengthGood: return "Good"
+        case .strengthStrong: return "Strong"
         }
     }
 }
 
-/// The texts one policy uses: the built-in ones, with a policy file's replacements.
+/// The texts one policy uses: the built-in ones, with a language's and a policy file's
+/// replacements, and translations of the strength estimator's English advice.
 public struct PolicyTexts: Sendable, Hashable {
     private var replaced: [PolicyText: String]
+    /// The strength estimator's English warnings and suggestions, translated (the English
+    /// sentence is the key); a sentence without one stays English.
+    public private(set) var feedback: [String: String]
 
-    public init(_ replaced: [PolicyText: String] = [:]) {
+    public init(_ replaced: [PolicyText: String] = [:], feedback: [String: String] = [:]) {
         self.replaced = replaced
+        self.feedback = feedback
     }
 
     public static let builtIn = PolicyTexts()
 
-    /// Which texts the policy replaced.
+    /// Which texts were replaced.
     public var replacedTexts: Set<PolicyText> { Set(replaced.keys) }
+
+    /// These texts over `base`'s: a policy file's own wording wins over a language's.
+    public func over(_ base: PolicyTexts) -> PolicyTexts {
+        PolicyTexts(base.replaced.merging(replaced) { $1 }, feedback: base.feedback.merging(feedback) { $1 })
+    }
+
+    /// A piece of the strength estimator's advice in this language.
+    public func feedback(_ english: String) -> String {
+        feedback[english] ?? english
+    }
 
     /// `text` with its placeholders filled in.
     public func callAsFunction(_ text: PolicyText, _ values: [String: String] = [:]) -> String {

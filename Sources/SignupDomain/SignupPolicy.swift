@@ -24,6 +24,8 @@ public struct SignupPolicy: Sendable {
     /// after the password's own rules pass.
     public let passwordBreach: Requirement?
     public let breachedPasswords: BreachedPasswordChecker?
+    private let usernameProblem: (@Sendable (String) -> String?)?
+    private let commonPasswordsOverride: CommonPasswords?
     private let reservedCanonicalNames: Set<String>
     private let checklists: [SignupField: [Requirement]]
 
@@ -44,6 +46,8 @@ public struct SignupPolicy: Sendable {
         self.settings = settings
         let texts = settings.texts
         self.breachedPasswords = breachedPasswords
+        self.usernameProblem = usernameProblem
+        self.commonPasswordsOverride = commonPasswords
         passwordBreach = breachedPasswords.map { _ in Requirement(id: "password.breached", text: texts(.passwordBreachedText)) }
         self.strengthEstimator = strengthEstimator
         reservedCanonicalNames = Set((settings.reservedUsernames + [settings.serviceName]).map(Username.canonical))
@@ -61,7 +65,7 @@ public struct SignupPolicy: Sendable {
                      message: texts(.usernameCharsetMessage),
                      isMet: { !$0.isEmpty && characters.allows($0) }),
             ],
-            checks: [Self.safetyCheck(usernameProblem ?? Self.unsafeUsernameMessage)],
+            checks: [Self.safetyCheck(usernameProblem ?? Self.unsafeUsernameMessage, in: texts)],
             emptyMessage: texts(.usernameEmpty))
         usernameAvailability = Requirement(id: "username.available", text: texts(.usernameAvailableText))
         usernameTakenMessage = texts(.usernameTaken)
@@ -138,6 +142,15 @@ public struct SignupPolicy: Sendable {
             isEmpty: { $0.password.isEmpty })
     }
 
+    /// The same rules with their texts in a language: `texts` under this policy's own (a
+    /// policy file's wording wins), everything else shared (estimator, breach source).
+    public func localized(_ texts: PolicyTexts) -> SignupPolicy {
+        var settings = self.settings
+        settings.texts = self.settings.texts.over(texts)
+        return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
+                            usernameProblem: usernameProblem, breachedPasswords: breachedPasswords)
+    }
+
     /// The password as its rules see it, given the other fields it must not be based on.
     public func passwordCandidate(password: String, username: String, email: String) -> PasswordCandidate {
         passwordCandidate(password: password, context: contextWords(username: username, email: email))
@@ -151,13 +164,22 @@ public struct SignupPolicy: Sendable {
     /// The password as its rules see it, given its context words.
     public func passwordCandidate(password: String, context: ContextWords) -> PasswordCandidate {
         let normalized = password.canonicallyComposed
-        let strength = normalized.isEmpty
+        let estimate = normalized.isEmpty
             ? .none : strengthEstimator.strength(of: normalized, userInputs: context.all)
-        return PasswordCandidate(password: normalized, context: context, strength: strength)
+        return PasswordCandidate(password: normalized, context: context, strength: localized(estimate))
     }
 
-    private static func safetyCheck(_ problem: @escaping @Sendable (String) -> String?) -> Check<String> {
-        Check(id: "username.safe", message: { problem($0) ?? "" }, isPassed: { problem($0) == nil })
+    /// The estimator's label and advice in the policy's language.
+    private func localized(_ strength: PasswordStrength) -> PasswordStrength {
+        let texts = settings.texts
+        return PasswordStrength(
+            score: strength.score, label: texts(PolicyText.strengthLabel(score: strength.score)),
+            warning: strength.warning.isEmpty ? "" : texts.feedback(strength.warning),
+            suggestions: strength.suggestions.map(texts.feedback))
+    }
+
+    private static func safetyCheck(_ problem: @escaping @Sendable (String) -> String?, in texts: PolicyTexts) -> Check<String> {
+        Check(id: "username.safe", message: { problem($0).map(texts.feedback) ?? "" }, isPassed: { problem($0) == nil })
     }
 
     /// ICU's verdict on a username as a message, nil when the name is safe.

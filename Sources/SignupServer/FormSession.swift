@@ -21,16 +21,21 @@ final class FormSession: @unchecked Sendable {
     /// What a session needs to build its view model on first use.
     struct Configuration {
         let policy: SignupPolicy
+        /// The language of every text the session sends (its snapshot's `lang`).
+        let language: String
         /// `policy.initialEvaluation` as a snapshot, computed once for every session.
         let initialSnapshot: SignupSnapshot
         let requirementOrder: [String]
         let availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride
         let metrics: SignupMetrics?
 
-        init(policy: SignupPolicy, availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride,
-             metrics: SignupMetrics?) {
+        init(policy: SignupPolicy, language: String = Languages.fallback,
+             availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride, metrics: SignupMetrics?) {
             self.policy = policy
-            self.initialSnapshot = policy.initialEvaluation.snapshot(rev: 0)
+            self.language = language
+            var initial = policy.initialEvaluation.snapshot(rev: 0)
+            initial.language = language
+            self.initialSnapshot = initial
             self.requirementOrder = policy.allRequirements.map(\.id)
             self.availabilityDebounce = availabilityDebounce
             self.metrics = metrics
@@ -88,7 +93,9 @@ final class FormSession: @unchecked Sendable {
         self.viewModel = viewModel
         formSubscription = viewModel.$form.sink { [weak self] form in
             guard let self else { return }
-            publish(form.snapshot(rev: rev))
+            var snapshot = form.snapshot(rev: rev)
+            snapshot.language = configuration.language
+            publish(snapshot)
         }
         return viewModel
     }

@@ -8,7 +8,8 @@ import SignupDomain
 /// its values. When the table is full the longest-idle sessions without a stream give way.
 final class FormSessionRegistry: @unchecked Sendable {
     struct Settings {
-        var policy: SignupPolicy
+        /// Each language's rules: a session speaks the language its page was in.
+        var languages: Languages
         var availabilityChecker: StoreAvailabilityChecker
         var availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride
         var idleLifetime: TimeInterval
@@ -36,7 +37,8 @@ final class FormSessionRegistry: @unchecked Sendable {
     }
 
     private let settings: Settings
-    private let sessionConfiguration: FormSession.Configuration
+    /// By language tag.
+    private let sessionConfigurations: [String: FormSession.Configuration]
     private let lock = NSLock()
     // Guarded by `lock`.
     private var sessions: [String: Entry] = [:]
@@ -44,8 +46,11 @@ final class FormSessionRegistry: @unchecked Sendable {
 
     init(settings: Settings) {
         self.settings = settings
-        self.sessionConfiguration = FormSession.Configuration(
-            policy: settings.policy, availabilityDebounce: settings.availabilityDebounce, metrics: settings.metrics)
+        self.sessionConfigurations = Dictionary(uniqueKeysWithValues: settings.languages.all.map { language in
+            (language.tag, FormSession.Configuration(
+                policy: language.policy, language: language.tag,
+                availabilityDebounce: settings.availabilityDebounce, metrics: settings.metrics))
+        })
     }
 
     var count: Int { lock.withLock { sessions.count } }
@@ -74,7 +79,9 @@ final class FormSessionRegistry: @unchecked Sendable {
     }
 
     /// The session for `token`, built now if it has none, charged to `address`.
-    func session(for token: String, address: String) throws(LookupError) -> FormSession {
+    /// - Parameter language: the page's language (`lang=`), for a session built now; an
+    ///   unknown or missing one means English.
+    func session(for token: String, address: String, language: String? = nil) throws(LookupError) -> FormSession {
         // (The session marks itself used when it applies the edit or attaches the stream.)
         if let existing = existingSession(for: token) { return existing }
         // Only tokens this instance minted: another instance's token means its instance is
@@ -103,7 +110,7 @@ final class FormSessionRegistry: @unchecked Sendable {
         }
         let session = FormSession(
             token: token,
-            configuration: sessionConfiguration,
+            configuration: sessionConfigurations[settings.languages.language(language)?.tag ?? Languages.fallback]!,
             availabilityChecker: ThrottledAvailabilityChecker(
                 base: settings.availabilityChecker, limiters: settings.limiters,
                 sessionKey: token, addressKey: addressKey, checks: settings.metrics.availabilityChecks),

@@ -49,12 +49,15 @@ struct PageRenderer: Sendable {
         var hasErrors: Bool { !errors.isEmpty || !formError.isEmpty }
     }
 
-    func renderSignup(_ page: SignupPage, policy: SignupPolicy, assets: StaticAssets) -> String {
+    func renderSignup(_ page: SignupPage, language: Languages.Language, languages: Languages, assets: StaticAssets) -> String {
+        let policy = language.policy
+        let catalog = language.catalog
+        func text(_ key: String) -> String { catalog[key] ?? key }
         let fields: [[String: Any]] = SignupField.allCases.map { field in
             let message = page.messages[field] ?? ""
             return [
                 "name": field.rawValue,
-                "label": field.label,
+                "label": text("field.\(field.rawValue).label"),
                 "inputType": Self.inputType(field),
                 "autocomplete": Self.autocomplete(field),
                 "value": field.isSecret ? "" : page.values[field] ?? "",
@@ -72,14 +75,25 @@ struct PageRenderer: Sendable {
                 "requirements": policy.requirements(for: field).map { requirement -> [String: Any] in
                     let state = page.requirementStates[requirement.id] ?? .unmet
                     return ["id": requirement.id, "text": requirement.text,
-                            "state": state.rawValue, "stateText": Self.stateText(state)]
+                            "state": state.rawValue, "stateText": text("state.\(state.rawValue)")]
                 },
             ]
         }
-        let title = "Create an account"
+        // The strength label in this language (a page re-rendered after a submit has none yet).
+        let strengthLabel = policy.settings.texts(PolicyText.strengthLabel(score: page.strength.score))
+        let title = text("page.title")
+        // Catalog keys with dots become underscores for the template ({{t.page_title}}).
+        let t = Dictionary(uniqueKeysWithValues: catalog.texts.map { ($0.key.replacingOccurrences(of: ".", with: "_"), $0.value) })
         let context: [String: Any] = [
+            "t": t,
+            "lang": language.tag,
+            "dir": language.catalog.direction,
+            "languages": languages.all.count > 1 ? languages.all.map { other -> [String: Any] in
+                ["tag": other.tag, "name": other.catalog.name, "isCurrent": other.tag == language.tag,
+                 "href": "/?lang=\(other.tag)"]
+            } : [],
             "title": title,
-            "pageTitle": page.hasErrors ? "Error: \(title)" : title,
+            "pageTitle": page.hasErrors ? text("page.error_prefix") + title : title,
             "hasErrors": page.hasErrors,
             "errors": page.errors.map { ["field": $0.field.rawValue, "message": $0.message] },
             "formError": page.formError,
@@ -90,10 +104,10 @@ struct PageRenderer: Sendable {
             "stylesheetURL": assets.url(for: "style.css"),
             "formAction": "/signup",
             "fields": fields,
-            "strength": ["score": page.strength.score, "label": page.strength.label,
+            "strength": ["score": page.strength.score, "label": strengthLabel,
                          "warning": page.strength.warning, "suggestions": page.strength.suggestions],
             "policyName": policy.name,
-            "submitLabel": "Sign up",
+            "submitLabel": text("page.submit"),
         ]
         return library.render(context, withTemplate: "signup") ?? ""
     }
@@ -107,14 +121,15 @@ struct PageRenderer: Sendable {
         func render(token: String) -> String { pieces.joined(separator: token) }
     }
 
-    func blankSignupPage(policy: SignupPolicy, assets: StaticAssets) -> BlankSignupPage {
+    func blankSignupPage(language: Languages.Language, languages: Languages, assets: StaticAssets) -> BlankSignupPage {
         // Text no template contains and that HTML escaping leaves alone, where the token goes.
         let slot = "\u{1}token\u{1}"
         let page = SignupPage(
             token: slot, values: [:],
-            requirementStates: Dictionary(uniqueKeysWithValues: policy.allRequirements.map { ($0.id, .unmet) }),
+            requirementStates: Dictionary(uniqueKeysWithValues: language.policy.allRequirements.map { ($0.id, .unmet) }),
             messages: [:], strength: .none)
-        return BlankSignupPage(pieces: renderSignup(page, policy: policy, assets: assets).components(separatedBy: slot))
+        return BlankSignupPage(pieces: renderSignup(page, language: language, languages: languages, assets: assets)
+            .components(separatedBy: slot))
     }
 
     func renderWelcome(username: String, assets: StaticAssets) -> String {
@@ -172,15 +187,6 @@ struct PageRenderer: Sendable {
         case .username: return "username"
         case .email: return "email"
         case .password, .confirm: return "new-password"
-        }
-    }
-
-    /// The words a screen reader hears after a requirement (colour is never the only signal).
-    static func stateText(_ state: RequirementState) -> String {
-        switch state {
-        case .met: return "met"
-        case .unmet: return "not met"
-        case .pending: return "checking"
         }
     }
 }

@@ -97,8 +97,15 @@ public final class SignupApplication: Sendable {
             throw ConfigurationError("The form token key must be \(FormTokenAuthority.keyLength) bytes, not \(tokenKey.count).")
         }
         if let problem = InstanceID.problem(with: configuration.instanceID) { throw ConfigurationError(problem) }
+        let languages: Languages
+        do {
+            languages = try Languages(directory: configuration.templatesDirectory.appendingPathComponent("i18n"),
+                                      policy: configuration.policy)
+        } catch {
+            throw ConfigurationError("\(error)")
+        }
         let sessions = FormSessionRegistry(settings: .init(
-            policy: configuration.policy,
+            languages: languages,
             availabilityChecker: availability,
             availabilityDebounce: .nanoseconds(Int(configuration.availabilityDebounce.components.seconds * 1_000_000_000
                 + configuration.availabilityDebounce.components.attoseconds / 1_000_000_000)),
@@ -131,9 +138,13 @@ public final class SignupApplication: Sendable {
             signedIn: SignedInUsers(secureCookies: configuration.secureCookies, now: configuration.now),
             placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
             renderer: renderer,
-            blankPage: renderer.blankSignupPage(policy: configuration.policy, assets: assets),
+            blankPages: Dictionary(uniqueKeysWithValues: languages.all.map {
+                ($0.tag, renderer.blankSignupPage(language: $0, languages: languages, assets: assets))
+            }),
             assets: assets,
-            policy: configuration.policy,
+            languages: languages,
+            policy: languages.english.policy,
+            language: languages.english,
             maxBodyBytes: configuration.maxBodyBytes,
             retryMilliseconds: configuration.retryMilliseconds,
             addresses: addresses,

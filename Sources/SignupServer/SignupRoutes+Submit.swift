@@ -11,6 +11,12 @@ extension SignupRoutes {
         case .success(let decoded): form = decoded
         case .failure(let error): return error.response
         }
+        // The page's language (its hidden `lang` field), else the browser's.
+        return speaking(languages.negotiate(requested: form["lang"], acceptLanguage: request.headers["accept-language"]))
+            .submit(form, client: client)
+    }
+
+    private func submit(_ form: URLEncodedForm, client: String) -> HTTPResponse {
         let username = form["username"] ?? ""
         let email = form["email"] ?? ""
         // One normal form for passwords, so the same password typed either way verifies.
@@ -29,7 +35,7 @@ extension SignupRoutes {
         guard let token = form["token"], sessions.isGenuine(token) else {
             metrics.signup("invalid")
             return rerender(username: username, email: email, evaluation: nil, status: .unprocessableContent,
-                            formError: "This form had expired, so nothing was saved. Check your details and submit again.")
+                            formError: text("error.expired"))
         }
         let session = sessions.existingSession(for: token)
         do {
@@ -135,19 +141,19 @@ extension SignupRoutes {
         case .shuttingDown:
             return rerender(username: username, email: email, evaluation: nil, token: token,
                             status: .serviceUnavailable, retryAfter: 5,
-                            formError: "The server is restarting and nothing was saved. Please submit again in a few seconds.")
+                            formError: text("error.restarting"))
         }
     }
 
     private func alreadyUsed(username: String, email: String) -> HTTPResponse {
         rerender(username: username, email: email, evaluation: nil, status: .conflict,
-                 formError: "This form was already used to create an account. Sign in, or create another account below.")
+                 formError: text("error.already_used"))
     }
 
     private func unavailable(username: String, email: String, token: String) -> HTTPResponse {
         rerender(username: username, email: email, evaluation: nil, token: token, status: .serviceUnavailable,
                  retryAfter: 10,
-                 formError: "Something went wrong on our side and nothing was saved. Please try again in a moment.")
+                 formError: text("error.unavailable"))
     }
 
     /// 429: the form again, with what was typed (never passwords) and when to try again.
@@ -156,7 +162,7 @@ extension SignupRoutes {
         return rerender(username: username, email: email, evaluation: nil,
                         token: token.flatMap { sessions.isGenuine($0) ? $0 : nil },
                         status: .tooManyRequests, retryAfter: exceeded.retryAfterSeconds,
-                        formError: "There have been a lot of attempts from your network. Nothing was saved. Please wait \(APIError.wait(exceeded.retryAfterSeconds)) and submit again.")
+                        formError: text("error.slow_down").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds)))
     }
 
     /// The sign-up page again, with the person's username and email (never passwords), an
@@ -182,8 +188,23 @@ extension SignupRoutes {
             strength: .none,
             errors: problems,
             formError: formError)
-        let headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()
-        return html(renderer.renderSignup(page, policy: policy, assets: assets), status: status, headers: headers)
+        var headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()
+        headers.add("Content-Language", language.tag)
+        return html(renderer.renderSignup(page, language: language, languages: languages, assets: assets),
+                    status: status, headers: headers)
+    }
+
+    /// "2 seconds", "a minute" in the request's language (as `APIError.wait` in English).
+    func waitPhrase(_ seconds: Int) -> String {
+        if seconds <= 1 { return text("wait.second") }
+        if seconds < 60 { return text("wait.seconds").replacingOccurrences(of: "{n}", with: String(seconds)) }
+        let minutes = (seconds + 59) / 60
+        return minutes == 1 ? text("wait.minute") : text("wait.minutes").replacingOccurrences(of: "{n}", with: String(minutes))
+    }
+
+    /// A text of the request's language (English's when it lacks one).
+    func text(_ key: String) -> String {
+        language.catalog[key] ?? languages.english.catalog[key] ?? key
     }
 
     // MARK: GET /welcome

@@ -18,10 +18,14 @@ struct SignupRoutes: HTTPResponder {
     /// A hash of a random password, verified against when a sign-in names no account.
     let placeholderHash: String
     let renderer: PageRenderer
-    /// `GET /`'s page, pre-rendered; see `PageRenderer.BlankSignupPage`.
-    let blankPage: PageRenderer.BlankSignupPage
+    /// `GET /`'s page in each language, pre-rendered; see `PageRenderer.BlankSignupPage`.
+    let blankPages: [String: PageRenderer.BlankSignupPage]
     let assets: StaticAssets
-    let policy: SignupPolicy
+    let languages: Languages
+    /// The rules and texts of the request's language: English, except in a copy made for
+    /// one request (`speaking(_:)`).
+    var policy: SignupPolicy
+    var language: Languages.Language
     let maxBodyBytes: Int
     let retryMilliseconds: Int
     let addresses: ClientAddressResolver
@@ -122,7 +126,8 @@ struct SignupRoutes: HTTPResponder {
         switch request.path {
         case "/":
             guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
-            return signupPage(client: client)
+            return signupPage(client: client, language: languages.negotiate(
+                requested: request.queryValue("lang"), acceptLanguage: request.headers["accept-language"]))
         case "/healthz":
             guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
             return health.liveness()
@@ -211,13 +216,25 @@ struct SignupRoutes: HTTPResponder {
 
     /// The form with a fresh token. No session is built until the token is used, so a page
     /// view costs no memory (and a flood of them only CPU, which the page limit bounds).
-    private func signupPage(client: String) -> HTTPResponse {
+    private func signupPage(client: String, language: Languages.Language) -> HTTPResponse {
         do throws(LimitExceeded) {
             try limiters.pages.take(ClientKey.of(client)).orThrow("pages")
         } catch {
             return slowDownPage(error)
         }
-        return html(blankPage.render(token: sessions.mintToken()), status: .ok)
+        var response = html(blankPages[language.tag]!.render(token: sessions.mintToken()), status: .ok)
+        // The page depends on the visitor's languages (caches must not share it).
+        response.headers.add("Vary", "Accept-Language")
+        response.headers.add("Content-Language", language.tag)
+        return response
+    }
+
+    /// These routes speaking `language`: its rules and texts, for one request.
+    func speaking(_ language: Languages.Language) -> SignupRoutes {
+        var copy = self
+        copy.language = language
+        copy.policy = language.policy
+        return copy
     }
 
     func tooManySessions() -> APIError {
@@ -292,7 +309,7 @@ struct SignupRoutes: HTTPResponder {
             return .eventStream(EventStream())
         }
         let session: FormSession
-        switch lookUpSession(token, client: client) {
+        switch lookUpSession(token, client: client, language: request.queryValue("lang")) {
         case .success(let found): session = found
         case .failure(let error): return error.response
         }
@@ -302,9 +319,9 @@ struct SignupRoutes: HTTPResponder {
     }
 
     /// The token's session, built on first use, or the error to answer with.
-    func lookUpSession(_ token: String, client: String) -> Result<FormSession, APIError> {
+    func lookUpSession(_ token: String, client: String, language: String? = nil) -> Result<FormSession, APIError> {
         do throws(FormSessionRegistry.LookupError) {
-            return .success(try sessions.session(for: token, address: client))
+            return .success(try sessions.session(for: token, address: client, language: language))
         } catch {
             switch error {
             case .unknown: return .failure(.unknownSession)
@@ -363,7 +380,7 @@ struct SignupRoutes: HTTPResponder {
             return limited(error)
         }
         let session: FormSession
-        switch lookUpSession(token, client: client) {
+        switch lookUpSession(token, client: client, language: request.queryValue("lang")) {
         case .success(let found): session = found
         case .failure(let error): return error.response
         }

@@ -12,14 +12,19 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
     public var strength: PasswordStrength
     /// Flattened from `"submit":{"enabled":…}`: the nesting carries no other information yet.
     public var submitEnabled: Bool
+    /// The session's language (`"lang"`, a BCP 47 tag): every text in the stream is in it.
+    /// Nil from servers that predate languages.
+    public var language: String?
 
     public init(
         rev: Int,
         requirements: [String: RequirementState],
         messages: [String: String],
         strength: PasswordStrength,
-        submitEnabled: Bool
+        submitEnabled: Bool,
+        language: String? = nil
     ) {
+        self.language = language
         self.rev = rev
         self.requirements = requirements
         self.messages = messages
@@ -29,6 +34,7 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case rev, requirements, messages, strength, submit
+        case language = "lang"
     }
 
     private enum SubmitKeys: String, CodingKey {
@@ -59,6 +65,7 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
     /// The snapshot event's payload, keys sorted, written directly (see `JSONWriter`).
     public func write(to json: inout JSONWriter) {
         json.beginObject()
+        if let language { json.key("lang"); json.string(language) }
         json.key("messages")
         json.beginObject()
         for field in messages.keys.sorted() {
@@ -88,6 +95,7 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
         try container.encode(strength, forKey: .strength)
         var submit = container.nestedContainer(keyedBy: SubmitKeys.self, forKey: .submit)
         try submit.encode(submitEnabled, forKey: .enabled)
+        try container.encodeIfPresent(language, forKey: .language)
     }
 
     // Hand-written only to flatten `submit.enabled`; unknown keys are ignored as usual.
@@ -99,5 +107,6 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
         strength = try container.decode(PasswordStrength.self, forKey: .strength)
         let submit = try container.nestedContainer(keyedBy: SubmitKeys.self, forKey: .submit)
         submitEnabled = try submit.decode(Bool.self, forKey: .enabled)
+        language = try container.decodeIfPresent(String.self, forKey: .language)
     }
 }

@@ -52,8 +52,9 @@ def test_focus_is_visible(server, browser):
 
 
 def test_assets_are_small_and_local(server, browser):
-    # Raised from 11 KiB for the "still needed" summary and closing hidden tabs' streams.
-    assert (ROOT / "Public/app.js").stat().st_size < 15 * 1024
+    # Raised from 11 KiB for the "still needed" summary and closing hidden tabs' streams, then
+    # from 15 for the language switcher carrying what was typed (unminified, comments kept).
+    assert (ROOT / "Public/app.js").stat().st_size < 17 * 1024
     assert (ROOT / "Public/style.css").stat().st_size < 10 * 1024
     browser.open(server.url)
     urls = browser.driver.execute_script(

@@ -1,0 +1,90 @@
+import Foundation
+import Yams
+
+/// Every text a person reads in one language, as data: a YAML file per language
+/// (Templates/i18n/<language>.yaml). `texts` holds the page's and the script's texts and the
+/// policy's (`PolicyText` keys); `feedback` translates the strength estimator's English advice,
+/// keyed by the English sentence. Adding a language is adding a file.
+public struct TextCatalog: Sendable {
+    /// A BCP 47 language tag, lower case ("en", "de", "pt-br").
+    public let language: String
+    /// The language's own name, for the switcher ("Deutsch").
+    public let name: String
+    /// "ltr" or "rtl", for `<html dir>`.
+    public let direction: String
+    public let texts: [String: String]
+    public let feedback: [String: String]
+
+    public init(language: String, name: String, direction: String, texts: [String: String], feedback: [String: String] = [:]) {
+        self.language = language
+        self.name = name
+        self.direction = direction
+        self.texts = texts
+        self.feedback = feedback
+    }
+
+    public subscript(key: String) -> String? { texts[key] }
+
+    /// The policy's texts in this language.
+    public var policyTexts: PolicyTexts {
+        var replaced: [PolicyText: String] = [:]
+        for text in PolicyText.allCases {
+            if let value = texts[text.rawValue] { replaced[text] = value }
+        }
+        return PolicyTexts(replaced, feedback: feedback)
+    }
+
+    /// Reads a catalog file; refuses it with the file, line and reason like a policy file.
+    public static func load(path: String) throws(PolicyFileError) -> TextCatalog {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw PolicyFileError(file: path, line: nil, reason: "cannot be read: \(PolicyFile.describe(error))")
+        }
+        func fail(_ node: Node?, _ reason: String) -> PolicyFileError {
+            PolicyFileError(file: path, line: node?.mark?.line, reason: reason)
+        }
+        let root: Node
+        do {
+            guard let composed = try Yams.compose(yaml: text) else { throw fail(nil, "is empty") }
+            root = composed
+        } catch let error as PolicyFileError {
+            throw error
+        } catch {
+            throw fail(nil, "is not valid YAML: \(error)")
+        }
+        guard let mapping = root.mapping else { throw fail(root, "a catalog must be a mapping (language:, name:, direction:, texts:)") }
+        var language: String?, name: String?, direction = "ltr"
+        var texts: [String: String] = [:], feedback: [String: String] = [:]
+        for (key, value) in mapping {
+            switch key.scalar?.string {
+            case "language":
+                language = value.scalar?.string.lowercased()
+                guard let code = language, code.wholeMatch(of: #/[a-z]{2,3}(-[a-z0-9]{2,8})*/#) != nil else {
+                    throw fail(value, "'language' must be a language tag such as en, de or pt-br")
+                }
+            case "name":
+                name = value.scalar?.string
+            case "direction":
+                direction = value.scalar?.string ?? ""
+                guard direction == "ltr" || direction == "rtl" else { throw fail(value, "'direction' must be ltr or rtl") }
+            case "texts", "feedback":
+                guard let entries = value.mapping else { throw fail(value, "'\(key.scalar?.string ?? "")' must be a mapping of keys to texts") }
+                var table: [String: String] = [:]
+                for (textKey, textValue) in entries {
+                    guard let k = textKey.scalar?.string, let v = textValue.scalar?.string, !v.isEmpty else {
+                        throw fail(textValue, "each entry must be a non-empty text")
+                    }
+                    table[k] = v
+                }
+                if key.scalar?.string == "texts" { texts = table } else { feedback = table }
+            default:
+                throw fail(key, "unknown setting '\(key.scalar?.string ?? "")'; a catalog may have: language, name, direction, texts, feedback")
+            }
+        }
+        guard let language else { throw fail(root, "'language' is missing") }
+        guard let name, !name.isEmpty else { throw fail(root, "'name' (the language's own name) is missing") }
+        return TextCatalog(language: language, name: name, direction: direction, texts: texts, feedback: feedback)
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import SignupDomain
+
+/// The languages the server speaks: one `TextCatalog` per file in the templates folder's
+/// `i18n/` (English required: it is the fallback for any text another catalog lacks), and
+/// the policy's rules in each. Picks a visitor's language from `?lang=` or `Accept-Language`.
+struct Languages: Sendable {
+    struct Language: Sendable {
+        let catalog: TextCatalog
+        let policy: SignupPolicy
+        var tag: String { catalog.language }
+    }
+
+    static let fallback = "en"
+    /// In the switcher's order (English first, then by tag).
+    let all: [Language]
+    private let byTag: [String: Language]
+
+    enum LoadError: Error, CustomStringConvertible {
+        case noEnglish(String)
+        case unknownKeys(file: String, keys: [String])
+        case catalog(PolicyFileError)
+
+        var description: String {
+            switch self {
+            case .noEnglish(let directory):
+                return "No English catalog (en.yaml) in \(directory): it is every other language's fallback"
+            case .unknownKeys(let file, let keys):
+                return "\(file): texts English does not have (a typo?): \(keys.joined(separator: ", "))"
+            case .catalog(let error):
+                return "\(error)"
+            }
+        }
+    }
+
+    /// Reads every `*.yaml` in `directory`; a catalog missing some texts takes English's.
+    init(directory: URL, policy: SignupPolicy) throws {
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+            .filter { $0.hasSuffix(".yaml") }.sorted()
+        var catalogs: [TextCatalog] = []
+        for file in files {
+            do {
+                catalogs.append(try TextCatalog.load(path: directory.appendingPathComponent(file).path))
+            } catch {
+                throw LoadError.catalog(error)
+            }
+        }
+        guard let english = catalogs.first(where: { $0.language == Self.fallback }) else {
+            throw LoadError.noEnglish(directory.path)
+        }
+        var languages: [Language] = []
+        for catalog in catalogs {
+            let unknown = catalog.texts.keys.filter { english.texts[$0] == nil }.sorted()
+            if !unknown.isEmpty {
+                throw LoadError.unknownKeys(file: directory.appendingPathComponent("\(catalog.language).yaml").path, keys: unknown)
+            }
+            let complete = TextCatalog(language: catalog.language, name: catalog.name, direction: catalog.direction,
+                                       texts: english.texts.merging(catalog.texts) { $1 }, feedback: catalog.feedback)
+            languages.append(Language(catalog: complete, policy: policy.localized(complete.policyTexts)))
+        }
+        all = languages.sorted { ($0.tag == Self.fallback ? "" : $0.tag) < ($1.tag == Self.fallback ? "" : $1.tag) }
+        byTag = Dictionary(uniqueKeysWithValues: languages.map { ($0.tag, $0) })
+    }
+
+    var english: Language { byTag[Self.fallback]! }
+
+    /// The language for `tag` exactly (case-insensitive), or its primary language ("de-AT" →
+    /// "de"), if the server has it.
+    func language(_ tag: String?) -> Language? {
+        guard let tag = tag?.lowercased(), !tag.isEmpty else { return nil }
+        if let exact = byTag[tag] { return exact }
+        if let primary = tag.split(separator: "-").first { return byTag[String(primary)] }
+        return nil
+    }
+
+    /// `?lang=` if the server has it, else the best of `Accept-Language` by its weights, else
+    /// English.
+    func negotiate(requested: String?, acceptLanguage: String?) -> Language {
+        if let chosen = language(requested) { return chosen }
+        for tag in Self.preferences(acceptLanguage ?? "") {
+            if let match = language(tag) { return match }
+        }
+        return english
+    }
+
+    /// `Accept-Language`'s tags, most wanted first; q=0 means "not this one".
+    static func preferences(_ header: String) -> [String] {
+        var ranked: [(tag: String, weight: Double, order: Int)] = []
+        for (order, part) in header.split(separator: ",").prefix(32).enumerated() {
+            let pieces = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let tag = pieces.first, !tag.isEmpty, tag != "*" else { continue }
+            var weight = 1.0
+            for parameter in pieces.dropFirst() where parameter.hasPrefix("q=") {
+                weight = Double(parameter.dropFirst(2)) ?? 0
+            }
+            if weight > 0 { ranked.append((tag, weight, order)) }
+        }
+        return ranked.sorted { $0.weight != $1.weight ? $0.weight > $1.weight : $0.order < $1.order }.map(\.tag)
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import HTTPTestSupport
+import LiveSignupClient
+import SignupDomain
+import SignupWire
+import XCTest
+
+/// Every text a person reads comes from the language's catalog: the page (negotiated from
+/// Accept-Language or chosen with ?lang=), the live events, the 422 page; an unknown language
+/// falls back to English; a right-to-left language gets `dir="rtl"`.
+final class LanguageTests: XCTestCase {
+    private static let catalogs = TestServer.repositoryRoot.appendingPathComponent("Templates/i18n")
+
+    func testTheGermanCatalogIsComplete() throws {
+        let english = try TextCatalog.load(path: Self.catalogs.appendingPathComponent("en.yaml").path)
+        let german = try TextCatalog.load(path: Self.catalogs.appendingPathComponent("de.yaml").path)
+        XCTAssertEqual(german.language, "de")
+        XCTAssertEqual(Set(german.texts.keys), Set(english.texts.keys), "every text, no stray key")
+        XCTAssertEqual(Set(german.feedback.keys), Set(english.feedback.keys), "every sentence of the server's own")
+        for text in PolicyText.allCases {
+            XCTAssertNotNil(english[text.rawValue], "the English catalog has \(text.rawValue)")
+            XCTAssertEqual(english[text.rawValue], text.english, "the catalog and the built-in English agree")
+        }
+        for (key, value) in german.texts {
+            let placeholders = { (text: String) in text.matches(of: #/\{[a-z_]+\}/#).map { String($0.output) }.sorted() }
+            XCTAssertEqual(placeholders(value), placeholders(english.texts[key]!), key)
+        }
+    }
+
+    func testAGermanBrowserGetsTheGermanPage() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let page = try await server.request("GET", "/", headers: ["Accept-Language": "de-AT,de;q=0.9,en;q=0.4"])
+        XCTAssertEqual(page.status, 200)
+        XCTAssertEqual(page.headers["content-language"], "de")
+        XCTAssertTrue(page.headers["vary"]?.contains("Accept-Language") == true)
+        let html = page.body
+        XCTAssertTrue(html.contains(#"<html lang="de" dir="ltr">"#))
+        XCTAssertTrue(html.contains("<h1>Konto erstellen</h1>"))
+        XCTAssertTrue(html.contains(#"<label for="username">Benutzername</label>"#))
+        XCTAssertTrue(html.contains("4 bis 32 Zeichen"))
+        XCTAssertTrue(html.contains(": nicht erfüllt"))
+        XCTAssertTrue(html.contains(#"data-text-lost="Verbindung"#), "the script's notices come from the page")
+        XCTAssertTrue(html.contains(#"<input type="hidden" name="lang" value="de">"#))
+        XCTAssertTrue(html.contains(#"hreflang="en" lang="en" data-language="en">English</a>"#), "the switcher")
+        XCTAssertFalse(html.contains("Create an account"))
+
+        let chosen = try await server.request("GET", "/?lang=en", headers: ["Accept-Language": "de"])
+        XCTAssertTrue(chosen.body.contains("<h1>Create an account</h1>"), "?lang= wins over the browser's wish")
+    }
+
+    func testAnUnknownLanguageFallsBackToEnglish() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let page = try await server.request("GET", "/?lang=tlh", headers: ["Accept-Language": "fr-CA, fr;q=0.8"])
+        XCTAssertEqual(page.headers["content-language"], "en")
+        XCTAssertTrue(page.body.contains(#"<html lang="en" dir="ltr">"#))
+        XCTAssertTrue(page.body.contains("<h1>Create an account</h1>"))
+        let weighed = try await server.request("GET", "/", headers: ["Accept-Language": "en;q=0, fr;q=0.9, de;q=0.5"])
+        XCTAssertEqual(weighed.headers["content-language"], "de", "by weight, skipping what the server lacks")
+    }
+
+    func testLiveMessagesComeInTheSessionsLanguage() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let form = try await SignupClient(baseURL: server.baseURL, language: "de").openForm()
+        let events = EventCollector(form.events())
+        defer { events.stop() }
+        let first = await events.wait(forCount: 1)
+        guard case .snapshot(let snapshot) = first.first else { return XCTFail("no snapshot first") }
+        XCTAssertEqual(snapshot.language, "de", "the snapshot says its language")
+        XCTAssertEqual(snapshot.strength.label, "Sehr schwach")
+        let receipt = try await form.edit("username", to: "ab", touched: true)
+        await events.wait { $0.contains { event in
+            if case .message(field: "username", let text, let rev) = event {
+                return rev == receipt.rev && text.contains("mindestens 4 Zeichen")
+            }
+            return false
+        } }
+    }
+
+    func testTheRefusedSubmitSpeaksTheFormsLanguage() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        let body = FormURLEncoder.encode([("token", form.token), ("lang", "de"), ("username", "ab"), ("email", "nope"),
+                                          ("password", "short"), ("confirm", "other")])
+        let answer = try await server.request("POST", "/signup", body: body)
+        XCTAssertEqual(answer.status, 422)
+        XCTAssertEqual(answer.headers["content-language"], "de")
+        XCTAssertTrue(answer.body.contains("<title>Fehler: Konto erstellen"), "the title says there is an error, in German")
+        let german = try TextCatalog.load(path: Self.catalogs.appendingPathComponent("de.yaml").path)
+        XCTAssertTrue(answer.body.contains(german["page.summary_title"]!), "the error summary's title")
+        XCTAssertTrue(answer.body.contains("mindestens 4 Zeichen"), "the username's message")
+        XCTAssertFalse(answer.body.contains("There is a problem"))
+    }
+
+    func testARightToLeftLanguageGetsItsDirectionAndEnglishFillsItsGaps() async throws {
+        let templates = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-rtl-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: templates) }
+        try FileManager.default.copyItem(at: TestServer.repositoryRoot.appendingPathComponent("Templates"), to: templates)
+        try """
+            language: he
+            name: עברית
+            direction: rtl
+            texts:
+              page.title: "יצירת חשבון"
+            """.write(to: templates.appendingPathComponent("i18n/he.yaml"), atomically: true, encoding: .utf8)
+        let server = try TestServer { $0.templatesDirectory = templates }
+        defer { server.stop() }
+        let html = try await server.request("GET", "/", headers: ["Accept-Language": "he"]).body
+        XCTAssertTrue(html.contains(#"<html lang="he" dir="rtl">"#))
+        XCTAssertTrue(html.contains("<h1>יצירת חשבון</h1>"))
+        XCTAssertTrue(html.contains(#"<label for="username">Username</label>"#), "a missing text is English's")
+    }
+}
