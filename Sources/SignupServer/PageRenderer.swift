@@ -88,6 +88,7 @@ struct PageRenderer: Sendable {
             "t": t,
             "lang": language.tag,
             "dir": language.catalog.direction,
+            "langQuery": Self.languageQuery(language),
             "languages": languages.all.count > 1 ? languages.all.map { other -> [String: Any] in
                 ["tag": other.tag, "name": other.catalog.name, "isCurrent": other.tag == language.tag,
                  "href": "/?lang=\(other.tag)"]
@@ -132,32 +133,51 @@ struct PageRenderer: Sendable {
             .components(separatedBy: slot))
     }
 
-    func renderWelcome(username: String, assets: StaticAssets) -> String {
-        let context: [String: Any] = [
-            "pageTitle": "Welcome", "serviceName": serviceName, "username": username,
-            "stylesheetURL": assets.url(for: "style.css"),
+    /// What every page shares: the language's texts (`{{t.key_with_underscores}}`), its
+    /// tag and direction, and `langQuery` for links that keep the language.
+    private func common(_ language: Languages.Language, assets: StaticAssets) -> [String: Any] {
+        [
+            "t": Dictionary(uniqueKeysWithValues: language.catalog.texts.map {
+                ($0.key.replacingOccurrences(of: ".", with: "_"), $0.value)
+            }),
+            "lang": language.tag, "dir": language.catalog.direction,
+            "langQuery": Self.languageQuery(language),
+            "serviceName": serviceName, "stylesheetURL": assets.url(for: "style.css"),
         ]
+    }
+
+    /// "?lang=de" for links that keep a language other than English; "" for English.
+    static func languageQuery(_ language: Languages.Language) -> String {
+        language.tag == Languages.fallback ? "" : "?lang=\(language.tag)"
+    }
+
+    func renderWelcome(username: String, language: Languages.Language, assets: StaticAssets) -> String {
+        var context = common(language, assets: assets)
+        context["pageTitle"] = language.catalog["welcome.title"] ?? ""
+        context["heading"] = (language.catalog["welcome.heading"] ?? "").replacingOccurrences(of: "{name}", with: username)
         return library.render(context, withTemplate: "welcome") ?? ""
     }
 
-    func renderSignIn(username: String, errorMessage: String?, assets: StaticAssets) -> String {
-        let context: [String: Any] = [
-            "pageTitle": errorMessage == nil ? "Sign in" : "Error: Sign in",
-            "serviceName": serviceName, "username": username,
-            "hasError": errorMessage != nil, "errorMessage": errorMessage ?? "",
-            "stylesheetURL": assets.url(for: "style.css"),
-        ]
+    func renderSignIn(username: String, errorMessage: String?, language: Languages.Language, assets: StaticAssets) -> String {
+        var context = common(language, assets: assets)
+        let title = language.catalog["signin.title"] ?? ""
+        context["pageTitle"] = errorMessage == nil ? title : (language.catalog["page.error_prefix"] ?? "") + title
+        context["username"] = username
+        context["hasError"] = errorMessage != nil
+        context["errorMessage"] = errorMessage ?? ""
         return library.render(context, withTemplate: "signin") ?? ""
     }
 
     /// A page that explains why a request was refused (too fast, another site, shutting
     /// down) and where to go next. `code` is the same machine-readable code JSON errors use.
     func renderProblem(title: String, message: String, code: String, linkURL: String = "/",
-                       linkText: String = "Back to sign-up", assets: StaticAssets) -> String {
-        let context: [String: Any] = [
-            "title": title, "message": message, "code": code, "serviceName": serviceName,
-            "linkURL": linkURL, "linkText": linkText, "stylesheetURL": assets.url(for: "style.css"),
-        ]
+                       linkText: String? = nil, language: Languages.Language, assets: StaticAssets) -> String {
+        var context = common(language, assets: assets)
+        context["title"] = title
+        context["message"] = message
+        context["code"] = code
+        context["linkURL"] = linkURL + Self.languageQuery(language)
+        context["linkText"] = linkText ?? language.catalog["problem.back"] ?? ""
         return library.render(context, withTemplate: "problem") ?? ""
     }
 

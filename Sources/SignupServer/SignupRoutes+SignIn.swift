@@ -9,10 +9,11 @@ import SignupDomain
 /// and address, never the password); and guesses wait in their own hashing lane, so they
 /// cannot delay sign-ups.
 extension SignupRoutes {
-    static let signInFailedMessage = "The username or password is incorrect"
-
     func signInPage(username: String, error: String?, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        html(renderer.renderSignIn(username: username, errorMessage: error, assets: assets), status: status, headers: headers)
+        var headers = headers
+        headers.add("Content-Language", language.tag)
+        return html(renderer.renderSignIn(username: username, errorMessage: error, language: language, assets: assets),
+                    status: status, headers: headers)
     }
 
     func signIn(_ request: HTTPRequest, client: String) -> HTTPResponse {
@@ -21,10 +22,15 @@ extension SignupRoutes {
         case .success(let decoded): form = decoded
         case .failure(let error): return error.response
         }
+        return speaking(languages.negotiate(requested: form["lang"], acceptLanguage: request.headers["accept-language"]))
+            .signIn(form, client: client)
+    }
+
+    private func signIn(_ form: URLEncodedForm, client: String) -> HTTPResponse {
         let username = form["username"] ?? ""
         let password = (form["password"] ?? "").canonicallyComposed
         guard !username.isEmpty, !password.isEmpty else {
-            return signInPage(username: username, error: "Enter your username and password", status: .unprocessableContent)
+            return signInPage(username: username, error: text("signin.empty"), status: .unprocessableContent)
         }
         // Keyed by the canonical name whether or not the account exists, so the limit does
         // not tell the two apart either.
@@ -45,8 +51,7 @@ extension SignupRoutes {
         } catch {
             logger.error("Account store unavailable during sign-in", metadata: ["error": "\(error)"])
             metrics.signin("unavailable")
-            return signInPage(username: username, error: "Signing in is not possible right now. Try again shortly.",
-                              status: .serviceUnavailable)
+            return signInPage(username: username, error: text("signin.unavailable"), status: .serviceUnavailable)
         }
         // Unknown names are verified against a fixed hash too, so the answer takes as long
         // whether or not the account exists.
@@ -58,13 +63,14 @@ extension SignupRoutes {
                     case .success(true) where account != nil:
                         limiters.signinFailuresPerAccount.reset(accountKey)
                         metrics.signin("success")
-                        respond(redirect(to: "/welcome", cookie: signedIn.signIn(username: account!.username)))
+                        respond(redirect(to: "/welcome" + PageRenderer.languageQuery(language),
+                                         cookie: signedIn.signIn(username: account!.username)))
                     case .success:
                         _ = limiters.signinFailuresPerAccount.take(accountKey)
                         _ = limiters.signinFailuresPerAddress.take(clientKey)
                         logger.notice("Sign-in failed", metadata: ["username": "\(username)", "client": "\(client)"])
                         metrics.signin("failure")
-                        respond(signInPage(username: username, error: Self.signInFailedMessage, status: .unauthorized))
+                        respond(signInPage(username: username, error: text("signin.failed"), status: .unauthorized))
                     case .failure(let refusal):
                         respond(signInRefused(refusal, username: username))
                     }
@@ -78,7 +84,7 @@ extension SignupRoutes {
     private func tooManySignIns(username: String, _ exceeded: LimitExceeded) -> HTTPResponse {
         countLimited(exceeded)
         return signInPage(username: username,
-                   error: "Too many failed sign-ins. For your security, please wait \(APIError.wait(exceeded.retryAfterSeconds)) before trying again",
+                   error: text("signin.too_many").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds)),
                    status: .tooManyRequests,
                    headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
     }
@@ -89,7 +95,7 @@ extension SignupRoutes {
         case .clientBusy:
             return tooManySignIns(username: username, LimitExceeded(limit: "hashing", retryAfter: 2))
         case .queueFull, .shuttingDown:
-            return signInPage(username: username, error: "Signing in is not possible right now. Try again shortly",
+            return signInPage(username: username, error: text("signin.unavailable"),
                               status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
         }
     }

@@ -109,7 +109,7 @@ extension SignupRoutes {
             session?.markAccountCreated(username: account.username)
             metrics.signup("created")
             logger.info("Account created", metadata: ["account": "\(account.id)"])
-            return redirect(to: "/welcome", cookie: signedIn.signIn(username: account.username))
+            return redirect(to: "/welcome" + PageRenderer.languageQuery(language), cookie: signedIn.signIn(username: account.username))
         } catch AccountCreationError.formAlreadyUsed {
             metrics.signup("already_used")
             return alreadyUsed(username: username, email: email)
@@ -213,6 +213,6 @@ extension SignupRoutes {
         guard let username = signedIn.username(cookieHeader: request.headers["Cookie"]) else {
             return redirect(to: "/signin")
         }
-        return html(renderer.renderWelcome(username: username, assets: assets), status: .ok)
+        return html(renderer.renderWelcome(username: username, language: language, assets: assets), status: .ok)
     }
 }

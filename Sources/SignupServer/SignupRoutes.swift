@@ -151,9 +151,9 @@ struct SignupRoutes: HTTPResponder {
             return submit(request, client: client)
         case "/welcome":
             guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
-            return welcome(request)
+            return speaking(visitorLanguage(request)).welcome(request)
         case "/signin":
-            if isRead(request.method) { return signInPage(username: "", error: nil, status: .ok) }
+            if isRead(request.method) { return speaking(visitorLanguage(request)).signInPage(username: "", error: nil, status: .ok) }
             guard request.method == "POST" else { return methodNotAllowed(allow: "GET, HEAD, POST") }
             return signIn(request, client: client)
         default:
@@ -172,9 +172,10 @@ struct SignupRoutes: HTTPResponder {
     /// Requests refused before routing: the readable page where a person is looking.
     func respond(to error: HTTPProtocolError, request: HTTPRequest) -> HTTPResponse {
         if error == .shuttingDown, ["/", "/signup", "/signin"].contains(request.path) {
+            let routes = speaking(visitorLanguage(request))
             return html(renderer.renderProblem(
-                title: "Restarting", message: "\(error.message) Nothing you submitted was saved.",
-                code: error.code, assets: assets), status: error.status)
+                title: routes.text("problem.restarting_title"), message: routes.text("problem.restarting_message"),
+                code: error.code, language: routes.language, assets: assets), status: error.status)
         }
         return APIError(status: error.status, code: error.code, message: error.message).response
     }
@@ -220,13 +221,18 @@ struct SignupRoutes: HTTPResponder {
         do throws(LimitExceeded) {
             try limiters.pages.take(ClientKey.of(client)).orThrow("pages")
         } catch {
-            return slowDownPage(error)
+            return speaking(language).slowDownPage(error)
         }
         var response = html(blankPages[language.tag]!.render(token: sessions.mintToken()), status: .ok)
         // The page depends on the visitor's languages (caches must not share it).
         response.headers.add("Vary", "Accept-Language")
         response.headers.add("Content-Language", language.tag)
         return response
+    }
+
+    /// `?lang=`, else `Accept-Language`, else English.
+    func visitorLanguage(_ request: HTTPRequest) -> Languages.Language {
+        languages.negotiate(requested: request.queryValue("lang"), acceptLanguage: request.headers["accept-language"])
     }
 
     /// These routes speaking `language`: its rules and texts, for one request.
@@ -248,9 +254,9 @@ struct SignupRoutes: HTTPResponder {
     /// The readable page for a person who went over a limit (429 with `Retry-After`).
     func slowDownPage(_ exceeded: LimitExceeded) -> HTTPResponse {
         countLimited(exceeded)
-        let message = "There have been a lot of requests from your network. Please wait \(APIError.wait(exceeded.retryAfterSeconds)) and reload the page."
-        return html(renderer.renderProblem(title: "Please slow down", message: message, code: "rate_limited",
-                                           linkText: "Reload the sign-up page", assets: assets),
+        let message = text("problem.slow_message").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds))
+        return html(renderer.renderProblem(title: text("problem.slow_title"), message: message, code: "rate_limited",
+                                           linkText: text("problem.slow_link"), language: language, assets: assets),
                     status: .tooManyRequests,
                     headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
     }
@@ -259,8 +265,9 @@ struct SignupRoutes: HTTPResponder {
     /// for the page script's endpoints.
     private func crossSite(_ request: HTTPRequest) -> HTTPResponse {
         guard request.path == "/signup" || request.path == "/signin" else { return APIError.crossSite.response }
-        return html(renderer.renderProblem(title: "Request refused", message: APIError.crossSite.message,
-                                           code: APIError.crossSite.code, assets: assets),
+        let routes = speaking(visitorLanguage(request))
+        return html(renderer.renderProblem(title: routes.text("problem.refused_title"), message: routes.text("problem.refused_message"),
+                                           code: APIError.crossSite.code, language: routes.language, assets: assets),
                     status: .forbidden)
     }
 

@@ -95,6 +95,33 @@ final class LanguageTests: XCTestCase {
         XCTAssertFalse(answer.body.contains("There is a problem"))
     }
 
+    func testTheOtherPagesFollowTheLanguageFromSignUpToWelcomeAndSignIn() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        let password = "Quiet-Otter-742"
+        let created = try await server.request("POST", "/signup", body: FormURLEncoder.encode([
+            ("token", form.token), ("lang", "de"), ("username", "Zuse"), ("email", "zuse@example.com"),
+            ("password", password), ("confirm", password)]))
+        XCTAssertEqual(created.status, 303, created.body)
+        XCTAssertEqual(created.headers["location"], "/welcome?lang=de", "the welcome page keeps the language")
+        let cookie = try XCTUnwrap(created.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
+        let welcome = try await server.request("GET", "/welcome?lang=de", headers: ["Cookie": cookie])
+        XCTAssertTrue(welcome.body.contains("<h1>Willkommen, Zuse!</h1>"), welcome.body)
+        XCTAssertTrue(welcome.body.contains(#"<html lang="de""#))
+
+        let signIn = try await server.request("GET", "/signin", headers: ["Accept-Language": "de"])
+        XCTAssertTrue(signIn.body.contains("<h1>Anmelden</h1>"))
+        XCTAssertTrue(signIn.body.contains(#"<input type="hidden" name="lang" value="de">"#))
+        let wrong = try await server.request("POST", "/signin", body: FormURLEncoder.encode([
+            ("lang", "de"), ("username", "zuse"), ("password", "not-it")]))
+        XCTAssertEqual(wrong.status, 401)
+        XCTAssertTrue(wrong.body.contains("Benutzername oder Passwort ist falsch"), wrong.body)
+        let english = try await server.request("POST", "/signin", body: FormURLEncoder.encode([
+            ("username", "zuse"), ("password", "not-it")]))
+        XCTAssertTrue(english.body.contains("The username or password is incorrect"), "English stays the default")
+    }
+
     func testARightToLeftLanguageGetsItsDirectionAndEnglishFillsItsGaps() async throws {
         let templates = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-rtl-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: templates) }
