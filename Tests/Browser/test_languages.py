@@ -10,6 +10,7 @@ def test_the_german_page_is_german_live_and_accessible(server, browser):
     browser.open(server.url + "/?lang=de")
     assert browser.driver.find_element(By.TAG_NAME, "html").get_attribute("lang") == "de"
     assert browser.driver.find_element(By.TAG_NAME, "h1").text == "Konto erstellen"
+    audit(browser, "german-fresh")
     browser.type("username", "ab", leave=True)
     browser.until(lambda: "mindestens 4 Zeichen" in browser.message("username"),
                   "the live message comes in German")
@@ -43,3 +44,15 @@ def test_switching_language_keeps_what_was_typed(server, browser):
                   "the confirmation's message is German")
     assert browser.driver.execute_script("return sessionStorage.getItem('livesignup-carry')") is None, \
         "nothing typed stays in storage after the reload"
+
+
+def test_the_german_refusal_page_is_german_and_accessible(server, browser):
+    browser.open(server.url + "/?lang=de")
+    browser.type("username", "ab")
+    browser.submit_as_is()
+    browser.until(lambda: browser.driver.find_elements(By.CSS_SELECTOR, "[data-error-summary]"),
+                  "the 422 page with its error summary")
+    assert browser.driver.title.startswith("Fehler: Konto erstellen"), browser.driver.title
+    summary = browser.driver.find_element(By.CSS_SELECTOR, "[data-error-summary]")
+    assert "mindestens 4 Zeichen" in summary.text, summary.text
+    audit(browser, "german-422")
