@@ -51,8 +51,8 @@ public struct FormEvaluation: Equatable, Sendable {
             .password: policy.password.validation(
                 of: password,
                 // Built only when the breach rule is the one unmet: it reads the remembered count.
-                extraMessages: policy.passwordBreach != nil && password.states.last == .unmet
-                    ? [policy.breachMessage(for: password.value.password)] : [""],
+                extraMessages: policy.passwordBreach == nil ? []
+                    : [password.states.last == .unmet ? policy.breachMessage(for: password.value.password) : ""],
                 isShown: shownFields.contains(.password)),
             .confirm: policy.confirm.validation(of: confirm, isShown: shownFields.contains(.confirm)),
         ]

@@ -121,11 +121,18 @@ public struct SignupPolicy: Sendable {
             }))
         let score = settings.minimumStrengthScore
         let defaultAdvice = texts(.passwordStrengthAdvice)
+        // Split once around {advice}: this message is built on many password keystrokes, and
+        // Foundation's replacingOccurrences per keystroke showed in the typing benchmark.
+        let strengthTemplate = texts(.passwordStrengthMessage)
+        let adviceSlot = strengthTemplate.range(of: "{advice}")
+        let (beforeAdvice, afterAdvice) = adviceSlot.map {
+            (String(strengthTemplate[..<$0.lowerBound]), String(strengthTemplate[$0.upperBound...]))
+        } ?? (strengthTemplate, "")
         rules.append(Rule(
             id: "password.strength", text: texts(.passwordStrengthText),
             message: { candidate in
-                let advice = candidate.strength.suggestions.first ?? defaultAdvice
-                return texts(.passwordStrengthMessage, ["advice": advice])
+                guard adviceSlot != nil else { return beforeAdvice }
+                return beforeAdvice + (candidate.strength.suggestions.first ?? defaultAdvice) + afterAdvice
             },
             isMet: { !$0.password.isEmpty && $0.strength.score >= score }))
         let maximumBytes = settings.passwordMaximumBytes
@@ -172,6 +179,11 @@ public struct SignupPolicy: Sendable {
     /// The estimator's label and advice in the policy's language.
     private func localized(_ strength: PasswordStrength) -> PasswordStrength {
         let texts = settings.texts
+        // English as estimated: nothing to translate (a catalog's identity entries are left
+        // out of `PolicyTexts`), so no copy per keystroke.
+        if texts.feedback.isEmpty, strength.label == texts(PolicyText.strengthLabel(score: strength.score)) {
+            return strength
+        }
         return PasswordStrength(
             score: strength.score, label: texts(PolicyText.strengthLabel(score: strength.score)),
             warning: strength.warning.isEmpty ? "" : texts.feedback(strength.warning),

@@ -31,7 +31,8 @@ public struct TextCatalog: Sendable {
         for text in PolicyText.allCases {
             if let value = texts[text.rawValue] { replaced[text] = value }
         }
-        return PolicyTexts(replaced, feedback: feedback)
+        // "English": "English" says nothing; leaving it out keeps English free of look-ups.
+        return PolicyTexts(replaced, feedback: feedback.filter { $0.key != $0.value })
     }
 
     /// Reads a catalog file; refuses it with the file, line and reason like a policy file.
