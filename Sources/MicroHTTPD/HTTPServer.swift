@@ -26,7 +26,7 @@ public final class HTTPServer: Sendable {
         /// Connections suspended while a deferred response is computed.
         var pendingDeferred: [ObjectIdentifier: PendingDeferred] = [:]
         var isStopping = false
-        var isQuiesced = false
+        var hasStoppedListening = false
 
         var isDrained: Bool { openStreams.isEmpty && pendingDeferred.isEmpty }
     }
@@ -103,13 +103,13 @@ public final class HTTPServer: Sendable {
             state.isStopping = true
             state.heartbeat?.cancel()
             state.heartbeat = nil
-            defer { state.isQuiesced = true }
-            return (state.isQuiesced ? nil : state.daemon, Array(state.openStreams.values))
+            defer { state.hasStoppedListening = true }
+            return (state.hasStoppedListening ? nil : state.daemon, Array(state.openStreams.values))
         }
+        // Not MHD_quiesce_daemon: it can abort the process when a worker is busy (the shim
+        // explains). New connections are refused from here on.
+        if let daemon { _ = mhd_shim_stop_listening(daemon) }
         for stream in streams { stream.close() }
-        guard let daemon else { return }
-        let listening = MHD_quiesce_daemon(daemon)
-        if listening >= 0 { close(listening) }
     }
 
     /// Waits up to `grace` seconds for deferred responses to finish, answers the rest with

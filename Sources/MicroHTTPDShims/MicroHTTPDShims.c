@@ -5,13 +5,16 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 static int resolve_host(const char *host, uint16_t port, struct sockaddr_storage *out,
                         char *error, size_t error_capacity) {
@@ -104,6 +107,28 @@ struct MHD_Daemon *mhd_shim_start_daemon(const mhd_shim_daemon_config *config,
         snprintf(error, error_capacity, "libmicrohttpd could not start on port %u (address in use or not permitted?)",
                  (unsigned) config->port);
     return daemon;
+}
+
+/* Why not MHD_quiesce_daemon: it removes the listening socket from every worker's epoll set
+   while a busy worker may be removing it from its own set (it sees the daemon quiesced), and
+   libmicrohttpd 0.9.75 aborts the process when its removal comes second (MHD_PANIC "Failed to
+   remove listen FD from epoll set", daemon.c:4976 in the worker or 5531 in the quiesce). A
+   test stopping a busy server aborted about once per 1,000 stops.
+
+   Instead the listening socket's descriptor number is pointed at an eventfd that is never
+   readable (dup3 replaces it atomically). The listening socket itself is closed by that: the
+   kernel refuses new connections at once and drops it from every epoll set. libmicrohttpd
+   still believes its socket is registered and never touches it again unless a worker reaches
+   its connection limit, which needs new connections; an accept() already under way gets
+   ENOTSOCK and is logged and ignored. MHD_stop_daemon closes the eventfd as its own socket. */
+int mhd_shim_stop_listening(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_LISTEN_FD);
+    if (info == NULL || info->listen_fd == MHD_INVALID_SOCKET) return -1;
+    int placeholder = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (placeholder < 0) return -1;
+    int replaced = dup3(placeholder, info->listen_fd, O_CLOEXEC);
+    close(placeholder);
+    return replaced < 0 ? -1 : 0;
 }
 
 uint16_t mhd_shim_bound_port(struct MHD_Daemon *daemon) {

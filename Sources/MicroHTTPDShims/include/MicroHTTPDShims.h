@@ -43,6 +43,12 @@ typedef struct mhd_shim_daemon_config {
 struct MHD_Daemon *mhd_shim_start_daemon(const mhd_shim_daemon_config *config,
                                          char *error, size_t error_capacity);
 
+/// Stops the daemon accepting connections without MHD_quiesce_daemon, which races libmicrohttpd
+/// 0.9.75's own busy workers and can abort the process (see the .c file). New connections are
+/// refused from then on; MHD_stop_daemon still works as usual. Returns 0, or -1 if the daemon
+/// had no listening socket or it could not be replaced.
+int mhd_shim_stop_listening(struct MHD_Daemon *daemon);
+
 /// The port the daemon listens on (useful after binding port 0); 0 if unknown.
 uint16_t mhd_shim_bound_port(struct MHD_Daemon *daemon);
 
