@@ -26,6 +26,7 @@ public enum PolicyText: String, CaseIterable, Sendable {
     case passwordStrengthAdvice = "password.strength.default_advice"
     case passwordBreachedText = "password.breached.text"
     case passwordBreachedMessage = "password.breached.message"
+    case passwordBreachedOnce = "password.breached.once"
     case passwordBreachedListed = "password.breached.listed"
     case passwordControlMessage = "password.control.message"
     case passwordMaximumMessage = "password.maximum.message"
@@ -38,6 +39,8 @@ public enum PolicyText: String, CaseIterable, Sendable {
     case strengthFair = "strength.fair"
     case strengthGood = "strength.good"
     case strengthStrong = "strength.strong"
+    /// Between groups of three digits in a count ("3,861"; German writes "3.861").
+    case numberGroupSeparator = "number.group_separator"
 
     /// The strength meter's label for a zxcvbn score (0–4).
     public static func strengthLabel(score: Int) -> PolicyText {
@@ -87,6 +90,8 @@ public enum PolicyText: String, CaseIterable, Sendable {
         case .passwordBreachedText: return "Not found in a known data breach"
         case .passwordBreachedMessage:
             return "We found this password in known data breaches ({count} times so far), so attackers try it early. Please choose a different one; a few unrelated words work well"
+        case .passwordBreachedOnce:
+            return "We found this password in a known data breach, so attackers may try it. Please choose a different one; a few unrelated words work well"
         case .passwordBreachedListed:
             return "This password is on a list of passwords from known data breaches. Please choose a different one; a few unrelated words work well"
         case .passwordControlMessage: return "Password can't contain control characters such as tabs or line breaks"
@@ -100,6 +105,7 @@ public enum PolicyText: String, CaseIterable, Sendable {
         case .strengthFair: return "Fair"
         case .strengthGood: return "Good"
         case .strengthStrong: return "Strong"
+        case .numberGroupSeparator: return ","
         }
     }
 }

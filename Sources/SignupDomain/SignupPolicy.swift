@@ -257,21 +257,25 @@ public struct SignupPolicy: Sendable {
     }
 
     /// 3861 as "3,861".
-    static func grouped(_ number: Int) -> String {
-        var digits = Array(String(number))
+    static func grouped(_ number: Int, separator: String) -> String {
+        var digits = String(number).map(String.init)
         var index = digits.count - 3
         while index > 0 {
-            digits.insert(",", at: index)
+            digits.insert(separator, at: index)
             index -= 3
         }
-        return String(digits)
+        return digits.joined()
     }
 
     /// What the field says when `password.breached` is unmet: the count, kindly, if known.
     func breachMessage(for password: String) -> String {
         switch breachedPasswords?.rememberedVerdict(for: password) {
+        case .seen(1)?:
+            // "(1 times so far)" reads as a mistake; once has its own sentence.
+            return settings.texts(.passwordBreachedOnce)
         case .seen(let times)?:
-            return settings.texts(.passwordBreachedMessage, ["count": Self.grouped(times)])
+            let count = Self.grouped(times, separator: settings.texts(.numberGroupSeparator))
+            return settings.texts(.passwordBreachedMessage, ["count": count])
         default:
             return settings.texts(.passwordBreachedListed)
         }

@@ -89,6 +89,21 @@ final class BreachedPasswordRuleTests: XCTestCase {
                        "We found this password in known data breaches (3,861 times so far), so attackers try it early. Please choose a different one; a few unrelated words work well")
     }
 
+    func testACountOfOneHasItsOwnSentenceAndCountsUseTheLanguagesGrouping() {
+        let once = "Sunshine-2024-Garden", often = "Autumn-Leaves-1987"
+        let policy = makeHarness(seen: [once: 1, often: 3861]).model.policy
+        func message(_ policy: SignupPolicy, _ password: String) -> String? {
+            policy.evaluateSubmission(
+                username: "alice_01", email: "alice@example.com", password: password, confirm: password,
+                usernameAvailability: .met, breach: policy.breachStateNow(for: password)
+            ).problems.first { $0.field == .password }?.message
+        }
+        XCTAssertEqual(message(policy, once),
+                       "We found this password in a known data breach, so attackers may try it. Please choose a different one; a few unrelated words work well")
+        let german = policy.localized(PolicyTexts([.numberGroupSeparator: ".", .passwordBreachedMessage: "bisher {count}-mal"]))
+        XCTAssertEqual(message(german, often), "bisher 3.861-mal", "3,861 would read as a decimal in German")
+    }
+
     func testAnAnswerForAnOlderPasswordNeverCounts() {
         let breached = "Sunshine-2024-Garden"
         let harness = makeHarness(seen: [breached: 12])
