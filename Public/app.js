@@ -85,19 +85,39 @@ function showMissing() {
     var open = Array.prototype.filter.call(slot.parentNode.querySelectorAll("[data-requirement]"),
       function (el) { return el.getAttribute("data-state") !== "met"; });
     if (!input || !open.length) { return; }
-    var texts = slot.textContent ? [slot.textContent] : open.map(function (el) {
+    // Each item remembers what it stands for, so it can leave the list once that is fixed.
+    var items = slot.textContent ? [[slot.textContent, field, ""]] : open.map(function (el) {
       var text = el.querySelector(".requirement-text");
-      return (label ? label.textContent + ": " : "") + (text ? text.textContent : "");
+      return [(label ? label.textContent + ": " : "") + (text ? text.textContent : ""), field,
+        el.getAttribute("data-requirement")];
     });
-    texts.forEach(function (text) {
+    items.forEach(function (item) {
       var a = document.createElement("a");
       a.href = "#" + input.id;
-      a.textContent = text;
-      missingList.appendChild(document.createElement("li")).appendChild(a);
+      a.textContent = item[0];
+      var li = missingList.appendChild(document.createElement("li"));
+      li.setAttribute("data-missing-field", item[1]);
+      if (item[2]) { li.setAttribute("data-missing-requirement", item[2]); }
+      li.appendChild(a);
     });
   });
   missing.hidden = false;
   missing.focus();
+}
+
+/* While the list shows, what gets fixed leaves it. Only removals: the list is an alert, and
+   screen readers announce what is added to it, not what is taken away. */
+function pruneMissing() {
+  if (!missingList || missing.hidden) { return; }
+  Array.prototype.forEach.call(missingList.querySelectorAll("li"), function (li) {
+    var id = li.getAttribute("data-missing-requirement");
+    var field = li.getAttribute("data-missing-field");
+    var requirement = id && byAttr("data-requirement", id);
+    var slot = byAttr("data-message", field);
+    var fixed = id ? !requirement || requirement.getAttribute("data-state") === "met"
+      : !slot || !slot.textContent;
+    if (fixed) { missingList.removeChild(li); }
+  });
 }
 
 var connection = document.querySelector("[data-connection]");
@@ -368,7 +388,7 @@ function on(es, type, handler) {
     var data;
     try { data = JSON.parse(event.data); }
     catch (err) { console.debug("LiveSignup: bad " + type + " event"); return; }
-    if (data && typeof data === "object") { handler(data); }
+    if (data && typeof data === "object") { handler(data); pruneMissing(); }
   });
 }
 

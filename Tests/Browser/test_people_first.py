@@ -126,6 +126,38 @@ def test_clicking_the_unready_button_lists_the_requirements_in_the_pages_words_a
     assert_not_ready(browser)
 
 
+def test_what_gets_fixed_leaves_the_shown_list_and_nothing_is_added(server, browser):
+    browser.open(server.url)
+    until_connected(browser, server)
+    browser.button().click()
+    browser.until(lambda: summary(browser).is_displayed(), "the summary shows")
+    before = listed(browser)
+    assert ("#email", "Email: A valid email address") in before, before
+
+    browser.type("email", "ada@example.com")
+    browser.until(lambda: browser.state("email.format") == "met", "the server says the email is fine")
+    browser.until(lambda: all(href != "#email" for href, _ in listed(browser)), "the email item leaves the list")
+    assert listed(browser) == [item for item in before if item[0] != "#email"], "the rest stays as it was, in order"
+    assert summary(browser).is_displayed(), "still shown: other things are missing"
+    assert describe(browser.driver.switch_to.active_element) == "email", "focus stays where the person types"
+
+    # A requirement that is met and then broken again does not come back: the list only
+    # shrinks (it is an alert; additions would be announced on every keystroke).
+    browser.type("password", "Abcdefgh")
+    browser.until(lambda: browser.state("password.length") == "met", "long enough")
+    browser.until(lambda: ("#password", "Password: At least 8 characters") not in listed(browser), "length leaves")
+    browser.backspace("password", 3)
+    browser.until(lambda: browser.state("password.length") == "unmet", "too short again")
+    assert ("#password", "Password: At least 8 characters") not in listed(browser)
+
+    browser.backspace("password", 5)
+    browser.type("username", "listleaver", leave=True)
+    browser.type("password", STRONG_PASSWORD, leave=True)
+    browser.type("confirm", STRONG_PASSWORD, leave=True)
+    browser.until(lambda: browser.submit_enabled() == "true", "ready")
+    assert not summary(browser).is_displayed(), "a ready form hides the list"
+
+
 def test_the_unready_button_is_reached_by_tab_and_enter_or_space_list_the_field_messages(server, browser):
     browser.open(server.url)
     until_connected(browser, server)
