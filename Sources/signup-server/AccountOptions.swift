@@ -13,6 +13,9 @@ struct AccountOptions: ParsableArguments {
     @Option(help: help("database-connections", "PostgreSQL only: connections this instance keeps to the database at most."))
     var databaseConnections = 8
 
+    @Option(help: help("database-wait", "PostgreSQL only: seconds to keep trying at start while the database cannot be reached yet (0: give up at once)."))
+    var databaseWait = 30
+
     @Option(help: help("policy", "Sign-up policy: a preset (\(Policy.presetNames.joined(separator: " or "))) or a policy file (YAML or JSON; see docs/POLICY.md)."))
     var policy = Policy.presetNames[0]
 
@@ -38,7 +41,7 @@ struct AccountOptions: ParsableArguments {
     var maxConcurrentHashes = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-        ("database", .option), ("database-connections", .option), ("policy", .option), ("seed-demo", .flag), ("availability-debounce-ms", .option),
+        ("database", .option), ("database-connections", .option), ("database-wait", .option), ("policy", .option), ("seed-demo", .flag), ("availability-debounce-ms", .option),
         ("breached-passwords", .option), ("breached-passwords-api", .option), ("breached-passwords-timeout-ms", .option),
         ("argon2-preset", .option), ("max-concurrent-hashes", .option),
     ]
@@ -66,6 +69,7 @@ struct AccountOptions: ParsableArguments {
         guard (availabilityDebounceMs ?? 0) >= 0 else { throw ValidationError("--availability-debounce-ms must be ≥ 0.") }
         guard maxConcurrentHashes >= 1 else { throw ValidationError("--max-concurrent-hashes must be at least 1.") }
         guard (1...1000).contains(databaseConnections) else { throw ValidationError("--database-connections must be 1 to 1000.") }
+        guard (0...3600).contains(databaseWait) else { throw ValidationError("--database-wait must be 0 to 3600 seconds.") }
         try Self.checkDatabase(database)
     }
 
@@ -82,10 +86,33 @@ struct AccountOptions: ParsableArguments {
     static func isURL(_ database: String) -> Bool { PostgresLocation.isURL(database) }
 
     /// The store `database` names: PostgreSQL for a postgres:// URL, SQLite for a path.
-    static func openStore(_ database: String, connections: Int = 8, logger: Logger) throws -> any AccountStore {
+    ///
+    /// PostgreSQL may still be starting when the server does (a container or a machine booting
+    /// together), so the first connection is retried for up to `wait` seconds, with a warning
+    /// per attempt, instead of exiting at once into a restart loop.
+    static func openStore(_ database: String, connections: Int = 8, wait: Int = 0, logger: Logger) throws -> any AccountStore {
         guard PostgresLocation.isURL(database) else { return try SQLiteAccountStore(path: database) }
         let location = try PostgresLocation(url: database)
-        return try PostgresAccountStore(location: location, maximumConnections: connections, logger: logger)
+        let deadline = Date().addingTimeInterval(TimeInterval(wait))
+        var pause: TimeInterval = 0.25
+        var attempt = 1
+        while true {
+            do {
+                let store = try PostgresAccountStore(location: location, maximumConnections: connections, logger: logger)
+                if attempt > 1 { logger.notice("The database answered", metadata: ["attempts": "\(attempt)"]) }
+                return store
+            } catch {
+                let left = deadline.timeIntervalSinceNow
+                guard left > 0 else { throw error }
+                pause = min(pause * 2, 5, left)
+                logger.warning("Waiting for the database", metadata: [
+                    "error": "\(error)", "attempt": "\(attempt)", "retry_in_seconds": "\(pause)",
+                    "gives_up_in_seconds": "\(Int(left.rounded(.up)))",
+                ])
+                Thread.sleep(forTimeInterval: pause)
+                attempt += 1
+            }
+        }
     }
 
     /// The breach source the flags name, if any; refused with a reason when unusable.

@@ -58,7 +58,8 @@ struct Serve: ParsableCommand {
 
         let store: any AccountStore
         do {
-            store = try AccountOptions.openStore(accounts.database, connections: accounts.databaseConnections, logger: logger)
+            store = try AccountOptions.openStore(accounts.database, connections: accounts.databaseConnections,
+                                                 wait: accounts.databaseWait, logger: logger)
         } catch {
             logger.critical("Could not open the account store", metadata: ["error": "\(error)"])
             throw ExitCode.failure

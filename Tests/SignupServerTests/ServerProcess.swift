@@ -68,8 +68,16 @@ final class ServerProcess {
 
     /// Starts the process and waits (bounded) for the line that announces its port.
     func start(file: StaticString = #filePath, line: UInt = #line) async throws {
-        let announced = XCTestExpectation(description: "server announces its port")
-        let buffer = OutputBuffer()
+        try launch()
+        await waitUntilListening(timeout: 10, file: file, line: line)
+    }
+
+    private let announcement = OutputBuffer()
+    private let announced = XCTestExpectation(description: "server announces its port")
+
+    /// Starts the process without waiting for it to listen.
+    func launch() throws {
+        let buffer = announcement, announced = self.announced
         output.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
             guard !data.isEmpty,
@@ -79,8 +87,12 @@ final class ServerProcess {
             announced.fulfill()
         }
         try process.run()
-        let result = await XCTWaiter().fulfillment(of: [announced], timeout: 10)
-        port = buffer.text.firstMatch(of: #/listening on http://[^:]+:(\d+)/#).flatMap { UInt16($0.1) } ?? 0
+    }
+
+    /// Waits (bounded) for the line that announces the port, after `launch()`.
+    func waitUntilListening(timeout: TimeInterval, file: StaticString = #filePath, line: UInt = #line) async {
+        let result = await XCTWaiter().fulfillment(of: [announced], timeout: timeout)
+        port = announcement.text.firstMatch(of: #/listening on http://[^:]+:(\d+)/#).flatMap { UInt16($0.1) } ?? 0
         XCTAssertEqual(result, .completed, "the server did not print its port", file: file, line: line)
     }
 
