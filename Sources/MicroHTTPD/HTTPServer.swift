@@ -22,6 +22,7 @@ public final class HTTPServer: Sendable {
         var daemon: OpaquePointer?
         var port: UInt16 = 0
         var heartbeat: DispatchSourceTimer?
+        var hangUps: HangUpWatcher?
         var openStreams: [ObjectIdentifier: EventStream] = [:]
         /// Connections suspended while a deferred response is computed.
         var pendingDeferred: [ObjectIdentifier: PendingDeferred] = [:]
@@ -88,10 +89,12 @@ public final class HTTPServer: Sendable {
         heartbeat.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
         heartbeat.setEventHandler { [weak self] in self?.sendHeartbeats() }
         heartbeat.resume()
+        let hangUps = HangUpWatcher()
         state.withLock {
             $0.daemon = daemon
             $0.port = port
             $0.heartbeat = heartbeat
+            $0.hangUps = hangUps
         }
     }
 
@@ -131,8 +134,13 @@ public final class HTTPServer: Sendable {
             // libmicrohttpd a moment to write the last answers and release them.
             guard waitUntilDrained(timeout: 5) else { return false }
         }
-        state.withLock { $0.daemon = nil }
+        let hangUps = state.withLock { state -> HangUpWatcher? in
+            state.daemon = nil
+            defer { state.hangUps = nil }
+            return state.hangUps
+        }
         MHD_stop_daemon(daemon)
+        hangUps?.stop()
         return true
     }
 
@@ -227,8 +235,10 @@ public final class HTTPServer: Sendable {
                 stream.terminate()
                 return queue(shutdownResponse(for: context.request), for: context, on: connection)
             }
-            stream.attach(to: connection, socket: mhd_shim_connection_fd(connection))
+            let socket = mhd_shim_connection_fd(connection)
+            stream.attach(to: connection, socket: socket)
             stream.onTermination { [weak self] in self?.unregister(stream) }
+            state.withLock { $0.hangUps }?.watch(stream, socket: socket)
             mhdResponse = MHD_create_response_from_callback(
                 UInt64.max, 1024, HTTPServer.readEventStream,
                 Unmanaged.passRetained(stream).toOpaque(), HTTPServer.releaseEventStream)

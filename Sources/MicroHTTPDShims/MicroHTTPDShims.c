@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <errno.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -129,6 +131,42 @@ int mhd_shim_stop_listening(struct MHD_Daemon *daemon) {
     int replaced = dup3(placeholder, info->listen_fd, O_CLOEXEC);
     close(placeholder);
     return replaced < 0 ? -1 : 0;
+}
+
+int mhd_shim_hangups_create(int *wake_fd) {
+    int set = epoll_create1(EPOLL_CLOEXEC);
+    if (set < 0) return -1;
+    int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct epoll_event event = { .events = EPOLLIN, .data.u64 = 0 };
+    if (wake < 0 || epoll_ctl(set, EPOLL_CTL_ADD, wake, &event) != 0) {
+        if (wake >= 0) close(wake);
+        close(set);
+        return -1;
+    }
+    *wake_fd = wake;
+    return set;
+}
+
+int mhd_shim_hangups_watch(int set, int fd, uint64_t token) {
+    /* Never removed by hand: closing the socket (libmicrohttpd does) drops it from the set,
+       and removing by number later could hit a new connection that reuses the number. */
+    struct epoll_event event = { .events = EPOLLRDHUP | EPOLLET, .data.u64 = token };
+    return epoll_ctl(set, EPOLL_CTL_ADD, fd, &event);
+}
+
+int mhd_shim_hangups_wait(int set, uint64_t *tokens, int capacity) {
+    struct epoll_event events[64];
+    if (capacity > 64) capacity = 64;
+    int count = epoll_wait(set, events, capacity, -1);
+    if (count < 0) return errno == EINTR ? 0 : -1;
+    for (int i = 0; i < count; i++) tokens[i] = events[i].data.u64;
+    return count;
+}
+
+void mhd_shim_hangups_wake(int wake_fd) {
+    uint64_t one = 1;
+    ssize_t written = write(wake_fd, &one, sizeof one);
+    (void) written;
 }
 
 uint16_t mhd_shim_bound_port(struct MHD_Daemon *daemon) {

@@ -17,8 +17,8 @@ from test_accessibility import audit
 from test_keyboard import describe
 
 FIELDS = ("username", "email", "password", "confirm")
-# The server notices a stream the browser closed only when it next writes to it: the
-# heartbeat, every 15 s (docs/PROTOCOL.md). Waits on the stream gauge allow for that.
+# The server notices a stream the browser closed at once (its hang-up watcher); the heartbeat
+# (every 15 s) is its backstop, so waits on the stream gauge allow for one beat and more.
 STREAM_CLOSE_SECONDS = 30
 
 

@@ -38,6 +38,32 @@ final class ClientAbuseTests: XCTestCase {
         XCTAssertTrue(control.received.hasSuffix("hello 127.0.0.3"), control.received)
     }
 
+    func testStreamClientsThatHangUpAreReleasedAtOnceNotAtTheNextHeartbeat() throws {
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(port: 0, perAddressConnectionLimit: 0, heartbeatIntervalSeconds: 600),
+            responder: StreamResponder())
+        try server.start()
+        defer { server.stop() }
+        var clients: [RawHTTPConnection] = []
+        for _ in 0..<200 {
+            let client = try RawHTTPConnection(port: server.port)
+            client.send("GET /stream HTTP/1.1\r\nHost: a\r\n\r\n")
+            clients.append(client)
+        }
+        let control = try RawHTTPConnection(port: server.port)
+        control.send("GET /stream HTTP/1.1\r\nHost: a\r\n\r\n")
+        XCTAssertTrue(Condition.wait(timeout: 10) { server.openStreamCount == 201 }, "\(server.openStreamCount) streams open")
+        for client in clients {
+            XCTAssertTrue(client.read(timeout: 5) { $0.contains("\r\n\r\n") }, "the stream's headers arrived")
+            client.closeNow()  // a clean close (FIN), as a closed tab does
+        }
+        // The heartbeat is 10 minutes away: only the hang-up watcher can release them now.
+        XCTAssertTrue(Condition.wait(timeout: 10) { server.openStreamCount == 1 },
+                      "\(server.openStreamCount - 1) streams of gone clients still open")
+        control.readAvailable()
+        XCTAssertFalse(control.isClosedByServer, "the live client's stream is untouched")
+    }
+
     func testKilledStreamClientsAreReleasedWithinOneHeartbeatWithFewThreads() throws {
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(port: 0, perAddressConnectionLimit: 0, heartbeatIntervalSeconds: 1),

@@ -120,7 +120,10 @@ final class AbuseTests: XCTestCase {
         let server = try TestServer { $0.maximumSessions = 2 }
         defer { server.stop() }
         let first = try await controlSession(server)
-        _ = try await controlSession(server)
+        // Kept to the end: a stream whose client is gone is noticed at once and no longer
+        // holds its session.
+        let second = try await controlSession(server)
+        defer { withExtendedLifetime(second) {} }
         let late = try await server.client.openForm()
         let answer = try await server.request("POST", "/fields", body: "token=\(late.token)&field=email&value=a&seq=1")
         XCTAssertEqual(answer.status, 503)

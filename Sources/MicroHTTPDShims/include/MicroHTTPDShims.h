@@ -49,6 +49,20 @@ struct MHD_Daemon *mhd_shim_start_daemon(const mhd_shim_daemon_config *config,
 /// had no listening socket or it could not be replaced.
 int mhd_shim_stop_listening(struct MHD_Daemon *daemon);
 
+/// A set of sockets watched for their peer hanging up (epoll, edge-triggered, so each
+/// hang-up is reported once). Returns the set's descriptor, or -1; `wake_fd` receives an
+/// eventfd that `mhd_shim_hangups_wake` uses to end a wait.
+int mhd_shim_hangups_create(int *wake_fd);
+
+/// Adds `fd` to the set; its hang-up is reported with `token` (never 0). 0 or -1.
+int mhd_shim_hangups_watch(int set, int fd, uint64_t token);
+
+/// Blocks until something hangs up or the set is woken; writes up to `capacity` tokens
+/// (0 for a wake-up) and returns how many, or -1.
+int mhd_shim_hangups_wait(int set, uint64_t *tokens, int capacity);
+
+void mhd_shim_hangups_wake(int wake_fd);
+
 /// The port the daemon listens on (useful after binding port 0); 0 if unknown.
 uint16_t mhd_shim_bound_port(struct MHD_Daemon *daemon);
 
