@@ -20,7 +20,7 @@ extension Publishers {
             self.b = b
         }
 
-        public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+        @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = CombineLatestSubscription<(A.Output?, B.Output?), Output, Failure>(
                 downstream: AnySubscriber(subscriber), latest: (nil, nil), upstreamCount: 2
             ) { latest in
@@ -49,7 +49,7 @@ extension Publishers {
             self.c = c
         }
 
-        public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+        @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = CombineLatestSubscription<(A.Output?, B.Output?, C.Output?), Output, Failure>(
                 downstream: AnySubscriber(subscriber), latest: (nil, nil, nil), upstreamCount: 3
             ) { latest in
@@ -81,7 +81,7 @@ extension Publishers {
             self.d = d
         }
 
-        public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
+        @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = CombineLatestSubscription<(A.Output?, B.Output?, C.Output?, D.Output?), Output, Failure>(
                 downstream: AnySubscriber(subscriber), latest: (nil, nil, nil, nil), upstreamCount: 4
             ) { latest in
@@ -126,20 +126,20 @@ extension Publisher {
 /// Values are delivered while holding a recursive lock: downstream sees values one at a time
 /// even when the upstreams emit on different threads, and a downstream that synchronously
 /// causes an upstream to emit again (a common pattern with `@Published`) re-enters safely.
-private final class CombineLatestSubscription<Latest, Output, Failure: Error>: Subscription, @unchecked Sendable {
-    private let lock = NSRecursiveLock()
-    private var downstream: AnySubscriber<Output, Failure>?
-    private var latest: Latest
-    private let combine: (Latest) -> Output?
-    private var upstreams: [Subscription?]
-    private var finished: [Bool]
-    private var demand = Subscribers.Demand.none
+@usableFromInline final class CombineLatestSubscription<Latest, Output, Failure: Error>: Subscription, @unchecked Sendable {
+    @usableFromInline let lock = NSRecursiveLock()
+    @usableFromInline var downstream: AnySubscriber<Output, Failure>?
+    @usableFromInline var latest: Latest
+    @usableFromInline let combine: (Latest) -> Output?
+    @usableFromInline var upstreams: [Subscription?]
+    @usableFromInline var finished: [Bool]
+    @usableFromInline var demand = Subscribers.Demand.none
     /// A combination arrived while downstream had no demand; send it when demand comes.
-    private var hasUndelivered = false
+    @usableFromInline var hasUndelivered = false
 
-    let combineIdentifier = CombineIdentifier()
+    @usableFromInline let combineIdentifier = CombineIdentifier()
 
-    init(downstream: AnySubscriber<Output, Failure>, latest: Latest, upstreamCount: Int,
+    @inlinable init(downstream: AnySubscriber<Output, Failure>, latest: Latest, upstreamCount: Int,
          combine: @escaping (Latest) -> Output?) {
         self.downstream = downstream
         self.latest = latest
@@ -149,7 +149,7 @@ private final class CombineLatestSubscription<Latest, Output, Failure: Error>: S
     }
 
     /// The subscriber for upstream number `index`; `store` puts its value into `latest`.
-    func slot<Input>(_ index: Int, store: @escaping (inout Latest, Input) -> Void) -> CombineLatestSlot<Input, Failure> {
+    @inlinable func slot<Input>(_ index: Int, store: @escaping (inout Latest, Input) -> Void) -> CombineLatestSlot<Input, Failure> {
         CombineLatestSlot(
             attach: { [self] in attach($0, at: index) },
             receive: { [self] value in
@@ -161,14 +161,14 @@ private final class CombineLatestSubscription<Latest, Output, Failure: Error>: S
             complete: { [self] in complete($0, at: index) })
     }
 
-    func request(_ demand: Subscribers.Demand) {
+    @inlinable func request(_ demand: Subscribers.Demand) {
         lock.lock()
         defer { lock.unlock() }
         self.demand += demand
         if hasUndelivered { deliverLatest() }
     }
 
-    func cancel() {
+    @inlinable func cancel() {
         lock.lock()
         let subscriptions = upstreams
         downstream = nil
@@ -177,7 +177,7 @@ private final class CombineLatestSubscription<Latest, Output, Failure: Error>: S
         subscriptions.forEach { $0?.cancel() }
     }
 
-    private func attach(_ subscription: Subscription, at index: Int) {
+    @inlinable func attach(_ subscription: Subscription, at index: Int) {
         lock.lock()
         guard downstream != nil else {
             lock.unlock()
@@ -191,7 +191,7 @@ private final class CombineLatestSubscription<Latest, Output, Failure: Error>: S
     }
 
     /// Call with the lock held.
-    private func deliverLatest() {
+    @inlinable func deliverLatest() {
         guard let downstream, let output = combine(latest) else { return }
         guard demand > 0 else {
             hasUndelivered = true
@@ -202,7 +202,7 @@ private final class CombineLatestSubscription<Latest, Output, Failure: Error>: S
         demand += downstream.receive(output)
     }
 
-    private func complete(_ completion: Subscribers.Completion<Failure>, at index: Int) {
+    @inlinable func complete(_ completion: Subscribers.Completion<Failure>, at index: Int) {
         lock.lock()
         guard let downstream else {
             lock.unlock()
@@ -231,26 +231,26 @@ private final class CombineLatestSubscription<Latest, Output, Failure: Error>: S
 
 /// One upstream's subscriber inside a `CombineLatestSubscription`: a plain class, so a
 /// value reaches the shared state in one call instead of through `AnySubscriber`'s boxes.
-private final class CombineLatestSlot<Input, Failure: Error>: Subscriber {
-    let combineIdentifier = CombineIdentifier()
-    private let attach: (Subscription) -> Void
-    private let receiveValue: (Input) -> Void
-    private let complete: (Subscribers.Completion<Failure>) -> Void
+@usableFromInline final class CombineLatestSlot<Input, Failure: Error>: Subscriber {
+    @usableFromInline let combineIdentifier = CombineIdentifier()
+    @usableFromInline let attach: (Subscription) -> Void
+    @usableFromInline let receiveValue: (Input) -> Void
+    @usableFromInline let complete: (Subscribers.Completion<Failure>) -> Void
 
-    init(attach: @escaping (Subscription) -> Void, receive: @escaping (Input) -> Void,
+    @inlinable init(attach: @escaping (Subscription) -> Void, receive: @escaping (Input) -> Void,
          complete: @escaping (Subscribers.Completion<Failure>) -> Void) {
         self.attach = attach
         self.receiveValue = receive
         self.complete = complete
     }
 
-    func receive(subscription: Subscription) { attach(subscription) }
+    @inlinable func receive(subscription: Subscription) { attach(subscription) }
 
-    func receive(_ input: Input) -> Subscribers.Demand {
+    @inlinable func receive(_ input: Input) -> Subscribers.Demand {
         receiveValue(input)
         return .none
     }
 
-    func receive(completion: Subscribers.Completion<Failure>) { complete(completion) }
+    @inlinable func receive(completion: Subscribers.Completion<Failure>) { complete(completion) }
 }
 #endif

@@ -8,12 +8,12 @@ public struct FieldEvaluation<Value: Equatable>: Equatable {
     /// checklist says.
     public let failedCheckMessage: String?
 
-    public init(value: Value, states: [RequirementState], failedCheckMessage: String? = nil) {
+    @inlinable public init(value: Value, states: [RequirementState], failedCheckMessage: String? = nil) {
         self.value = value
         self.states = states
         self.failedCheckMessage = failedCheckMessage
     }
 
     /// Every requirement met and no check failed.
-    public var allMet: Bool { failedCheckMessage == nil && states.allSatisfy { $0 == .met } }
+    @inlinable public var allMet: Bool { failedCheckMessage == nil && states.allSatisfy { $0 == .met } }
 }

@@ -15,16 +15,16 @@ public struct FieldRules<Value>: Sendable {
         self.isEmpty = isEmpty
     }
 
-    public var requirements: [Requirement] { rules.map(\.requirement) }
+    @inlinable public var requirements: [Requirement] { rules.map(\.requirement) }
 
     /// Whether every rule is met and every check passed, without going through a publisher
     /// (e.g. a server-side check).
-    public func allMet(by value: Value) -> Bool {
+    @inlinable public func allMet(by value: Value) -> Bool {
         checks.allSatisfy { $0.isPassed(value) } && rules.allSatisfy { $0.isMet(value) }
     }
 
     /// The message of the first check `value` fails, if any.
-    public func failedCheckMessage(for value: Value) -> String? {
+    @inlinable public func failedCheckMessage(for value: Value) -> String? {
         checks.first { !$0.isPassed(value) }.map { $0.message(value) }
     }
 }
@@ -33,7 +33,7 @@ extension FieldRules where Value: Equatable {
     /// Every requirement's state for `value`, in rule order with the asynchronous rule last:
     /// `unmet` when the value is not eligible for checking, its answer when the latest answer
     /// is for this very value, otherwise `pending`.
-    public func evaluate(
+    @inlinable public func evaluate(
         _ value: Value, asyncRule: AsyncRule<Value>? = nil, answer: AsyncAnswer<Value>? = nil
     ) -> FieldEvaluation<Value> {
         var states = rules.map { $0.state(for: value) }
@@ -51,7 +51,7 @@ extension FieldRules where Value: Equatable {
 
     /// The field's verdict for an evaluation, given whether problems may be shown yet.
     /// `extraMessages` are the asynchronous rule's messages, after the rules' own.
-    public func validation(of evaluation: FieldEvaluation<Value>, extraMessages: [String] = [], isShown: Bool) -> FieldValidation {
+    @inlinable public func validation(of evaluation: FieldEvaluation<Value>, extraMessages: [String] = [], isShown: Bool) -> FieldValidation {
         guard isShown else { return .idle }
         let value = evaluation.value
         if let failed = evaluation.failedCheckMessage, !isEmpty(value) {

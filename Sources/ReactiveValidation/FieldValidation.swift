@@ -33,7 +33,7 @@ public enum FieldValidation: Sendable, Hashable {
 
     /// The same, asking for the message of the first unmet requirement (by its index) only
     /// when it is needed.
-    public static func decide(
+    @inlinable public static func decide(
         states: [RequirementState],
         message: (Int) -> String,
         emptyMessage: String?,

@@ -20,9 +20,9 @@ public struct Rule<Value>: Sendable {
         self.init(id: id, text: text, message: { _ in message }, isMet: isMet)
     }
 
-    public var id: String { requirement.id }
+    @inlinable public var id: String { requirement.id }
 
-    public func state(for value: Value) -> RequirementState {
+    @inlinable public func state(for value: Value) -> RequirementState {
         isMet(value) ? .met : .unmet
     }
 
