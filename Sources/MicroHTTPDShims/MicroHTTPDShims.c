@@ -120,9 +120,11 @@ struct MHD_Daemon *mhd_shim_start_daemon(const mhd_shim_daemon_config *config,
    Instead the listening socket's descriptor number is pointed at an eventfd that is never
    readable (dup3 replaces it atomically). The listening socket itself is closed by that: the
    kernel refuses new connections at once and drops it from every epoll set. libmicrohttpd
-   still believes its socket is registered and never touches it again unless a worker reaches
-   its connection limit, which needs new connections; an accept() already under way gets
-   ENOTSOCK and is logged and ignored. MHD_stop_daemon closes the eventfd as its own socket. */
+   still believes its socket is registered and never touches it again, except in a worker that
+   accepted its last allowed connection just before the swap (it would remove the eventfd,
+   which is not in its set, and abort: a server at its connection limit as it stops). An
+   accept() already under way gets ENOTSOCK, which is logged and ignored. MHD_stop_daemon
+   closes the eventfd as its own socket. */
 int mhd_shim_stop_listening(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_LISTEN_FD);
     if (info == NULL || info->listen_fd == MHD_INVALID_SOCKET) return -1;
@@ -151,7 +153,10 @@ int mhd_shim_hangups_watch(int set, int fd, uint64_t token) {
     /* Never removed by hand: closing the socket (libmicrohttpd does) drops it from the set,
        and removing by number later could hit a new connection that reuses the number. */
     struct epoll_event event = { .events = EPOLLRDHUP | EPOLLET, .data.u64 = token };
-    return epoll_ctl(set, EPOLL_CTL_ADD, fd, &event);
+    if (epoll_ctl(set, EPOLL_CTL_ADD, fd, &event) == 0) return 0;
+    /* Still there from an earlier stream on the same keep-alive connection: the caller holds
+       this connection, so the number is certainly still its socket. */
+    return errno == EEXIST ? epoll_ctl(set, EPOLL_CTL_MOD, fd, &event) : -1;
 }
 
 int mhd_shim_hangups_wait(int set, uint64_t *tokens, int capacity) {

@@ -8,7 +8,18 @@ import XCTest
 final class ClientAbuseTests: XCTestCase {
     struct StreamResponder: HTTPResponder {
         func respond(to request: HTTPRequest) -> HTTPResponse {
-            request.path == "/stream" ? .eventStream(EventStream()) : .text("hello \(request.remoteAddress)")
+            switch request.path {
+            case "/stream":
+                return .eventStream(EventStream())
+            case "/short-stream":
+                // Ends at once; on HTTP/1.1 the connection stays open for the next request.
+                let stream = EventStream()
+                stream.send(data: "bye")
+                stream.close()
+                return .eventStream(stream)
+            default:
+                return .text("hello \(request.remoteAddress)")
+            }
         }
     }
 
@@ -62,6 +73,24 @@ final class ClientAbuseTests: XCTestCase {
                       "\(server.openStreamCount - 1) streams of gone clients still open")
         control.readAvailable()
         XCTAssertFalse(control.isClosedByServer, "the live client's stream is untouched")
+    }
+
+    func testASecondStreamOnAKeepAliveConnectionIsWatchedToo() throws {
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(port: 0, heartbeatIntervalSeconds: 600),
+            responder: StreamResponder())
+        try server.start()
+        defer { server.stop() }
+        let client = try RawHTTPConnection(port: server.port)
+        client.send("GET /short-stream HTTP/1.1\r\nHost: a\r\n\r\n")
+        XCTAssertTrue(client.read(timeout: 5) { $0.contains("data: bye") && $0.hasSuffix("0\r\n\r\n") }, client.received)
+        XCTAssertTrue(Condition.wait(timeout: 10) { server.openStreamCount == 0 }, "the short stream ended")
+        client.send("GET /stream HTTP/1.1\r\nHost: a\r\n\r\n")
+        XCTAssertTrue(Condition.wait(timeout: 10) { server.openStreamCount == 1 }, "the second stream, same connection")
+        XCTAssertFalse(client.isClosedByServer, "the connection was kept alive")
+        client.closeNow()
+        XCTAssertTrue(Condition.wait(timeout: 10) { server.openStreamCount == 0 },
+                      "the second stream's client hung up and was noticed without a heartbeat")
     }
 
     func testKilledStreamClientsAreReleasedWithinOneHeartbeatWithFewThreads() throws {
