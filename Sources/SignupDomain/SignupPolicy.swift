@@ -256,7 +256,7 @@ public struct SignupPolicy: Sendable {
             check: { _ in Empty().eraseToAnyPublisher() })
     }
 
-    /// 3861 as "3,861".
+    /// 3861 as "3,861" (or "3.861" with "." as the separator).
     static func grouped(_ number: Int, separator: String) -> String {
         var digits = String(number).map(String.init)
         var index = digits.count - 3
