@@ -38,6 +38,10 @@ public struct Policy: Sendable {
     public var availabilityDebounceMilliseconds: Int?
     /// What every requirement and message says.
     public var texts: PolicyTexts
+    /// A policy file's wording for one language (`texts_by_language`, keyed by tag): a
+    /// language listed here takes these over its catalog instead of `texts`, which are one
+    /// language's words (usually English) and would otherwise show in every language.
+    public var textsByLanguage: [String: PolicyTexts] = [:]
 
     public init(
         name: String, summary: String, usernameLength: ClosedRange<Int>,

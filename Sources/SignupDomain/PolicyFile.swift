@@ -158,7 +158,7 @@ private struct Reader {
         var policy = Policy.defaults
         policy.name = fallbackName
         let top = try settings(root, at: "", known: ["name", "summary", "service_name", "username", "password",
-                                                     "availability_debounce_ms", "texts"])
+                                                     "availability_debounce_ms", "texts", "texts_by_language"])
         if let name = top["name"] {
             policy.name = try string(name.value, "name")
         }
@@ -185,13 +185,34 @@ private struct Reader {
             try readPassword(password.value, into: &policy)
         }
         if let texts = top["texts"] {
-            policy.texts = try readTexts(texts.value)
+            policy.texts = try readTexts(texts.value, at: "texts")
         }
-        // A different character rule with the built-in text would tell people the wrong thing.
+        var languageNodes: [String: Node] = [:]
+        if let byLanguage = top["texts_by_language"] {
+            guard let mapping = byLanguage.value.mapping else {
+                throw fail(byLanguage.value, "'texts_by_language' must map language tags (en, de, pt-br, …) to texts")
+            }
+            for (key, value) in mapping {
+                guard let tag = key.scalar?.string, tag.wholeMatch(of: /[a-z]{2,3}(-[a-z0-9]{1,8})*/) != nil else {
+                    throw fail(key, "'\(key.scalar?.string ?? "?")' is not a language tag in lower case, like en, de or pt-br")
+                }
+                policy.textsByLanguage[tag] = try readTexts(value, at: "texts_by_language.\(tag)")
+                languageNodes[tag] = key
+            }
+        }
+        // A different character rule with the built-in text would tell people the wrong thing,
+        // in any language that gets the policy's own wording.
         if policy.usernameCharacters != .standard {
-            let missing = [PolicyText.usernameCharsetText, .usernameCharsetMessage].filter { !policy.texts.replacedTexts.contains($0) }
+            let charsetTexts = [PolicyText.usernameCharsetText, .usernameCharsetMessage]
+            let missing = charsetTexts.filter { !policy.texts.replacedTexts.contains($0) }
             if !missing.isEmpty {
                 throw fail(charactersNode, "'username.characters' differs from the built-in rule, so 'texts' must say what is allowed: give \(missing.map { "'\($0.rawValue)'" }.joined(separator: " and "))")
+            }
+            for (tag, texts) in policy.textsByLanguage.sorted(by: { $0.key < $1.key }) {
+                let missing = charsetTexts.filter { !texts.replacedTexts.contains($0) }
+                if !missing.isEmpty {
+                    throw fail(languageNodes[tag], "'username.characters' differs from the built-in rule, so 'texts_by_language.\(tag)' must say what is allowed too: give \(missing.map { "'\($0.rawValue)'" }.joined(separator: " and "))")
+                }
             }
         }
         return policy
@@ -273,20 +294,20 @@ private struct Reader {
         }
     }
 
-    private func readTexts(_ node: Node) throws(PolicyFileError) -> PolicyTexts {
+    private func readTexts(_ node: Node, at path: String) throws(PolicyFileError) -> PolicyTexts {
         let known = PolicyText.allCases.map(\.rawValue)
-        let entries = try settings(node, at: "texts", known: known)
+        let entries = try settings(node, at: path, known: known)
         var replaced: [PolicyText: String] = [:]
         for (name, entry) in entries {
             guard let text = PolicyText(rawValue: name) else { continue }
-            let value = try string(entry.value, "texts.\(name)")
+            let value = try string(entry.value, "\(path).\(name)")
             guard !value.trimmingCharacters(in: .whitespaces).isEmpty else {
-                throw fail(entry.value, "'texts.\(name)' is empty; leave it out to keep the built-in text")
+                throw fail(entry.value, "'\(path).\(name)' is empty; leave it out to keep the built-in text")
             }
             let unknown = PolicyTexts.unknownPlaceholders(in: value, for: text)
             if let first = unknown.first {
                 let allowed = text.placeholders.sorted().map { "{\($0)}" }
-                throw fail(entry.value, "'texts.\(name)' uses {\(first)}, which it cannot fill in; \(allowed.isEmpty ? "it takes no placeholders" : "it may use \(allowed.joined(separator: ", "))")")
+                throw fail(entry.value, "'\(path).\(name)' uses {\(first)}, which it cannot fill in; \(allowed.isEmpty ? "it takes no placeholders" : "it may use \(allowed.joined(separator: ", "))")")
             }
             replaced[text] = value
         }

@@ -149,11 +149,13 @@ public struct SignupPolicy: Sendable {
             isEmpty: { $0.password.isEmpty })
     }
 
-    /// The same rules with their texts in a language: `texts` under this policy's own (a
-    /// policy file's wording wins), everything else shared (estimator, breach source).
-    public func localized(_ texts: PolicyTexts) -> SignupPolicy {
+    /// The same rules with their texts in a language: `texts` (the language's catalog) under
+    /// the policy file's wording for that language if it has some, else under its general
+    /// `texts`; everything else shared (estimator, breach source).
+    public func localized(_ texts: PolicyTexts, language: String? = nil) -> SignupPolicy {
         var settings = self.settings
-        settings.texts = self.settings.texts.over(texts)
+        let own = language.flatMap { self.settings.textsByLanguage[$0] } ?? self.settings.texts
+        settings.texts = own.over(texts)
         return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
                             usernameProblem: usernameProblem, breachedPasswords: breachedPasswords)
     }

@@ -20,6 +20,7 @@ struct Languages: Sendable {
         case noEnglish(String)
         case unknownKeys(file: String, keys: [String])
         case catalog(PolicyFileError)
+        case policyLanguagesWithoutCatalog(tags: [String], directory: String)
 
         var description: String {
             switch self {
@@ -29,6 +30,8 @@ struct Languages: Sendable {
                 return "\(file): texts English does not have (a typo?): \(keys.joined(separator: ", "))"
             case .catalog(let error):
                 return "\(error)"
+            case .policyLanguagesWithoutCatalog(let tags, let directory):
+                return "The policy has texts for \(tags.joined(separator: ", ")), but \(directory) has no catalog for \(tags.count == 1 ? "it" : "them") (\(tags.map { "\($0).yaml" }.joined(separator: ", "))): a typo, or a language this server does not speak"
             }
         }
     }
@@ -56,7 +59,12 @@ struct Languages: Sendable {
             }
             let complete = TextCatalog(language: catalog.language, name: catalog.name, direction: catalog.direction,
                                        texts: english.texts.merging(catalog.texts) { $1 }, feedback: catalog.feedback)
-            languages.append(Language(catalog: complete, policy: policy.localized(complete.policyTexts)))
+            languages.append(Language(catalog: complete, policy: policy.localized(complete.policyTexts, language: catalog.language)))
+        }
+        let spoken = Set(catalogs.map(\.language))
+        let unspoken = policy.settings.textsByLanguage.keys.filter { !spoken.contains($0) }.sorted()
+        if !unspoken.isEmpty {
+            throw LoadError.policyLanguagesWithoutCatalog(tags: unspoken, directory: directory.path)
         }
         all = languages.sorted { ($0.tag == Self.fallback ? "" : $0.tag) < ($1.tag == Self.fallback ? "" : $1.tag) }
         byTag = Dictionary(uniqueKeysWithValues: languages.map { ($0.tag, $0) })

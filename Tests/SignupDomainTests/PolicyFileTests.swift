@@ -139,6 +139,21 @@ final class PolicyFileTests: XCTestCase {
             ("texts:\n  confirm.empty: ''\n", 2, "'texts.confirm.empty' is empty"),
             ("username:\n  characters: {letters: true, digits: true, symbols: \"._-+\"}\n", 2,
              "'username.characters' differs from the built-in rule, so 'texts' must say what is allowed: give 'username.charset.text' and 'username.charset.message'"),
+            ("texts_by_language:\n  German:\n    confirm.empty: Bitte\n", 2, "'German' is not a language tag in lower case"),
+            ("texts_by_language: [de]\n", 1, "'texts_by_language' must map language tags"),
+            ("texts_by_language:\n  de:\n    username.taken: Weg\n", 3, "unknown setting 'texts_by_language.de.username.taken'"),
+            ("texts_by_language:\n  de:\n    password.length.text: Mindestens {minimum}\n", 3,
+             "'texts_by_language.de.password.length.text' uses {minimum}, which it cannot fill in; it may use {min}"),
+            ("""
+             username:
+               characters: {letters: true, digits: true, symbols: "._-+"}
+             texts:
+               username.charset.text: Letters, digits and ._-+
+               username.charset.message: Only letters, digits and ._-+
+             texts_by_language:
+               de:
+                 confirm.empty: Bitte bestätigen
+             """, 7, "so 'texts_by_language.de' must say what is allowed too: give 'username.charset.text' and 'username.charset.message'"),
             ("username:\n  characters: {symbols: \" \"}\n", 2, "may not hold spaces or invisible characters (U+20)"),
             ("name: a\nusername: [1, 2\n", 3, "is not valid YAML or JSON"),
             ("name: has spaces\n", 1, "'name' must be 1 to 40 letters, digits, '-' or '_'"),
@@ -154,6 +169,26 @@ final class PolicyFileTests: XCTestCase {
                 if let line { XCTAssertTrue(error.description.hasPrefix("policy.yaml:\(line): "), error.description) }
             }
         }
+    }
+
+    func testTextsForOneLanguageReplaceTheGeneralOnesInThatLanguageOnly() throws {
+        let policy = try parse("""
+            texts:
+              username.available.text: Still free
+            texts_by_language:
+              de:
+                username.available.text: Noch frei
+            """)
+        XCTAssertEqual(policy.texts(.usernameAvailableText), "Still free")
+        XCTAssertEqual(policy.textsByLanguage["de"]?(.usernameAvailableText), "Noch frei")
+        let german = PolicyTexts([.usernameAvailableText: "Nicht vergeben", .confirmEmpty: "Bitte bestätigen"])
+        let rules = SignupPolicy(policy)
+        XCTAssertEqual(rules.localized(german, language: "de").settings.texts(.usernameAvailableText), "Noch frei",
+                       "the policy's German wording over the German catalog")
+        XCTAssertEqual(rules.localized(german, language: "de").settings.texts(.confirmEmpty), "Bitte bestätigen",
+                       "the catalog still says what the policy does not")
+        XCTAssertEqual(rules.localized(PolicyTexts(), language: "en").settings.texts(.usernameAvailableText), "Still free",
+                       "a language without its own entry gets the general texts")
     }
 
     func testAFileThatCannotBeReadSaysSo() {

@@ -140,4 +140,27 @@ final class LanguageTests: XCTestCase {
         XCTAssertTrue(html.contains("<h1>יצירת חשבון</h1>"))
         XCTAssertTrue(html.contains(#"<label for="username">Username</label>"#), "a missing text is English's")
     }
+
+    func testThePolicysOwnWordingForALanguageShowsInThatLanguageOnly() async throws {
+        var settings = Policy.classic
+        settings.texts = PolicyTexts([.usernameAvailableText: "Still free"])
+        settings.textsByLanguage["de"] = PolicyTexts([.usernameAvailableText: "Noch frei"])
+        let server = try TestServer { $0.policy = SignupPolicy(settings) }
+        defer { server.stop() }
+        let english = try await server.request("GET", "/").body
+        XCTAssertTrue(english.contains("Still free"), "English gets the general wording")
+        let german = try await server.request("GET", "/?lang=de").body
+        XCTAssertTrue(german.contains("Noch frei"), "German gets its own")
+        XCTAssertFalse(german.contains("Still free"), "and no English wording")
+        XCTAssertTrue(german.contains("Mindestens 8 Zeichen"), "the rest is the German catalog's")
+    }
+
+    func testPolicyTextsForALanguageTheServerDoesNotSpeakStopTheStart() throws {
+        var settings = Policy.classic
+        settings.textsByLanguage["fr"] = PolicyTexts([.usernameAvailableText: "Libre"])
+        XCTAssertThrowsError(try TestServer { $0.policy = SignupPolicy(settings) }) { error in
+            XCTAssertTrue("\(error)".contains("The policy has texts for fr"), "\(error)")
+            XCTAssertTrue("\(error)".contains("fr.yaml"), "\(error)")
+        }
+    }
 }
