@@ -60,7 +60,9 @@ install: release
 
 test: deps test-deps browser-deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
-	swift test --skip-build --disable-swift-testing $(SWIFT_BUILD_FLAGS)
+	@# Bounded: the XCTest run takes about 2 minutes; if the test process ever crashed and
+	@# left a child holding its output, swift test would otherwise wait for CI's own limit.
+	timeout --kill-after=30 20m swift test --skip-build --disable-swift-testing $(SWIFT_BUILD_FLAGS)
 	$(MAKE) --no-print-directory browser-tests
 
 # Only the real-browser tests (headless Chromium + Selenium under pytest).

@@ -72,6 +72,10 @@ final class NginxProxyTests: XCTestCase {
         let nginx = Process()
         nginx.executableURL = URL(fileURLWithPath: Self.nginx!)
         nginx.arguments = ["-p", directory.path, "-c", configuration.path]
+        // Never the test process's own output: if the test process dies, an nginx holding it
+        // would keep `swift test` waiting for the end of that output forever.
+        nginx.standardInput = FileHandle(forReadingAtPath: "/dev/null")
+        nginx.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         nginx.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try nginx.run()
         return nginx
