@@ -77,7 +77,7 @@ final class NginxProxyTests: XCTestCase {
         nginx.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         nginx.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         nginx.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try nginx.run()
+        try ProcessLauncher.shared.run(nginx)
         return nginx
     }
 

@@ -53,11 +53,15 @@ final class ServerProcess {
         let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
-        try process.run()
+        // Not waitUntilExit(): it spins the calling thread's run loop, making one on a
+        // cooperative-pool thread when called from an async test (see ProcessLauncher).
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
+        try ProcessLauncher.shared.run(process)
         // Both are small (under a pipe's buffer), so reading one after the other cannot block.
         let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        exited.wait()
         return (process.terminationStatus, outputText, errorText)
     }
 
@@ -86,7 +90,7 @@ final class ServerProcess {
             handle.readabilityHandler = nil
             announced.fulfill()
         }
-        try process.run()
+        try ProcessLauncher.shared.run(process)
     }
 
     /// Waits (bounded) for the line that announces the port, after `launch()`.
