@@ -32,6 +32,11 @@ struct PolicyCommand: ParsableCommand {
             if let debounce = policy.availabilityDebounceMilliseconds {
                 print("  availability look-up after \(debounce) ms unchanged")
             }
+            if !policy.textsByLanguage.isEmpty {
+                let languages = policy.textsByLanguage.sorted { $0.key < $1.key }
+                    .map { "\($0.key) (\($0.value.replacedTexts.count) texts)" }
+                print("  own wording for: \(languages.joined(separator: ", ")); other languages get 'texts'")
+            }
             print("  requirements:")
             for requirement in rules.allRequirements {
                 print("    \(requirement.id): \(requirement.text)")

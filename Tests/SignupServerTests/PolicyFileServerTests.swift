@@ -123,6 +123,13 @@ final class PolicyFileServerTests: XCTestCase {
         XCTAssertTrue(checked.output.contains("password.length: At least 12 characters"), checked.output)
         XCTAssertTrue(checked.output.contains("2 reserved names"), checked.output)
 
+        let multilingual = directory.appendingPathComponent("multilingual.yaml").path
+        try "texts_by_language:\n  de:\n    confirm.empty: Bitte bestätigen\n    username.empty: Name fehlt\n"
+            .write(toFile: multilingual, atomically: true, encoding: .utf8)
+        let languages = try ServerProcess.run(["policy", "check", multilingual])
+        XCTAssertEqual(languages.status, 0, languages.errors)
+        XCTAssertTrue(languages.output.contains("own wording for: de (2 texts)"), languages.output)
+
         let bad = directory.appendingPathComponent("bad.yaml").path
         try "username:\n  min_length: 9\n  max_length: 5\n".write(toFile: bad, atomically: true, encoding: .utf8)
         let refused = try ServerProcess.run(["policy", "check", bad])
