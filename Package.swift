@@ -170,7 +170,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SignupPostgresTests",
-            dependencies: ["SignupPostgres", "SignupDomain", "AccountStoreTestSupport"]
+            dependencies: ["SignupPostgres", "SignupDomain", "AccountStoreTestSupport", "HTTPTestSupport"]
         ),
         .testTarget(
             name: "SignupDomainTests",

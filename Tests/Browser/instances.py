@@ -12,10 +12,11 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from selenium.webdriver.support.ui import WebDriverWait
 
 from conftest import ROOT, SERVER
 
@@ -36,15 +37,9 @@ def free_port():
 
 
 def poll(condition, seconds, what, interval=0.05):
-    """Calls `condition` until it returns something truthy, for at most `seconds`."""
-    deadline = time.monotonic() + seconds
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds} s waiting for {what}")
-        time.sleep(interval)
+    """Waits (bounded) until `condition` returns something truthy, and returns that."""
+    return WebDriverWait(None, seconds, poll_frequency=interval).until(
+        lambda _: condition(), message=f"timed out after {seconds} s waiting for {what}")
 
 
 def child_environment():

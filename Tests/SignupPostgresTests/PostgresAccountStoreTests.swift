@@ -1,5 +1,6 @@
 import AccountStoreTestSupport
 import Foundation
+import HTTPTestSupport
 import SignupDomain
 import SignupPostgres
 import XCTest
@@ -98,12 +99,7 @@ final class PostgresAccountStoreTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 10, "each call gives up within its bound")
 
         try cluster.start()
-        var recovered = false
-        let deadline = Date().addingTimeInterval(30)
-        while !recovered, Date() < deadline {
-            recovered = (try? store.checkReadiness()) != nil
-            if !recovered { usleep(50_000) }  // polling a condition, bounded by the deadline
-        }
+        let recovered = Condition.wait(timeout: 30) { (try? store.checkReadiness()) != nil }
         XCTAssertTrue(recovered, "the pool reconnects by itself: \(cluster.serverLog.suffix(500))")
         XCTAssertEqual(try store.account(named: "kept"), kept)
         XCTAssertNil(try store.account(named: "lost"), "the refused sign-up stored nothing")
