@@ -106,14 +106,15 @@ extension SignupPolicy {
         }
         let candidate = cache.candidates.candidate(in: self, password: password, username: username, email: email)
         let confirmation = PasswordConfirmation(password: candidate.password, confirm: confirm.canonicallyComposed)
+        let passwordAnswer = breach(candidate)
         return FormEvaluation(
             policy: self,
             username: cache.username.value(for: .init(value: username, answer: answer)) {
                 self.username.evaluate(username, asyncRule: availability, answer: answer)
             },
             email: cache.email.value(for: email) { self.email.evaluate(email) },
-            password: cache.password.value(for: .init(candidate: candidate, answer: breach(candidate))) {
-                self.password.evaluate(candidate, asyncRule: breachRule, answer: breach(candidate))
+            password: cache.password.value(for: .init(candidate: candidate, answer: passwordAnswer)) {
+                self.password.evaluate(candidate, asyncRule: breachRule, answer: passwordAnswer)
             },
             confirm: cache.confirm.value(for: confirmation) { self.confirm.evaluate(confirmation) },
             shownFields: shownFields)

@@ -19,12 +19,7 @@ public struct PolicyFileError: Error, CustomStringConvertible, Sendable, Equatab
 /// `Policy.defaults`' values (the classic checklist's). docs/POLICY.md describes the format.
 public enum PolicyFile {
     public static func load(path: String) throws(PolicyFileError) -> Policy {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw PolicyFileError(file: path, line: nil, reason: "cannot be read: \(Self.describe(error))")
-        }
+        let text = try read(path: path)
         let base = URL(fileURLWithPath: path).deletingLastPathComponent()
         let fallbackName = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
         return try parse(text, file: path, baseDirectory: base, fallbackName: fallbackName)
@@ -35,6 +30,21 @@ public enum PolicyFile {
     ///   - baseDirectory: where relative `reserved_file` and `blocklist` paths start.
     public static func parse(_ text: String, file: String, baseDirectory: URL,
                              fallbackName: String = "custom") throws(PolicyFileError) -> Policy {
+        let reader = Reader(file: file, baseDirectory: baseDirectory)
+        return try reader.policy(from: compose(text, file: file), fallbackName: fallbackName)
+    }
+
+    /// A settings file's text (policy files and language catalogs), or why it cannot be read.
+    static func read(path: String) throws(PolicyFileError) -> String {
+        do {
+            return try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw PolicyFileError(file: path, line: nil, reason: "cannot be read: \(Self.describe(error))")
+        }
+    }
+
+    /// A settings file's node tree (line numbers kept for complaints), or where it is broken.
+    static func compose(_ text: String, file: String) throws(PolicyFileError) -> Node {
         let root: Node?
         do {
             root = try Yams.compose(yaml: text)
@@ -44,8 +54,12 @@ public enum PolicyFile {
             throw PolicyFileError(file: file, line: nil, reason: "is not valid YAML or JSON: \(error)")
         }
         guard let root else { throw PolicyFileError(file: file, line: nil, reason: "is empty") }
-        let reader = Reader(file: file, baseDirectory: baseDirectory)
-        return try reader.policy(from: root, fallbackName: fallbackName)
+        return root
+    }
+
+    /// Whether `tag` is a language tag as files here spell it: lower case, like en, de or pt-br.
+    static func isLanguageTag(_ tag: String) -> Bool {
+        tag.wholeMatch(of: #/[a-z]{2,3}(-[a-z0-9]{2,8})*/#) != nil
     }
 
     private static func line(of error: YamlError) -> Int? {
@@ -193,7 +207,7 @@ private struct Reader {
                 throw fail(byLanguage.value, "'texts_by_language' must map language tags (en, de, pt-br, …) to texts")
             }
             for (key, value) in mapping {
-                guard let tag = key.scalar?.string, tag.wholeMatch(of: /[a-z]{2,3}(-[a-z0-9]{1,8})*/) != nil else {
+                guard let tag = key.scalar?.string, PolicyFile.isLanguageTag(tag) else {
                     throw fail(key, "'\(key.scalar?.string ?? "?")' is not a language tag in lower case, like en, de or pt-br")
                 }
                 policy.textsByLanguage[tag] = try readTexts(value, at: "texts_by_language.\(tag)")

@@ -37,24 +37,10 @@ public struct TextCatalog: Sendable {
 
     /// Reads a catalog file; refuses it with the file, line and reason like a policy file.
     public static func load(path: String) throws(PolicyFileError) -> TextCatalog {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw PolicyFileError(file: path, line: nil, reason: "cannot be read: \(PolicyFile.describe(error))")
-        }
         func fail(_ node: Node?, _ reason: String) -> PolicyFileError {
             PolicyFileError(file: path, line: node?.mark?.line, reason: reason)
         }
-        let root: Node
-        do {
-            guard let composed = try Yams.compose(yaml: text) else { throw fail(nil, "is empty") }
-            root = composed
-        } catch let error as PolicyFileError {
-            throw error
-        } catch {
-            throw fail(nil, "is not valid YAML: \(error)")
-        }
+        let root = try PolicyFile.compose(PolicyFile.read(path: path), file: path)
         guard let mapping = root.mapping else { throw fail(root, "a catalog must be a mapping (language:, name:, direction:, texts:)") }
         var language: String?, name: String?, direction = "ltr"
         var texts: [String: String] = [:], feedback: [String: String] = [:]
@@ -62,7 +48,7 @@ public struct TextCatalog: Sendable {
             switch key.scalar?.string {
             case "language":
                 language = value.scalar?.string.lowercased()
-                guard let code = language, code.wholeMatch(of: #/[a-z]{2,3}(-[a-z0-9]{2,8})*/#) != nil else {
+                guard let code = language, PolicyFile.isLanguageTag(code) else {
                     throw fail(value, "'language' must be a language tag such as en, de or pt-br")
                 }
             case "name":

@@ -143,7 +143,6 @@ public final class SignupApplication: Sendable {
             }),
             assets: assets,
             languages: languages,
-            policy: languages.english.policy,
             language: languages.english,
             maxBodyBytes: configuration.maxBodyBytes,
             retryMilliseconds: configuration.retryMilliseconds,

@@ -22,7 +22,7 @@ extension SignupRoutes {
         case .success(let decoded): form = decoded
         case .failure(let error): return error.response
         }
-        return speaking(languages.negotiate(requested: form["lang"], acceptLanguage: request.headers["accept-language"]))
+        return speaking(visitorLanguage(request, requested: form["lang"]))
             .signIn(form, client: client)
     }
 

@@ -12,7 +12,7 @@ extension SignupRoutes {
         case .failure(let error): return error.response
         }
         // The page's language (its hidden `lang` field), else the browser's.
-        return speaking(languages.negotiate(requested: form["lang"], acceptLanguage: request.headers["accept-language"]))
+        return speaking(visitorLanguage(request, requested: form["lang"]))
             .submit(form, client: client)
     }
 

@@ -22,10 +22,11 @@ struct SignupRoutes: HTTPResponder {
     let blankPages: [String: PageRenderer.BlankSignupPage]
     let assets: StaticAssets
     let languages: Languages
-    /// The rules and texts of the request's language: English, except in a copy made for
-    /// one request (`speaking(_:)`).
-    var policy: SignupPolicy
+    /// The request's language: English, except in a copy made for one request
+    /// (`speaking(_:)`).
     var language: Languages.Language
+    /// The rules and texts of that language.
+    var policy: SignupPolicy { language.policy }
     let maxBodyBytes: Int
     let retryMilliseconds: Int
     let addresses: ClientAddressResolver
@@ -126,8 +127,7 @@ struct SignupRoutes: HTTPResponder {
         switch request.path {
         case "/":
             guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
-            return signupPage(client: client, language: languages.negotiate(
-                requested: request.queryValue("lang"), acceptLanguage: request.headers["accept-language"]))
+            return signupPage(client: client, language: visitorLanguage(request))
         case "/healthz":
             guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
             return health.liveness()
@@ -232,14 +232,18 @@ struct SignupRoutes: HTTPResponder {
 
     /// `?lang=`, else `Accept-Language`, else English.
     func visitorLanguage(_ request: HTTPRequest) -> Languages.Language {
-        languages.negotiate(requested: request.queryValue("lang"), acceptLanguage: request.headers["accept-language"])
+        visitorLanguage(request, requested: request.queryValue("lang"))
+    }
+
+    /// `requested` (a form's `lang` field, say), else `Accept-Language`, else English.
+    func visitorLanguage(_ request: HTTPRequest, requested: String?) -> Languages.Language {
+        languages.negotiate(requested: requested, acceptLanguage: request.headers["accept-language"])
     }
 
     /// These routes speaking `language`: its rules and texts, for one request.
     func speaking(_ language: Languages.Language) -> SignupRoutes {
         var copy = self
         copy.language = language
-        copy.policy = language.policy
         return copy
     }
 

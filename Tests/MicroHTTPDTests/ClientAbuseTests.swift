@@ -23,6 +23,24 @@ final class ClientAbuseTests: XCTestCase {
         }
     }
 
+    /// A started stream server with no per-address cap and the given heartbeat; stop it.
+    private func streamServer(heartbeatSeconds: Double) throws -> HTTPServer {
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(port: 0, perAddressConnectionLimit: 0, heartbeatIntervalSeconds: heartbeatSeconds),
+            responder: StreamResponder())
+        try server.start()
+        return server
+    }
+
+    /// `count` clients, each with `GET /stream` sent.
+    private func streamClients(_ count: Int, of server: HTTPServer) throws -> [RawHTTPConnection] {
+        try (0..<count).map { _ in
+            let client = try RawHTTPConnection(port: server.port)
+            client.send("GET /stream HTTP/1.1\r\nHost: a\r\n\r\n")
+            return client
+        }
+    }
+
     func testOneAddressHoldingManyConnectionsDoesNotShutOutAnother() throws {
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(port: 0, perAddressConnectionLimit: 50, idleTimeoutSeconds: 60),
@@ -50,19 +68,10 @@ final class ClientAbuseTests: XCTestCase {
     }
 
     func testStreamClientsThatHangUpAreReleasedAtOnceNotAtTheNextHeartbeat() throws {
-        let server = HTTPServer(
-            configuration: HTTPServerConfiguration(port: 0, perAddressConnectionLimit: 0, heartbeatIntervalSeconds: 600),
-            responder: StreamResponder())
-        try server.start()
+        let server = try streamServer(heartbeatSeconds: 600)
         defer { server.stop() }
-        var clients: [RawHTTPConnection] = []
-        for _ in 0..<200 {
-            let client = try RawHTTPConnection(port: server.port)
-            client.send("GET /stream HTTP/1.1\r\nHost: a\r\n\r\n")
-            clients.append(client)
-        }
-        let control = try RawHTTPConnection(port: server.port)
-        control.send("GET /stream HTTP/1.1\r\nHost: a\r\n\r\n")
+        let clients = try streamClients(200, of: server)
+        let control = try streamClients(1, of: server)[0]
         XCTAssertTrue(Condition.wait(timeout: 10) { server.openStreamCount == 201 }, "\(server.openStreamCount) streams open")
         for client in clients {
             XCTAssertTrue(client.read(timeout: 5) { $0.contains("\r\n\r\n") }, "the stream's headers arrived")
@@ -76,10 +85,7 @@ final class ClientAbuseTests: XCTestCase {
     }
 
     func testASecondStreamOnAKeepAliveConnectionIsWatchedToo() throws {
-        let server = HTTPServer(
-            configuration: HTTPServerConfiguration(port: 0, heartbeatIntervalSeconds: 600),
-            responder: StreamResponder())
-        try server.start()
+        let server = try streamServer(heartbeatSeconds: 600)
         defer { server.stop() }
         let client = try RawHTTPConnection(port: server.port)
         client.send("GET /short-stream HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -94,17 +100,9 @@ final class ClientAbuseTests: XCTestCase {
     }
 
     func testKilledStreamClientsAreReleasedWithinOneHeartbeatWithFewThreads() throws {
-        let server = HTTPServer(
-            configuration: HTTPServerConfiguration(port: 0, perAddressConnectionLimit: 0, heartbeatIntervalSeconds: 1),
-            responder: StreamResponder())
-        try server.start()
+        let server = try streamServer(heartbeatSeconds: 1)
         defer { server.stop() }
-        var clients: [RawHTTPConnection] = []
-        for _ in 0..<300 {
-            let client = try RawHTTPConnection(port: server.port)
-            client.send("GET /stream HTTP/1.1\r\nHost: a\r\n\r\n")
-            clients.append(client)
-        }
+        let clients = try streamClients(300, of: server)
         // A live client, to see when the heartbeat has gone out.
         let control = try RawHTTPConnection(port: server.port)
         control.send("GET /stream HTTP/1.0\r\n\r\n")
