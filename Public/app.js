@@ -3,7 +3,8 @@
 (function () {
 "use strict";
 
-var FIELDS = ["username", "email", "password", "confirm"];
+// The form's fields, in page order, as the page declares them (data-field): the policy decides.
+var FIELDS = [];
 // Every text comes from the page, in its language (data-text-* on the form): the script
 // holds none of its own.
 var STATE_TEXT = {}, LOST = "", SLOW = "";
@@ -36,6 +37,9 @@ leadsToFields(summary);
 
 var form = document.querySelector("form[data-signup]");
 if (!form) { return; }
+FIELDS = Array.prototype.map.call(form.querySelectorAll("[data-field]"), function (el) {
+  return el.getAttribute("data-field");
+});
 var tokenInput = form.querySelector('input[name="token"]');
 var token = tokenInput ? tokenInput.value : "";
 if (!token) { return; }
@@ -144,6 +148,24 @@ function inputFor(field) {
   return form.elements.namedItem(field);
 }
 
+// What the field posts, as a plain form post would: a checkbox is "on" when ticked, "" when not.
+function valueOf(input) {
+  return input.type === "checkbox" ? (input.checked ? "on" : "") : input.value;
+}
+
+function setValue(input, value) {
+  if (input.type === "checkbox") { input.checked = value === "on"; } else { input.value = value; }
+}
+
+// Whether the browser restored something other than what the page was served with.
+function differsFromPage(input) {
+  if (input.type === "checkbox") { return input.checked !== input.defaultChecked; }
+  if (input.tagName === "SELECT") {
+    return Array.prototype.some.call(input.options, function (o) { return o.selected !== o.defaultSelected; });
+  }
+  return input.value !== input.defaultValue;
+}
+
 /* ---------- outgoing edits ---------- */
 
 var seq = {};
@@ -157,7 +179,7 @@ function send(field, isTouched) {
   var body = new URLSearchParams();
   body.set("token", sentWith);
   body.set("field", field);
-  body.set("value", input.value);
+  body.set("value", valueOf(input));
   body.set("seq", String(seq[field]));
   if (isTouched) { body.set("touched", "1"); }
   // The token in the URL too: a proxy in front of several instances routes by it.
@@ -196,7 +218,12 @@ FIELDS.forEach(function (field) {
   var input = inputFor(field);
   if (!input) { return; }
   seq[field] = 0;
-  input.addEventListener("input", function () { send(field, false); });
+  if (input.type === "checkbox" || input.tagName === "SELECT") {
+    // Ticking a box or choosing an option is a decision: its problems may show at once.
+    input.addEventListener("change", function () { touched[field] = true; send(field, true); });
+  } else {
+    input.addEventListener("input", function () { send(field, false); });
+  }
   input.addEventListener("blur", function () { touched[field] = true; send(field, true); });
 });
 
@@ -206,7 +233,7 @@ var CARRY = "livesignup-carry";
 Array.prototype.forEach.call(document.querySelectorAll("[data-language]"), function (link) {
   link.addEventListener("click", function () {
     var values = { touched: touched };
-    FIELDS.forEach(function (field) { var input = inputFor(field); if (input) { values[field] = input.value; } });
+    FIELDS.forEach(function (field) { var input = inputFor(field); if (input) { values[field] = valueOf(input); } });
     try { sessionStorage.setItem(CARRY, JSON.stringify(values)); } catch (err) { /* storage off: values are lost */ }
   });
 });
@@ -216,7 +243,7 @@ Array.prototype.forEach.call(document.querySelectorAll("[data-language]"), funct
   if (!carried) { return; }
   FIELDS.forEach(function (field) {
     var input = inputFor(field);
-    if (input && !input.value && typeof carried[field] === "string") { input.value = carried[field]; }
+    if (input && !valueOf(input) && typeof carried[field] === "string") { setValue(input, carried[field]); }
     if (carried.touched && carried.touched[field]) { touched[field] = true; }
   });
 })();
@@ -226,7 +253,7 @@ Array.prototype.forEach.call(document.querySelectorAll("[data-language]"), funct
 function resend(all) {
   FIELDS.forEach(function (field) {
     var input = inputFor(field);
-    if (input && (all ? input.value || touched[field] : input.value !== input.defaultValue)) {
+    if (input && (all ? valueOf(input) || touched[field] : differsFromPage(input))) {
       send(field, !!touched[field]);
     }
   });

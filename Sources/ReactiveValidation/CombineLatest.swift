@@ -1,10 +1,14 @@
 // OpenCombine 0.14 declares `CombineLatest` in its interface list but does not implement it.
 // This file supplies the operator with Combine's spelling and semantics so view models read
 // exactly as they would on Apple platforms, where Combine's own operator is used instead.
-#if !canImport(Combine)
 import Foundation
+#if canImport(Combine)
+import Combine
+#else
 import OpenCombineShim
+#endif
 
+#if !canImport(Combine)
 extension Publishers {
     /// Emits a pair of the latest values of both upstreams once each has produced one, and
     /// again whenever either produces another. Finishes when both finish; fails when either does.
@@ -115,6 +119,8 @@ extension Publisher {
         Publishers.CombineLatest3(self, p, q)
     }
 }
+
+#endif
 
 /// The shared state of one `CombineLatest` subscription over any number of upstreams.
 ///
@@ -253,4 +259,3 @@ extension Publisher {
 
     @inlinable func receive(completion: Subscribers.Completion<Failure>) { complete(completion) }
 }
-#endif

@@ -8,13 +8,17 @@ public struct Account: Sendable, Equatable {
     public let email: String
     public let passwordHash: String
     public let createdAt: Date
+    /// What the policy's stored fields kept (`stored: true`), a JSON object in the store.
+    public let profile: [String: ProfileValue]
 
-    public init(id: Int64, username: String, email: String, passwordHash: String, createdAt: Date) {
+    public init(id: Int64, username: String, email: String, passwordHash: String, createdAt: Date,
+                profile: [String: ProfileValue] = [:]) {
         self.id = id
         self.username = username
         self.email = email
         self.passwordHash = passwordHash
         self.createdAt = createdAt
+        self.profile = profile
     }
 
     /// The marker stored instead of a hash for accounts nobody can sign in to.
@@ -28,12 +32,16 @@ public struct NewAccount: Sendable {
     public let passwordHash: String
     /// The form session that created it; each can create one account only.
     public let formToken: String
+    /// The stored fields' values (see `Account.profile`).
+    public let profile: [String: ProfileValue]
 
-    public init(username: String, email: String, passwordHash: String, formToken: String) {
+    public init(username: String, email: String, passwordHash: String, formToken: String,
+                profile: [String: ProfileValue] = [:]) {
         self.username = username
         self.email = email
         self.passwordHash = passwordHash
         self.formToken = formToken
+        self.profile = profile
     }
 }
 

@@ -16,10 +16,12 @@ public struct FormEvaluation: Equatable, Sendable {
     public let strength: PasswordStrength
     /// True when every requirement is met and no field failed a check off the checklist.
     public let isValid: Bool
+    /// The form's fields in page order (the policy's).
+    public let fieldOrder: [SignupField]
 
-    /// Each field's shown problem, in field order.
+    /// Each field's shown problem, in page order.
     public var problems: [(field: SignupField, message: String)] {
-        SignupField.allCases.compactMap { field in
+        fieldOrder.compactMap { field in
             let message = fieldValidations[field]?.message ?? ""
             return message.isEmpty ? nil : (field, message)
         }
@@ -31,6 +33,7 @@ public struct FormEvaluation: Equatable, Sendable {
         email: FieldEvaluation<String>,
         password: FieldEvaluation<PasswordCandidate>,
         confirm: FieldEvaluation<PasswordConfirmation>,
+        declared: [FieldEvaluation<String>],
         shownFields: Set<SignupField>
     ) {
         var states: [String: RequirementState] = [:]
@@ -43,8 +46,7 @@ public struct FormEvaluation: Equatable, Sendable {
                 states[requirement.id] = state
             }
         }
-        requirementStates = states
-        fieldValidations = [
+        var validations: [SignupField: FieldValidation] = [
             .username: policy.username.validation(
                 of: username, extraMessages: [policy.usernameTakenMessage], isShown: shownFields.contains(.username)),
             .email: policy.email.validation(of: email, isShown: shownFields.contains(.email)),
@@ -56,8 +58,21 @@ public struct FormEvaluation: Equatable, Sendable {
                 isShown: shownFields.contains(.password)),
             .confirm: policy.confirm.validation(of: confirm, isShown: shownFields.contains(.confirm)),
         ]
+        var declaredValid = true
+        for (position, evaluation) in zip(policy.declaredPositions, declared) {
+            let field = policy.fields[position]
+            guard let rules = field.rules else { continue }
+            for (requirement, state) in zip(rules.requirements, evaluation.states) {
+                states[requirement.id] = state
+            }
+            validations[field.field] = rules.validation(of: evaluation, isShown: shownFields.contains(field.field))
+            declaredValid = declaredValid && evaluation.allMet
+        }
+        requirementStates = states
+        fieldValidations = validations
         strength = password.value.strength
-        isValid = username.allMet && email.allMet && password.allMet && confirm.allMet
+        isValid = username.allMet && email.allMet && password.allMet && confirm.allMet && declaredValid
+        fieldOrder = policy.fieldOrder
     }
 }
 
@@ -66,7 +81,7 @@ extension FormEvaluation {
     public func snapshot(rev: Int) -> SignupSnapshot {
         SignupSnapshot(
             rev: rev, requirements: requirementStates,
-            messages: Dictionary(uniqueKeysWithValues: SignupField.allCases.map {
+            messages: Dictionary(uniqueKeysWithValues: fieldOrder.map {
                 ($0.rawValue, fieldValidations[$0]?.message ?? "")
             }),
             strength: strength, submitEnabled: isValid)
@@ -83,10 +98,12 @@ extension SignupPolicy {
     ///   - cache: remembers each field's last evaluation between calls (the view model's),
     ///     so only the fields whose inputs changed are evaluated again.
     public func evaluate(
-        username: String, email: String, password: String, confirm: String,
+        values: [SignupField: String],
         availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
         breachAnswer: AsyncAnswer<String>? = nil, cache: FormEvaluationCache? = nil
     ) -> FormEvaluation {
+        let username = values[.username] ?? "", email = values[.email] ?? ""
+        let password = values[.password] ?? "", confirm = values[.confirm] ?? ""
         let breachRule = passwordBreachCandidateRule
         func breach(_ candidate: PasswordCandidate) -> AsyncAnswer<PasswordCandidate>? {
             // The answer counts only while it is for the password as it is now.
@@ -102,6 +119,7 @@ extension SignupPolicy {
                 password: self.password.evaluate(candidate, asyncRule: breachRule, answer: breach(candidate)),
                 confirm: self.confirm.evaluate(PasswordConfirmation(
                     password: candidate.password, confirm: confirm.canonicallyComposed)),
+                declared: declaredPositions.map { fields[$0].rules!.evaluate(values[fields[$0].field] ?? "") },
                 shownFields: shownFields)
         }
         let candidate = cache.candidates.candidate(in: self, password: password, username: username, email: email)
@@ -117,7 +135,22 @@ extension SignupPolicy {
                 self.password.evaluate(candidate, asyncRule: breachRule, answer: passwordAnswer)
             },
             confirm: cache.confirm.value(for: confirmation) { self.confirm.evaluate(confirmation) },
+            declared: declaredPositions.enumerated().map { slot, position in
+                let value = values[fields[position].field] ?? ""
+                return cache.declared(slot).value(for: value) { fields[position].rules!.evaluate(value) }
+            },
             shownFields: shownFields)
+    }
+
+    /// The same for the built-in four alone (declared fields empty).
+    public func evaluate(
+        username: String, email: String, password: String, confirm: String,
+        availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
+        breachAnswer: AsyncAnswer<String>? = nil, cache: FormEvaluationCache? = nil
+    ) -> FormEvaluation {
+        evaluate(values: [.username: username, .email: email, .password: password, .confirm: confirm],
+                 availability: availability, answer: answer, shownFields: shownFields,
+                 breachAnswer: breachAnswer, cache: cache)
     }
 
     /// `password.breached`'s state for a submitted password, looked up now (nil when no
@@ -133,7 +166,7 @@ extension SignupPolicy {
     /// A session whose person has not typed has exactly this state, so it needs no view
     /// model until the first edit.
     public var initialEvaluation: FormEvaluation {
-        evaluate(username: "", email: "", password: "", confirm: "",
+        evaluate(values: [:],
                  availability: usernameAvailabilityRule { _ in Empty().eraseToAnyPublisher() },
                  answer: nil, shownFields: [])
     }
@@ -143,15 +176,23 @@ extension SignupPolicy {
     /// `breach` is `password.breached`'s state for `password` (`breachStateNow`), when a
     /// breach source is configured.
     public func evaluateSubmission(
-        username: String, email: String, password: String, confirm: String, usernameAvailability: RequirementState,
-        breach: RequirementState? = nil
+        values: [SignupField: String], usernameAvailability: RequirementState, breach: RequirementState? = nil
     ) -> FormEvaluation {
         // The answer is already known, so the rule's check is never run.
         let availability = usernameAvailabilityRule { _ in Empty().eraseToAnyPublisher() }
         return evaluate(
-            username: username, email: email, password: password, confirm: confirm,
-            availability: availability, answer: AsyncAnswer(value: username, state: usernameAvailability),
-            shownFields: Set(SignupField.allCases),
-            breachAnswer: breach.map { AsyncAnswer(value: password, state: $0) })
+            values: values,
+            availability: availability, answer: AsyncAnswer(value: values[.username] ?? "", state: usernameAvailability),
+            shownFields: Set(fieldOrder),
+            breachAnswer: breach.map { AsyncAnswer(value: values[.password] ?? "", state: $0) })
+    }
+
+    /// The same for the built-in four alone (declared fields empty).
+    public func evaluateSubmission(
+        username: String, email: String, password: String, confirm: String, usernameAvailability: RequirementState,
+        breach: RequirementState? = nil
+    ) -> FormEvaluation {
+        evaluateSubmission(values: [.username: username, .email: email, .password: password, .confirm: confirm],
+                           usernameAvailability: usernameAvailability, breach: breach)
     }
 }

@@ -23,8 +23,25 @@ public final class FormEvaluationCache {
     var email = Memo<String, FieldEvaluation<String>>()
     var password = Memo<PasswordInput, FieldEvaluation<PasswordCandidate>>()
     var confirm = Memo<PasswordConfirmation, FieldEvaluation<PasswordConfirmation>>()
+    /// One per field the policy declares, in page order.
+    private var declaredFields: [DeclaredMemo] = []
 
     public init() {}
+
+    /// The memo of the policy's declared field number `slot`.
+    func declared(_ slot: Int) -> DeclaredMemo {
+        while declaredFields.count <= slot { declaredFields.append(DeclaredMemo()) }
+        return declaredFields[slot]
+    }
+}
+
+/// A declared field's last evaluation (a class, so the cache can hand it out and keep it).
+final class DeclaredMemo {
+    private var memo = Memo<String, FieldEvaluation<String>>()
+
+    func value(for input: String, compute: () -> FieldEvaluation<String>) -> FieldEvaluation<String> {
+        memo.value(for: input, compute: compute)
+    }
 }
 
 /// The last value computed, kept with the input it was computed from.

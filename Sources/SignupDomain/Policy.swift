@@ -42,6 +42,8 @@ public struct Policy: Sendable {
     /// language listed here takes these over its catalog instead of `texts`, which are one
     /// language's words (usually English) and would otherwise show in every language.
     public var textsByLanguage: [String: PolicyTexts] = [:]
+    /// The form's fields in page order: the built-in four, plus any the policy file declares.
+    public var fields: [FieldDeclaration] = FieldDeclaration.builtIn
 
     public init(
         name: String, summary: String, usernameLength: ClosedRange<Int>,

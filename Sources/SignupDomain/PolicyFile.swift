@@ -172,7 +172,7 @@ private struct Reader {
         var policy = Policy.defaults
         policy.name = fallbackName
         let top = try settings(root, at: "", known: ["name", "summary", "service_name", "username", "password",
-                                                     "availability_debounce_ms", "texts", "texts_by_language"])
+                                                     "availability_debounce_ms", "texts", "texts_by_language", "fields"])
         if let name = top["name"] {
             policy.name = try string(name.value, "name")
         }
@@ -213,6 +213,9 @@ private struct Reader {
                 policy.textsByLanguage[tag] = try readTexts(value, at: "texts_by_language.\(tag)")
                 languageNodes[tag] = key
             }
+        }
+        if let fields = top["fields"] {
+            policy.fields = try readFields(fields.value)
         }
         // A different character rule with the built-in text would tell people the wrong thing,
         // in any language that gets the policy's own wording.
@@ -306,6 +309,187 @@ private struct Reader {
         if let words = password["context_words"] {
             policy.contextWords = try strings(words.value, "password.context_words")
         }
+    }
+
+    /// `fields:`, a list in page order. Each built-in field appears once (the account needs
+    /// them); declared fields have a kind, requirements that fit it, and a label.
+    private func readFields(_ node: Node) throws(PolicyFileError) -> [FieldDeclaration] {
+        guard let items = node.sequence, !items.isEmpty else {
+            throw fail(node, "'fields' must be a list of fields in page order, each like {name: terms, kind: checkbox, …}")
+        }
+        var declarations: [FieldDeclaration] = []
+        var seen: [String: Node] = [:]
+        for item in items {
+            let declaration = try readField(item)
+            if seen[declaration.name] != nil {
+                throw fail(item, "field '\(declaration.name)' is declared twice")
+            }
+            seen[declaration.name] = item
+            declarations.append(declaration)
+        }
+        let missing = FieldDeclaration.builtIn.map(\.name).filter { seen[$0] == nil }
+        if !missing.isEmpty {
+            throw fail(node, "'fields' must list the built-in fields every account needs: \(missing.joined(separator: ", ")) \(missing.count == 1 ? "is" : "are") missing")
+        }
+        return declarations
+    }
+
+    private static let fieldSettings = [
+        "name", "kind", "label", "hint", "autocomplete", "required", "min_length", "max_length", "pattern",
+        "accepted", "options", "stored", "link_url", "texts", "texts_by_language",
+    ]
+
+    private func readField(_ node: Node) throws(PolicyFileError) -> FieldDeclaration {
+        let entries = try settings(node, at: "fields[]", known: Self.fieldSettings)
+        guard let nameEntry = entries["name"] else { throw fail(node, "a field needs a 'name'") }
+        let name = try string(nameEntry.value, "fields[].name")
+        let path = "fields.\(name)"
+        guard name.wholeMatch(of: #/[a-z][a-z0-9_]{0,31}/#) != nil else {
+            throw fail(nameEntry.value, "field name '\(name)' must be 1 to 32 lower-case letters, digits or '_', starting with a letter (it is the form field's name on the wire)")
+        }
+        guard !FieldDeclaration.reservedNames.contains(name) else {
+            throw fail(nameEntry.value, "field name '\(name)' is reserved: the form posts it for its own use (reserved: \(FieldDeclaration.reservedNames.sorted().joined(separator: ", ")))")
+        }
+        if let builtIn = FieldDeclaration.Kind(rawValue: name), builtIn.isBuiltIn {
+            // A built-in field: its rules are the policy's `username:` / `password:` settings.
+            let allowed = ["name", "kind", "label", "hint", "texts", "texts_by_language"]
+            if let other = entries.keys.sorted().first(where: { !allowed.contains($0) }) {
+                throw fail(entries[other]!.key, "'\(other)' does not fit the built-in field '\(name)': its rules are set under '\(name == "password" || name == "confirm" ? "password" : name == "username" ? "username" : "the server")' (it may have: label, hint, texts, texts_by_language)")
+            }
+            if let kind = entries["kind"], try string(kind.value, "\(path).kind") != name {
+                throw fail(kind.value, "the built-in field '\(name)' has kind '\(name)'; leave 'kind' out")
+            }
+            var declaration = FieldDeclaration(name: name, kind: builtIn)
+            try readFieldTexts(entries, into: &declaration, path: path)
+            return declaration
+        }
+        guard let kindEntry = entries["kind"] else {
+            throw fail(node, "field '\(name)' needs a 'kind': \(FieldDeclaration.Kind.declarable.map(\.rawValue).joined(separator: ", "))")
+        }
+        let kindName = try string(kindEntry.value, "\(path).kind")
+        guard let kind = FieldDeclaration.Kind(rawValue: kindName), !kind.isBuiltIn else {
+            throw fail(kindEntry.value, "unknown kind '\(kindName)' for field '\(name)'; a field may be \(FieldDeclaration.Kind.declarable.map(\.rawValue).joined(separator: ", "))")
+        }
+        var declaration = FieldDeclaration(name: name, kind: kind)
+        // Which requirements fit which kind: a setting that would silently do nothing is refused.
+        let fits: [FieldDeclaration.Kind: Set<String>] = [
+            .text: ["required", "min_length", "max_length", "pattern"],
+            .checkbox: ["accepted", "link_url"],
+            .select: ["required", "options"],
+        ]
+        for key in ["required", "min_length", "max_length", "pattern", "accepted", "options", "link_url"] {
+            if let entry = entries[key], !(fits[kind]?.contains(key) ?? false) {
+                let hint = key == "required" && kind == .checkbox ? " (a box that must be ticked uses 'accepted: true')" : ""
+                throw fail(entry.key, "'\(key)' does not fit a \(kind.rawValue) field ('\(name)')\(hint); a \(kind.rawValue) field may have: \(fits[kind]!.sorted().joined(separator: ", "))")
+            }
+        }
+        if let entry = entries["autocomplete"] {
+            let token = try string(entry.value, "\(path).autocomplete")
+            guard token.wholeMatch(of: #/[a-z0-9 -]{1,64}/#) != nil else {
+                throw fail(entry.value, "'\(path).autocomplete' must be an autocomplete token such as nickname, organization or off")
+            }
+            declaration.autocomplete = token
+        }
+        if let entry = entries["required"] { declaration.isRequired = try boolean(entry.value, "\(path).required") }
+        if let entry = entries["accepted"] { declaration.mustBeAccepted = try boolean(entry.value, "\(path).accepted") }
+        if let entry = entries["stored"] { declaration.isStored = try boolean(entry.value, "\(path).stored") }
+        if let entry = entries["min_length"] {
+            declaration.minimumLength = try integer(entry.value, "\(path).min_length", in: 0...DeclaredFieldRules.longestText)
+        }
+        if let entry = entries["max_length"] {
+            declaration.maximumLength = try integer(entry.value, "\(path).max_length", in: 1...DeclaredFieldRules.longestText)
+        }
+        if let minimum = declaration.minimumLength, let maximum = declaration.maximumLength, minimum > maximum {
+            throw fail(entries["max_length"]!.value, "'\(path).max_length' (\(maximum)) is below '\(path).min_length' (\(minimum))")
+        }
+        if let entry = entries["pattern"] {
+            let pattern = try string(entry.value, "\(path).pattern")
+            if let problem = DeclaredFieldRules.patternProblem(pattern) {
+                throw fail(entry.value, "'\(path).pattern' does not compile as a regular expression: \(problem)")
+            }
+            declaration.pattern = pattern
+        }
+        if let entry = entries["options"] {
+            let options = try strings(entry.value, "\(path).options")
+            guard !options.isEmpty else { throw fail(entry.value, "'\(path).options' is empty: list the values to choose from") }
+            if let duplicate = Dictionary(grouping: options, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
+                throw fail(entry.value, "'\(path).options' lists '\(duplicate)' twice")
+            }
+            if let bad = options.first(where: { $0.wholeMatch(of: #/[A-Za-z0-9_.-]{1,64}/#) == nil }) {
+                throw fail(entry.value, "option '\(bad)' of '\(path)' must be 1 to 64 letters, digits, '.', '-' or '_' (it is the value posted; its label is the text 'option.\(bad)')")
+            }
+            declaration.options = options
+        } else if kind == .select {
+            throw fail(node, "the select field '\(name)' needs 'options': the values to choose from")
+        }
+        if let entry = entries["link_url"] {
+            let url = try string(entry.value, "\(path).link_url")
+            guard url.hasPrefix("https://") || url.hasPrefix("http://") || (url.hasPrefix("/") && !url.hasPrefix("//")),
+                  !url.contains(where: { $0.isWhitespace || $0 == "\"" || $0 == "<" || $0 == ">" }) else {
+                throw fail(entry.value, "'\(path).link_url' must be an http(s) address or a path on this site starting with '/'")
+            }
+            declaration.linkURL = url
+        }
+        try readFieldTexts(entries, into: &declaration, path: path)
+        guard declaration.texts["label"] != nil else {
+            throw fail(node, "field '\(name)' needs a 'label' (the words next to it)")
+        }
+        if declaration.pattern != nil {
+            for key in ["pattern.text", "pattern.message"] where declaration.texts[key] == nil {
+                throw fail(entries["pattern"]!.key, "field '\(name)' has a pattern, so its 'texts' must say what it asks for: give '\(key)' (a pattern has no words of its own)")
+            }
+        }
+        if let url = declaration.linkURL {
+            for (language, texts) in [(nil, declaration.texts)] + declaration.textsByLanguage.map({ ($0.key, $0.value) }) {
+                if let label = texts["label"], DeclaredFieldRules.linkedWords(in: label) == nil {
+                    throw fail(entries["link_url"]!.key, "field '\(name)' links to \(url), so its label\(language.map { " in '\($0)'" } ?? "") must put the linked words in [brackets], like \"I accept the [terms of service]\"")
+                }
+            }
+        }
+        return declaration
+    }
+
+    /// `label:`, `hint:`, `texts:` and `texts_by_language:` of a field.
+    private func readFieldTexts(_ entries: [String: (key: Node, value: Node)], into declaration: inout FieldDeclaration,
+                                path: String) throws(PolicyFileError) {
+        let keys = declaration.textKeys
+        var general: [String: String] = [:]
+        if let texts = entries["texts"] { general = try fieldTexts(texts.value, at: "\(path).texts", known: keys) }
+        for key in ["label", "hint"] {
+            if let entry = entries[key] {
+                guard general[key] == nil else { throw fail(entry.key, "'\(path).\(key)' is given twice (also in its texts)") }
+                general[key] = try fieldText(entry.value, at: "\(path).\(key)", key: key)
+            }
+        }
+        declaration.texts = general
+        if let byLanguage = entries["texts_by_language"] {
+            guard let mapping = byLanguage.value.mapping else {
+                throw fail(byLanguage.value, "'\(path).texts_by_language' must map language tags (en, de, …) to texts")
+            }
+            for (key, value) in mapping {
+                guard let tag = key.scalar?.string, PolicyFile.isLanguageTag(tag) else {
+                    throw fail(key, "'\(key.scalar?.string ?? "?")' is not a language tag in lower case, like en, de or pt-br")
+                }
+                declaration.textsByLanguage[tag] = try fieldTexts(value, at: "\(path).texts_by_language.\(tag)", known: keys)
+            }
+        }
+    }
+
+    private func fieldTexts(_ node: Node, at path: String, known: [String]) throws(PolicyFileError) -> [String: String] {
+        let entries = try settings(node, at: path, known: known)
+        var texts: [String: String] = [:]
+        for (key, entry) in entries { texts[key] = try fieldText(entry.value, at: "\(path).\(key)", key: key) }
+        return texts
+    }
+
+    private func fieldText(_ node: Node, at path: String, key: String) throws(PolicyFileError) -> String {
+        let value = try string(node, path)
+        guard !value.trimmingCharacters(in: .whitespaces).isEmpty else { throw fail(node, "'\(path)' is empty") }
+        let allowed = DeclaredFieldRules.placeholders(for: key)
+        if let unknown = PolicyTexts.placeholders(in: value).first(where: { !allowed.contains($0) }) {
+            throw fail(node, "'\(path)' uses {\(unknown)}, which it cannot fill in; \(allowed.isEmpty ? "it takes no placeholders" : "it may use \(allowed.sorted().map { "{\($0)}" }.joined(separator: ", "))")")
+        }
+        return value
     }
 
     private func readTexts(_ node: Node, at path: String) throws(PolicyFileError) -> PolicyTexts {

@@ -41,6 +41,19 @@ public enum PolicyText: String, CaseIterable, Sendable {
     case strengthStrong = "strength.strong"
     /// Between groups of three digits in a count ("3,861"; German writes "3.861").
     case numberGroupSeparator = "number.group_separator"
+    // The requirements of fields a policy declares (`FieldDeclaration`); a field's own
+    // texts win over these. `{label}` is the field's label.
+    case fieldRequiredText = "field.required.text"
+    case fieldRequiredMessage = "field.required.message"
+    case fieldLengthText = "field.length.text"
+    case fieldLengthMinimumText = "field.length.min_text"
+    case fieldLengthMaximumText = "field.length.max_text"
+    case fieldLengthTooShort = "field.length.too_short"
+    case fieldLengthTooLong = "field.length.too_long"
+    case fieldAcceptedText = "field.accepted.text"
+    case fieldAcceptedMessage = "field.accepted.message"
+    case fieldOptionMessage = "field.option.message"
+    case fieldControlMessage = "field.control.message"
 
     /// The strength meter's label for a zxcvbn score (0–4).
     public static func strengthLabel(score: Int) -> PolicyText {
@@ -55,6 +68,12 @@ public enum PolicyText: String, CaseIterable, Sendable {
         case .passwordStrengthMessage: return ["advice"]
         case .passwordMaximumMessage: return ["max_bytes"]
         case .passwordBreachedMessage: return ["count"]
+        case .fieldRequiredMessage, .fieldAcceptedMessage, .fieldOptionMessage, .fieldControlMessage: return ["label"]
+        case .fieldLengthText: return ["min", "max"]
+        case .fieldLengthMinimumText: return ["min"]
+        case .fieldLengthMaximumText: return ["max"]
+        case .fieldLengthTooShort: return ["label", "min"]
+        case .fieldLengthTooLong: return ["label", "max"]
         default: return []
         }
     }
@@ -106,6 +125,17 @@ public enum PolicyText: String, CaseIterable, Sendable {
         case .strengthGood: return "Good"
         case .strengthStrong: return "Strong"
         case .numberGroupSeparator: return ","
+        case .fieldRequiredText: return "Required"
+        case .fieldRequiredMessage: return "{label} is required"
+        case .fieldLengthText: return "{min} to {max} characters"
+        case .fieldLengthMinimumText: return "At least {min} characters"
+        case .fieldLengthMaximumText: return "At most {max} characters"
+        case .fieldLengthTooShort: return "{label} must be at least {min} characters"
+        case .fieldLengthTooLong: return "{label} must be at most {max} characters"
+        case .fieldAcceptedText: return "Ticked"
+        case .fieldAcceptedMessage: return "Tick this box to continue"
+        case .fieldOptionMessage: return "Choose one of the listed options for {label}"
+        case .fieldControlMessage: return "{label} can't contain line breaks or other control characters"
         }
     }
 }
@@ -158,7 +188,7 @@ public struct PolicyTexts: Sendable, Hashable {
         return names
     }
 
-    private static func fill(_ template: String, _ values: [String: String]) -> String {
+    static func fill(_ template: String, _ values: [String: String]) -> String {
         guard template.contains("{") else { return template }
         var result = template
         for (name, value) in values {

@@ -76,6 +76,13 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 table.column("value", .blob).notNull()
             }
         }
+        migrator.registerMigration("v4: account profiles") { db in
+            // The policy's stored fields, as one JSON object per account: fields come and go
+            // with the policy file, and a column per field would need a migration each time.
+            try db.alter(table: "users") { table in
+                table.add(column: "profile", .text).notNull().defaults(to: "{}")
+            }
+        }
         return migrator
     }
 
@@ -118,11 +125,11 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             return try write { db in
                 try db.execute(
                     sql: """
-                    INSERT INTO users (username, username_canonical, email, password_hash, form_token)
-                    VALUES (?, ?, ?, ?, ?)
+                    INSERT INTO users (username, username_canonical, email, password_hash, form_token, profile)
+                    VALUES (?, ?, ?, ?, ?, ?)
                     """,
                     arguments: [account.username, Username.canonical(account.username), account.email,
-                                account.passwordHash, account.formToken])
+                                account.passwordHash, account.formToken, ProfileValue.json(account.profile)])
                 let id = db.lastInsertedRowID
                 guard let stored = try Self.fetchAccounts(db, where: "id = ?", [id]).first else {
                     throw DatabaseError(message: "the new account could not be read back")
@@ -218,11 +225,12 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
     private static func fetchAccounts(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [Account] {
         try Row.fetchAll(
             db,
-            sql: "SELECT id, username, email, password_hash, created_at FROM users WHERE \(condition) ORDER BY id",
+            sql: "SELECT id, username, email, password_hash, created_at, profile FROM users WHERE \(condition) ORDER BY id",
             arguments: arguments
         ).map { row in
             Account(id: row["id"], username: row["username"], email: row["email"],
-                    passwordHash: row["password_hash"], createdAt: row["created_at"])
+                    passwordHash: row["password_hash"], createdAt: row["created_at"],
+                    profile: ProfileValue.profile(fromJSON: row["profile"]))
         }
     }
 }

@@ -1,21 +1,28 @@
-/// The four inputs of the sign-up form. Raw values are the form field names of the protocol.
-public enum SignupField: String, CaseIterable, Sendable, Hashable, Codable {
-    case username
-    case email
-    case password
-    case confirm
+/// A field of the sign-up form, by its protocol name (the form field name the page posts,
+/// the `field` of `POST /fields`, the key of the snapshot's `messages`).
+///
+/// The form's fields are data: a policy declares them (`FieldDeclaration`, in page order).
+/// Four are built in because the account needs them; an operator adds others in the policy
+/// file. The constants name the built-in four.
+public struct SignupField: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
 
-    public var label: String {
-        switch self {
-        case .username: return "Username"
-        case .email: return "Email"
-        case .password: return "Password"
-        case .confirm: return "Confirm password"
-        }
+    public init(rawValue: String) {
+        self.rawValue = rawValue
     }
+
+    public static let username = SignupField(rawValue: "username")
+    public static let email = SignupField(rawValue: "email")
+    public static let password = SignupField(rawValue: "password")
+    public static let confirm = SignupField(rawValue: "confirm")
+
+    /// The fields every account needs, in the presets' page order.
+    public static let builtIn: [SignupField] = [.username, .email, .password, .confirm]
 
     /// Passwords are secrets: never echoed back, logged, stored in plain text or sent in events.
     public var isSecret: Bool {
         self == .password || self == .confirm
     }
+
+    public var description: String { rawValue }
 }

@@ -28,6 +28,14 @@ public struct SignupPolicy: Sendable {
     private let commonPasswordsOverride: CommonPasswords?
     private let reservedCanonicalNames: Set<String>
     private let checklists: [SignupField: [Requirement]]
+    /// The language of these rules' texts (a catalog's tag), nil for the policy's own words.
+    public let language: String?
+    /// Every field of the form in page order, in this language.
+    public let fields: [FormField]
+    /// Where each field is in `fields`.
+    private let positions: [SignupField: Int]
+    /// The positions of the fields the policy declares beyond the built-in four.
+    let declaredPositions: [Int]
 
     public var name: String { settings.name }
 
@@ -41,9 +49,11 @@ public struct SignupPolicy: Sendable {
         commonPasswords: CommonPasswords? = nil,
         strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
         usernameProblem: (@Sendable (String) -> String?)? = nil,
-        breachedPasswords: BreachedPasswordChecker? = nil
+        breachedPasswords: BreachedPasswordChecker? = nil,
+        language: String? = nil
     ) {
         self.settings = settings
+        self.language = language
         let texts = settings.texts
         self.breachedPasswords = breachedPasswords
         self.usernameProblem = usernameProblem
@@ -85,8 +95,16 @@ public struct SignupPolicy: Sendable {
             ],
             emptyMessage: texts(.confirmEmpty),
             isEmpty: { $0.confirm.isEmpty })
-        checklists = Self.checklists(username: username, availability: usernameAvailability, email: email,
-                                     password: password, breach: passwordBreach, confirm: confirm)
+        let fields = settings.fields.map { FormField($0, texts: texts, language: language) }
+        self.fields = fields
+        positions = Dictionary(uniqueKeysWithValues: fields.enumerated().map { ($0.element.field, $0.offset) })
+        declaredPositions = fields.indices.filter { fields[$0].rules != nil }
+        var checklists = Self.checklists(username: username, availability: usernameAvailability, email: email,
+                                         password: password, breach: passwordBreach, confirm: confirm)
+        for field in fields {
+            if let rules = field.rules { checklists[field.field] = rules.requirements }
+        }
+        self.checklists = checklists
     }
 
     private static func passwordRules(_ settings: Policy, commonPasswords: CommonPasswords) -> FieldRules<PasswordCandidate> {
@@ -157,7 +175,7 @@ public struct SignupPolicy: Sendable {
         let own = language.flatMap { self.settings.textsByLanguage[$0] } ?? self.settings.texts
         settings.texts = own.over(texts)
         return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
-                            usernameProblem: usernameProblem, breachedPasswords: breachedPasswords)
+                            usernameProblem: usernameProblem, breachedPasswords: breachedPasswords, language: language)
     }
 
     /// The password as its rules see it, given the other fields it must not be based on.
@@ -222,9 +240,23 @@ public struct SignupPolicy: Sendable {
             isEligible: { rules.allMet(by: $0) }, check: check)
     }
 
-    /// Every requirement of the form, field by field.
+    /// Every requirement of the form, field by field in page order.
     public var allRequirements: [Requirement] {
-        SignupField.allCases.flatMap(requirements(for:))
+        fields.flatMap { requirements(for: $0.field) }
+    }
+
+    /// The form's fields in page order.
+    public var fieldOrder: [SignupField] { fields.map(\.field) }
+
+    /// The field a protocol name means, if the form has one by that name.
+    public func field(named name: String) -> SignupField? {
+        let field = SignupField(rawValue: name)
+        return positions[field] == nil ? nil : field
+    }
+
+    /// The field's declaration and words in this language.
+    public func formField(_ field: SignupField) -> FormField? {
+        positions[field].map { fields[$0] }
     }
 
     /// Built once: every edit reads them to name its requirement states.

@@ -15,16 +15,43 @@ import OpenCombineShim
 /// Everything synchronous settles before an input's setter returns; the availability answer
 /// arrives later on the scheduler.
 public final class SignupViewModel {
+    /// One input of the form: a declared field's value as the person typed it.
+    public final class FieldInput {
+        public let field: SignupField
+        @Published public var value = ""
+
+        init(field: SignupField) {
+            self.field = field
+        }
+    }
+
     // MARK: Inputs
 
-    @Published public var username = ""
-    @Published public var email = ""
-    @Published public var password = ""
-    @Published public var confirm = ""
+    /// One input publisher per declared field, in page order.
+    public let inputs: [FieldInput]
+    private let inputsByField: [SignupField: FieldInput]
     /// Fields the person has left at least once; their problems may be shown.
     @Published public var touchedFields: Set<SignupField> = []
     /// After a submit attempt every field's problems are shown.
     @Published public var submitAttempted = false
+
+    /// The built-in fields' inputs by name, as the source articles' view models spell them.
+    public var username: String {
+        get { value(of: .username) }
+        set { setValue(newValue, for: .username) }
+    }
+    public var email: String {
+        get { value(of: .email) }
+        set { setValue(newValue, for: .email) }
+    }
+    public var password: String {
+        get { value(of: .password) }
+        set { setValue(newValue, for: .password) }
+    }
+    public var confirm: String {
+        get { value(of: .confirm) }
+        set { setValue(newValue, for: .confirm) }
+    }
 
     // MARK: Output
 
@@ -55,34 +82,37 @@ public final class SignupViewModel {
     ) {
         self.policy = policy
         form = policy.initialEvaluation
+        inputs = policy.fieldOrder.map(FieldInput.init(field:))
+        inputsByField = Dictionary(uniqueKeysWithValues: inputs.map { ($0.field, $0) })
+        let fieldOrder = policy.fieldOrder
 
         let availability = policy.usernameAvailabilityRule { availabilityChecker.availability(of: $0) }
+        let usernameInput = inputsByField[.username]!.$value
         // "Not in a known breach", when configured: the same debounced, latest-only pipeline,
         // so a burst of keystrokes costs one look-up of the password as it settled.
         let breachAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = policy.passwordBreachRule.map {
-            $password.latestAnswers(for: $0, debounce: availabilityDebounce, scheduler: scheduler)
+            inputsByField[.password]!.$value.latestAnswers(for: $0, debounce: availabilityDebounce, scheduler: scheduler)
         } ?? Just(nil).eraseToAnyPublisher()
 
         // The whole form is evaluated in one step per change. Separate pipelines per field
-        // would each subscribe to `$password`, and OpenCombine calls a publisher's
+        // would each subscribe to the password, and OpenCombine calls a publisher's
         // subscribers in no fixed order: between two of them the outputs would mix old and
         // new states (e.g. the button enabling for an instant on an edit that keeps the form
         // invalid). Availability answers arrive later, on the scheduler, never mid-edit.
         let cache = FormEvaluationCache()
-        let inputs = Publishers.CombineLatest4($username, $email, $password, $confirm)
+        let values = Publishers.CombineLatestMany(inputs.map(\.$value))
         let visibility = Publishers.CombineLatest($touchedFields, $submitAttempted)
         Publishers.CombineLatest4(
-            inputs,
-            $username.latestAnswers(for: availability, debounce: availabilityDebounce, scheduler: scheduler),
+            values,
+            usernameInput.latestAnswers(for: availability, debounce: availabilityDebounce, scheduler: scheduler),
             breachAnswers,
             visibility
         )
-        .map { inputs, answer, breachAnswer, visibility in
-            let (username, email, password, confirm) = inputs
-            return policy.evaluate(
-                username: username, email: email, password: password, confirm: confirm,
+        .map { values, answer, breachAnswer, visibility in
+            policy.evaluate(
+                values: Dictionary(uniqueKeysWithValues: zip(fieldOrder, values)),
                 availability: availability, answer: answer,
-                shownFields: visibility.1 ? Set(SignupField.allCases) : visibility.0,
+                shownFields: visibility.1 ? Set(fieldOrder) : visibility.0,
                 breachAnswer: breachAnswer, cache: cache)
         }
         .removeDuplicates()
@@ -90,23 +120,13 @@ public final class SignupViewModel {
         .store(in: &subscriptions)
     }
 
-    /// The value of an input field by its protocol name.
+    /// The value of a field by its protocol name ("" for a field the form does not have).
     public func value(of field: SignupField) -> String {
-        switch field {
-        case .username: return username
-        case .email: return email
-        case .password: return password
-        case .confirm: return confirm
-        }
+        inputsByField[field]?.value ?? ""
     }
 
-    /// Sets an input field by its protocol name.
+    /// Sets a field by its protocol name; a field the form does not have is ignored.
     public func setValue(_ value: String, for field: SignupField) {
-        switch field {
-        case .username: username = value
-        case .email: email = value
-        case .password: password = value
-        case .confirm: confirm = value
-        }
+        inputsByField[field]?.value = value
     }
 }

@@ -70,6 +70,11 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         (2, "server secrets", [
             "CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value BYTEA NOT NULL)",
         ]),
+        // The policy's stored fields, one JSON object per account (fields come and go with
+        // the policy file; a column each would need a migration each time).
+        (3, "account profiles", [
+            "ALTER TABLE users ADD COLUMN profile JSONB NOT NULL DEFAULT '{}'::jsonb",
+        ]),
     ]
 
     private func migrate() throws {
@@ -120,7 +125,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         let canonical = Username.canonical(username)
         return try run("read an account") { client in
             try await Self.accounts(client.query("""
-                SELECT id, username, email, password_hash, created_at FROM users
+                SELECT id, username, email, password_hash, created_at, profile::text FROM users
                 WHERE username_canonical = \(canonical)
                 """)).first
         }
@@ -129,7 +134,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
     public func allAccounts() throws -> [Account] {
         try run("read the accounts") { client in
             try await Self.accounts(client.query(
-                "SELECT id, username, email, password_hash, created_at FROM users ORDER BY id"))
+                "SELECT id, username, email, password_hash, created_at, profile::text FROM users ORDER BY id"))
         }
     }
 
@@ -148,9 +153,10 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         do {
             return try run("store a new account") { client in
                 let rows = try await client.query("""
-                    INSERT INTO users (username, username_canonical, email, password_hash, form_token)
-                    VALUES (\(account.username), \(canonical), \(account.email), \(account.passwordHash), \(account.formToken))
-                    RETURNING id, username, email, password_hash, created_at
+                    INSERT INTO users (username, username_canonical, email, password_hash, form_token, profile)
+                    VALUES (\(account.username), \(canonical), \(account.email), \(account.passwordHash), \(account.formToken),
+                            \(ProfileValue.json(account.profile))::jsonb)
+                    RETURNING id, username, email, password_hash, created_at, profile::text
                     """)
                 guard let stored = try await Self.accounts(rows).first else {
                     throw StorageFault("PostgreSQL stored the account but returned no row.")
@@ -239,8 +245,9 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
 
     private static func accounts(_ rows: PostgresRowSequence) async throws -> [Account] {
         var accounts: [Account] = []
-        for try await (id, username, email, hash, created) in rows.decode((Int64, String, String, String, Date).self) {
-            accounts.append(Account(id: id, username: username, email: email, passwordHash: hash, createdAt: created))
+        for try await (id, username, email, hash, created, profile) in rows.decode((Int64, String, String, String, Date, String).self) {
+            accounts.append(Account(id: id, username: username, email: email, passwordHash: hash, createdAt: created,
+                                    profile: ProfileValue.profile(fromJSON: profile)))
         }
         return accounts
     }

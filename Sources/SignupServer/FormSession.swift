@@ -26,6 +26,8 @@ final class FormSession: @unchecked Sendable {
         /// `policy.initialEvaluation` as a snapshot, computed once for every session.
         let initialSnapshot: SignupSnapshot
         let requirementOrder: [String]
+        /// The form's field names in page order: the order of `message` events.
+        let fieldOrder: [String]
         let availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride
         let metrics: SignupMetrics?
 
@@ -37,6 +39,7 @@ final class FormSession: @unchecked Sendable {
             initial.language = language
             self.initialSnapshot = initial
             self.requirementOrder = policy.allRequirements.map(\.id)
+            self.fieldOrder = policy.fieldOrder.map(\.rawValue)
             self.availabilityDebounce = availabilityDebounce
             self.metrics = metrics
         }
@@ -100,8 +103,6 @@ final class FormSession: @unchecked Sendable {
         return viewModel
     }
 
-    private static let fieldOrder = SignupField.allCases.map(\.rawValue)
-
     /// Applies an edit unless a newer one for the same field was already applied. The
     /// receipt has its rev, or the current rev when it was stale and ignored.
     func apply(field: SignupField, value: String, seq: UInt64, touched: Bool) -> EditReceipt {
@@ -143,10 +144,10 @@ final class FormSession: @unchecked Sendable {
         }
     }
 
-    /// Puts the session in the state of a page re-rendered after a failed submit: the
-    /// username and email kept, passwords empty (never sent back), every problem shown.
-    /// The re-rendered page is a new page view whose script counts seqs from zero again.
-    func prepareForResubmission(username: String, email: String) {
+    /// Puts the session in the state of a page re-rendered after a failed submit: what was
+    /// typed kept, passwords empty (never sent back), every problem shown. The re-rendered
+    /// page is a new page view whose script counts seqs from zero again.
+    func prepareForResubmission(values: [SignupField: String]) {
         queue.sync {
             activity.touch()
             rev += 1
@@ -154,10 +155,9 @@ final class FormSession: @unchecked Sendable {
             let viewModel = activeViewModel()
             // Values before visibility, as in `apply`: no intermediate state shows a
             // problem of a value that is already gone.
-            viewModel.username = username
-            viewModel.email = email
-            viewModel.password = ""
-            viewModel.confirm = ""
+            for input in viewModel.inputs {
+                input.value = input.field.isSecret ? "" : values[input.field] ?? ""
+            }
             viewModel.submitAttempted = true
         }
     }
@@ -180,7 +180,7 @@ final class FormSession: @unchecked Sendable {
 
     private func publish(_ snapshot: SignupSnapshot) {
         let events = snapshot.changes(
-            since: published, requirementOrder: configuration.requirementOrder, fieldOrder: Self.fieldOrder)
+            since: published, requirementOrder: configuration.requirementOrder, fieldOrder: configuration.fieldOrder)
         published = snapshot
         guard !events.isEmpty, !streams.isEmpty else { return }
         let targets = Array(streams.values)

@@ -53,14 +53,38 @@ struct PageRenderer: Sendable {
         let policy = language.policy
         let catalog = language.catalog
         func text(_ key: String) -> String { catalog[key] ?? key }
-        let fields: [[String: Any]] = SignupField.allCases.map { field in
+        let fields: [[String: Any]] = policy.fields.map { formField in
+            let field = formField.field
+            let kind = formField.kind
             let message = page.messages[field] ?? ""
+            let value = field.isSecret ? "" : page.values[field] ?? ""
+            let label = formField.label ?? text("field.\(field.rawValue).label")
+            let linked = formField.declaration.linkURL.flatMap { _ in DeclaredFieldRules.linkedWords(in: label) }
+            let autocomplete = formField.declaration.autocomplete ?? Self.autocomplete(kind)
             return [
                 "name": field.rawValue,
-                "label": text("field.\(field.rawValue).label"),
-                "inputType": Self.inputType(field),
-                "autocomplete": Self.autocomplete(field),
-                "value": field.isSecret ? "" : page.values[field] ?? "",
+                "label": label,
+                "labelBefore": linked?.before ?? label,
+                "labelLink": linked?.link ?? "",
+                "labelAfter": linked?.after ?? "",
+                "hasLink": linked != nil,
+                "linkURL": formField.declaration.linkURL ?? "",
+                "hint": formField.hint ?? "",
+                "hasHint": formField.hint != nil,
+                // Declared fields without a requirement say so; the built-in four are all needed.
+                "isOptional": !kind.isBuiltIn && (formField.rules?.rules.isEmpty ?? true),
+                "isBuiltIn": kind.isBuiltIn,
+                "isCheckbox": kind == .checkbox,
+                "isSelect": kind == .select,
+                "isInput": kind != .checkbox && kind != .select,
+                "checked": DeclaredFieldRules.tickedValues.contains(value),
+                "options": formField.options.map { option -> [String: Any] in
+                    ["value": option.value, "label": option.label, "selected": option.value == value]
+                },
+                "inputType": Self.inputType(kind),
+                "autocomplete": autocomplete ?? "",
+                "hasAutocomplete": autocomplete != nil,
+                "value": value,
                 "message": message,
                 "hasMessage": !message.isEmpty,
                 "showsStrength": field == .password,
@@ -71,6 +95,9 @@ struct PageRenderer: Sendable {
                 "isNewPassword": field == .password || field == .confirm,
                 "minLength": policy.settings.passwordMinimumLength,
                 "maxLength": policy.settings.passwordMaximumBytes,
+                // A declared text's own bound (code points; the browser counts UTF-16 units,
+                // never fewer), so nobody types past what the server accepts.
+                "textMaxLength": kind == .text ? formField.declaration.maximumLength ?? DeclaredFieldRules.longestText : 0,
                 "passwordRules": Self.passwordRules(policy.settings),
                 "requirements": policy.requirements(for: field).map { requirement -> [String: Any] in
                     let state = page.requirementStates[requirement.id] ?? .unmet
@@ -97,6 +124,7 @@ struct PageRenderer: Sendable {
             "pageTitle": page.hasErrors ? text("page.error_prefix") + title : title,
             "hasErrors": page.hasErrors,
             "errors": page.errors.map { ["field": $0.field.rawValue, "message": $0.message] },
+            "selectPlaceholder": text("field.select.placeholder"),
             "formError": page.formError,
             "serviceName": serviceName,
             "submitEnabled": Self.submitEnabled(page, policy: policy) ? "true" : "false",
@@ -194,19 +222,22 @@ struct PageRenderer: Sendable {
         !page.hasErrors && policy.allRequirements.allSatisfy { page.requirementStates[$0.id] == .met }
     }
 
-    static func inputType(_ field: SignupField) -> String {
-        switch field {
-        case .username: return "text"
+    static func inputType(_ kind: FieldDeclaration.Kind) -> String {
+        switch kind {
         case .email: return "email"
         case .password, .confirm: return "password"
+        case .checkbox: return "checkbox"
+        case .username, .text, .select: return "text"
         }
     }
 
-    static func autocomplete(_ field: SignupField) -> String {
-        switch field {
+    /// The built-in fields' autocomplete tokens; a declared field has its own or none.
+    static func autocomplete(_ kind: FieldDeclaration.Kind) -> String? {
+        switch kind {
         case .username: return "username"
         case .email: return "email"
         case .password, .confirm: return "new-password"
+        case .text, .checkbox, .select: return nil
         }
     }
 }

@@ -160,7 +160,8 @@ public final class SignupApplication: Sendable {
                 }
             },
             logger: logger,
-            accessLog: configuration.accessLogger ?? logger)
+            accessLog: configuration.accessLogger ?? logger,
+            now: configuration.now)
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: configuration.host, port: configuration.port,

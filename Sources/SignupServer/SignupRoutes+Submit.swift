@@ -17,36 +17,39 @@ extension SignupRoutes {
     }
 
     private func submit(_ form: URLEncodedForm, client: String) -> HTTPResponse {
-        let username = form["username"] ?? ""
-        let email = form["email"] ?? ""
-        // One normal form for passwords, so the same password typed either way verifies.
-        let password = (form["password"] ?? "").canonicallyComposed
-        let confirm = (form["confirm"] ?? "").canonicallyComposed
+        // Every declared field's value (a checkbox left unticked is not posted: ""). One
+        // normal form for passwords, so the same password typed either way verifies.
+        let values = Dictionary(uniqueKeysWithValues: policy.fieldOrder.map { field in
+            let value = form[field.rawValue] ?? ""
+            return (field, field.isSecret ? value.canonicallyComposed : value)
+        })
+        let username = values[.username] ?? ""
+        let password = values[.password] ?? ""
         let clientKey = ClientKey.of(client)
 
         do throws(LimitExceeded) {
             try limiters.signups.take(clientKey).orThrow("signups")
         } catch {
             metrics.signup("rate_limited")
-            return slowDown(error, username: username, email: email, token: form["token"])
+            return slowDown(error, values: values, token: form["token"])
         }
         // Any token this server issued, however old: the person may have typed for hours,
         // or the server restarted meanwhile. Its session, if it has one, is reused.
         guard let token = form["token"], sessions.isGenuine(token) else {
             metrics.signup("invalid")
-            return rerender(username: username, email: email, evaluation: nil, status: .unprocessableContent,
+            return rerender(values: values, evaluation: nil, status: .unprocessableContent,
                             formError: text("error.expired"))
         }
         let session = sessions.existingSession(for: token)
         do {
             if try session?.createdAccountUsername != nil || store.isFormTokenUsed(token) {
                 metrics.signup("already_used")
-                return alreadyUsed(username: username, email: email)
+                return alreadyUsed(values: values)
             }
         } catch {
             logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
             metrics.signup("unavailable")
-            return unavailable(username: username, email: email, token: token)
+            return unavailable(values: values, token: token)
         }
 
         // The username check costs what a live check costs, so posting forms is no faster a
@@ -56,7 +59,7 @@ extension SignupRoutes {
             try limiters.lookupsPerAddress.take(clientKey).orThrow("lookups")
         } catch {
             metrics.signup("rate_limited")
-            return slowDown(error, username: username, email: email, token: token)
+            return slowDown(error, values: values, token: token)
         }
 
         // The browser's button state is never trusted: check everything again, with the same
@@ -68,98 +71,100 @@ extension SignupRoutes {
         } catch {
             logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
             metrics.signup("unavailable")
-            return unavailable(username: username, email: email, token: token)
+            return unavailable(values: values, token: token)
         }
         let evaluation = policy.evaluateSubmission(
-            username: username, email: email, password: password, confirm: confirm,
-            usernameAvailability: availability, breach: policy.breachStateNow(for: password))
+            values: values, usernameAvailability: availability, breach: policy.breachStateNow(for: password))
         guard evaluation.isValid else {
             metrics.signup(availability == .unmet ? "taken" : "invalid")
-            return rerender(username: username, email: email, evaluation: evaluation,
+            return rerender(values: values, evaluation: evaluation,
                             token: token, status: .unprocessableContent)
         }
 
         return .later { [self] respond in
             do throws(HashingRefusal) {
                 try hashing.hash(password, client: clientKey) { result in
-                    respond(finishSignup(result, username: username, email: email, token: token, session: session))
+                    respond(finishSignup(result, values: values, token: token, session: session))
                 }
             } catch {
-                respond(hashingRefused(error, username: username, email: email, token: token))
+                respond(hashingRefused(error, values: values, token: token))
             }
         }
     }
 
     /// Stores the account once its password is hashed (runs on the hashing queue).
-    private func finishSignup(_ hash: Result<String, Error>, username: String, email: String,
+    private func finishSignup(_ hash: Result<String, Error>, values: [SignupField: String],
                               token: String, session: FormSession?) -> HTTPResponse {
         let passwordHash: String
         switch hash {
         case .success(let value): passwordHash = value
         case .failure(let refusal as HashingRefusal):
-            return hashingRefused(refusal, username: username, email: email, token: token)
+            return hashingRefused(refusal, values: values, token: token)
         case .failure(let error):
             logger.error("Password hashing failed", metadata: ["error": "\(error)"])
             metrics.signup("unavailable")
-            return unavailable(username: username, email: email, token: token)
+            return unavailable(values: values, token: token)
         }
         do {
-            let account = try store.createAccount(
-                NewAccount(username: username, email: email, passwordHash: passwordHash, formToken: token))
+            let account = try store.createAccount(NewAccount(
+                username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
+                formToken: token, profile: profile(of: values)))
             session?.markAccountCreated(username: account.username)
             metrics.signup("created")
             logger.info("Account created", metadata: ["account": "\(account.id)"])
             return redirect(to: "/welcome" + PageRenderer.languageQuery(language), cookie: signedIn.signIn(username: account.username))
         } catch AccountCreationError.formAlreadyUsed {
             metrics.signup("already_used")
-            return alreadyUsed(username: username, email: email)
+            return alreadyUsed(values: values)
         } catch AccountCreationError.usernameTaken {
             metrics.signup("taken")
             // Someone else got the name between the check and the insert.
-            let evaluation = policy.evaluateSubmission(
-                username: username, email: email, password: "", confirm: "", usernameAvailability: .unmet)
+            var kept = values
+            kept[.password] = ""
+            kept[.confirm] = ""
+            let evaluation = policy.evaluateSubmission(values: kept, usernameAvailability: .unmet)
             let usernameOnly = evaluation.problems.filter { $0.field == .username }
-            return rerender(username: username, email: email, evaluation: evaluation, errors: usernameOnly,
+            return rerender(values: values, evaluation: evaluation, errors: usernameOnly,
                             token: token, status: .unprocessableContent)
         } catch {
             // Includes StorageFault: the database file was deleted, replaced or unusable, so
             // the account is not acknowledged; the person keeps what they typed.
             logger.error("Account store failed during sign-up; nothing was saved", metadata: ["error": "\(error)"])
             metrics.signup("unavailable")
-            return unavailable(username: username, email: email, token: token)
+            return unavailable(values: values, token: token)
         }
     }
 
-    private func hashingRefused(_ refusal: HashingRefusal, username: String, email: String, token: String) -> HTTPResponse {
+    private func hashingRefused(_ refusal: HashingRefusal, values: [SignupField: String], token: String) -> HTTPResponse {
         metrics.signup(refusal == .clientBusy ? "rate_limited" : "unavailable")
         switch refusal {
         case .clientBusy:
-            return slowDown(LimitExceeded(limit: "hashing", retryAfter: 2), username: username, email: email, token: token)
+            return slowDown(LimitExceeded(limit: "hashing", retryAfter: 2), values: values, token: token)
         case .queueFull:
             logger.warning("Refused a sign-up: the password hashing queue is full")
-            return unavailable(username: username, email: email, token: token)
+            return unavailable(values: values, token: token)
         case .shuttingDown:
-            return rerender(username: username, email: email, evaluation: nil, token: token,
+            return rerender(values: values, evaluation: nil, token: token,
                             status: .serviceUnavailable, retryAfter: 5,
                             formError: text("error.restarting"))
         }
     }
 
-    private func alreadyUsed(username: String, email: String) -> HTTPResponse {
-        rerender(username: username, email: email, evaluation: nil, status: .conflict,
+    private func alreadyUsed(values: [SignupField: String]) -> HTTPResponse {
+        rerender(values: values, evaluation: nil, status: .conflict,
                  formError: text("error.already_used"))
     }
 
-    private func unavailable(username: String, email: String, token: String) -> HTTPResponse {
-        rerender(username: username, email: email, evaluation: nil, token: token, status: .serviceUnavailable,
+    private func unavailable(values: [SignupField: String], token: String) -> HTTPResponse {
+        rerender(values: values, evaluation: nil, token: token, status: .serviceUnavailable,
                  retryAfter: 10,
                  formError: text("error.unavailable"))
     }
 
     /// 429: the form again, with what was typed (never passwords) and when to try again.
-    private func slowDown(_ exceeded: LimitExceeded, username: String, email: String, token: String?) -> HTTPResponse {
+    private func slowDown(_ exceeded: LimitExceeded, values: [SignupField: String], token: String?) -> HTTPResponse {
         countLimited(exceeded)
-        return rerender(username: username, email: email, evaluation: nil,
+        return rerender(values: values, evaluation: nil,
                         token: token.flatMap { sessions.isGenuine($0) ? $0 : nil },
                         status: .tooManyRequests, retryAfter: exceeded.retryAfterSeconds,
                         formError: text("error.slow_down").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds)))
@@ -169,20 +174,20 @@ extension SignupRoutes {
     /// error summary and each field's message. Keeps the form's token when it is genuine
     /// (and its live session, if it has one), so the live page carries on after the reload.
     private func rerender(
-        username: String, email: String, evaluation: FormEvaluation?,
+        values: [SignupField: String], evaluation: FormEvaluation?,
         errors: [(field: SignupField, message: String)]? = nil,
         token: String? = nil, status: HTTPStatus,
         retryAfter: Int? = nil, formError: String = ""
     ) -> HTTPResponse {
         // The page that comes back counts its edits from zero again: its session (if the
         // token has one) must forget the old sequence numbers, or they would shadow them.
-        if let token { sessions.existingSession(for: token)?.prepareForResubmission(username: username, email: email) }
+        if let token { sessions.existingSession(for: token)?.prepareForResubmission(values: values) }
         let states = evaluation?.requirementStates
             ?? Dictionary(uniqueKeysWithValues: policy.allRequirements.map { ($0.id, .unmet) })
         let problems = errors ?? evaluation?.problems ?? []
         let page = PageRenderer.SignupPage(
             token: token ?? sessions.mintToken(),
-            values: [.username: username, .email: email],
+            values: values,
             requirementStates: states,
             messages: Dictionary(problems.map { ($0.field, $0.message) }, uniquingKeysWith: { first, _ in first }),
             strength: .none,
@@ -192,6 +197,16 @@ extension SignupRoutes {
         headers.add("Content-Language", language.tag)
         return html(renderer.renderSignup(page, language: language, languages: languages, assets: assets),
                     status: status, headers: headers)
+    }
+
+    /// What the account keeps of the declared fields marked `stored` (never a password).
+    private func profile(of values: [SignupField: String]) -> [String: ProfileValue] {
+        var profile: [String: ProfileValue] = [:]
+        let now = now()
+        for field in policy.fields where !field.kind.isBuiltIn {
+            profile.merge(DeclaredFieldRules.profileEntries(for: field.declaration, value: values[field.field] ?? "", at: now)) { $1 }
+        }
+        return profile
     }
 
     /// "2 seconds", "a minute" in the request's language (as `APIError.wait` in English).

@@ -38,6 +38,8 @@ struct SignupRoutes: HTTPResponder {
     let logger: Logger
     /// One line per request; its own logger so operators can route or silence it.
     let accessLog: Logger
+    /// The clock (tests move it): when terms were accepted, and everything else dated.
+    let now: @Sendable () -> Date
 
     /// Every request: routed, then timed (metrics) and logged (one access line) once its
     /// answer is known, which for a deferred answer is when the work delivers it.
@@ -376,8 +378,8 @@ struct SignupRoutes: HTTPResponder {
         for name in ["field", "value", "seq"] where form[name] == nil {
             return APIError.missingParameter(name).response
         }
-        guard let field = SignupField(rawValue: form["field"]!) else {
-            let known = SignupField.allCases.map(\.rawValue).joined(separator: ", ")
+        guard let field = policy.field(named: form["field"]!) else {
+            let known = policy.fieldOrder.map(\.rawValue).joined(separator: ", ")
             return APIError(status: .badRequest, code: "unknown_field",
                             message: "Unknown field '\(form["field"]!)'. Expected one of: \(known).").response
         }

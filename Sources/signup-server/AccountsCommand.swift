@@ -16,6 +16,13 @@ struct Accounts: ParsableCommand {
         @Option(help: help("database", "SQLite database file or PostgreSQL URL."))
         var database = "data/livesignup.sqlite"
 
+        enum Format: String, ExpressibleByArgument, CaseIterable {
+            case table, json
+        }
+
+        @Option(help: "table (for people) or json (one array of accounts, each with its profile, for programs).")
+        var format: Format = .table
+
         static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [("database", .option)]
 
         func run() throws {
@@ -25,6 +32,10 @@ struct Accounts: ParsableCommand {
             }
             let accounts = try AccountOptions.openStore(database, logger: Logger(label: "livesignup.accounts")).allAccounts()
             let formatter = ISO8601DateFormatter()
+            if format == .json {
+                print(Self.json(accounts, formatter: formatter))
+                return
+            }
             var lines = [["id", "username", "email", "created", "can sign in"]]
             for account in accounts {
                 lines.append([String(account.id), account.username, account.email,
@@ -37,6 +48,26 @@ struct Accounts: ParsableCommand {
                 print(cells.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
             }
             print("\(accounts.count) account\(accounts.count == 1 ? "" : "s")")
+        }
+
+        /// `[{"id":1,"username":…,"email":…,"created_at":…,"can_sign_in":true,"profile":{…}}]`,
+        /// keys sorted; never a password hash.
+        static func json(_ accounts: [Account], formatter: ISO8601DateFormatter) -> String {
+            struct Entry: Encodable {
+                let id: Int64
+                let username: String
+                let email: String
+                let created_at: String
+                let can_sign_in: Bool
+                let profile: [String: ProfileValue]
+            }
+            let entries = accounts.map {
+                Entry(id: $0.id, username: $0.username, email: $0.email, created_at: formatter.string(from: $0.createdAt),
+                      can_sign_in: $0.passwordHash != Account.unusablePasswordHash, profile: $0.profile)
+            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
+            return String(decoding: (try? encoder.encode(entries)) ?? Data("[]".utf8), as: UTF8.self)
         }
     }
 }

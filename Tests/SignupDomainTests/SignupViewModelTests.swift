@@ -52,7 +52,7 @@ final class SignupViewModelTests: XCTestCase {
         for id in ids {
             XCTAssertEqual(model.requirementStates[id], .unmet, id)
         }
-        for field in SignupField.allCases {
+        for field in SignupField.builtIn {
             XCTAssertEqual(model.fieldValidations[field], .idle, field.rawValue)
         }
         XCTAssertFalse(model.isSubmitEnabled)
@@ -185,7 +185,7 @@ final class SignupViewModelTests: XCTestCase {
         model.password = "short"
         model.confirm = "different"
 
-        for field in SignupField.allCases {
+        for field in SignupField.builtIn {
             XCTAssertEqual(model.fieldValidations[field], .idle, field.rawValue)
             XCTAssertEqual(model.fieldValidations[field]?.message, "", field.rawValue)
         }
