@@ -14,11 +14,13 @@ public enum DeclaredFieldRules {
 
     /// Why `pattern` does not compile, or nil when it does.
     static func patternProblem(_ pattern: String) -> String? {
+        guard (try? NSRegularExpression(pattern: pattern)) == nil else { return nil }
+        // Foundation says only "the value is invalid"; Swift's own parser says where and why.
         do {
-            _ = try NSRegularExpression(pattern: pattern)
-            return nil
+            _ = try Regex(pattern)
+            return "ICU's regular expressions do not accept it"
         } catch {
-            return (error as NSError).localizedDescription
+            return "\(error)"
         }
     }
 
