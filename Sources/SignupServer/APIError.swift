@@ -22,7 +22,7 @@ struct APIError: Error, Equatable {
     static func rateLimited(_ exceeded: LimitExceeded) -> APIError {
         APIError(status: .tooManyRequests, code: "rate_limited",
                  message: "Too many requests from your network. Please wait \(Self.wait(exceeded.retryAfterSeconds)) and try again.",
-                 limit: exceeded.limit, retryAfter: exceeded.retryAfterSeconds)
+                 limit: exceeded.limit.rawValue, retryAfter: exceeded.retryAfterSeconds)
     }
 
     static let crossSite = APIError(

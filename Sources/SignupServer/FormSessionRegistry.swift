@@ -95,11 +95,11 @@ final class FormSessionRegistry: @unchecked Sendable {
             // that many sessions that are actually in use.
             evictIdle(count: 1, ownedBy: addressKey)
             if lock.withLock({ liveByAddress[addressKey, default: 0] >= settings.limiters.limits.liveSessionsPerAddress }) {
-                throw .limited(LimitExceeded(limit: "sessions", retryAfter: 60))
+                throw .limited(LimitExceeded(limit: .sessions, retryAfter: 60))
             }
         }
         do throws(LimitExceeded) {
-            try settings.limiters.newSessions.take(addressKey).orThrow("sessions")
+            try settings.limiters.newSessions.admit(addressKey)
         } catch {
             throw .limited(error)
         }

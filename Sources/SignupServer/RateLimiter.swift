@@ -9,13 +9,16 @@ final class RateLimiter: @unchecked Sendable {
         case limited(retryAfter: TimeInterval)
     }
 
+    /// What its refusals are called (in 429s, logs and metrics).
+    let name: RateLimitName
     let rate: Rate
     private let maximumKeys: Int
     private let now: @Sendable () -> Date
     private let lock = NSLock()
     private var buckets: [String: (tokens: Double, updated: Date)] = [:]
 
-    init(rate: Rate, maximumKeys: Int = 100_000, now: @escaping @Sendable () -> Date) {
+    init(_ name: RateLimitName, rate: Rate, maximumKeys: Int = 100_000, now: @escaping @Sendable () -> Date) {
+        self.name = name
         self.rate = rate
         self.maximumKeys = maximumKeys
         self.now = now

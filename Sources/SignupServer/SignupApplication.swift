@@ -73,6 +73,7 @@ public final class SignupApplication: Sendable {
 
     public let configuration: Configuration
     private let server: HTTPServer
+    private let routes: SignupRoutes
     private let sessions: FormSessionRegistry
     private let hashing: PasswordHashingQueue
     private let metrics: SignupMetrics
@@ -162,6 +163,7 @@ public final class SignupApplication: Sendable {
             logger: logger,
             accessLog: configuration.accessLogger ?? logger,
             now: configuration.now)
+        self.routes = routes
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: configuration.host, port: configuration.port,
@@ -175,6 +177,17 @@ public final class SignupApplication: Sendable {
                 errorLog: { message in logger.error("libmicrohttpd: \(message)") }),
             responder: routes)
         serverBox.server = server
+    }
+
+    /// Answers a request in process, without a socket (as Hummingbird's testing framework
+    /// does): routing, limits, metrics and handlers exactly as for a served request; a
+    /// deferred answer (password hashing) is awaited. Needs no `start()`.
+    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let response = routes.respond(to: request)
+        guard case .deferred(let work) = response.body else { return response }
+        return await withCheckedContinuation { continuation in
+            work.start { continuation.resume(returning: $0) }
+        }
     }
 
     /// The port being listened on (the chosen one when configured with port 0).

@@ -26,13 +26,13 @@ final class SignupMetrics: Sendable {
 
     private let signupResults: [String: Counter]
     private let signinResults: [String: Counter]
-    private let rateLimitedByLimit: [String: Counter]
+    private let rateLimitedByLimit: [RateLimitName: Counter]
     /// Request timers by "route status", made on first use.
     private let requestTimers = Locked<[String: Metrics.Timer]>([:])
 
     static let signupOutcomes = ["created", "invalid", "taken", "already_used", "rate_limited", "unavailable", "refused"]
     static let signinOutcomes = ["success", "failure", "rate_limited", "unavailable", "refused"]
-    static let limits = ["pages", "sessions", "edits", "lookups", "signups", "signins", "hashing"]
+    static let limits = RateLimitName.allCases
 
     init() {
         signupResults = Dictionary(uniqueKeysWithValues: Self.signupOutcomes.map {
@@ -42,13 +42,13 @@ final class SignupMetrics: Sendable {
             ($0, Counter(label: "livesignup_signins_total", dimensions: [("result", $0)]))
         })
         rateLimitedByLimit = Dictionary(uniqueKeysWithValues: Self.limits.map {
-            ($0, Counter(label: "livesignup_rate_limited_total", dimensions: [("limit", $0)]))
+            ($0, Counter(label: "livesignup_rate_limited_total", dimensions: [("limit", $0.rawValue)]))
         })
     }
 
     func signup(_ outcome: String) { signupResults[outcome]?.increment() }
     func signin(_ outcome: String) { signinResults[outcome]?.increment() }
-    func rateLimited(_ limit: String) { rateLimitedByLimit[limit]?.increment() }
+    func rateLimited(_ limit: RateLimitName) { rateLimitedByLimit[limit]?.increment() }
 
     /// Records one request's duration under its route (a fixed set, never the raw path) and status.
     func request(route: String, status: Int, seconds: Double) {

@@ -16,7 +16,8 @@ extension SignupRoutes {
                     status: status, headers: headers)
     }
 
-    func signIn(_ request: HTTPRequest, client: String) -> HTTPResponse {
+    func signIn(_ context: SignupRequest) -> HTTPResponse {
+        let request = context.http, client = context.client
         let form: URLEncodedForm
         switch decodeForm(request) {
         case .success(let decoded): form = decoded
@@ -37,8 +38,8 @@ extension SignupRoutes {
         let accountKey = Username.canonical(username)
         let clientKey = ClientKey.of(client)
         do throws(LimitExceeded) {
-            try limiters.signinFailuresPerAccount.check(accountKey).orThrow("signins")
-            try limiters.signinFailuresPerAddress.check(clientKey).orThrow("signins")
+            try limiters.signinFailuresPerAccount.ensureNotExhausted(accountKey)
+            try limiters.signinFailuresPerAddress.ensureNotExhausted(clientKey)
         } catch {
             metrics.signin("rate_limited")
             logger.notice("Sign-in refused: too many failures",
@@ -93,7 +94,7 @@ extension SignupRoutes {
         metrics.signin(refusal == .clientBusy ? "rate_limited" : "unavailable")
         switch refusal {
         case .clientBusy:
-            return tooManySignIns(username: username, LimitExceeded(limit: "hashing", retryAfter: 2))
+            return tooManySignIns(username: username, LimitExceeded(limit: .hashing, retryAfter: 2))
         case .queueFull, .shuttingDown:
             return signInPage(username: username, error: text("signin.unavailable"),
                               status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))

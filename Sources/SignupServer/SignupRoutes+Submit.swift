@@ -5,7 +5,8 @@ import SignupDomain
 
 /// `POST /signup`: the plain form post that creates an account, with or without JavaScript.
 extension SignupRoutes {
-    func submit(_ request: HTTPRequest, client: String) -> HTTPResponse {
+    func submit(_ context: SignupRequest) -> HTTPResponse {
+        let request = context.http, client = context.client
         let form: URLEncodedForm
         switch decodeForm(request) {
         case .success(let decoded): form = decoded
@@ -28,7 +29,7 @@ extension SignupRoutes {
         let clientKey = ClientKey.of(client)
 
         do throws(LimitExceeded) {
-            try limiters.signups.take(clientKey).orThrow("signups")
+            try limiters.signups.admit(clientKey)
         } catch {
             metrics.signup("rate_limited")
             return slowDown(error, values: values, token: form["token"])
@@ -55,8 +56,8 @@ extension SignupRoutes {
         // The username check costs what a live check costs, so posting forms is no faster a
         // way to learn which names are taken than typing them.
         do throws(LimitExceeded) {
-            try limiters.lookupsPerSession.take(token).orThrow("lookups")
-            try limiters.lookupsPerAddress.take(clientKey).orThrow("lookups")
+            try limiters.lookupsPerSession.admit(token)
+            try limiters.lookupsPerAddress.admit(clientKey)
         } catch {
             metrics.signup("rate_limited")
             return slowDown(error, values: values, token: token)
@@ -139,7 +140,7 @@ extension SignupRoutes {
         metrics.signup(refusal == .clientBusy ? "rate_limited" : "unavailable")
         switch refusal {
         case .clientBusy:
-            return slowDown(LimitExceeded(limit: "hashing", retryAfter: 2), values: values, token: token)
+            return slowDown(LimitExceeded(limit: .hashing, retryAfter: 2), values: values, token: token)
         case .queueFull:
             logger.warning("Refused a sign-up: the password hashing queue is full")
             return unavailable(values: values, token: token)

@@ -85,14 +85,29 @@ struct SignupRoutes: HTTPResponder {
         return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
     }
 
-    /// The route a path belongs to: a fixed set, so metrics labels cannot be made up by clients.
+    /// Every route: one row each (see `Route`). Handlers live with their concern: the live
+    /// form below and in +LiveForm, sign-up in +Submit, sign-in in +SignIn, operations here.
+    static let table = RouteTable([
+        Route(["GET"], "/", answers: .page, limits: [.pages]) { $0.signupPage($1) },
+        Route(["GET"], "/events", answers: .json, limits: [.sessions]) { $0.events($1) },
+        Route(["POST"], "/fields", answers: .json, limits: [.edits, .sessions]) { $0.fieldEdit($1) },
+        Route(["POST"], "/sessions", answers: .json, limits: [.pages]) { $0.newSession($1) },
+        Route(["POST"], "/signup", answers: .page, limits: [.signups, .lookups, .hashing], outcome: .signup) { $0.submit($1) },
+        Route(["GET"], "/welcome", answers: .page) { $0.speaking($0.visitorLanguage($1.http)).welcome($1.http) },
+        Route(["GET", "POST"], "/signin", answers: .page, limits: [.signins, .hashing], outcome: .signin) { routes, request in
+            request.method == "POST" ? routes.signIn(request)
+                : routes.speaking(routes.visitorLanguage(request.http)).signInPage(username: "", error: nil, status: .ok)
+        },
+        Route(["GET"], "/healthz", answers: .json) { routes, _ in routes.health.liveness() },
+        Route(["GET"], "/readyz", answers: .json) { routes, _ in routes.health.readiness() },
+        Route(["GET"], "/metrics", answers: .json) { $0.exposeMetrics(to: $1.client) },
+        Route(["GET"], "/static/", prefix: true, answers: .json) { $0.staticAsset($1.http) },
+    ])
+
+    /// The route a path belongs to, as the metrics `route` label: a fixed set, so metrics
+    /// labels cannot be made up by clients.
     static func routeName(_ path: String) -> String {
-        switch path {
-        case "/", "/events", "/fields", "/sessions", "/signup", "/welcome", "/signin", "/healthz", "/readyz", "/metrics":
-            return path
-        default:
-            return path.hasPrefix("/static/") ? "/static" : "other"
-        }
+        table.name(of: path)
     }
 
     /// The form token a request carries (query or urlencoded body), found without decoding
@@ -118,62 +133,35 @@ struct SignupRoutes: HTTPResponder {
 
     private func route(_ request: HTTPRequest, client: String) -> HTTPResponse {
         if request.bodyExceededLimit { return APIError.bodyTooLarge(limit: maxBodyBytes).response }
+        let route = Self.table.resolve(request.path)
         if request.method == "POST", case .refused(let reason) = sameOrigin.check(request) {
             // info, not warning: anyone can send these, and the access line shows the 403 too.
             logger.info("Refused a cross-site request",
                            metadata: ["path": "\(request.path)", "client": "\(client)", "reason": "\(reason)"])
-            if request.path == "/signup" { metrics.signup("refused") }
-            if request.path == "/signin" { metrics.signin("refused") }
-            return crossSite(request)
-        }
-        switch request.path {
-        case "/":
-            guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
-            return signupPage(client: client, language: visitorLanguage(request))
-        case "/healthz":
-            guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
-            return health.liveness()
-        case "/readyz":
-            guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
-            return health.readiness()
-        case "/metrics":
-            guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
-            return exposeMetrics(to: client)
-        case "/events":
-            guard isRead(request.method) else { return methodNotAllowed(allow: "GET") }
-            return events(request, client: client)
-        case "/fields":
-            guard request.method == "POST" else { return methodNotAllowed(allow: "POST") }
-            return fieldEdit(request, client: client)
-        case "/sessions":
-            guard request.method == "POST" else { return methodNotAllowed(allow: "POST") }
-            return newSession(client: client)
-        case "/signup":
-            guard request.method == "POST" else { return methodNotAllowed(allow: "POST") }
-            return submit(request, client: client)
-        case "/welcome":
-            guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
-            return speaking(visitorLanguage(request)).welcome(request)
-        case "/signin":
-            if isRead(request.method) { return speaking(visitorLanguage(request)).signInPage(username: "", error: nil, status: .ok) }
-            guard request.method == "POST" else { return methodNotAllowed(allow: "GET, HEAD, POST") }
-            return signIn(request, client: client)
-        default:
-            if request.path.hasPrefix("/static/") {
-                guard isRead(request.method) else { return methodNotAllowed(allow: "GET, HEAD") }
-                // Asset names are plain: a path that needed decoding (an encoded dot, slash
-                // or NUL) is not one of them, whatever it decodes to.
-                guard request.rawPath == request.path else { return APIError.notFound.response }
-                let name = String(request.path.dropFirst("/static/".count))
-                return assets.response(for: request, name: name) ?? APIError.notFound.response
+            switch route?.outcome {
+            case .signup?: metrics.signup("refused")
+            case .signin?: metrics.signin("refused")
+            case nil: break
             }
-            return APIError.notFound.response
+            return crossSite(request, answers: route?.answers ?? .json)
         }
+        guard let route else { return APIError.notFound.response }
+        guard route.accepts(request.method) else { return methodNotAllowed(allow: route.allow) }
+        return route.handler(self, SignupRequest(request, client: client))
+    }
+
+    /// `/static/NAME`: the fingerprinted assets.
+    private func staticAsset(_ request: HTTPRequest) -> HTTPResponse {
+        // Asset names are plain: a path that needed decoding (an encoded dot, slash
+        // or NUL) is not one of them, whatever it decodes to.
+        guard request.rawPath == request.path else { return APIError.notFound.response }
+        let name = String(request.path.dropFirst("/static/".count))
+        return assets.response(for: request, name: name) ?? APIError.notFound.response
     }
 
     /// Requests refused before routing: the readable page where a person is looking.
     func respond(to error: HTTPProtocolError, request: HTTPRequest) -> HTTPResponse {
-        if error == .shuttingDown, ["/", "/signup", "/signin"].contains(request.path) {
+        if error == .shuttingDown, Self.table.resolve(request.path)?.answers == .page {
             let routes = speaking(visitorLanguage(request))
             return html(renderer.renderProblem(
                 title: routes.text("problem.restarting_title"), message: routes.text("problem.restarting_message"),
@@ -184,7 +172,7 @@ struct SignupRoutes: HTTPResponder {
 
     /// Prometheus text, to loopback and `--metrics-allow` addresses only; `404` to anyone
     /// else, as if there were nothing here.
-    private func exposeMetrics(to client: String) -> HTTPResponse {
+    func exposeMetrics(to client: String) -> HTTPResponse {
         guard let metricsExport, metricsExport.allows(client) else { return APIError.notFound.response }
         var response = HTTPResponse(status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8",
                                     body: metricsExport.render())
@@ -204,10 +192,6 @@ struct SignupRoutes: HTTPResponder {
         logger.debug("Rate limited", metadata: ["limit": "\(exceeded.limit)"])
     }
 
-    func isRead(_ method: String) -> Bool {
-        method == "GET" || method == "HEAD"
-    }
-
     func methodNotAllowed(allow: String) -> HTTPResponse {
         var response = APIError(status: .methodNotAllowed, code: "method_not_allowed",
                                 message: "This address only accepts \(allow).").response
@@ -219,9 +203,10 @@ struct SignupRoutes: HTTPResponder {
 
     /// The form with a fresh token. No session is built until the token is used, so a page
     /// view costs no memory (and a flood of them only CPU, which the page limit bounds).
-    private func signupPage(client: String, language: Languages.Language) -> HTTPResponse {
+    func signupPage(_ request: SignupRequest) -> HTTPResponse {
+        let language = visitorLanguage(request.http)
         do throws(LimitExceeded) {
-            try limiters.pages.take(ClientKey.of(client)).orThrow("pages")
+            try limiters.pages.admit(request.clientKey)
         } catch {
             return speaking(language).slowDownPage(error)
         }
@@ -269,8 +254,8 @@ struct SignupRoutes: HTTPResponder {
 
     /// 403 for a post made from another site: a page where a person may be looking, JSON
     /// for the page script's endpoints.
-    private func crossSite(_ request: HTTPRequest) -> HTTPResponse {
-        guard request.path == "/signup" || request.path == "/signin" else { return APIError.crossSite.response }
+    private func crossSite(_ request: HTTPRequest, answers: Route.Answers) -> HTTPResponse {
+        guard answers == .page else { return APIError.crossSite.response }
         let routes = speaking(visitorLanguage(request))
         return html(renderer.renderProblem(title: routes.text("problem.refused_title"), message: routes.text("problem.refused_message"),
                                            code: APIError.crossSite.code, language: routes.language, assets: assets),
@@ -299,9 +284,9 @@ struct SignupRoutes: HTTPResponder {
     // MARK: POST /sessions
 
     /// A fresh token for a page whose token the server no longer accepts (too old).
-    private func newSession(client: String) -> HTTPResponse {
+    func newSession(_ request: SignupRequest) -> HTTPResponse {
         do throws(LimitExceeded) {
-            try limiters.pages.take(ClientKey.of(client)).orThrow("pages")
+            try limiters.pages.admit(request.clientKey)
         } catch {
             return limited(error)
         }
@@ -312,7 +297,8 @@ struct SignupRoutes: HTTPResponder {
 
     // MARK: GET /events
 
-    private func events(_ request: HTTPRequest, client: String) -> HTTPResponse {
+    func events(_ context: SignupRequest) -> HTTPResponse {
+        let request = context.http, client = context.client
         guard let token = request.queryValue("token"), !token.isEmpty else {
             return APIError.missingParameter("token").response
         }
@@ -361,7 +347,8 @@ struct SignupRoutes: HTTPResponder {
         }
     }
 
-    private func fieldEdit(_ request: HTTPRequest, client: String) -> HTTPResponse {
+    func fieldEdit(_ context: SignupRequest) -> HTTPResponse {
+        let request = context.http, client = context.client
         let form: URLEncodedForm
         switch decodeForm(request) {
         case .success(let decoded): form = decoded
@@ -388,7 +375,7 @@ struct SignupRoutes: HTTPResponder {
                             message: "'seq' must be a non-negative whole number, counting up with each edit of a field.").response
         }
         do throws(LimitExceeded) {
-            try limiters.editsPerAddress.take(ClientKey.of(client)).orThrow("edits")
+            try limiters.editsPerAddress.admit(context.clientKey)
         } catch {
             return limited(error)
         }
@@ -399,7 +386,7 @@ struct SignupRoutes: HTTPResponder {
         }
         // Per form only once the token is known genuine, so made-up tokens fill no table.
         do throws(LimitExceeded) {
-            try limiters.editsPerSession.take(token).orThrow("edits")
+            try limiters.editsPerSession.admit(token)
         } catch {
             return limited(error)
         }

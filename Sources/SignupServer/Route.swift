@@ -1,0 +1,76 @@
+import MicroHTTPD
+
+/// One row of the route table (`SignupRoutes.table`): everything about a route except what
+/// its handler does. `Allow`, HEAD, the cross-site check, the format of refusals and the
+/// metrics `route` label all come from here, so a new route is one row plus its handler.
+struct Route: Sendable {
+    /// How refusals of this route are answered: a readable page where a person is looking,
+    /// JSON for the page script's and programs' endpoints.
+    enum Answers: Sendable {
+        case page
+        case json
+    }
+
+    /// Which sign-up or sign-in outcome a refused cross-site post counts as, if any.
+    enum Outcome: Sendable {
+        case signup
+        case signin
+    }
+
+    typealias Handler = @Sendable (SignupRoutes, SignupRequest) -> HTTPResponse
+
+    /// The exact path, or for a prefix route (`isPrefix`) the prefix, ending in "/".
+    let path: String
+    let isPrefix: Bool
+    /// The methods it takes; GET brings HEAD with it (answered as GET without the body).
+    let methods: [String]
+    let answers: Answers
+    /// The limits its requests draw from (documentation and the route listing; each handler
+    /// spends from its limiters where its work begins).
+    let limits: [RateLimitName]
+    /// The outcome metric a refused cross-site post of this route counts in.
+    let outcome: Outcome?
+    let handler: Handler
+
+    init(_ methods: [String], _ path: String, prefix: Bool = false, answers: Answers, limits: [RateLimitName] = [],
+         outcome: Outcome? = nil, handler: @escaping Handler) {
+        self.path = path
+        self.isPrefix = prefix
+        self.methods = methods.contains("GET") && !methods.contains("HEAD")
+            ? methods.flatMap { $0 == "GET" ? ["GET", "HEAD"] : [$0] } : methods
+        self.answers = answers
+        self.limits = limits
+        self.outcome = outcome
+        self.handler = handler
+    }
+
+    /// The metrics `route` label: a fixed set, so clients cannot make labels up.
+    var name: String { isPrefix ? String(path.dropLast()) : path }
+
+    /// The `Allow` header of its 405s.
+    var allow: String { methods.joined(separator: ", ") }
+
+    func accepts(_ method: String) -> Bool { methods.contains(method) }
+}
+
+/// The routes, resolved by one dictionary look-up (or a short prefix scan) per request.
+struct RouteTable: Sendable {
+    let routes: [Route]
+    private let exact: [String: Route]
+    private let prefixes: [Route]
+
+    init(_ routes: [Route]) {
+        self.routes = routes
+        exact = Dictionary(uniqueKeysWithValues: routes.filter { !$0.isPrefix }.map { ($0.path, $0) })
+        prefixes = routes.filter(\.isPrefix)
+    }
+
+    func resolve(_ path: String) -> Route? {
+        exact[path] ?? prefixes.first { path.hasPrefix($0.path) }
+    }
+
+    /// The metrics label of a path: its route's name, or "other".
+    func name(of path: String) -> String {
+        resolve(path)?.name ?? "other"
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Logging
+import MicroHTTPD
+import SignupDomain
+@testable import SignupServer
+import XCTest
+
+/// The routes answered in process, with no socket (`SignupApplication.respond(to:)`), and
+/// time driven by the test's own clock: the route table's promises (Allow, HEAD, refusal
+/// formats, fixed metrics labels) and limits that refill only when the clock moves.
+final class InProcessRouteTests: XCTestCase {
+    private var directory: URL!
+    private var store: SQLiteAccountStore!
+    private let clock = TestClock()
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-routes-\(UUID().uuidString)")
+        store = try SQLiteAccountStore(path: directory.appendingPathComponent("test.sqlite").path)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private func makeApp(_ configure: (inout SignupApplication.Configuration) -> Void = { _ in }) throws -> SignupApplication {
+        var configuration = SignupApplication.Configuration()
+        configuration.port = 0
+        configuration.publicDirectory = TestServer.repositoryRoot.appendingPathComponent("Public")
+        configuration.templatesDirectory = TestServer.repositoryRoot.appendingPathComponent("Templates")
+        configuration.passwordHasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
+        configuration.now = { [clock] in clock.now }
+        configure(&configuration)
+        var quiet = Logger(label: "livesignup-route-test")
+        quiet.logLevel = .critical
+        return try SignupApplication(configuration: configuration, store: store, logger: quiet)
+    }
+
+    private func request(_ method: String, _ path: String, body: String = "", headers: [(String, String)] = [],
+                         from address: String = "127.0.0.1") -> HTTPRequest {
+        var all = HTTPHeaders(headers)
+        if !body.isEmpty { all.add("Content-Type", "application/x-www-form-urlencoded") }
+        let parts = path.split(separator: "?", maxSplits: 1)
+        let query = parts.count > 1 ? parts[1].split(separator: "&").map { pair -> (name: String, value: String) in
+            let kv = pair.split(separator: "=", maxSplits: 1)
+            return (String(kv[0]), kv.count > 1 ? String(kv[1]) : "")
+        } : []
+        return HTTPRequest(method: method, path: String(parts[0]), query: query, headers: all,
+                           body: Array(body.utf8), remoteAddress: address)
+    }
+
+    private func text(_ response: HTTPResponse) -> String {
+        guard case .bytes(let bytes) = response.body else { return "" }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    func testEveryRouteAnswersWrongMethodsWithItsOwnAllowAndGetBringsHead() async throws {
+        let app = try makeApp()
+        for route in SignupRoutes.table.routes {
+            let path = route.isPrefix ? route.path + "app.js" : route.path
+            let wrong = ["PUT", "DELETE", "POST", "GET"].first { !route.accepts($0) }!
+            let refused = await app.respond(to: request(wrong, path))
+            XCTAssertEqual(refused.status, .methodNotAllowed, "\(wrong) \(path)")
+            XCTAssertEqual(refused.headers["Allow"], route.allow, path)
+            if route.accepts("GET") {
+                XCTAssertTrue(route.allow.contains("HEAD"), "\(path): GET brings HEAD")
+            }
+        }
+        XCTAssertEqual(SignupRoutes.routeName("/static/app.1234.js"), "/static")
+        XCTAssertEqual(SignupRoutes.routeName("/wp-admin"), "other", "clients cannot make labels up")
+        let unknown = await app.respond(to: request("GET", "/wp-admin"))
+        XCTAssertEqual(unknown.status, .notFound)
+    }
+
+    func testACrossSitePostIsRefusedInTheFormatItsRowSays() async throws {
+        let app = try makeApp()
+        let foreign = [("Origin", "https://evil.example"), ("Host", "127.0.0.1")]
+        let page = await app.respond(to: request("POST", "/signup", body: "token=x", headers: foreign))
+        XCTAssertEqual(page.status, .forbidden)
+        XCTAssertEqual(page.headers["Content-Type"], "text/html; charset=utf-8", "a person is looking at /signup")
+        let json = await app.respond(to: request("POST", "/fields", body: "token=x", headers: foreign))
+        XCTAssertEqual(json.status, .forbidden)
+        XCTAssertEqual(json.headers["Content-Type"], "application/json")
+        XCTAssertTrue(text(json).contains("cross_site_request"), text(json))
+    }
+
+    func testThePageLimitRefillsOnlyWhenTheInjectedClockMoves() async throws {
+        let app = try makeApp { $0.limits.pagesPerAddress = .per(second: 1, burst: 2) }
+        let visitor = "192.0.2.7", neighbour = "192.0.2.8"
+        for _ in 0..<2 {
+            let page = await app.respond(to: request("GET", "/", from: visitor))
+            XCTAssertEqual(page.status, .ok)
+        }
+        let third = await app.respond(to: request("GET", "/", from: visitor))
+        XCTAssertEqual(third.status, .tooManyRequests)
+        XCTAssertEqual(third.headers["Retry-After"], "1")
+        // The limit is the visitor's alone: a neighbour on another address is served.
+        let other = await app.respond(to: request("GET", "/", from: neighbour))
+        XCTAssertEqual(other.status, .ok)
+        // No real time passes in this test; only the clock the app was given.
+        let stillLimited = await app.respond(to: request("GET", "/", from: visitor))
+        XCTAssertEqual(stillLimited.status, .tooManyRequests)
+        clock.advance(by: 1)
+        let refilled = await app.respond(to: request("GET", "/", from: visitor))
+        XCTAssertEqual(refilled.status, .ok)
+    }
+
+    func testASignupAnsweredInProcessStoresTheAccountAndRedirects() async throws {
+        let app = try makeApp()
+        let tokenAnswer = await app.respond(to: request("POST", "/sessions"))
+        XCTAssertEqual(tokenAnswer.status, .created)
+        let token = try XCTUnwrap(text(tokenAnswer).firstMatch(of: #/"token":"([^"]+)"/#).map { String($0.1) })
+        let body = "token=\(token)&username=inproc&email=inproc%40example.com&password=Correct-Horse-9&confirm=Correct-Horse-9"
+        let answer = await app.respond(to: request("POST", "/signup", body: body))
+        XCTAssertEqual(answer.status, .seeOther, text(answer))
+        XCTAssertEqual(answer.headers["Location"], "/welcome")
+        XCTAssertNotNil(try store.account(named: "inproc"))
+    }
+}
+
+/// A clock only the test moves.
+private final class TestClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current = Date(timeIntervalSince1970: 1_800_000_000)
+
+    var now: Date { lock.withLock { current } }
+
+    func advance(by seconds: TimeInterval) { lock.withLock { current += seconds } }
+}
