@@ -71,8 +71,8 @@ struct PageRenderer: Sendable {
                 "linkURL": formField.declaration.linkURL ?? "",
                 "hint": formField.hint ?? "",
                 "hasHint": formField.hint != nil,
-                // Declared fields without a requirement say so; the built-in four are all needed.
-                "isOptional": !kind.isBuiltIn && (formField.rules?.rules.isEmpty ?? true),
+                // A declared field that may stay empty says so; the built-in four are all needed.
+                "isOptional": !kind.isBuiltIn && !formField.declaration.isRequired && !formField.declaration.mustBeAccepted,
                 "isBuiltIn": kind.isBuiltIn,
                 "isCheckbox": kind == .checkbox,
                 "isSelect": kind == .select,
@@ -153,9 +153,10 @@ struct PageRenderer: Sendable {
     func blankSignupPage(language: Languages.Language, languages: Languages, assets: StaticAssets) -> BlankSignupPage {
         // Text no template contains and that HTML escaping leaves alone, where the token goes.
         let slot = "\u{1}token\u{1}"
+        // The empty form's own states: an optional field left empty already meets its rules.
         let page = SignupPage(
             token: slot, values: [:],
-            requirementStates: Dictionary(uniqueKeysWithValues: language.policy.allRequirements.map { ($0.id, .unmet) }),
+            requirementStates: language.policy.initialEvaluation.requirementStates,
             messages: [:], strength: .none)
         return BlankSignupPage(pieces: renderSignup(page, language: language, languages: languages, assets: assets)
             .components(separatedBy: slot))

@@ -183,8 +183,7 @@ extension SignupRoutes {
         // The page that comes back counts its edits from zero again: its session (if the
         // token has one) must forget the old sequence numbers, or they would shadow them.
         if let token { sessions.existingSession(for: token)?.prepareForResubmission(values: values) }
-        let states = evaluation?.requirementStates
-            ?? Dictionary(uniqueKeysWithValues: policy.allRequirements.map { ($0.id, .unmet) })
+        let states = evaluation?.requirementStates ?? policy.initialEvaluation.requirementStates
         let problems = errors ?? evaluation?.problems ?? []
         let page = PageRenderer.SignupPage(
             token: token ?? sessions.mintToken(),

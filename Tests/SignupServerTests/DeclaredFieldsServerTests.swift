@@ -113,6 +113,12 @@ final class DeclaredFieldsServerTests: XCTestCase {
         XCTAssertTrue(html.contains(#"<p class="hint" id="display_name-hint">How other people see you. You can leave it empty.</p>"#))
         XCTAssertTrue(html.contains(#"aria-describedby="display_name-hint display_name-requirements display_name-message""#))
         XCTAssertTrue(html.contains(#"maxlength="64""#), "the browser stops where the server would")
+        // Served as the live form starts: the optional, empty display name already meets its
+        // length, and says it is optional; the terms box does not.
+        XCTAssertTrue(html.contains(#"data-requirement="display_name.length" data-state="met""#))
+        XCTAssertTrue(html.contains(#"data-requirement="terms.accepted" data-state="unmet""#))
+        XCTAssertTrue(html.contains(#"<label for="display_name">Display name <span class="optional">(optional)</span></label>"#), html)
+        XCTAssertFalse(html.contains(#"terms of service</a> <span class="optional">"#))
 
         let german = try await server.request("GET", "/?lang=de").body
         XCTAssertTrue(german.contains(#"Ich akzeptiere die <a href="https://example.org/terms" target="_blank" rel="noopener">Nutzungsbedingungen</a>"#))
