@@ -32,6 +32,8 @@ public struct SignupPolicy: Sendable {
     public let language: String?
     /// Every field of the form in page order, in this language.
     public let fields: [FormField]
+    /// The form's fields in page order (built once: every evaluation carries it).
+    public let fieldOrder: [SignupField]
     /// Where each field is in `fields`.
     private let positions: [SignupField: Int]
     /// The positions of the fields the policy declares beyond the built-in four.
@@ -97,6 +99,7 @@ public struct SignupPolicy: Sendable {
             isEmpty: { $0.confirm.isEmpty })
         let fields = settings.fields.map { FormField($0, texts: texts, language: language) }
         self.fields = fields
+        fieldOrder = fields.map(\.field)
         positions = Dictionary(uniqueKeysWithValues: fields.enumerated().map { ($0.element.field, $0.offset) })
         declaredPositions = fields.indices.filter { fields[$0].rules != nil }
         var checklists = Self.checklists(username: username, availability: usernameAvailability, email: email,
@@ -245,8 +248,6 @@ public struct SignupPolicy: Sendable {
         fields.flatMap { requirements(for: $0.field) }
     }
 
-    /// The form's fields in page order.
-    public var fieldOrder: [SignupField] { fields.map(\.field) }
 
     /// The field a protocol name means, if the form has one by that name.
     public func field(named name: String) -> SignupField? {
