@@ -59,13 +59,11 @@ public struct FormEvaluation: Equatable, Sendable {
             .confirm: policy.confirm.validation(of: confirm, isShown: shownFields.contains(.confirm)),
         ]
         var declaredValid = true
-        for (position, evaluation) in zip(policy.declaredPositions, declared) {
-            let field = policy.fields[position]
-            guard let rules = field.rules else { continue }
-            for (requirement, state) in zip(rules.requirements, evaluation.states) {
+        for (field, evaluation) in zip(policy.declaredFields, declared) {
+            for (requirement, state) in zip(field.rules.requirements, evaluation.states) {
                 states[requirement.id] = state
             }
-            validations[field.field] = rules.validation(of: evaluation, isShown: shownFields.contains(field.field))
+            validations[field.field] = field.rules.validation(of: evaluation, isShown: shownFields.contains(field.field))
             declaredValid = declaredValid && evaluation.allMet
         }
         requirementStates = states
@@ -97,13 +95,19 @@ extension SignupPolicy {
     ///   - shownFields: fields whose problems may be shown.
     ///   - cache: remembers each field's last evaluation between calls (the view model's),
     ///     so only the fields whose inputs changed are evaluated again.
+    ///   - values: every field's value in page order (`fieldOrder`), as the view model holds
+    ///     them: no dictionary is built per keystroke.
     public func evaluate(
-        values: [SignupField: String],
+        inPageOrder values: [String],
         availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
         breachAnswer: AsyncAnswer<String>? = nil, cache: FormEvaluationCache? = nil
     ) -> FormEvaluation {
-        let username = values[.username] ?? "", email = values[.email] ?? ""
-        let password = values[.password] ?? "", confirm = values[.confirm] ?? ""
+        func value(at position: Int?) -> String {
+            guard let position, position < values.count else { return "" }
+            return values[position]
+        }
+        let username = value(at: builtInPositions.username), email = value(at: builtInPositions.email)
+        let password = value(at: builtInPositions.password), confirm = value(at: builtInPositions.confirm)
         let breachRule = passwordBreachCandidateRule
         func breach(_ candidate: PasswordCandidate) -> AsyncAnswer<PasswordCandidate>? {
             // The answer counts only while it is for the password as it is now.
@@ -119,7 +123,7 @@ extension SignupPolicy {
                 password: self.password.evaluate(candidate, asyncRule: breachRule, answer: breach(candidate)),
                 confirm: self.confirm.evaluate(PasswordConfirmation(
                     password: candidate.password, confirm: confirm.canonicallyComposed)),
-                declared: declaredPositions.map { fields[$0].rules!.evaluate(values[fields[$0].field] ?? "") },
+                declared: declaredFields.map { $0.rules.evaluate(value(at: $0.position)) },
                 shownFields: shownFields)
         }
         let candidate = cache.candidates.candidate(in: self, password: password, username: username, email: email)
@@ -135,11 +139,21 @@ extension SignupPolicy {
                 self.password.evaluate(candidate, asyncRule: breachRule, answer: passwordAnswer)
             },
             confirm: cache.confirm.value(for: confirmation) { self.confirm.evaluate(confirmation) },
-            declared: declaredPositions.enumerated().map { slot, position in
-                let value = values[fields[position].field] ?? ""
-                return cache.declared(slot).value(for: value) { fields[position].rules!.evaluate(value) }
+            declared: declaredFields.enumerated().map { slot, field in
+                let text = value(at: field.position)
+                return cache.declared(slot, value: text) { field.rules.evaluate(text) }
             },
             shownFields: shownFields)
+    }
+
+    /// The same with the values by field (a field left out is empty).
+    public func evaluate(
+        values: [SignupField: String],
+        availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
+        breachAnswer: AsyncAnswer<String>? = nil, cache: FormEvaluationCache? = nil
+    ) -> FormEvaluation {
+        evaluate(inPageOrder: fieldOrder.map { values[$0] ?? "" }, availability: availability, answer: answer,
+                 shownFields: shownFields, breachAnswer: breachAnswer, cache: cache)
     }
 
     /// The same for the built-in four alone (declared fields empty).
@@ -183,7 +197,7 @@ extension SignupPolicy {
         return evaluate(
             values: values,
             availability: availability, answer: AsyncAnswer(value: values[.username] ?? "", state: usernameAvailability),
-            shownFields: Set(fieldOrder),
+            shownFields: everyField,
             breachAnswer: breach.map { AsyncAnswer(value: values[.password] ?? "", state: $0) })
     }
 

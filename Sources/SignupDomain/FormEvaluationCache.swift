@@ -24,23 +24,16 @@ public final class FormEvaluationCache {
     var password = Memo<PasswordInput, FieldEvaluation<PasswordCandidate>>()
     var confirm = Memo<PasswordConfirmation, FieldEvaluation<PasswordConfirmation>>()
     /// One per field the policy declares, in page order.
-    private var declaredFields: [DeclaredMemo] = []
+    private var declaredFields: [Memo<String, FieldEvaluation<String>>] = []
 
     public init() {}
 
-    /// The memo of the policy's declared field number `slot`.
-    func declared(_ slot: Int) -> DeclaredMemo {
-        while declaredFields.count <= slot { declaredFields.append(DeclaredMemo()) }
-        return declaredFields[slot]
-    }
-}
-
-/// A declared field's last evaluation (a class, so the cache can hand it out and keep it).
-final class DeclaredMemo {
-    private var memo = Memo<String, FieldEvaluation<String>>()
-
-    func value(for input: String, compute: () -> FieldEvaluation<String>) -> FieldEvaluation<String> {
-        memo.value(for: input, compute: compute)
+    /// The evaluation of the policy's declared field number `slot` for `value`.
+    func declared(_ slot: Int, value: String, compute: () -> FieldEvaluation<String>) -> FieldEvaluation<String> {
+        if declaredFields.count <= slot {
+            declaredFields += Array(repeating: Memo(), count: slot + 1 - declaredFields.count)
+        }
+        return declaredFields[slot].value(for: value, compute: compute)
     }
 }
 

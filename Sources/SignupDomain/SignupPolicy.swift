@@ -34,10 +34,20 @@ public struct SignupPolicy: Sendable {
     public let fields: [FormField]
     /// The form's fields in page order (built once: every evaluation carries it).
     public let fieldOrder: [SignupField]
-    /// Where each field is in `fields`.
+    /// Where each field is in `fields`, and so in an evaluation's values in page order.
     private let positions: [SignupField: Int]
-    /// The positions of the fields the policy declares beyond the built-in four.
-    let declaredPositions: [Int]
+    /// Every field: whose problems are all shown once a submit was attempted.
+    public let everyField: Set<SignupField>
+    /// The positions of the built-in four (nil only for a `Policy` built in code without one).
+    let builtInPositions: (username: Int?, email: Int?, password: Int?, confirm: Int?)
+    /// The fields the policy declares beyond the built-in four, with their rules, in page order.
+    let declaredFields: [DeclaredField]
+
+    struct DeclaredField: Sendable {
+        let position: Int
+        let field: SignupField
+        let rules: FieldRules<String>
+    }
 
     public var name: String { settings.name }
 
@@ -100,13 +110,16 @@ public struct SignupPolicy: Sendable {
         let fields = settings.fields.map { FormField($0, texts: texts, language: language) }
         self.fields = fields
         fieldOrder = fields.map(\.field)
-        positions = Dictionary(uniqueKeysWithValues: fields.enumerated().map { ($0.element.field, $0.offset) })
-        declaredPositions = fields.indices.filter { fields[$0].rules != nil }
+        let positions = Dictionary(uniqueKeysWithValues: fields.enumerated().map { ($0.element.field, $0.offset) })
+        self.positions = positions
+        everyField = Set(fieldOrder)
+        builtInPositions = (positions[.username], positions[.email], positions[.password], positions[.confirm])
+        declaredFields = fields.enumerated().compactMap { position, field in
+            field.rules.map { DeclaredField(position: position, field: field.field, rules: $0) }
+        }
         var checklists = Self.checklists(username: username, availability: usernameAvailability, email: email,
                                          password: password, breach: passwordBreach, confirm: confirm)
-        for field in fields {
-            if let rules = field.rules { checklists[field.field] = rules.requirements }
-        }
+        for declared in declaredFields { checklists[declared.field] = declared.rules.requirements }
         self.checklists = checklists
     }
 
@@ -247,7 +260,6 @@ public struct SignupPolicy: Sendable {
     public var allRequirements: [Requirement] {
         fields.flatMap { requirements(for: $0.field) }
     }
-
 
     /// The field a protocol name means, if the form has one by that name.
     public func field(named name: String) -> SignupField? {

@@ -84,7 +84,6 @@ public final class SignupViewModel {
         form = policy.initialEvaluation
         inputs = policy.fieldOrder.map(FieldInput.init(field:))
         inputsByField = Dictionary(uniqueKeysWithValues: inputs.map { ($0.field, $0) })
-        let fieldOrder = policy.fieldOrder
 
         let availability = policy.usernameAvailabilityRule { availabilityChecker.availability(of: $0) }
         let usernameInput = inputsByField[.username]!.$value
@@ -110,9 +109,9 @@ public final class SignupViewModel {
         )
         .map { values, answer, breachAnswer, visibility in
             policy.evaluate(
-                values: Dictionary(uniqueKeysWithValues: zip(fieldOrder, values)),
+                inPageOrder: values,
                 availability: availability, answer: answer,
-                shownFields: visibility.1 ? Set(fieldOrder) : visibility.0,
+                shownFields: visibility.1 ? policy.everyField : visibility.0,
                 breachAnswer: breachAnswer, cache: cache)
         }
         .removeDuplicates()

@@ -18,5 +18,4 @@ struct SignupRequest: Sendable {
     }
 
     var method: String { http.method }
-    var path: String { http.path }
 }

@@ -16,18 +16,18 @@ extension SignupRoutes {
                     status: status, headers: headers)
     }
 
-    func signIn(_ context: SignupRequest) -> HTTPResponse {
-        let request = context.http, client = context.client
+    func signIn(_ request: SignupRequest) -> HTTPResponse {
         let form: URLEncodedForm
-        switch decodeForm(request) {
+        switch decodeForm(request.http) {
         case .success(let decoded): form = decoded
         case .failure(let error): return error.response
         }
-        return speaking(visitorLanguage(request, requested: form["lang"]))
-            .signIn(form, client: client)
+        return speaking(visitorLanguage(request.http, requested: form["lang"]))
+            .signIn(form, from: request)
     }
 
-    private func signIn(_ form: URLEncodedForm, client: String) -> HTTPResponse {
+    private func signIn(_ form: URLEncodedForm, from request: SignupRequest) -> HTTPResponse {
+        let client = request.client, clientKey = request.clientKey
         let username = form["username"] ?? ""
         let password = (form["password"] ?? "").canonicallyComposed
         guard !username.isEmpty, !password.isEmpty else {
@@ -36,7 +36,6 @@ extension SignupRoutes {
         // Keyed by the canonical name whether or not the account exists, so the limit does
         // not tell the two apart either.
         let accountKey = Username.canonical(username)
-        let clientKey = ClientKey.of(client)
         do throws(LimitExceeded) {
             try limiters.signinFailuresPerAccount.ensureNotExhausted(accountKey)
             try limiters.signinFailuresPerAddress.ensureNotExhausted(clientKey)

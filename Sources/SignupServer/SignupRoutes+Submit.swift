@@ -5,19 +5,19 @@ import SignupDomain
 
 /// `POST /signup`: the plain form post that creates an account, with or without JavaScript.
 extension SignupRoutes {
-    func submit(_ context: SignupRequest) -> HTTPResponse {
-        let request = context.http, client = context.client
+    func submit(_ request: SignupRequest) -> HTTPResponse {
         let form: URLEncodedForm
-        switch decodeForm(request) {
+        switch decodeForm(request.http) {
         case .success(let decoded): form = decoded
         case .failure(let error): return error.response
         }
         // The page's language (its hidden `lang` field), else the browser's.
-        return speaking(visitorLanguage(request, requested: form["lang"]))
-            .submit(form, client: client)
+        return speaking(visitorLanguage(request.http, requested: form["lang"]))
+            .submit(form, from: request)
     }
 
-    private func submit(_ form: URLEncodedForm, client: String) -> HTTPResponse {
+    private func submit(_ form: URLEncodedForm, from request: SignupRequest) -> HTTPResponse {
+        let clientKey = request.clientKey
         // Every declared field's value (a checkbox left unticked is not posted: ""). One
         // normal form for passwords, so the same password typed either way verifies.
         let values = Dictionary(uniqueKeysWithValues: policy.fieldOrder.map { field in
@@ -26,7 +26,6 @@ extension SignupRoutes {
         })
         let username = values[.username] ?? ""
         let password = values[.password] ?? ""
-        let clientKey = ClientKey.of(client)
 
         do throws(LimitExceeded) {
             try limiters.signups.admit(clientKey)
