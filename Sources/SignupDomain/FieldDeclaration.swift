@@ -17,6 +17,15 @@ public struct FieldDeclaration: Sendable, Equatable {
         public static let declarable: [Kind] = [.text, .checkbox, .select]
 
         public var isBuiltIn: Bool { !Self.declarable.contains(self) }
+
+        /// The policy setting a built-in field's rules come from (`username:`, `password:`).
+        var rulesSetting: String? {
+            switch self {
+            case .username: return "username"
+            case .password, .confirm: return "password"
+            case .email, .text, .checkbox, .select: return nil
+            }
+        }
     }
 
     public var name: String

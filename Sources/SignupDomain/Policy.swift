@@ -45,6 +45,11 @@ public struct Policy: Sendable {
     /// The form's fields in page order: the built-in four, plus any the policy file declares.
     public var fields: [FieldDeclaration] = FieldDeclaration.builtIn
 
+    /// Every language the policy gives wording of its own, its texts' and its fields'.
+    public var languageTags: Set<String> {
+        Set(textsByLanguage.keys).union(fields.flatMap(\.textsByLanguage.keys))
+    }
+
     public init(
         name: String, summary: String, usernameLength: ClosedRange<Int>,
         usernameCharacters: UsernameCharacters = .standard, passwordMinimumLength: Int,

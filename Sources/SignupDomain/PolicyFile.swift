@@ -152,6 +152,21 @@ private struct Reader {
         return values
     }
 
+    /// A `texts_by_language` mapping's entries, each under a checked language tag.
+    func languages(_ node: Node, at path: String) throws(PolicyFileError) -> [(tag: String, key: Node, value: Node)] {
+        guard let mapping = node.mapping else {
+            throw fail(node, "'\(path)' must map language tags (en, de, pt-br, …) to texts")
+        }
+        var entries: [(tag: String, key: Node, value: Node)] = []
+        for (key, value) in mapping {
+            guard let tag = key.scalar?.string, PolicyFile.isLanguageTag(tag) else {
+                throw fail(key, "'\(key.scalar?.string ?? "?")' is not a language tag in lower case, like en, de or pt-br")
+            }
+            entries.append((tag, key, value))
+        }
+        return entries
+    }
+
     /// Non-empty lines of a text file beside the policy file, `#` comments skipped.
     func lines(ofFileAt node: Node, _ path: String) throws(PolicyFileError) -> (path: String, lines: [String]) {
         let name = try string(node, path)
@@ -203,15 +218,9 @@ private struct Reader {
         }
         var languageNodes: [String: Node] = [:]
         if let byLanguage = top["texts_by_language"] {
-            guard let mapping = byLanguage.value.mapping else {
-                throw fail(byLanguage.value, "'texts_by_language' must map language tags (en, de, pt-br, …) to texts")
-            }
-            for (key, value) in mapping {
-                guard let tag = key.scalar?.string, PolicyFile.isLanguageTag(tag) else {
-                    throw fail(key, "'\(key.scalar?.string ?? "?")' is not a language tag in lower case, like en, de or pt-br")
-                }
-                policy.textsByLanguage[tag] = try readTexts(value, at: "texts_by_language.\(tag)")
-                languageNodes[tag] = key
+            for entry in try languages(byLanguage.value, at: "texts_by_language") {
+                policy.textsByLanguage[entry.tag] = try readTexts(entry.value, at: "texts_by_language.\(entry.tag)")
+                languageNodes[entry.tag] = entry.key
             }
         }
         if let fields = top["fields"] {
@@ -354,7 +363,8 @@ private struct Reader {
             // A built-in field: its rules are the policy's `username:` / `password:` settings.
             let allowed = ["name", "kind", "label", "hint", "texts", "texts_by_language"]
             if let other = entries.keys.sorted().first(where: { !allowed.contains($0) }) {
-                throw fail(entries[other]!.key, "'\(other)' does not fit the built-in field '\(name)': its rules are set under '\(name == "password" || name == "confirm" ? "password" : name == "username" ? "username" : "the server")' (it may have: label, hint, texts, texts_by_language)")
+                let rulesAt = builtIn.rulesSetting.map { "its rules are the policy's '\($0):' settings" } ?? "its rules are built in"
+                throw fail(entries[other]!.key, "'\(other)' does not fit the built-in field '\(name)': \(rulesAt) (it may have: \(allowed.joined(separator: ", ")))")
             }
             if let kind = entries["kind"], try string(kind.value, "\(path).kind") != name {
                 throw fail(kind.value, "the built-in field '\(name)' has kind '\(name)'; leave 'kind' out")
@@ -463,14 +473,8 @@ private struct Reader {
         }
         declaration.texts = general
         if let byLanguage = entries["texts_by_language"] {
-            guard let mapping = byLanguage.value.mapping else {
-                throw fail(byLanguage.value, "'\(path).texts_by_language' must map language tags (en, de, …) to texts")
-            }
-            for (key, value) in mapping {
-                guard let tag = key.scalar?.string, PolicyFile.isLanguageTag(tag) else {
-                    throw fail(key, "'\(key.scalar?.string ?? "?")' is not a language tag in lower case, like en, de or pt-br")
-                }
-                declaration.textsByLanguage[tag] = try fieldTexts(value, at: "\(path).texts_by_language.\(tag)", known: keys)
+            for entry in try languages(byLanguage.value, at: "\(path).texts_by_language") {
+                declaration.textsByLanguage[entry.tag] = try fieldTexts(entry.value, at: "\(path).texts_by_language.\(entry.tag)", known: keys)
             }
         }
     }

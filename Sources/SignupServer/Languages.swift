@@ -62,7 +62,7 @@ struct Languages: Sendable {
             languages.append(Language(catalog: complete, policy: policy.localized(complete.policyTexts, language: catalog.language)))
         }
         let spoken = Set(catalogs.map(\.language))
-        let unspoken = policy.settings.textsByLanguage.keys.filter { !spoken.contains($0) }.sorted()
+        let unspoken = policy.settings.languageTags.subtracting(spoken).sorted()
         if !unspoken.isEmpty {
             throw LoadError.policyLanguagesWithoutCatalog(tags: unspoken, directory: directory.path)
         }

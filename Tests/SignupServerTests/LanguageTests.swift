@@ -163,4 +163,15 @@ final class LanguageTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("fr.yaml"), "\(error)")
         }
     }
+
+    func testAFieldsTextsForALanguageTheServerDoesNotSpeakStopTheStartToo() throws {
+        var settings = Policy.classic
+        var nickname = FieldDeclaration(name: "nickname", kind: .text)
+        nickname.texts = ["label": "Nickname"]
+        nickname.textsByLanguage["fr"] = ["label": "Surnom"]
+        settings.fields.append(nickname)
+        XCTAssertThrowsError(try TestServer { $0.policy = SignupPolicy(settings) }) { error in
+            XCTAssertTrue("\(error)".contains("The policy has texts for fr"), "\(error)")
+        }
+    }
 }
