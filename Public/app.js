@@ -3,8 +3,6 @@
 (function () {
 "use strict";
 
-// The form's fields, in page order, as the page declares them (data-field): the policy decides.
-var FIELDS = [];
 // Every text comes from the page, in its language (data-text-* on the form): the script
 // holds none of its own.
 var STATE_TEXT = {}, LOST = "", SLOW = "";
@@ -37,7 +35,8 @@ leadsToFields(summary);
 
 var form = document.querySelector("form[data-signup]");
 if (!form) { return; }
-FIELDS = Array.prototype.map.call(form.querySelectorAll("[data-field]"), function (el) {
+// The form's fields, in page order, as the page declares them (data-field): the policy decides.
+var FIELDS = Array.prototype.map.call(form.querySelectorAll("[data-field]"), function (el) {
   return el.getAttribute("data-field");
 });
 var tokenInput = form.querySelector('input[name="token"]');

@@ -81,11 +81,15 @@ def server_with():
             running.stop()
 
 
-def make_driver(javascript=True):
+def make_driver(javascript=True, flags=(), logging_prefs=None):
+    """Headless Chromium; `flags` are added to the usual ones, `logging_prefs` sets
+    goog:loggingPrefs (e.g. {"performance": "ALL"} to read HTTP statuses)."""
     options = webdriver.ChromeOptions()
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=600,1300", "--lang=en-GB"):
+                 "--window-size=600,1300", "--lang=en-GB") + tuple(flags):
         options.add_argument(flag)
+    if logging_prefs:
+        options.set_capability("goog:loggingPrefs", logging_prefs)
     if not javascript:
         options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
     # Debian's driver: keeps Selenium Manager from trying to download one (no internet).

@@ -13,10 +13,9 @@ import tempfile
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
+import conftest
 from conftest import ROOT, SERVER, STRONG_PASSWORD, Page, Server
 from test_accessibility import audit
 from test_people_first import expected_from_the_page, listed, mark_the_document, still_here, summary
@@ -45,15 +44,8 @@ def make_driver(javascript=True):
     """conftest's Chromium, plus two things these tests need: no host name resolves (the terms
     link points off this machine; clicking it must send nothing anywhere), and the performance
     log, so a test can read the HTTP status of a page (Selenium has no API for it)."""
-    options = webdriver.ChromeOptions()
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=600,1300", "--lang=en-GB",
-                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    if not javascript:
-        options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
-    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    return conftest.make_driver(javascript, flags=["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
+                                logging_prefs={"performance": "ALL"})
 
 
 @pytest.fixture
@@ -79,11 +71,6 @@ def field_order(page):
 
 def terms_box(page):
     return page.field("terms")
-
-
-def fill_built_ins(page, username, password=STRONG_PASSWORD):
-    """The four built-in fields, valid (conftest's fill_valid: key by key, leaving each)."""
-    page.fill_valid(username, password)
 
 
 def until_only_terms_is_missing(page):
@@ -147,7 +134,7 @@ def test_the_declared_fields_show_in_order_and_the_terms_box_gates_sign_up(serve
     assert browser.state("terms.accepted") == "unmet"
 
     # Every built-in field valid: still not ready, the box is the one thing missing.
-    fill_built_ins(browser, "tickbox")
+    browser.fill_valid("tickbox", STRONG_PASSWORD)
     until_only_terms_is_missing(browser)
     assert_not_ready(browser)
     assert browser.message("terms") == "", "nothing said about the box before it was touched"

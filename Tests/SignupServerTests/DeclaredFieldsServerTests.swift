@@ -70,6 +70,18 @@ final class DeclaredFieldsServerTests: XCTestCase {
         try startServer(policyPath: path)
     }
 
+    /// A form session with its event stream open, and the snapshot the stream starts with.
+    private func openLiveForm() async throws -> (FormSession, EventCollector, SignupSnapshot) {
+        let form = try await server.client.openForm()
+        let events = EventCollector(form.events())
+        let first = await events.wait(forCount: 1)
+        guard case .snapshot(let snapshot)? = first.first else {
+            events.stop()
+            throw StreamStartError(events: first)
+        }
+        return (form, events, snapshot)
+    }
+
     private func fieldNames(in html: String) -> [String] {
         html.matches(of: #/data-field="([a-z_]+)"/#).map { String($0.1) }
     }
@@ -128,11 +140,8 @@ final class DeclaredFieldsServerTests: XCTestCase {
 
     func testTheExamplesFieldsAreLiveLikeTheBuiltInOnes() async throws {
         try startServer(policyPath: Self.examplePath)
-        let form = try await server.client.openForm()
-        let events = EventCollector(form.events())
+        let (form, events, snapshot) = try await openLiveForm()
         defer { events.stop() }
-        let first = await events.wait(forCount: 1)
-        guard case .snapshot(let snapshot) = first[0] else { return XCTFail("first event: \(first[0])") }
         XCTAssertEqual(Set(snapshot.messages.keys), ["username", "display_name", "email", "password", "confirm", "terms"])
         XCTAssertEqual(snapshot.requirements["terms.accepted"], .unmet)
         XCTAssertEqual(snapshot.requirements["display_name.length"], .met, "an optional field left empty is fine")
@@ -213,11 +222,8 @@ final class DeclaredFieldsServerTests: XCTestCase {
         XCTAssertTrue(html.contains(#"<option value="sales">Sales</option>"#))
         XCTAssertTrue(html.contains("Two capital letters, a hyphen, four digits"))
 
-        let form = try await server.client.openForm()
-        let events = EventCollector(form.events())
+        let (form, events, snapshot) = try await openLiveForm()
         defer { events.stop() }
-        let first = await events.wait(forCount: 1)
-        guard case .snapshot(let snapshot) = first[0] else { return XCTFail("first event: \(first[0])") }
         XCTAssertEqual(Set(snapshot.messages.keys), ["username", "email", "team", "employee_id", "password", "confirm"])
         XCTAssertEqual(snapshot.requirements["team.required"], .unmet)
         XCTAssertEqual(snapshot.requirements["employee_id.pattern"], .unmet)
@@ -247,4 +253,10 @@ final class DeclaredFieldsServerTests: XCTestCase {
         let account = try XCTUnwrap(try server.store.account(named: "worker"))
         XCTAssertEqual(account.profile, ["team": .string("sales"), "employee_id": .string("AB-1234")])
     }
+}
+
+/// A stream that did not begin with its snapshot (fails the test that opened it).
+private struct StreamStartError: Error, CustomStringConvertible {
+    let events: [SignupEvent]
+    var description: String { "the stream did not start with a snapshot: \(events)" }
 }
