@@ -6,9 +6,22 @@
 /// file. The constants name the built-in four.
 public struct SignupField: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
+    /// The name's hash, computed once: every edit looks fields up in dictionaries and sets
+    /// (touched fields, verdicts, sequence numbers), and hashing the name each time made the
+    /// typing path measurably dearer than the enum this type replaced.
+    private let nameHash: Int
 
     public init(rawValue: String) {
         self.rawValue = rawValue
+        nameHash = rawValue.hashValue
+    }
+
+    public static func == (lhs: SignupField, rhs: SignupField) -> Bool {
+        lhs.nameHash == rhs.nameHash && lhs.rawValue == rhs.rawValue
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(nameHash)
     }
 
     public static let username = SignupField(rawValue: "username")

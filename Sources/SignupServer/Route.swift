@@ -3,7 +3,8 @@ import MicroHTTPD
 /// One row of the route table (`SignupRoutes.table`): everything about a route except what
 /// its handler does. `Allow`, HEAD, the cross-site check, the format of refusals and the
 /// metrics `route` label all come from here, so a new route is one row plus its handler.
-struct Route: Sendable {
+/// A class: the router hands the same row to the handler and the access log, uncopied.
+final class Route: Sendable {
     /// How refusals of this route are answered: a readable page where a person is looking,
     /// JSON for the page script's and programs' endpoints.
     enum Answers: Sendable {
@@ -42,13 +43,15 @@ struct Route: Sendable {
         self.limits = limits
         self.outcome = outcome
         self.handler = handler
+        name = prefix ? String(path.dropLast()) : path
+        allow = self.methods.joined(separator: ", ")
     }
 
     /// The metrics `route` label: a fixed set, so clients cannot make labels up.
-    var name: String { isPrefix ? String(path.dropLast()) : path }
+    let name: String
 
     /// The `Allow` header of its 405s.
-    var allow: String { methods.joined(separator: ", ") }
+    let allow: String
 
     func accepts(_ method: String) -> Bool { methods.contains(method) }
 }
@@ -69,8 +72,11 @@ struct RouteTable: Sendable {
         exact[path] ?? prefixes.first { path.hasPrefix($0.path) }
     }
 
+    /// The metrics label of a path no route takes.
+    static let unrouted = "other"
+
     /// The metrics label of a path: its route's name, or "other".
     func name(of path: String) -> String {
-        resolve(path)?.name ?? "other"
+        resolve(path)?.name ?? Self.unrouted
     }
 }

@@ -46,22 +46,24 @@ struct SignupRoutes: HTTPResponder {
     func respond(to request: HTTPRequest) -> HTTPResponse {
         let started = DispatchTime.now().uptimeNanoseconds
         let client = addresses.clientAddress(of: request)
-        let response = route(request, client: client)
+        // Resolved once: the handler and the metrics label both come from this row.
+        let row = Self.table.resolve(request.path)
+        let response = route(request, to: row, client: client)
+        let label = row?.name ?? RouteTable.unrouted
         guard case .deferred(let work) = response.body else {
-            record(request, client: client, status: response.status.code, started: started)
+            record(request, route: label, client: client, status: response.status.code, started: started)
             return response
         }
         return .later { [self] respond in
             work.start { answer in
-                record(request, client: client, status: answer.status.code, started: started)
+                record(request, route: label, client: client, status: answer.status.code, started: started)
                 respond(answer)
             }
         }
     }
 
-    private func record(_ request: HTTPRequest, client: String, status: Int, started: UInt64) {
+    private func record(_ request: HTTPRequest, route: String, client: String, status: Int, started: UInt64) {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000_000
-        let route = Self.routeName(request.path)
         metrics.request(route: route, status: status, seconds: seconds)
         guard accessLog.logLevel <= .info else { return }
         var metadata: Logger.Metadata = [
@@ -104,12 +106,6 @@ struct SignupRoutes: HTTPResponder {
         Route(["GET"], "/static/", prefix: true, answers: .json) { $0.staticAsset($1.http) },
     ])
 
-    /// The route a path belongs to, as the metrics `route` label: a fixed set, so metrics
-    /// labels cannot be made up by clients.
-    static func routeName(_ path: String) -> String {
-        table.name(of: path)
-    }
-
     /// The form token a request carries (query or urlencoded body), found without decoding
     /// the whole body a second time.
     static func token(in request: HTTPRequest) -> Substring? {
@@ -131,9 +127,8 @@ struct SignupRoutes: HTTPResponder {
         return nil
     }
 
-    private func route(_ request: HTTPRequest, client: String) -> HTTPResponse {
+    private func route(_ request: HTTPRequest, to route: Route?, client: String) -> HTTPResponse {
         if request.bodyExceededLimit { return APIError.bodyTooLarge(limit: maxBodyBytes).response }
-        let route = Self.table.resolve(request.path)
         if request.method == "POST", case .refused(let reason) = sameOrigin.check(request) {
             // info, not warning: anyone can send these, and the access line shows the 403 too.
             logger.info("Refused a cross-site request",

@@ -65,8 +65,8 @@ final class InProcessRouteTests: XCTestCase {
                 XCTAssertTrue(route.allow.contains("HEAD"), "\(path): GET brings HEAD")
             }
         }
-        XCTAssertEqual(SignupRoutes.routeName("/static/app.1234.js"), "/static")
-        XCTAssertEqual(SignupRoutes.routeName("/wp-admin"), "other", "clients cannot make labels up")
+        XCTAssertEqual(SignupRoutes.table.name(of: "/static/app.1234.js"), "/static")
+        XCTAssertEqual(SignupRoutes.table.name(of: "/wp-admin"), "other", "clients cannot make labels up")
         let unknown = await app.respond(to: request("GET", "/wp-admin"))
         XCTAssertEqual(unknown.status, .notFound)
     }
