@@ -149,6 +149,17 @@ let package = Package(
             ]
         ),
 
+        // The domain's typing path alone, for instruction counts under callgrind (Benchmarks/README.md).
+        .executableTarget(
+            name: "edit-path",
+            dependencies: [
+                "SignupDomain", "SignupWire", "ReactiveValidation",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+                .product(name: "CombineSchedulers", package: "combine-schedulers"),
+            ],
+            path: "Benchmarks/EditPath"
+        ),
+
         // A client for programs: form sessions, edits, typed SSE events. Foundation only.
         .target(name: "LiveSignupClient", dependencies: ["FormWire", "SignupWire"]),
 

