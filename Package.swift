@@ -63,6 +63,16 @@ let package = Package(
         // Is a username safe to show and compare? Invisible, bidi and mixed-script checks.
         .target(name: "UsernameSafety", dependencies: ["UnicodeSpoofShims"]),
 
+        // libcurl (Debian's libcurl4-openssl-dev): calls to servers outside the process, with
+        // C wrappers for its C-variadic options, and their Swift face with every cost bounded.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .target(name: "CurlShims", dependencies: ["CCurl"]),
+        .target(name: "OutsideHTTP", dependencies: ["CurlShims"]),
+
         // The wire vocabulary, Foundation only, shared by server and client. FormWire holds what
         // any live form says (requirement states, edit receipts, error bodies, SSE events);
         // SignupWire the sign-up's own snapshot, events and password strength.
@@ -92,6 +102,7 @@ let package = Package(
                 "ReactiveValidation",
                 "FormWire",
                 "SignupWire",
+                "OutsideHTTP",
                 "Zxcvbn",
                 "UsernameSafety",
                 "CSodium",

@@ -55,6 +55,12 @@ extension HTTPResponse {
     public static func later(_ work: @escaping @Sendable (_ respond: @escaping @Sendable (HTTPResponse) -> Void) -> Void) -> HTTPResponse {
         HTTPResponse(status: .ok, body: .deferred(DeferredResponse(start: work)))
     }
+
+    /// Hands this response to `respond`, starting its work first if it is itself deferred
+    /// (deferred work whose answer may need more deferred work).
+    public func deliver(to respond: @escaping @Sendable (HTTPResponse) -> Void) {
+        if case .deferred(let work) = body { work.start(respond) } else { respond(self) }
+    }
 }
 
 /// Work that produces a response later. See `HTTPResponse.later`.

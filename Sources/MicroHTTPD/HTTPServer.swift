@@ -345,7 +345,7 @@ public final class HTTPServer: Sendable {
         if server.state.withLock({ $0.daemon == nil && !$0.isStopping }) {
             server.startMessages.withLock { $0.append(message) }
         }
-        server.configuration.errorLog?(message)
+        server.configuration.errorLog?(LibraryMessage(message))
     }
 
     private static let readEventStream: MHD_ContentReaderCallback = { cls, _, buffer, capacity in

@@ -24,8 +24,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxBodyBytes: Int
     /// How often open event streams get a comment line so dead peers are noticed.
     public var heartbeatIntervalSeconds: Double
-    /// Receives libmicrohttpd's own error messages (a port in use, a failed accept, …).
-    public var errorLog: (@Sendable (String) -> Void)?
+    /// Receives libmicrohttpd's own messages (a port in use, a failed accept, a client that
+    /// hung up mid-answer), each marked with whether it is only a client gone.
+    public var errorLog: (@Sendable (LibraryMessage) -> Void)?
 
     public init(
         host: String = "127.0.0.1",
@@ -37,7 +38,7 @@ public struct HTTPServerConfiguration: Sendable {
         maxBodyBytes: Int = 16 * 1024,
         connectionMemoryBytes: Int = 0,
         heartbeatIntervalSeconds: Double = 15,
-        errorLog: (@Sendable (String) -> Void)? = nil
+        errorLog: (@Sendable (LibraryMessage) -> Void)? = nil
     ) {
         self.perAddressConnectionLimit = perAddressConnectionLimit
         self.errorLog = errorLog

@@ -1,5 +1,5 @@
-import Dispatch
 import Foundation
+import OutsideHTTP
 import ReactiveValidation
 #if canImport(Combine)
 import Combine
@@ -19,8 +19,8 @@ public enum BreachVerdict: Equatable, Sendable {
 }
 
 /// Answers `password.breached` from a breach source (a Pwned Passwords file or the range
-/// API), on its own queue, for the view model's debounced `switchToLatest` pipeline, and
-/// synchronously for the submit check.
+/// API), on threads of its own (a look-up may wait out the source's timeout), for the view
+/// model's debounced `switchToLatest` pipeline and for the submit check.
 ///
 /// Fails open: when the source cannot answer (the API is down or slow), a password counts as
 /// breached only if the built-in common-password list has it, so an outage never blocks
@@ -31,19 +31,31 @@ public enum BreachVerdict: Equatable, Sendable {
 public final class BreachedPasswordChecker: @unchecked Sendable {
     public let lookup: any BreachedPasswordLookup
     private let fallback: CommonPasswords
-    private let queue: DispatchQueue
+    /// Starts a look-up where it may block (a source may take its whole timeout, so not on
+    /// Dispatch's shared pool); false when it cannot be taken now.
+    private let run: @Sendable (@escaping @Sendable () -> Void) -> Bool
     private let lock = NSLock()
     private var remembered: [String: BreachVerdict] = [:]
     private var rememberedOrder: [String] = []
     private static let rememberedCapacity = 512
     private var counts = (lookups: 0, failures: 0)
-    private var observer: (@Sendable (BreachVerdict, _ sourceFailed: Bool) -> Void)?
+    private var observer: (@Sendable (BreachVerdict, _ sourceFailure: BreachedPasswordError?) -> Void)?
 
+    /// Threads look-ups run on by default: as many as the range API lets wait at once.
+    public static let lookupThreads = 8
+
+    /// `run` starts a look-up somewhere it may block, or returns false to have it answered
+    /// as a failed source at once; tests pass a queue they can drain.
     public init(lookup: any BreachedPasswordLookup, fallback: CommonPasswords = .builtIn,
-                queue: DispatchQueue = DispatchQueue(label: "breached-passwords", attributes: .concurrent)) {
+                run: (@Sendable (@escaping @Sendable () -> Void) -> Bool)? = nil) {
         self.lookup = lookup
         self.fallback = fallback
-        self.queue = queue
+        if let run {
+            self.run = run
+        } else {
+            let threads = WorkerThreads(count: Self.lookupThreads, name: "breached-passwords")
+            self.run = { threads.submit($0) }
+        }
     }
 
     /// Look-ups made (each a file search or an API request, or a cached API answer).
@@ -51,30 +63,35 @@ public final class BreachedPasswordChecker: @unchecked Sendable {
     /// Look-ups the source could not answer, answered from the built-in list instead.
     public var sourceFailures: Int { lock.withLock { counts.failures } }
 
-    /// Called after every look-up with its verdict and whether the source failed (metrics).
-    public func observeLookups(_ observer: @escaping @Sendable (BreachVerdict, _ sourceFailed: Bool) -> Void) {
+    /// Called after every look-up with its verdict and, if the source failed, why (metrics
+    /// and warnings).
+    public func observeLookups(_ observer: @escaping @Sendable (BreachVerdict, _ sourceFailure: BreachedPasswordError?) -> Void) {
         lock.withLock { self.observer = observer }
     }
 
     /// Looks the password up now, on the caller's thread.
     public func verdictNow(for password: String) -> BreachVerdict {
         let hash = BreachedPasswords.sha1(of: password)
-        let verdict: BreachVerdict
-        let failed: Bool
         do {
             let times = try lookup.timesSeen(sha1: hash)
-            verdict = times > 0 ? .seen(times) : .notFound
-            failed = false
+            return record(times > 0 ? .seen(times) : .notFound, hash: hash, failure: nil)
         } catch {
-            verdict = fallback.contains(password) ? .listedWhileSourceUnavailable : .notFound
-            failed = true
+            return failOpen(password, hash: hash, error as? BreachedPasswordError ?? BreachedPasswordError("\(error)"))
         }
-        let observer = lock.withLock { () -> (@Sendable (BreachVerdict, Bool) -> Void)? in
+    }
+
+    /// The answer when the source failed: breached only if the built-in list has it.
+    private func failOpen(_ password: String, hash: String, _ failure: BreachedPasswordError) -> BreachVerdict {
+        record(fallback.contains(password) ? .listedWhileSourceUnavailable : .notFound, hash: hash, failure: failure)
+    }
+
+    private func record(_ verdict: BreachVerdict, hash: String, failure: BreachedPasswordError?) -> BreachVerdict {
+        let observer = lock.withLock { () -> (@Sendable (BreachVerdict, BreachedPasswordError?) -> Void)? in
             counts.lookups += 1
-            if failed { counts.failures += 1 }
+            if failure != nil { counts.failures += 1 }
             return self.observer
         }
-        observer?(verdict, failed)
+        observer?(verdict, failure)
         lock.withLock {
             if remembered.updateValue(verdict, forKey: hash) == nil { rememberedOrder.append(hash) }
             if rememberedOrder.count > Self.rememberedCapacity { remembered[rememberedOrder.removeFirst()] = nil }
@@ -88,13 +105,23 @@ public final class BreachedPasswordChecker: @unchecked Sendable {
         return lock.withLock { remembered[hash] }
     }
 
-    /// The requirement state for `password`, looked up on the checker's queue when subscribed.
+    /// Looks the password up on the checker's threads and hands the verdict to `completion`
+    /// there (the submit check: never on a thread that serves requests). When too many
+    /// look-ups are waiting already, it fails open at once, on the caller's thread.
+    public func verdict(for password: String, then completion: @escaping @Sendable (BreachVerdict) -> Void) {
+        guard run({ [self] in completion(verdictNow(for: password)) }) else {
+            let failure = BreachedPasswordError("too many look-ups are waiting for the source", reason: "busy")
+            return completion(failOpen(password, hash: BreachedPasswords.sha1(of: password), failure))
+        }
+    }
+
+    /// The requirement state for `password`, looked up on the checker's threads when subscribed.
     public func state(of password: String) -> AnyPublisher<RequirementState, Never> {
         let checker = self
         return Deferred {
             Future<RequirementState, Never> { promise in
                 nonisolated(unsafe) let promise = promise
-                checker.queue.async { promise(.success(checker.verdictNow(for: password).state)) }
+                checker.verdict(for: password) { promise(.success($0.state)) }
             }
         }
         .eraseToAnyPublisher()

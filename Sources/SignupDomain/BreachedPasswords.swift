@@ -19,7 +19,13 @@ public enum BreachedPasswords {
 
 public struct BreachedPasswordError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// A short, stable label for metrics: `busy`, `too_large`, `timeout`, `status`,
+    /// `unreachable`, `garbage` (the range API), or `unreadable` (anything else).
+    public let reason: String
+    public init(_ description: String, reason: String = "unreadable") {
+        self.description = description
+        self.reason = reason
+    }
 }
 
 /// The Pwned Passwords file (`SHA1:COUNT` lines sorted by hash, tens of GB in real use),

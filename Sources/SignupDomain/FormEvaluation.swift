@@ -176,6 +176,15 @@ extension SignupPolicy {
         return checker.verdictNow(for: password).state
     }
 
+    /// The same, on the breach checker's queue, handed to `completion` there; at once (on
+    /// the caller's thread) when no look-up is needed. A look-up can take the source's whole
+    /// timeout, so request threads never wait for one.
+    public func breachState(for password: String, then completion: @escaping @Sendable (RequirementState?) -> Void) {
+        guard let rule = passwordBreachRule, let checker = breachedPasswords else { return completion(nil) }
+        guard rule.isEligible(password) else { return completion(.unmet) }
+        checker.verdict(for: password) { completion($0.state) }
+    }
+
     /// The form as a page view starts: every field empty, nothing shown, no answer yet.
     /// A session whose person has not typed has exactly this state, so it needs no view
     /// model until the first edit.

@@ -1,20 +1,29 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import OutsideHTTP
 
 /// Have I Been Pwned's k-anonymity range API (`GET {base}/range/{first 5 hex of SHA-1}`
 /// answers every `SUFFIX:COUNT` with that prefix): only five hex digits of the hash leave
 /// the server. Answers are cached per prefix for `cacheLifetime`, at most `cacheCapacity`
 /// prefixes (the oldest go first), so a person typing one password costs one request.
 ///
-/// Synchronous, for the checker's own Dispatch queue: each look-up waits at most `timeout`.
+/// The API is a dependency an operator may point at a mirror or a proxy, so a broken one
+/// must cost little: each answer is read as a stream and refused past `maxAnswerBytes`, the
+/// whole look-up ends within `timeout`, at most `maxConcurrentLookups` run at once, and an
+/// answer that is not `SUFFIX:COUNT` lines is refused, and after five failures in a row the
+/// API is left alone for 30 s. Every refusal is an error, which the checker answers from the
+/// built-in list (fail-open).
+///
+/// Synchronous, for the checker's own Dispatch queue.
 public final class PwnedPasswordsRangeAPI: BreachedPasswordLookup, @unchecked Sendable {
+    /// A real answer with padding is 800 to 1,000 lines of 40 bytes or so (under 40 KiB).
+    public static let maxAnswerBytes = 128 * 1024
+    /// Look-ups waiting on the API at once; more fail open at once instead of queueing.
+    public static let maxConcurrentLookups = 8
+
     public let baseURL: URL
-    private let timeout: TimeInterval
+    private let fetcher: BoundedHTTPFetcher
     private let cacheLifetime: TimeInterval
     private let cacheCapacity: Int
-    private let session: URLSession
     private let now: @Sendable () -> Date
     private let lock = NSLock()
     private var cache: [String: (fetched: Date, counts: [String: Int])] = [:]
@@ -23,18 +32,20 @@ public final class PwnedPasswordsRangeAPI: BreachedPasswordLookup, @unchecked Se
     public private(set) var requestsSent = 0
 
     public init(baseURL: URL, timeout: TimeInterval = 2, cacheLifetime: TimeInterval = 3600, cacheCapacity: Int = 10_000,
+                maxAnswerBytes: Int = PwnedPasswordsRangeAPI.maxAnswerBytes,
+                maxConcurrentLookups: Int = PwnedPasswordsRangeAPI.maxConcurrentLookups,
                 now: @escaping @Sendable () -> Date = Date.init) {
         self.baseURL = baseURL
-        self.timeout = timeout
         self.cacheLifetime = cacheLifetime
         self.cacheCapacity = cacheCapacity
         self.now = now
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        configuration.timeoutIntervalForResource = timeout
-        configuration.httpAdditionalHeaders = ["Add-Padding": "true", "User-Agent": "LiveSignup"]
-        session = URLSession(configuration: configuration)
+        fetcher = BoundedHTTPFetcher(
+            limits: .init(maxBytes: maxAnswerBytes, deadline: timeout, maxConcurrent: maxConcurrentLookups),
+            headers: ["Add-Padding": "true", "User-Agent": "LiveSignup"], now: now)
     }
+
+    /// Look-ups waiting on the API now.
+    public var lookupsInFlight: Int { fetcher.inFlight }
 
     public func timesSeen(sha1 hash: String) throws -> Int {
         let hash = hash.uppercased()
@@ -57,37 +68,44 @@ public final class PwnedPasswordsRangeAPI: BreachedPasswordLookup, @unchecked Se
 
     private func fetch(_ prefix: String) throws -> [String: Int] {
         let url = baseURL.appendingPathComponent("range").appendingPathComponent(prefix)
+        let source = url.host ?? "the range API"
         lock.withLock { requestsSent += 1 }
-        let done = DispatchSemaphore(value: 0)
-        let outcome = ResultBox()
-        let task = session.dataTask(with: url) { data, response, error in
-            if let error {
-                outcome.result = .failure(BreachedPasswordError("\(url.host ?? "the range API") did not answer: \(error.localizedDescription)"))
-            } else if let status = (response as? HTTPURLResponse)?.statusCode, status != 200 {
-                outcome.result = .failure(BreachedPasswordError("\(url.host ?? "the range API") answered \(status)"))
-            } else {
-                outcome.result = .success(data ?? Data())
-            }
-            done.signal()
+        do {
+            return try fetcher.get(url, decode: Self.parse)
+        } catch .unusable {
+            throw BreachedPasswordError("\(source) answered something other than SUFFIX:COUNT lines", reason: "garbage")
+        } catch {
+            throw BreachedPasswordError("\(source) \(error)", reason: error.reason)
         }
-        task.resume()
-        // The session's own timeout ends the task; this bound is a backstop.
-        guard done.wait(timeout: .now() + timeout + 1) == .success, let result = outcome.result else {
-            task.cancel()
-            throw BreachedPasswordError("\(url.host ?? "the range API") did not answer within \(timeout) s")
-        }
-        let body = try result.get()
+    }
+
+    /// `SUFFIX:COUNT` lines (35 hex digits, a colon, a count), or nil if any line is not one
+    /// or there are none (every prefix has hundreds of hashes): a proxy's error page or a
+    /// wrong URL must not read as "never seen".
+    static func parse(_ body: Data) -> [String: Int]? {
         var counts: [String: Int] = [:]
-        for line in String(decoding: body, as: UTF8.self).split(whereSeparator: \.isNewline) {
-            let parts = line.split(separator: ":")
-            guard parts.count == 2, let count = Int(parts[1].trimmingCharacters(in: .whitespaces)) else { continue }
+        var lines = 0
+        for line in body.split(separator: UInt8(ascii: "\n")) {
+            var line = line
+            if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+            if line.isEmpty { continue }
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")),
+                  line.distance(from: line.startIndex, to: colon) == 35,
+                  line[..<colon].allSatisfy(\.isHexDigitByte),
+                  let count = Int(String(decoding: line[line.index(after: colon)...], as: UTF8.self)
+                      .trimmingCharacters(in: .whitespaces)),
+                  count >= 0
+            else { return nil }
+            lines += 1
             // Padding lines (count 0) are there to hide the answer's size; they mean "not seen".
-            if count > 0 { counts[parts[0].uppercased()] = count }
+            if count > 0 { counts[String(decoding: line[..<colon], as: UTF8.self).uppercased()] = count }
         }
-        return counts
+        return lines > 0 ? counts : nil
     }
 }
 
-private final class ResultBox: @unchecked Sendable {
-    var result: Result<Data, BreachedPasswordError>?
+private extension UInt8 {
+    var isHexDigitByte: Bool {
+        (48...57).contains(self) || (65...70).contains(self) || (97...102).contains(self)
+    }
 }

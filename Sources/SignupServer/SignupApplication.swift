@@ -90,7 +90,16 @@ public final class SignupApplication: Sendable {
         let limiters = ClientLimiters(configuration.limits, now: configuration.now)
         let metrics = SignupMetrics()
         self.metrics = metrics
-        configuration.policy.breachedPasswords?.observeLookups { metrics.breachLookup($0, sourceFailed: $1) }
+        // One warning a minute per kind of failure at most: a broken source fails every look-up.
+        let repeatLimited = RepeatLimitedLog(logger: logger, now: configuration.now)
+        configuration.policy.breachedPasswords?.observeLookups { verdict, failure in
+            metrics.breachLookup(verdict, sourceFailure: failure)
+            if let failure {
+                repeatLimited.log(.warning, "Breached-password source failed; the built-in list answered",
+                                  cause: "breached_passwords " + failure.reason,
+                                  metadata: ["reason": "\(failure.reason)", "error": "\(failure)"])
+            }
+        }
         let hasher = TimedPasswordHasher(base: configuration.passwordHasher, timer: metrics.passwordHashDuration)
         let tokenKey = try configuration.formTokenKey
             ?? store.secret(named: "form-token-key", createdBy: FormTokenAuthority.makeKey)
@@ -174,7 +183,17 @@ public final class SignupApplication: Sendable {
                 maxBodyBytes: configuration.maxBodyBytes,
                 connectionMemoryBytes: configuration.connectionMemoryBytes,
                 heartbeatIntervalSeconds: configuration.heartbeatIntervalSeconds,
-                errorLog: { message in logger.error("libmicrohttpd: \(message)") }),
+                errorLog: { message in
+                    // A client that went away is the web working normally: counted, and at
+                    // debug for whoever traces one connection. The rest are server problems,
+                    // each cause at most once a minute with a count of its repeats.
+                    if message.isClientGone {
+                        metrics.clientDisconnects.increment()
+                        logger.debug("libmicrohttpd: \(message.text)")
+                    } else {
+                        repeatLimited.log(.error, "libmicrohttpd: \(message.text)", cause: "libmicrohttpd " + message.template)
+                    }
+                }),
             responder: routes)
         serverBox.server = server
     }

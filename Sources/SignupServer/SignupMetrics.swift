@@ -18,8 +18,27 @@ final class SignupMetrics: Sendable {
         $0[$1] = Counter(label: "livesignup_breach_lookups_total", dimensions: [("result", $1)])
     }
 
-    func breachLookup(_ verdict: BreachVerdict, sourceFailed: Bool) {
-        breachLookups[sourceFailed ? "source_failed" : (verdict == .notFound ? "not_found" : "found")]?.increment()
+    func breachLookup(_ verdict: BreachVerdict, sourceFailure: BreachedPasswordError?) {
+        breachLookups[sourceFailure != nil ? "source_failed" : (verdict == .notFound ? "not_found" : "found")]?.increment()
+        if let sourceFailure { upstreamFailure("breached_passwords", reason: sourceFailure.reason) }
+    }
+
+    /// Clients that went away mid-request or mid-answer (a closed tab, a lost signal), as
+    /// libmicrohttpd reports them: normal on the web, so counted here and logged at debug.
+    let clientDisconnects = Counter(label: "livesignup_client_disconnects_total")
+
+    /// Answers from outside the process refused or missing, by dependency and reason
+    /// (`busy`, `too_large`, `timeout`, `status`, `unreachable`, `garbage`), made on first use.
+    private let upstreamFailures = Locked<[String: Counter]>([:])
+
+    func upstreamFailure(_ upstream: String, reason: String) {
+        let counter = upstreamFailures.withLock { counters in
+            if let known = counters[upstream + " " + reason] { return known }
+            let made = Counter(label: "livesignup_upstream_failures_total", dimensions: [("upstream", upstream), ("reason", reason)])
+            counters[upstream + " " + reason] = made
+            return made
+        }
+        counter.increment()
     }
     let passwordHashDuration = Metrics.Timer(label: "livesignup_password_hash_duration_seconds",
                                              preferredDisplayUnit: .seconds)

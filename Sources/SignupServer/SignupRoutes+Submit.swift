@@ -73,14 +73,30 @@ extension SignupRoutes {
             metrics.signup("unavailable")
             return unavailable(values: values, token: token)
         }
-        let evaluation = policy.evaluateSubmission(
-            values: values, usernameAvailability: availability, breach: policy.breachStateNow(for: password))
+        guard policy.breachedPasswords != nil else {
+            return checked(values: values, availability: availability, breach: nil, token: token,
+                           clientKey: clientKey, session: session)
+        }
+        // A breach look-up can take the source's whole timeout: it runs on the checker's
+        // queue and the answer follows from there, never holding a request thread.
+        return .later { [self] respond in
+            policy.breachState(for: password) { [self] breach in
+                checked(values: values, availability: availability, breach: breach, token: token,
+                        clientKey: clientKey, session: session).deliver(to: respond)
+            }
+        }
+    }
+
+    /// The submission with every answer in: its 422, or the account once the password is
+    /// hashed.
+    private func checked(values: [SignupField: String], availability: RequirementState, breach: RequirementState?,
+                         token: String, clientKey: String, session: FormSession?) -> HTTPResponse {
+        let evaluation = policy.evaluateSubmission(values: values, usernameAvailability: availability, breach: breach)
         guard evaluation.isValid else {
             metrics.signup(availability == .unmet ? "taken" : "invalid")
-            return rerender(values: values, evaluation: evaluation,
-                            token: token, status: .unprocessableContent)
+            return rerender(values: values, evaluation: evaluation, token: token, status: .unprocessableContent)
         }
-
+        let password = values[.password] ?? ""
         return .later { [self] respond in
             do throws(HashingRefusal) {
                 try hashing.hash(password, client: clientKey) { result in

@@ -100,7 +100,7 @@ final class ProtocolEdgeCaseTests: XCTestCase {
     func testAPortInUseSaysSoInLibmicrohttpdsWords() throws {
         let messages = Locked<[String]>([])
         let second = HTTPServer(
-            configuration: HTTPServerConfiguration(port: server.port, errorLog: { message in messages.withLock { $0.append(message) } }),
+            configuration: HTTPServerConfiguration(port: server.port, errorLog: { message in messages.withLock { $0.append(message.text) } }),
             responder: EchoResponder())
         XCTAssertThrowsError(try second.start()) { error in
             XCTAssertTrue("\(error)".lowercased().contains("in use"), "\(error)")

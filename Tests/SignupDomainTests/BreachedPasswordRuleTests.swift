@@ -43,7 +43,7 @@ final class BreachedPasswordRuleTests: XCTestCase {
         let lookup = FakeLookup()
         lookup.seen = Dictionary(uniqueKeysWithValues: seen.map { (BreachedPasswords.sha1(of: $0.key), $0.value) })
         let lookupQueue = DispatchQueue(label: "test-breach-lookups")
-        let checker = BreachedPasswordChecker(lookup: lookup, queue: lookupQueue)
+        let checker = BreachedPasswordChecker(lookup: lookup, run: { lookupQueue.async(execute: $0); return true })
         let scheduler = DispatchQueue.test
         let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), breachedPasswords: checker)
         let model = SignupViewModel(policy: policy, availabilityChecker: FakeAvailabilityChecker(),

@@ -1,0 +1,145 @@
+#include "CurlShims.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
+static void global_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+void curl_shim_global_init(void) { pthread_once(&global_once, global_init_once); }
+
+/* The share's lock callbacks: one mutex per kind of shared data. */
+typedef struct { CURLSH *share; pthread_mutex_t locks[CURL_LOCK_DATA_LAST]; } share_state;
+
+static void share_lock(CURL *handle, curl_lock_data data, curl_lock_access access, void *userptr) {
+    (void) handle; (void) access;
+    pthread_mutex_lock(&((share_state *) userptr)->locks[data]);
+}
+
+static void share_unlock(CURL *handle, curl_lock_data data, void *userptr) {
+    (void) handle;
+    pthread_mutex_unlock(&((share_state *) userptr)->locks[data]);
+}
+
+void *curl_shim_share_create(void) {
+    curl_shim_global_init();
+    share_state *state = calloc(1, sizeof *state);
+    if (state == NULL) return NULL;
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&state->locks[i], NULL);
+    state->share = curl_share_init();
+    if (state->share == NULL) { free(state); return NULL; }
+    curl_share_setopt(state->share, CURLSHOPT_LOCKFUNC, share_lock);
+    curl_share_setopt(state->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+    curl_share_setopt(state->share, CURLSHOPT_USERDATA, state);
+    curl_share_setopt(state->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(state->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(state->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    return state;
+}
+
+typedef struct {
+    CURL *handle;
+    curl_shim_get_result *result;
+    size_t max_bytes;
+    size_t capacity;
+    int refused; /* the write callback stopped the transfer: outcome already set */
+} transfer;
+
+static size_t receive(char *data, size_t size, size_t count, void *userdata) {
+    transfer *t = userdata;
+    size_t bytes = size * count;
+    if (t->result->length == 0 && t->capacity == 0) {
+        /* The first bytes of the body: the status is known by now. Not 200: read no further. */
+        long status = 0;
+        curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
+        if (status != 200) {
+            t->result->outcome = CURL_SHIM_STATUS;
+            t->refused = 1;
+            return 0;
+        }
+    }
+    if (bytes > t->max_bytes - t->result->length) {
+        t->result->outcome = CURL_SHIM_TOO_LARGE;
+        t->refused = 1;
+        return 0; /* libcurl aborts the transfer and closes the connection */
+    }
+    if (t->result->length + bytes > t->capacity) {
+        size_t capacity = t->capacity ? t->capacity : 16384;
+        while (capacity < t->result->length + bytes) capacity *= 2;
+        if (capacity > t->max_bytes) capacity = t->max_bytes;
+        unsigned char *grown = realloc(t->result->body, capacity);
+        if (grown == NULL) {
+            t->result->outcome = CURL_SHIM_TOO_LARGE;
+            t->refused = 1;
+            return 0;
+        }
+        t->result->body = grown;
+        t->capacity = capacity;
+    }
+    memcpy(t->result->body + t->result->length, data, bytes);
+    t->result->length += bytes;
+    return bytes;
+}
+
+curl_shim_outcome curl_shim_get(const curl_shim_get_request *request, void *share, curl_shim_get_result *result) {
+    curl_shim_global_init();
+    memset(result, 0, sizeof *result);
+    CURL *handle = curl_easy_init();
+    if (handle == NULL) {
+        result->outcome = CURL_SHIM_UNREACHABLE;
+        strncpy(result->error, "libcurl could not start a transfer", sizeof result->error - 1);
+        return result->outcome;
+    }
+    struct curl_slist *headers = NULL;
+    for (size_t i = 0; i < request->header_count; i++) headers = curl_slist_append(headers, request->headers[i]);
+    transfer t = { handle, result, request->max_bytes, 0, 0 };
+    char error[CURL_ERROR_SIZE] = { 0 };
+
+    curl_easy_setopt(handle, CURLOPT_URL, request->url);
+    curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 0L);
+    /* Threads: no signals for timeouts (they would hit whichever thread). */
+    curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+    /* The whole exchange, however slowly the bytes arrive. */
+    curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, request->timeout_ms);
+    curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, request->timeout_ms);
+    /* A declared Content-Length over the cap is refused before the body. */
+    curl_easy_setopt(handle, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) request->max_bytes);
+    curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, receive);
+    curl_easy_setopt(handle, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error);
+    if (share != NULL) curl_easy_setopt(handle, CURLOPT_SHARE, ((share_state *) share)->share);
+
+    CURLcode code = curl_easy_perform(handle);
+    curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &result->status);
+    if (t.refused) {
+        /* Set by the write callback. */
+    } else if (code == CURLE_OK) {
+        result->outcome = result->status == 200 ? CURL_SHIM_OK : CURL_SHIM_STATUS;
+    } else if (code == CURLE_OPERATION_TIMEDOUT) {
+        result->outcome = CURL_SHIM_TIMED_OUT;
+    } else if (code == CURLE_FILESIZE_EXCEEDED) {
+        result->outcome = CURL_SHIM_TOO_LARGE;
+    } else {
+        result->outcome = CURL_SHIM_UNREACHABLE;
+        strncpy(result->error, error[0] ? error : curl_easy_strerror(code), sizeof result->error - 1);
+    }
+    curl_easy_cleanup(handle);
+    curl_slist_free_all(headers);
+    if (result->outcome != CURL_SHIM_OK) {
+        free(result->body);
+        result->body = NULL;
+        result->length = 0;
+    }
+    return result->outcome;
+}
+
+void curl_shim_free_result(curl_shim_get_result *result) {
+    free(result->body);
+    result->body = NULL;
+    result->length = 0;
+}

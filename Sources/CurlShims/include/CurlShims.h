@@ -1,0 +1,51 @@
+#ifndef CURL_SHIMS_H
+#define CURL_SHIMS_H
+
+#include <stddef.h>
+
+/// One GET with every cost bounded, through libcurl's easy interface (whose setopt is
+/// C-variadic, which Swift cannot call). Blocks the calling thread for at most `timeout_ms`.
+typedef struct curl_shim_get_request {
+    const char *url;
+    /// "Name: value" lines, `header_count` of them.
+    const char *const *headers;
+    size_t header_count;
+    /// From the start to the last byte of the body; also bounds connecting.
+    long timeout_ms;
+    /// Bytes of body accepted; a larger declared Content-Length is refused before the body.
+    size_t max_bytes;
+} curl_shim_get_request;
+
+typedef enum curl_shim_outcome {
+    CURL_SHIM_OK = 0,
+    /// Status other than 200 (in `status`); the body is not read.
+    CURL_SHIM_STATUS = 1,
+    /// The body is, or said it would be, larger than `max_bytes`.
+    CURL_SHIM_TOO_LARGE = 2,
+    CURL_SHIM_TIMED_OUT = 3,
+    /// Could not connect, resolve, or the connection broke (see `error`).
+    CURL_SHIM_UNREACHABLE = 4,
+} curl_shim_outcome;
+
+typedef struct curl_shim_get_result {
+    curl_shim_outcome outcome;
+    long status;
+    /// The body (malloc'd, at most max_bytes; free with curl_shim_free_result).
+    unsigned char *body;
+    size_t length;
+    /// libcurl's words for a failure.
+    char error[256];
+} curl_shim_get_result;
+
+/// Initialises libcurl once for the process (thread-safe); call before the first get.
+void curl_shim_global_init(void);
+
+/// A connection, DNS and TLS-session cache shared by every get that passes it, so a source
+/// asked often is not dialled and handshaken each time. Lives as long as the process.
+void *curl_shim_share_create(void);
+
+curl_shim_outcome curl_shim_get(const curl_shim_get_request *request, void *share, curl_shim_get_result *result);
+
+void curl_shim_free_result(curl_shim_get_result *result);
+
+#endif
