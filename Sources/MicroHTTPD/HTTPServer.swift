@@ -22,7 +22,6 @@ public final class HTTPServer: Sendable {
         var daemon: OpaquePointer?
         var port: UInt16 = 0
         var heartbeat: DispatchSourceTimer?
-        var hangUps: HangUpWatcher?
         var openStreams: [ObjectIdentifier: EventStream] = [:]
         /// Connections suspended while a deferred response is computed.
         var pendingDeferred: [ObjectIdentifier: PendingDeferred] = [:]
@@ -33,6 +32,8 @@ public final class HTTPServer: Sendable {
     }
 
     private let state = Locked(State())
+    /// Every connection's hang-up, noticed at once (nil if the kernel refused an epoll set).
+    private let hangUps = HangUpWatcher()
     /// libmicrohttpd's error messages, collected while starting so a failure can say why.
     private let startMessages = Locked<[String]>([])
 
@@ -52,6 +53,7 @@ public final class HTTPServer: Sendable {
 
     public func start() throws {
         _ = mhd_shim_raise_open_file_limit()
+        hangUps?.start()
         var errorBuffer = [CChar](repeating: 0, count: 256)
         let context = Unmanaged.passUnretained(self).toOpaque()
         let daemon: OpaquePointer? = configuration.host.withCString { host in
@@ -65,6 +67,8 @@ public final class HTTPServer: Sendable {
                 connection_memory_limit: max(0, configuration.connectionMemoryBytes),
                 access_handler: HTTPServer.accessHandler,
                 access_handler_cls: context,
+                connection_handler: hangUps == nil ? nil : HTTPServer.connectionChanged,
+                connection_handler_cls: context,
                 completed_handler: HTTPServer.requestCompleted,
                 completed_handler_cls: context,
                 uri_callback: HTTPServer.requestLineReceived,
@@ -89,12 +93,10 @@ public final class HTTPServer: Sendable {
         heartbeat.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
         heartbeat.setEventHandler { [weak self] in self?.sendHeartbeats() }
         heartbeat.resume()
-        let hangUps = HangUpWatcher()
         state.withLock {
             $0.daemon = daemon
             $0.port = port
             $0.heartbeat = heartbeat
-            $0.hangUps = hangUps
         }
     }
 
@@ -134,11 +136,7 @@ public final class HTTPServer: Sendable {
             // libmicrohttpd a moment to write the last answers and release them.
             guard waitUntilDrained(timeout: 5) else { return false }
         }
-        let hangUps = state.withLock { state -> HangUpWatcher? in
-            state.daemon = nil
-            defer { state.hangUps = nil }
-            return state.hangUps
-        }
+        state.withLock { $0.daemon = nil }
         MHD_stop_daemon(daemon)
         hangUps?.stop()
         return true
@@ -235,10 +233,11 @@ public final class HTTPServer: Sendable {
                 stream.terminate()
                 return queue(shutdownResponse(for: context.request), for: context, on: connection)
             }
-            let socket = mhd_shim_connection_fd(connection)
-            stream.attach(to: connection, socket: socket)
+            stream.attach(to: connection, socket: mhd_shim_connection_fd(connection))
             stream.onTermination { [weak self] in self?.unregister(stream) }
-            state.withLock { $0.hangUps }?.watch(stream, socket: socket)
+            if let hangUps, let token = mhd_shim_connection_socket_context(connection) {
+                hangUps.watch(stream, connection: UInt64(UInt(bitPattern: token)))
+            }
             mhdResponse = MHD_create_response_from_callback(
                 UInt64.max, 1024, HTTPServer.readEventStream,
                 Unmanaged.passRetained(stream).toOpaque(), HTTPServer.releaseEventStream)
@@ -320,6 +319,18 @@ public final class HTTPServer: Sendable {
             return MHD_Result.YES
         }
         return server.answer(context, on: connection)
+    }
+
+    /// A connection starts (its hang-up is watched from now) or is about to close.
+    private static let connectionChanged: MHD_NotifyConnectionCallback = { cls, connection, socketContext, change in
+        guard let cls, let connection, let socketContext,
+              let hangUps = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().hangUps else { return }
+        if change == .CONNECTION_NOTIFY_STARTED {
+            let token = hangUps.connectionOpened(socket: mhd_shim_connection_fd(connection))
+            socketContext.pointee = UnsafeMutableRawPointer(bitPattern: UInt(token))
+        } else if let token = socketContext.pointee {
+            hangUps.connectionClosed(UInt64(UInt(bitPattern: token)))
+        }
     }
 
     private static let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in

@@ -1,18 +1,49 @@
 import Foundation
 import MicroHTTPDShims
 
-/// Notices at once when the client of an event stream hangs up (a tab closed, a laptop lid
-/// shut). A suspended connection is invisible to libmicrohttpd's loop, so otherwise a gone
-/// client keeps its connection and its stream until the next heartbeat, up to 15 s later.
+/// Notices at once when the peer of any connection hangs up (a tab closed, a laptop lid shut,
+/// a client that gave up halfway through its request) and makes libmicrohttpd let it go.
 ///
-/// One epoll set and one thread serve every stream. Watching costs one `epoll_ctl` when a
-/// stream opens and nothing per event; the heartbeat's own check stays as the backstop.
+/// Two kinds of connection would otherwise linger until a timer: a suspended one (an event
+/// stream between events) is invisible to libmicrohttpd's loop, and libmicrohttpd 0.9.75 can
+/// miss a hang-up that arrives with the request's last bytes (it reads them, sees fewer bytes
+/// than it asked for, and waits for a readiness edge that never comes) — 6,000 descriptors
+/// once waited out the 30 s idle timeout that way (issue 25).
+///
+/// Every connection's socket is in one epoll set (edge-triggered `EPOLLRDHUP`, one thread for
+/// all). On a hang-up: a stream on the connection is closed (which resumes it; its next write
+/// fails and libmicrohttpd releases it), and libmicrohttpd is nudged to read the socket again
+/// (`shutdown(SHUT_RD)`: it wakes libmicrohttpd's own epoll, the read returns end of file as
+/// the peer's FIN already said, and libmicrohttpd closes or finishes the connection by its own
+/// rules). Nudges repeat a few times while the connection stays, in case the first one came
+/// before libmicrohttpd had read what preceded the FIN.
+///
+/// A socket is only ever touched between libmicrohttpd's "connection started" and "closed"
+/// notices, under the same lock as they take: the number cannot have been reused by then.
 final class HangUpWatcher: Sendable {
+    private struct Connection {
+        let socket: Int32
+        var stream: EventStream?
+        var hasHungUp = false
+    }
+
+    /// Nudges still to give a hung-up connection, and when the next one is due.
+    private struct Nudges {
+        var given = 0
+        var next: Date
+    }
+
     private struct Watched {
-        var streams: [UInt64: EventStream] = [:]
+        var connections: [UInt64: Connection] = [:]
+        /// Only the hung-up connections still open (a few), not every connection.
+        var nudging: [UInt64: Nudges] = [:]
         var nextToken: UInt64 = 1
+        var isRunning = false
         var isStopped = false
     }
+
+    /// Nudges after a hang-up: at once, then after each of these delays while it stays open.
+    private static let nudgeDelays: [TimeInterval] = [0.25, 0.5, 1, 2]
 
     private let set: Int32
     private let wake: Int32
@@ -26,35 +57,76 @@ final class HangUpWatcher: Sendable {
         guard set >= 0 else { return nil }
         self.set = set
         self.wake = wake
+    }
+
+    deinit {
+        // Only when never started (`stop` closes them otherwise).
+        if !watched.withLock({ $0.isRunning || $0.isStopped }) {
+            close(set)
+            close(wake)
+        }
+    }
+
+    /// Starts the watching thread (before the daemon, so no connection is missed).
+    func start() {
+        let starting = watched.withLock { watched -> Bool in
+            defer { watched.isRunning = true }
+            return !watched.isRunning && !watched.isStopped
+        }
+        guard starting else { return }
         let thread = Thread { [self] in run() }
-        thread.name = "stream-hangups"
+        thread.name = "connection-hangups"
         thread.start()
     }
 
-    /// Watches `stream`'s socket until the stream ends. Call while libmicrohttpd cannot
-    /// close the socket (from the access handler).
-    func watch(_ stream: EventStream, socket: Int32) {
-        guard socket >= 0 else { return }
-        let token = watched.withLock { watched -> UInt64? in
-            guard !watched.isStopped else { return nil }
+    /// A connection was accepted; its token goes in libmicrohttpd's socket context.
+    func connectionOpened(socket: Int32) -> UInt64 {
+        let token = watched.withLock { watched -> UInt64 in
             defer { watched.nextToken += 1 }
-            watched.streams[watched.nextToken] = stream
+            watched.connections[watched.nextToken] = Connection(socket: socket)
             return watched.nextToken
         }
-        guard let token else { return }
-        stream.onTermination { [weak self] in
-            _ = self?.watched.withLock { $0.streams.removeValue(forKey: token) }
-        }
-        if mhd_shim_hangups_watch(set, socket, token) != 0 {
-            _ = watched.withLock { $0.streams.removeValue(forKey: token) }
+        _ = mhd_shim_hangups_watch(set, socket, token)
+        return token
+    }
+
+    /// libmicrohttpd is about to close the connection's socket.
+    func connectionClosed(_ token: UInt64) {
+        // The socket leaves the epoll set when libmicrohttpd closes it.
+        watched.withLock { watched in
+            watched.connections[token] = nil
+            watched.nudging[token] = nil
         }
     }
 
-    /// Ends the thread and closes the set. Streams still open are left to their heartbeat.
+    /// Closes `stream` when its connection's peer hangs up (at once if it already has).
+    /// Call from the access handler, while libmicrohttpd holds the connection.
+    func watch(_ stream: EventStream, connection token: UInt64) {
+        let hasHungUp = watched.withLock { watched -> Bool in
+            guard watched.connections[token] != nil else { return false }
+            watched.connections[token]?.stream = stream
+            return watched.connections[token]?.hasHungUp ?? false
+        }
+        if hasHungUp { stream.close() }
+        stream.onTermination { [weak self, weak stream] in
+            self?.watched.withLock { watched in
+                // A keep-alive connection may carry a later stream: forget only this one.
+                if let stream, watched.connections[token]?.stream === stream {
+                    watched.connections[token]?.stream = nil
+                }
+            }
+        }
+    }
+
+    /// Ends the thread and closes the set (after the daemon has stopped).
     func stop() {
         let wasRunning = watched.withLock { watched -> Bool in
-            defer { watched.isStopped = true; watched.streams = [:] }
-            return !watched.isStopped
+            defer {
+                watched.isStopped = true
+                watched.connections = [:]
+                watched.nudging = [:]
+            }
+            return watched.isRunning && !watched.isStopped
         }
         guard wasRunning else { return }
         mhd_shim_hangups_wake(wake)
@@ -65,14 +137,48 @@ final class HangUpWatcher: Sendable {
 
     private func run() {
         var tokens = [UInt64](repeating: 0, count: 64)
+        var timeoutMilliseconds: Int32 = -1
         while !watched.withLock({ $0.isStopped }) {
-            let count = Int(mhd_shim_hangups_wait(set, &tokens, Int32(tokens.count)))
+            let count = Int(mhd_shim_hangups_wait(set, &tokens, Int32(tokens.count), timeoutMilliseconds))
             if count < 0 { break }
-            let gone = watched.withLock { watched in tokens[0..<count].compactMap { watched.streams[$0] } }
+            let now = Date()
+            let streams = watched.withLock { watched -> [EventStream] in
+                var streams: [EventStream] = []
+                for token in tokens[0..<count] where token != 0 {
+                    guard var connection = watched.connections[token], !connection.hasHungUp else { continue }
+                    connection.hasHungUp = true
+                    if let stream = connection.stream { streams.append(stream) }
+                    watched.connections[token] = connection
+                    watched.nudging[token] = Nudges(next: now)
+                }
+                timeoutMilliseconds = nudgeDue(in: &watched, now: now)
+                return streams
+            }
             // Closing resumes a suspended connection; libmicrohttpd's write then fails and it
             // releases the connection and the stream as for any client that went away.
-            for stream in gone { stream.close() }
+            for stream in streams { stream.close() }
         }
         finished.signal()
+    }
+
+    /// Gives the nudges that are due (under the lock: each socket is still its connection's)
+    /// and returns the milliseconds until the next one, or -1 for none.
+    private func nudgeDue(in watched: inout Watched, now: Date) -> Int32 {
+        var next = Date.distantFuture
+        for (token, var nudges) in watched.nudging {
+            if nudges.next <= now, let connection = watched.connections[token] {
+                mhd_shim_nudge(connection.socket)
+                nudges.given += 1
+                guard nudges.given <= Self.nudgeDelays.count else {
+                    watched.nudging[token] = nil
+                    continue
+                }
+                nudges.next = now.addingTimeInterval(Self.nudgeDelays[nudges.given - 1])
+                watched.nudging[token] = nudges
+            }
+            next = min(next, nudges.next)
+        }
+        guard next != .distantFuture else { return -1 }
+        return Int32(max(1, min(10_000, (next.timeIntervalSince(now) * 1000).rounded(.up))))
     }
 }

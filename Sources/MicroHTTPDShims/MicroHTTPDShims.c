@@ -64,7 +64,7 @@ struct MHD_Daemon *mhd_shim_start_daemon(const mhd_shim_daemon_config *config,
     if (config->error_log != NULL) flags |= MHD_USE_ERROR_LOG;
 
 
-    struct MHD_OptionItem options[12];
+    struct MHD_OptionItem options[14];
     int n = 0;
     options[n++] = (struct MHD_OptionItem){ MHD_OPTION_THREAD_POOL_SIZE, config->thread_pool_size, NULL };
     options[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_LIMIT, config->connection_limit, NULL };
@@ -78,6 +78,10 @@ struct MHD_Daemon *mhd_shim_start_daemon(const mhd_shim_daemon_config *config,
     if (config->connection_memory_limit > 0)
         options[n++] = (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                                                 (intptr_t) config->connection_memory_limit, NULL };
+    if (config->connection_handler != NULL)
+        options[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION,
+                                                (intptr_t) config->connection_handler,
+                                                config->connection_handler_cls };
     if (config->completed_handler != NULL)
         options[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_COMPLETED,
                                                 (intptr_t) config->completed_handler,
@@ -151,7 +155,9 @@ int mhd_shim_hangups_create(int *wake_fd) {
 
 int mhd_shim_hangups_watch(int set, int fd, uint64_t token) {
     /* Never removed by hand: closing the socket (libmicrohttpd does) drops it from the set,
-       and removing by number later could hit a new connection that reuses the number. */
+       and removing by number later could hit a new connection that reuses the number. A
+       socket libmicrohttpd closed and the kernel gave the same number again is still in the
+       set only if the number was added again, which replaces the old registration. */
     struct epoll_event event = { .events = EPOLLRDHUP | EPOLLET, .data.u64 = token };
     if (epoll_ctl(set, EPOLL_CTL_ADD, fd, &event) == 0) return 0;
     /* Still there from an earlier stream on the same keep-alive connection: the caller holds
@@ -159,13 +165,20 @@ int mhd_shim_hangups_watch(int set, int fd, uint64_t token) {
     return errno == EEXIST ? epoll_ctl(set, EPOLL_CTL_MOD, fd, &event) : -1;
 }
 
-int mhd_shim_hangups_wait(int set, uint64_t *tokens, int capacity) {
+int mhd_shim_hangups_wait(int set, uint64_t *tokens, int capacity, int timeout_ms) {
     struct epoll_event events[64];
     if (capacity > 64) capacity = 64;
-    int count = epoll_wait(set, events, capacity, -1);
+    int count = epoll_wait(set, events, capacity, timeout_ms);
     if (count < 0) return errno == EINTR ? 0 : -1;
     for (int i = 0; i < count; i++) tokens[i] = events[i].data.u64;
     return count;
+}
+
+void mhd_shim_nudge(int fd) {
+    /* The peer has sent its FIN, so no more bytes can come: refusing further reads changes
+       nothing a reader would see (buffered bytes are still read, then end of file), but the
+       kernel wakes every epoll set the socket is in, libmicrohttpd's among them. */
+    shutdown(fd, SHUT_RD);
 }
 
 void mhd_shim_hangups_wake(int wake_fd) {
@@ -188,6 +201,12 @@ unsigned long mhd_shim_raise_open_file_limit(void) {
         getrlimit(RLIMIT_NOFILE, &limit);
     }
     return (unsigned long) limit.rlim_cur;
+}
+
+void *mhd_shim_connection_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
 }
 
 int mhd_shim_connection_fd(struct MHD_Connection *connection) {

@@ -171,6 +171,17 @@ private struct Reader {
     func lines(ofFileAt node: Node, _ path: String) throws(PolicyFileError) -> (path: String, lines: [String]) {
         let name = try string(node, path)
         let url = name.hasPrefix("/") ? URL(fileURLWithPath: name) : baseDirectory.appendingPathComponent(name)
+        // Looked at before it is opened: opening a FIFO for reading waits for a writer, and a
+        // device or a huge file would be read without end.
+        var info = stat()
+        if stat(url.path, &info) == 0 {
+            if let kind = Self.notRegular(info.st_mode) {
+                throw fail(node, "'\(path)': \(url.path) is not a regular file (it is \(kind))")
+            }
+            if info.st_size > Self.maxListFileBytes {
+                throw fail(node, "'\(path)': \(url.path) is \(info.st_size / 1_048_576) MiB; a list file may have at most \(Self.maxListFileBytes / 1_048_576) MiB")
+            }
+        }
         let text: String
         do {
             text = try String(contentsOf: url, encoding: .utf8)
@@ -181,6 +192,23 @@ private struct Reader {
             .map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
         return (url.path, lines)
+    }
+
+    /// Word lists (reserved names, blocked passwords) are small; this stops a wrong path
+    /// (a disk image, a log) from being read into memory at start.
+    static let maxListFileBytes = 64 * 1_048_576
+
+    /// What a file that is not a regular one is, in words; nil for a regular file.
+    static func notRegular(_ mode: mode_t) -> String? {
+        switch mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFDIR: return "a directory"
+        case S_IFIFO: return "a FIFO"
+        case S_IFSOCK: return "a socket"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        default: return "not a file"
+        }
     }
 
     func policy(from root: Node, fallbackName: String) throws(PolicyFileError) -> Policy {

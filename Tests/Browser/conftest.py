@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,47 @@ class Server:
     def restart(self):
         self.stop()
         self.start()
+
+
+def launch(directory, extra_args, log):
+    """The server on a free port with a fresh database in `directory`, its log (stderr) going
+    to the open file `log`; returns the process and its port. Stop it with terminate()."""
+    process = subprocess.Popen(
+        [str(SERVER), "--port", "0", "--database", str(Path(directory) / "accounts.sqlite"),
+         "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
+         "--log-level", "warning"] + list(extra_args),
+        stdout=subprocess.PIPE, stderr=log, text=True)
+    line = process.stdout.readline()
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    assert match, f"server did not start: {line!r}"
+    return process, int(match.group(1))
+
+
+class ProcessReadings:
+    """/proc readings of a process: resident memory, threads, open descriptors."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+    def rss_mib(self):
+        status = Path(f"/proc/{self.pid}/status").read_text()
+        return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+
+    def threads(self):
+        return len(list(Path(f"/proc/{self.pid}/task").iterdir()))
+
+    def descriptors(self):
+        return len(list(Path(f"/proc/{self.pid}/fd").iterdir()))
+
+
+def wait_for(condition, timeout, interval=0.05):
+    """Polls `condition` until it holds or `timeout` seconds pass; returns whether it held."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval)
+    return condition()
 
 
 @pytest.fixture

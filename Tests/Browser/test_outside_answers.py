@@ -15,7 +15,6 @@ No browser: plain sockets, as the people's script would send.
 import http.client
 import re
 import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD
+from conftest import STRONG_PASSWORD, ProcessReadings, launch, wait_for
 
 PEOPLE = 50
 EDITS_PER_PERSON = 8
@@ -91,32 +90,6 @@ class HostileRangeAPI:
     def close(self):
         self.stopped.set()
         self.listener.close()
-
-
-class Process:
-    """/proc readings of the server process."""
-
-    def __init__(self, pid):
-        self.pid = pid
-
-    def rss_mib(self):
-        status = Path(f"/proc/{self.pid}/status").read_text()
-        return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
-
-    def threads(self):
-        return len(list(Path(f"/proc/{self.pid}/task").iterdir()))
-
-    def descriptors(self):
-        return len(list(Path(f"/proc/{self.pid}/fd").iterdir()))
-
-
-def wait_for(condition, timeout, interval=0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(interval)
-    return condition()
 
 
 class Person:
@@ -205,15 +178,10 @@ def test_a_hostile_range_api_costs_a_bounded_amount(kind, reason):
     with tempfile.TemporaryDirectory() as directory:
         log_path = Path(directory) / "server.log"
         with open(log_path, "w") as log:
-            server = subprocess.Popen(
-                [str(SERVER), "--port", "0", "--database", str(Path(directory) / "accounts.sqlite"),
-                 "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
-                 "--breached-passwords-api", api.url, "--breached-passwords-timeout-ms", str(TIMEOUT_MS),
-                 "--log-level", "warning"],
-                stdout=subprocess.PIPE, stderr=log, text=True)
+            server, port = launch(directory, ["--breached-passwords-api", api.url,
+                                              "--breached-passwords-timeout-ms", str(TIMEOUT_MS)], log)
         try:
-            port = int(re.search(r"http://127\.0\.0\.1:(\d+)", server.stdout.readline()).group(1))
-            process = Process(server.pid)
+            process = ProcessReadings(server.pid)
             control = Person(port, "127.0.1.1")
             control.open_stream()
             usual_event = max(control.seconds_to_event("username", name) for name in FLIPS)

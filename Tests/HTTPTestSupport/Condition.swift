@@ -39,6 +39,11 @@ public enum Condition {
 
 /// Facts about this test process.
 public enum ProcessStatus {
+    /// Descriptors the process has open now (`/proc/self/fd`).
+    public static func descriptorCount() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+    }
+
     /// Threads the process has now (`/proc/self/status`).
     public static func threadCount() -> Int {
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""

@@ -51,6 +51,15 @@ public final class RawHTTPConnection {
         close(socketFD)
     }
 
+    /// Aborts the connection (RST instead of FIN), as a client whose network vanished or that
+    /// closed with unread data does.
+    public func resetNow() {
+        guard !isClosed else { return }
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(socketFD, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        closeNow()
+    }
+
     public func send(_ text: String) {
         let bytes = Array(text.utf8)
         _ = bytes.withUnsafeBytes { Glibc.send(socketFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

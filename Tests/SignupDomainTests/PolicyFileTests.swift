@@ -171,6 +171,18 @@ final class PolicyFileTests: XCTestCase {
         }
     }
 
+    func testAListThatIsNotARegularFileIsNamedForWhatItIsAndNeverOpened() throws {
+        // Opening a FIFO for reading would wait for a writer that never comes.
+        XCTAssertEqual(mkfifo(directory.appendingPathComponent("names.fifo").path, 0o600), 0)
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("names.d"), withIntermediateDirectories: false)
+        for (name, kind) in [("names.fifo", "a FIFO"), ("names.d", "a directory")] {
+            XCTAssertThrowsError(try parse("username:\n  reserved_file: \(name)\n")) { error in
+                XCTAssertTrue("\(error)".hasSuffix("\(name) is not a regular file (it is \(kind))"), "\(error)")
+                XCTAssertTrue("\(error)".hasPrefix("policy.yaml:2: "), "\(error)")
+            }
+        }
+    }
+
     func testTextsForOneLanguageReplaceTheGeneralOnesInThatLanguageOnly() throws {
         let policy = try parse("""
             texts:

@@ -29,6 +29,9 @@ typedef struct mhd_shim_daemon_config {
     size_t connection_memory_limit;
     MHD_AccessHandlerCallback access_handler;
     void *access_handler_cls;
+    /// Told when a connection starts and when it is about to be closed (its socket still open).
+    MHD_NotifyConnectionCallback connection_handler;
+    void *connection_handler_cls;
     MHD_RequestCompletedCallback completed_handler;
     void *completed_handler_cls;
     mhd_shim_uri_callback uri_callback;
@@ -57,9 +60,13 @@ int mhd_shim_hangups_create(int *wake_fd);
 /// Adds `fd` to the set; its hang-up is reported with `token` (never 0). 0 or -1.
 int mhd_shim_hangups_watch(int set, int fd, uint64_t token);
 
-/// Blocks until something hangs up or the set is woken; writes up to `capacity` tokens
-/// (0 for a wake-up) and returns how many, or -1.
-int mhd_shim_hangups_wait(int set, uint64_t *tokens, int capacity);
+/// Blocks until something hangs up, the set is woken, or `timeout_ms` passes (-1: no limit);
+/// writes up to `capacity` tokens (0 for a wake-up) and returns how many, or -1.
+int mhd_shim_hangups_wait(int set, uint64_t *tokens, int capacity, int timeout_ms);
+
+/// Makes libmicrohttpd look at a socket whose peer has hung up: shutdown(SHUT_RD) wakes its
+/// epoll set, and its next read ends the way the peer's FIN already said.
+void mhd_shim_nudge(int fd);
 
 void mhd_shim_hangups_wake(int wake_fd);
 
@@ -68,6 +75,9 @@ uint16_t mhd_shim_bound_port(struct MHD_Daemon *daemon);
 
 /// Raises the soft open-file limit to the hard limit; returns the new soft limit.
 unsigned long mhd_shim_raise_open_file_limit(void);
+
+/// What the connection-notify callback stored for the connection (NULL if nothing).
+void *mhd_shim_connection_socket_context(struct MHD_Connection *connection);
 
 /// The connection's socket, or -1.
 int mhd_shim_connection_fd(struct MHD_Connection *connection);

@@ -1,0 +1,99 @@
+"""A closed tab is not an error (issue 25): event streams dropped in every way a client can
+drop them are released within a second, and the operator's error log stays empty.
+
+Eight clients open and drop event streams as fast as they can for a few seconds, each drop
+one of: closed mid-headers, closed right after the request, closed or reset right after the
+stream's headers, or a second stream request pipelined on the same keep-alive connection.
+Before the fix this left thousands of descriptors for the 30 s idle timeout and wrote about
+3,400 `error` lines a second (libmicrohttpd's "Failed to send … forcibly closed by remote
+peer"). Now: the descriptors return to their baseline within a second, no line is logged at
+`warning` or above, and the hang-ups are counted in `livesignup_client_disconnects_total`.
+"""
+import http.client
+import random
+import re
+import socket
+import struct
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from conftest import ProcessReadings, launch, wait_for
+
+CHURN_SECONDS = 4
+CLIENTS = 8
+
+
+def fetch(port, path, source="127.0.0.1"):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
+    connection.request("GET", path)
+    return connection.getresponse().read().decode()
+
+
+def read_headers(client):
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = client.recv(4096)
+        if not chunk:
+            return
+        received += chunk
+
+
+def reset(client):
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    client.close()
+
+
+def churn(port, index, until, dropped):
+    source = f"127.0.{index + 1}.1"
+    token = re.search(r'name="token" value="([^"]+)"', fetch(port, "/", source)).group(1)
+    request = f"GET /events?token={token} HTTP/1.1\r\nHost: a\r\n\r\n".encode()
+    ways = [
+        lambda c: (c.sendall(request[:30]), c.close()),
+        lambda c: (c.sendall(request), c.close()),
+        lambda c: (c.sendall(request), read_headers(c), c.close()),
+        lambda c: (c.sendall(request), read_headers(c), reset(c)),
+        lambda c: (c.sendall(request + request), read_headers(c), c.close()),
+    ]
+    count = 0
+    while time.monotonic() < until:
+        count += 1
+        client = socket.create_connection(("127.0.0.1", port),
+                                          source_address=(f"127.0.{index + 1}.{count % 250 + 2}", 0))
+        random.choice(ways)(client)
+        dropped[index] += 1
+
+
+def test_dropped_streams_are_released_at_once_and_are_not_errors():
+    with tempfile.TemporaryDirectory() as directory:
+        log_path = Path(directory) / "server.log"
+        with open(log_path, "w") as log:
+            server, port = launch(directory, [], log)
+        try:
+            process = ProcessReadings(server.pid)
+            fetch(port, "/healthz")
+            baseline = process.descriptors()
+            dropped = [0] * CLIENTS
+            until = time.monotonic() + CHURN_SECONDS
+            clients = [threading.Thread(target=churn, args=(port, index, until, dropped)) for index in range(CLIENTS)]
+            for thread in clients:
+                thread.start()
+            peak = baseline
+            while any(thread.is_alive() for thread in clients):
+                peak = max(peak, process.descriptors())
+                time.sleep(0.05)
+            at_end = process.descriptors()
+            released = wait_for(lambda: process.descriptors() <= baseline + 1, 1.0)
+            print(f"\n{sum(dropped)} streams dropped in {CHURN_SECONDS} s; descriptors {baseline} before, "
+                  f"{peak} at most, {at_end} at the end, {process.descriptors()} a second later")
+            assert sum(dropped) > 1000, "the churn did not get going"
+            assert released, f"{process.descriptors() - baseline} descriptors still open a second after the churn"
+            disconnects = re.search(r"livesignup_client_disconnects_total (\d+)", fetch(port, "/metrics"))
+            assert disconnects and int(disconnects.group(1)) > 0, "the hang-ups were not counted"
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+        lines = log_path.read_text().splitlines()
+        assert lines == [], f"{len(lines)} lines at warning or above for clients that went away:\n" + \
+            "\n".join(lines[:5])
