@@ -36,7 +36,9 @@ void *curl_shim_share_create(void) {
     curl_share_setopt(state->share, CURLSHOPT_USERDATA, state);
     curl_share_setopt(state->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     curl_share_setopt(state->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-    curl_share_setopt(state->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    /* Not CURL_LOCK_DATA_CONNECT: libcurl does not support sharing connections between
+       concurrent threads (CURLSHOPT_SHARE(3)). Each get opens its own connection; TLS
+       session resumption keeps that cheap. */
     return state;
 }
 

@@ -77,7 +77,7 @@ public final class BoundedHTTPFetcher: @unchecked Sendable {
 
     public let limits: Limits
     private let headers: [String]
-    /// libcurl's connection, DNS and TLS-session cache, shared by this fetcher's exchanges.
+    /// libcurl's DNS and TLS-session cache, shared by this fetcher's exchanges.
     private let share: UnsafeMutableRawPointer?
     private let now: @Sendable () -> Date
     private let lock = NSLock()

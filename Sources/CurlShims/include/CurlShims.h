@@ -40,8 +40,8 @@ typedef struct curl_shim_get_result {
 /// Initialises libcurl once for the process (thread-safe); call before the first get.
 void curl_shim_global_init(void);
 
-/// A connection, DNS and TLS-session cache shared by every get that passes it, so a source
-/// asked often is not dialled and handshaken each time. Lives as long as the process.
+/// A DNS and TLS-session cache shared by every get that passes it, so a source asked often is
+/// not looked up and fully handshaken each time. Lives as long as the process.
 void *curl_shim_share_create(void);
 
 curl_shim_outcome curl_shim_get(const curl_shim_get_request *request, void *share, curl_shim_get_result *result);
