@@ -1,7 +1,7 @@
 import Foundation
 
-/// The rate limiters of one running app, one per limit in `SignupLimits`, each named once,
-/// here, by the `RateLimitName` its 429s report.
+/// The rate limiters of one running app, one per rate in `LimitSetting`, which names each
+/// by the `RateLimitName` its 429s report.
 final class ClientLimiters: Sendable {
     let pages: RateLimiter
     let newSessions: RateLimiter
@@ -16,15 +16,21 @@ final class ClientLimiters: Sendable {
 
     init(_ limits: SignupLimits, now: @escaping @Sendable () -> Date) {
         self.limits = limits
-        pages = RateLimiter(.pages, rate: limits.pagesPerAddress, now: now)
-        newSessions = RateLimiter(.sessions, rate: limits.newSessionsPerAddress, now: now)
-        editsPerSession = RateLimiter(.edits, rate: limits.editsPerSession, now: now)
-        editsPerAddress = RateLimiter(.edits, rate: limits.editsPerAddress, now: now)
-        lookupsPerSession = RateLimiter(.lookups, rate: limits.lookupsPerSession, now: now)
-        lookupsPerAddress = RateLimiter(.lookups, rate: limits.lookupsPerAddress, now: now)
-        signups = RateLimiter(.signups, rate: limits.signupsPerAddress, now: now)
-        signinFailuresPerAccount = RateLimiter(.signins, rate: limits.signinFailuresPerAccount, now: now)
-        signinFailuresPerAddress = RateLimiter(.signins, rate: limits.signinFailuresPerAddress, now: now)
+        func limiter(_ setting: LimitSetting) -> RateLimiter {
+            guard case .rate(let path) = setting.value, let name = setting.name else {
+                preconditionFailure("\(setting) is not a rate with a name")
+            }
+            return RateLimiter(name, rate: limits[keyPath: path], now: now)
+        }
+        pages = limiter(.pagesPerAddress)
+        newSessions = limiter(.sessionsPerAddress)
+        editsPerSession = limiter(.editsPerSession)
+        editsPerAddress = limiter(.editsPerAddress)
+        lookupsPerSession = limiter(.lookupsPerSession)
+        lookupsPerAddress = limiter(.lookupsPerAddress)
+        signups = limiter(.signupsPerAddress)
+        signinFailuresPerAccount = limiter(.signinFailuresPerAccount)
+        signinFailuresPerAddress = limiter(.signinFailuresPerAddress)
     }
 }
 

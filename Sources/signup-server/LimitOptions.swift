@@ -35,56 +35,53 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help("shutdown-grace", "Seconds SIGTERM waits for sign-ups already hashing before answering them 503."))
     var shutdownGrace = Int(defaults.shutdownGrace)
 
-    @Option(help: help("pages-per-address", "Sign-up pages and fresh tokens per address."))
-    var pagesPerAddress = defaults.limits.pagesPerAddress.description
+    // The limits: each declared in `LimitSetting` (flag, help, default, the 429 it names);
+    // here only the option, its type, and its line in `limitValues`.
+    @Option(help: help(.pagesPerAddress)) var pagesPerAddress = LimitSetting.pagesPerAddress.defaultText
+    @Option(help: help(.sessionsPerAddress)) var sessionsPerAddress = LimitSetting.sessionsPerAddress.defaultText
+    @Option(help: help(.liveSessionsPerAddress)) var liveSessionsPerAddress = defaults.limits.liveSessionsPerAddress
+    @Option(help: help(.editsPerSession)) var editsPerSession = LimitSetting.editsPerSession.defaultText
+    @Option(help: help(.editsPerAddress)) var editsPerAddress = LimitSetting.editsPerAddress.defaultText
+    @Option(help: help(.lookupsPerSession)) var lookupsPerSession = LimitSetting.lookupsPerSession.defaultText
+    @Option(help: help(.lookupsPerAddress)) var lookupsPerAddress = LimitSetting.lookupsPerAddress.defaultText
+    @Option(help: help(.signupsPerAddress)) var signupsPerAddress = LimitSetting.signupsPerAddress.defaultText
+    @Option(help: help(.signinFailuresPerAccount)) var signinFailuresPerAccount = LimitSetting.signinFailuresPerAccount.defaultText
+    @Option(help: help(.signinFailuresPerAddress)) var signinFailuresPerAddress = LimitSetting.signinFailuresPerAddress.defaultText
+    @Option(help: help(.hashesPerAddress)) var hashesPerAddress = defaults.limits.hashesPerAddress
+    @Option(help: help(.hashQueueLength)) var hashQueueLength = defaults.limits.hashQueueLength
 
-    @Option(help: help("sessions-per-address", "Form sessions started per address."))
-    var sessionsPerAddress = defaults.limits.newSessionsPerAddress.description
-
-    @Option(help: help("live-sessions-per-address", "Form sessions alive at once per address."))
-    var liveSessionsPerAddress = defaults.limits.liveSessionsPerAddress
-
-    @Option(help: help("edits-per-session", "Field edits per form."))
-    var editsPerSession = defaults.limits.editsPerSession.description
-
-    @Option(help: help("edits-per-address", "Field edits per address."))
-    var editsPerAddress = defaults.limits.editsPerAddress.description
-
-    @Option(help: help("lookups-per-session", "Username look-ups per form (live answers beyond it wait)."))
-    var lookupsPerSession = defaults.limits.lookupsPerSession.description
-
-    @Option(help: help("lookups-per-address", "Username look-ups per address."))
-    var lookupsPerAddress = defaults.limits.lookupsPerAddress.description
-
-    @Option(help: help("signups-per-address", "Sign-up posts per address."))
-    var signupsPerAddress = defaults.limits.signupsPerAddress.description
-
-    @Option(help: help("signin-failures-per-account", "Failed sign-ins per account before each try must wait."))
-    var signinFailuresPerAccount = defaults.limits.signinFailuresPerAccount.description
-
-    @Option(help: help("signin-failures-per-address", "Failed sign-ins per address before each try must wait."))
-    var signinFailuresPerAddress = defaults.limits.signinFailuresPerAddress.description
-
-    @Option(help: help("hashes-per-address", "Password hashes one address may have queued or running."))
-    var hashesPerAddress = defaults.limits.hashesPerAddress
-
-    @Option(help: help("hash-queue-length", "Password hashes waiting per kind (sign-up, sign-in) before 503."))
-    var hashQueueLength = defaults.limits.hashQueueLength
+    /// Each limit's option value by its declaration: the one place an option meets its
+    /// `LimitSetting` (a case without a line here stops every start, so tests catch it).
+    private var limitValues: [LimitSetting: String] {
+        let values: [LimitSetting: String] = [
+            .pagesPerAddress: pagesPerAddress, .sessionsPerAddress: sessionsPerAddress,
+            .liveSessionsPerAddress: String(liveSessionsPerAddress),
+            .editsPerSession: editsPerSession, .editsPerAddress: editsPerAddress,
+            .lookupsPerSession: lookupsPerSession, .lookupsPerAddress: lookupsPerAddress,
+            .signupsPerAddress: signupsPerAddress,
+            .signinFailuresPerAccount: signinFailuresPerAccount, .signinFailuresPerAddress: signinFailuresPerAddress,
+            .hashesPerAddress: String(hashesPerAddress), .hashQueueLength: String(hashQueueLength),
+        ]
+        precondition(values.count == LimitSetting.allCases.count, "every LimitSetting needs its option in LimitOptions")
+        return values
+    }
 
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("trusted-proxy", .repeatable), ("public-origin", .repeatable),
         ("max-connections", .option), ("connections-per-address", .option), ("idle-timeout", .option),
         ("connection-memory-kib", .option), ("max-sessions", .option), ("session-idle-minutes", .option), ("shutdown-grace", .option),
-        ("pages-per-address", .option), ("sessions-per-address", .option), ("live-sessions-per-address", .option),
-        ("edits-per-session", .option), ("edits-per-address", .option), ("lookups-per-session", .option),
-        ("lookups-per-address", .option), ("signups-per-address", .option),
-        ("signin-failures-per-account", .option), ("signin-failures-per-address", .option),
-        ("hashes-per-address", .option), ("hash-queue-length", .option),
-    ]
+    ] + LimitSetting.allCases.map { ($0.flag, .option) }
 
     func validate() throws {
-        for (flag, value) in rates {
-            do { _ = try Rate(parsing: value) } catch { throw ValidationError("--\(flag): \(error)") }
+        var scratch = SignupLimits()
+        for setting in LimitSetting.allCases {
+            do {
+                try setting.set(limitValues[setting] ?? "", in: &scratch)
+            } catch let error as LimitSettingError {
+                throw ValidationError("--\(setting.flag) \(error)")
+            } catch {
+                throw ValidationError("--\(setting.flag): \(error)")
+            }
         }
         for proxy in trustedProxy where IPAddressRange(proxy) == nil {
             throw ValidationError("--trusted-proxy: '\(proxy)' is not an IP address or CIDR range.")
@@ -97,9 +94,7 @@ struct LimitOptions: ParsableArguments {
         }
         let counts = [("max-connections", maxConnections), ("connections-per-address", connectionsPerAddress),
                       ("idle-timeout", idleTimeout), ("max-sessions", maxSessions),
-                      ("session-idle-minutes", sessionIdleMinutes), ("shutdown-grace", shutdownGrace),
-                      ("live-sessions-per-address", liveSessionsPerAddress), ("hashes-per-address", hashesPerAddress),
-                      ("hash-queue-length", hashQueueLength)]
+                      ("session-idle-minutes", sessionIdleMinutes), ("shutdown-grace", shutdownGrace)]
         for (flag, value) in counts where value < 0 {
             throw ValidationError("--\(flag) must not be negative.")
         }
@@ -108,19 +103,10 @@ struct LimitOptions: ParsableArguments {
         guard (4...1024).contains(connectionMemoryKib) else {
             throw ValidationError("--connection-memory-kib must be between 4 and 1024.")
         }
-        for (flag, value) in [("max-sessions", maxSessions), ("hashes-per-address", hashesPerAddress),
-                              ("live-sessions-per-address", liveSessionsPerAddress), ("max-connections", maxConnections)]
+        for (flag, value) in [("max-sessions", maxSessions), ("max-connections", maxConnections)]
         where value == 0 {
             throw ValidationError("--\(flag) must be at least 1.")
         }
-    }
-
-    private var rates: [(String, String)] {
-        [("pages-per-address", pagesPerAddress), ("sessions-per-address", sessionsPerAddress),
-         ("edits-per-session", editsPerSession), ("edits-per-address", editsPerAddress),
-         ("lookups-per-session", lookupsPerSession), ("lookups-per-address", lookupsPerAddress),
-         ("signups-per-address", signupsPerAddress), ("signin-failures-per-account", signinFailuresPerAccount),
-         ("signin-failures-per-address", signinFailuresPerAddress)]
     }
 
     func apply(to configuration: inout SignupApplication.Configuration) throws {
@@ -134,18 +120,9 @@ struct LimitOptions: ParsableArguments {
         configuration.sessionIdleLifetime = TimeInterval(sessionIdleMinutes * 60)
         configuration.shutdownGrace = TimeInterval(shutdownGrace)
         var limits = configuration.limits
-        limits.pagesPerAddress = try Rate(parsing: pagesPerAddress)
-        limits.newSessionsPerAddress = try Rate(parsing: sessionsPerAddress)
-        limits.liveSessionsPerAddress = liveSessionsPerAddress
-        limits.editsPerSession = try Rate(parsing: editsPerSession)
-        limits.editsPerAddress = try Rate(parsing: editsPerAddress)
-        limits.lookupsPerSession = try Rate(parsing: lookupsPerSession)
-        limits.lookupsPerAddress = try Rate(parsing: lookupsPerAddress)
-        limits.signupsPerAddress = try Rate(parsing: signupsPerAddress)
-        limits.signinFailuresPerAccount = try Rate(parsing: signinFailuresPerAccount)
-        limits.signinFailuresPerAddress = try Rate(parsing: signinFailuresPerAddress)
-        limits.hashesPerAddress = hashesPerAddress
-        limits.hashQueueLength = hashQueueLength
+        for setting in LimitSetting.allCases {
+            try setting.set(limitValues[setting] ?? "", in: &limits)
+        }
         configuration.limits = limits
     }
 

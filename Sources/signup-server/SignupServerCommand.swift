@@ -30,6 +30,11 @@ func help(_ flag: String, _ text: String) -> ArgumentHelp {
     ArgumentHelp("\(text) [env: \(EnvironmentArguments.variable(for: flag))]")
 }
 
+/// A limit's help, from its declaration.
+func help(_ limit: LimitSetting) -> ArgumentHelp {
+    help(limit.flag, limit.summary)
+}
+
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Start the web server (the default).")
 
