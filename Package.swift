@@ -112,7 +112,7 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            resources: [.copy("Resources/policies")]
+            resources: [.copy("Resources/policies"), .copy("Resources/i18n")]
         ),
 
         // Layer 3, another engine: accounts in PostgreSQL (postgres-nio's pooled client), for

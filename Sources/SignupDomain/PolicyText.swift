@@ -1,6 +1,7 @@
 /// Every text of the sign-up rules a person reads: the checklist's requirement texts and the
-/// messages under the fields. A policy file may replace any of them (`texts:`, keyed by these
-/// raw values); `{name}` placeholders are filled in from the policy's settings.
+/// messages under the fields, named here and worded only in the language catalogs (English:
+/// `TextCatalog.builtInEnglish`). A policy file may replace any of them (`texts:`, keyed by
+/// these raw values); `{name}` placeholders are filled in from the policy's settings.
 public enum PolicyText: String, CaseIterable, Sendable {
     case usernameLengthText = "username.length.text"
     case usernameLengthTooShort = "username.length.too_short"
@@ -77,73 +78,12 @@ public enum PolicyText: String, CaseIterable, Sendable {
         default: return []
         }
     }
-
-    /// The built-in English text.
-    public var english: String {
-        switch self {
-        case .usernameLengthText: return "{min} to {max} characters"
-        case .usernameLengthTooShort: return "Username must be at least {min} characters"
-        case .usernameLengthTooLong: return "Username must be at most {max} characters"
-        case .usernameCharsetText: return "Only letters, numbers, dots, hyphens and underscores"
-        case .usernameCharsetMessage: return "Username can only use letters, numbers, dots, hyphens and underscores"
-        case .usernameEmpty: return "Enter a username"
-        case .usernameAvailableText: return "Not already taken"
-        case .usernameTaken: return "That username is taken"
-        case .emailFormatText: return "A valid email address"
-        case .emailFormatMessage: return "Enter an email address like name@example.com"
-        case .emailEmpty: return "Enter your email address"
-        case .passwordLengthText: return "At least {min} characters"
-        case .passwordLengthMessage: return "Password must be at least {min} characters"
-        case .passwordUppercaseText: return "One uppercase letter"
-        case .passwordUppercaseMessage: return "Password must include an uppercase letter"
-        case .passwordCommonText: return "Not a commonly used password"
-        case .passwordCommonMessage:
-            return "That password is on a list of commonly used passwords that attackers try first. Choose something unusual, such as a few unrelated words"
-        case .passwordCommonSiteWord:
-            return "That password is based on this site's name, which attackers try first. Choose one that has nothing to do with it"
-        case .passwordCommonPersonalWord:
-            return "That password is based on your username or email, which attackers try first. Choose one that has nothing to do with them"
-        case .passwordStrengthText: return "Strong enough"
-        case .passwordStrengthMessage: return "This password would be easy to guess. {advice}"
-        case .passwordStrengthAdvice: return "Add another word or two; unusual words are better"
-        case .passwordBreachedText: return "Not found in a known data breach"
-        case .passwordBreachedMessage:
-            return "We found this password in known data breaches ({count} times so far), so attackers try it early. Please choose a different one; a few unrelated words work well"
-        case .passwordBreachedOnce:
-            return "We found this password in a known data breach, so attackers may try it. Please choose a different one; a few unrelated words work well"
-        case .passwordBreachedListed:
-            return "This password is on a list of passwords from known data breaches. Please choose a different one; a few unrelated words work well"
-        case .passwordControlMessage: return "Password can't contain control characters such as tabs or line breaks"
-        case .passwordMaximumMessage: return "Password is too long: use at most {max_bytes} bytes (about {max_bytes} Latin letters)"
-        case .passwordEmpty: return "Enter a password"
-        case .confirmMatchText: return "Matches the password"
-        case .confirmMatchMessage: return "Passwords don't match"
-        case .confirmEmpty: return "Confirm your password"
-        case .strengthVeryWeak: return "Very weak"
-        case .strengthWeak: return "Weak"
-        case .strengthFair: return "Fair"
-        case .strengthGood: return "Good"
-        case .strengthStrong: return "Strong"
-        case .numberGroupSeparator: return ","
-        case .fieldRequiredText: return "Required"
-        case .fieldRequiredMessage: return "{label} is required"
-        case .fieldLengthText: return "{min} to {max} characters"
-        case .fieldLengthMinimumText: return "At least {min} characters"
-        case .fieldLengthMaximumText: return "At most {max} characters"
-        case .fieldLengthTooShort: return "{label} must be at least {min} characters"
-        case .fieldLengthTooLong: return "{label} must be at most {max} characters"
-        case .fieldAcceptedText: return "Ticked"
-        case .fieldAcceptedMessage: return "Tick this box to continue"
-        case .fieldOptionMessage: return "Choose one of the listed options for {label}"
-        case .fieldControlMessage: return "{label} can't contain line breaks or other control characters"
-        }
-    }
 }
 
-/// The texts one policy uses: the built-in ones, with a language's and a policy file's
-/// replacements, and translations of the strength estimator's English advice.
+/// The texts one policy uses: the built-in English catalog's, with a language's and a policy
+/// file's replacements, and translations of the strength estimator's English advice.
 public struct PolicyTexts: Sendable, Hashable {
-    private var replaced: [PolicyText: String]
+    fileprivate var replaced: [PolicyText: String]
     /// The strength estimator's English warnings and suggestions, translated (the English
     /// sentence is the key); a sentence without one stays English.
     public private(set) var feedback: [String: String]
@@ -170,8 +110,11 @@ public struct PolicyTexts: Sendable, Hashable {
 
     /// `text` with its placeholders filled in.
     public func callAsFunction(_ text: PolicyText, _ values: [String: String] = [:]) -> String {
-        Self.fill(replaced[text] ?? text.english, values)
+        Self.fill(replaced[text] ?? Self.english[text] ?? text.rawValue, values)
     }
+
+    /// The built-in English wording of every policy text (`TextCatalog.builtInEnglish`).
+    private static let english: [PolicyText: String] = TextCatalog.builtInEnglish.policyTexts.replaced
 
     /// Placeholders a text names that it may not use (a typo such as `{mni}`).
     public static func unknownPlaceholders(in template: String, for text: PolicyText) -> [String] {

@@ -1,10 +1,12 @@
 import Foundation
 import Yams
 
-/// Every text a person reads in one language, as data: a YAML file per language
-/// (Templates/i18n/<language>.yaml). `texts` holds the page's and the script's texts and the
-/// policy's (`PolicyText` keys); `feedback` translates the strength estimator's English advice,
-/// keyed by the English sentence. Adding a language is adding a file.
+/// Every text a person reads in one language, as data: a YAML file per language. English is
+/// built in (`builtInEnglish`, this module's Resources/i18n/en.yaml: the one place English
+/// wording lives); the others are Templates/i18n/<language>.yaml. `texts` holds the page's
+/// and the script's texts and the policy's (`PolicyText` keys); `feedback` translates the
+/// strength estimator's English advice, keyed by the English sentence. Adding a language is
+/// adding a file.
 public struct TextCatalog: Sendable {
     /// A BCP 47 language tag, lower case ("en", "de", "pt-br").
     public let language: String
@@ -24,6 +26,26 @@ public struct TextCatalog: Sendable {
     }
 
     public subscript(key: String) -> String? { texts[key] }
+
+    /// The built-in English catalog, read once from this module's resources. A build without
+    /// its resource bundle cannot speak at all, so that stops here with the reason.
+    public static let builtInEnglish: TextCatalog = {
+        guard let url = Bundle.module.url(forResource: "en", withExtension: "yaml", subdirectory: "i18n") else {
+            fatalError("The built-in English catalog (i18n/en.yaml) is missing from SignupDomain's resource bundle")
+        }
+        do {
+            return try load(path: url.path)
+        } catch {
+            fatalError("The built-in English catalog cannot be read: \(error)")
+        }
+    }()
+
+    /// This catalog's texts over `base`'s (a language over English, an operator's file over
+    /// the built-in one); its own name and direction.
+    public func over(_ base: TextCatalog) -> TextCatalog {
+        TextCatalog(language: language, name: name, direction: direction,
+                    texts: base.texts.merging(texts) { $1 }, feedback: base.feedback.merging(feedback) { $1 })
+    }
 
     /// The policy's texts in this language.
     public var policyTexts: PolicyTexts {

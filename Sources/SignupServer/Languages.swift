@@ -1,8 +1,9 @@
 import Foundation
 import SignupDomain
 
-/// The languages the server speaks: one `TextCatalog` per file in the templates folder's
-/// `i18n/` (English required: it is the fallback for any text another catalog lacks), and
+/// The languages the server speaks: English, built in (`TextCatalog.builtInEnglish`, the
+/// fallback for any text another catalog lacks), and one `TextCatalog` per file in the
+/// templates folder's `i18n/` (an `en.yaml` there replaces texts of the built-in English), with
 /// the policy's rules in each. Picks a visitor's language from `?lang=` or `Accept-Language`.
 struct Languages: Sendable {
     struct Language: Sendable {
@@ -17,15 +18,12 @@ struct Languages: Sendable {
     private let byTag: [String: Language]
 
     enum LoadError: Error, CustomStringConvertible {
-        case noEnglish(String)
         case unknownKeys(file: String, keys: [String])
         case catalog(PolicyFileError)
         case policyLanguagesWithoutCatalog(tags: [String], directory: String)
 
         var description: String {
             switch self {
-            case .noEnglish(let directory):
-                return "No English catalog (en.yaml) in \(directory): it is every other language's fallback"
             case .unknownKeys(let file, let keys):
                 return "\(file): texts English does not have (a typo?): \(keys.joined(separator: ", "))"
             case .catalog(let error):
@@ -37,7 +35,7 @@ struct Languages: Sendable {
     }
 
     /// Reads every `*.yaml` in `directory`; a catalog missing some texts takes English's.
-    init(directory: URL, policy: SignupPolicy) throws {
+    init(directory: URL, policy: SignupPolicy, builtInEnglish: TextCatalog = .builtInEnglish) throws {
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
             .filter { $0.hasSuffix(".yaml") }.sorted()
         var catalogs: [TextCatalog] = []
@@ -48,17 +46,19 @@ struct Languages: Sendable {
                 throw LoadError.catalog(error)
             }
         }
-        guard let english = catalogs.first(where: { $0.language == Self.fallback }) else {
-            throw LoadError.noEnglish(directory.path)
-        }
+        if !catalogs.contains(where: { $0.language == Self.fallback }) { catalogs.append(builtInEnglish) }
+        let english = builtInEnglish
         var languages: [Language] = []
         for catalog in catalogs {
             let unknown = catalog.texts.keys.filter { english.texts[$0] == nil }.sorted()
             if !unknown.isEmpty {
                 throw LoadError.unknownKeys(file: directory.appendingPathComponent("\(catalog.language).yaml").path, keys: unknown)
             }
-            let complete = TextCatalog(language: catalog.language, name: catalog.name, direction: catalog.direction,
-                                       texts: english.texts.merging(catalog.texts) { $1 }, feedback: catalog.feedback)
+            // English's feedback is English itself; another language's stays its own.
+            let complete = catalog.language == Self.fallback
+                ? catalog.over(english)
+                : TextCatalog(language: catalog.language, name: catalog.name, direction: catalog.direction,
+                              texts: english.texts.merging(catalog.texts) { $1 }, feedback: catalog.feedback)
             languages.append(Language(catalog: complete, policy: policy.localized(complete.policyTexts, language: catalog.language)))
         }
         let spoken = Set(catalogs.map(\.language))

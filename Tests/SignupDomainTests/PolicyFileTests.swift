@@ -106,7 +106,7 @@ final class PolicyFileTests: XCTestCase {
         XCTAssertEqual(rules.password.evaluate(blocked).states[commonIndex], .unmet)
         let siteWord = rules.passwordCandidate(password: "landlord2024!", username: "maryann", email: "m@example.com")
         XCTAssertEqual(rules.password.validation(of: rules.password.evaluate(siteWord), isShown: true).message,
-                       PolicyText.passwordCommonSiteWord.english,
+                       PolicyTexts.builtIn(.passwordCommonSiteWord),
                        "a policy context word counts as the site's own")
     }
 

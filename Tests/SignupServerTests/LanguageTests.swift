@@ -12,14 +12,14 @@ final class LanguageTests: XCTestCase {
     private static let catalogs = TestServer.repositoryRoot.appendingPathComponent("Templates/i18n")
 
     func testTheGermanCatalogIsComplete() throws {
-        let english = try TextCatalog.load(path: Self.catalogs.appendingPathComponent("en.yaml").path)
+        let english = TextCatalog.builtInEnglish
         let german = try TextCatalog.load(path: Self.catalogs.appendingPathComponent("de.yaml").path)
         XCTAssertEqual(german.language, "de")
         XCTAssertEqual(Set(german.texts.keys), Set(english.texts.keys), "every text, no stray key")
         XCTAssertEqual(Set(german.feedback.keys), Set(english.feedback.keys), "every sentence of the server's own")
         for text in PolicyText.allCases {
             XCTAssertNotNil(english[text.rawValue], "the English catalog has \(text.rawValue)")
-            XCTAssertEqual(english[text.rawValue], text.english, "the catalog and the built-in English agree")
+            XCTAssertEqual(PolicyTexts.builtIn(text), english[text.rawValue], "the rules speak the catalog's English")
         }
         for (key, value) in german.texts {
             let placeholders = { (text: String) in text.matches(of: #/\{[a-z_]+\}/#).map { String($0.output) }.sorted() }
@@ -139,6 +139,25 @@ final class LanguageTests: XCTestCase {
         XCTAssertTrue(html.contains(#"<html lang="he" dir="rtl">"#))
         XCTAssertTrue(html.contains("<h1>יצירת חשבון</h1>"))
         XCTAssertTrue(html.contains(#"<label for="username">Username</label>"#), "a missing text is English's")
+    }
+
+    func testAnOperatorsEnglishCatalogReplacesTextsOfTheBuiltInOne() async throws {
+        let templates = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-en-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: templates) }
+        try FileManager.default.copyItem(at: TestServer.repositoryRoot.appendingPathComponent("Templates"), to: templates)
+        try """
+            language: en
+            name: English
+            texts:
+              page.title: "Join us"
+              username.available.text: "Still free"
+            """.write(to: templates.appendingPathComponent("i18n/en.yaml"), atomically: true, encoding: .utf8)
+        let server = try TestServer { $0.templatesDirectory = templates }
+        defer { server.stop() }
+        let html = try await server.request("GET", "/").body
+        XCTAssertTrue(html.contains("<h1>Join us</h1>"), "the page's text replaced")
+        XCTAssertTrue(html.contains("Still free"), "a rule's text replaced")
+        XCTAssertTrue(html.contains(#"<label for="username">Username</label>"#), "the rest is the built-in English")
     }
 
     func testThePolicysOwnWordingForALanguageShowsInThatLanguageOnly() async throws {
