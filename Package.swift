@@ -223,6 +223,7 @@ let package = Package(
                 "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport",
                 "AccountStoreTestSupport", "SignupPostgres",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
         ),
     ]

@@ -20,6 +20,8 @@ final class FormSessionRegistry: @unchecked Sendable {
         var limiters: ClientLimiters
         var metrics: SignupMetrics
         var now: @Sendable () -> Date
+        /// Runs a throttled look-up after its wait, by the same clock as `now`.
+        var after: @Sendable (TimeInterval, @escaping @Sendable () -> Void) -> Void
     }
 
     enum LookupError: Error, Equatable {
@@ -113,7 +115,8 @@ final class FormSessionRegistry: @unchecked Sendable {
             configuration: sessionConfigurations[settings.languages.language(language)?.tag ?? Languages.fallback]!,
             availabilityChecker: ThrottledAvailabilityChecker(
                 base: settings.availabilityChecker, limiters: settings.limiters,
-                sessionKey: token, addressKey: addressKey, checks: settings.metrics.availabilityChecks),
+                sessionKey: token, addressKey: addressKey, checks: settings.metrics.availabilityChecks,
+                after: settings.after),
             now: settings.now)
         return lock.withLock {
             // Two first uses at once (the stream and an edit): the first one in wins.

@@ -67,6 +67,11 @@ public final class SignupApplication: Sendable {
         public var accessLogger: Logger?
         /// The clock sessions expire and limits refill by; tests substitute one they can move.
         public var now: @Sendable () -> Date = { Date() }
+        /// Runs work after a delay by the same clock: a live username look-up over its budget
+        /// waits here for its turn. Tests substitute one they drive together with `now`.
+        public var after: @Sendable (_ seconds: TimeInterval, _ work: @escaping @Sendable () -> Void) -> Void = { seconds, work in
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: work)
+        }
 
         public init() {}
     }
@@ -125,7 +130,8 @@ public final class SignupApplication: Sendable {
             tokens: FormTokenAuthority(key: tokenKey, instance: configuration.instanceID),
             limiters: limiters,
             metrics: metrics,
-            now: configuration.now))
+            now: configuration.now,
+            after: configuration.after))
         self.sessions = sessions
         hashing = PasswordHashingQueue(hasher: hasher,
                                        maximumConcurrentJobs: configuration.maximumConcurrentHashes,
@@ -140,38 +146,42 @@ public final class SignupApplication: Sendable {
         let renderer = try PageRenderer(directory: configuration.templatesDirectory,
                                         serviceName: configuration.policy.settings.serviceName)
         let assets = try StaticAssets(directory: configuration.publicDirectory)
+        let pages = Pages(renderer: renderer, assets: assets, languages: languages, language: languages.english)
+        let refusals = Refusals(metrics: metrics, logger: logger)
+        let signedIn = SignedInUsers(secureCookies: configuration.secureCookies, now: configuration.now)
         let routes = SignupRoutes(
-            sessions: sessions,
-            store: store,
-            availability: availability,
-            hashing: hashing,
-            signedIn: SignedInUsers(secureCookies: configuration.secureCookies, now: configuration.now),
-            placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
-            renderer: renderer,
-            blankPages: Dictionary(uniqueKeysWithValues: languages.all.map {
-                ($0.tag, renderer.blankSignupPage(language: $0, languages: languages, assets: assets))
-            }),
-            assets: assets,
-            languages: languages,
-            language: languages.english,
+            liveForm: LiveFormRoutes(
+                pages: pages, refusals: refusals, sessions: sessions, limiters: limiters,
+                blankPages: Dictionary(uniqueKeysWithValues: languages.all.map {
+                    ($0.tag, renderer.blankSignupPage(language: $0, languages: languages, assets: assets))
+                }),
+                retryMilliseconds: configuration.retryMilliseconds, metrics: metrics, logger: logger),
+            signup: SignupSubmitRoutes(
+                pages: pages, refusals: refusals, sessions: sessions, store: store, availability: availability,
+                hashing: hashing, signedIn: signedIn, limiters: limiters, metrics: metrics, logger: logger,
+                now: configuration.now),
+            signIn: SignInRoutes(
+                pages: pages, refusals: refusals, store: store, hashing: hashing, signedIn: signedIn,
+                placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
+                limiters: limiters, metrics: metrics, logger: logger),
+            operations: OperationsRoutes(
+                health: HealthChecks(store: store, isStopping: { stopping.withLock { $0 } }),
+                metricsExport: configuration.metricsExport.map { export in
+                    // Gauges are read at scrape time rather than updated on every change.
+                    MetricsExport(allowed: export.allowed) {
+                        metrics.formSessions.record(sessions.count)
+                        metrics.eventStreams.record(serverBox.server?.openStreamCount ?? 0)
+                        return export.render()
+                    }
+                },
+                assets: assets),
+            pages: pages,
             maxBodyBytes: configuration.maxBodyBytes,
-            retryMilliseconds: configuration.retryMilliseconds,
             addresses: addresses,
             sameOrigin: SameOriginPolicy(publicOrigins: configuration.publicOrigins, addresses: addresses),
-            limiters: limiters,
-            health: HealthChecks(store: store, isStopping: { stopping.withLock { $0 } }),
             metrics: metrics,
-            metricsExport: configuration.metricsExport.map { export in
-                // Gauges are read at scrape time rather than updated on every change.
-                MetricsExport(allowed: export.allowed) {
-                    metrics.formSessions.record(sessions.count)
-                    metrics.eventStreams.record(serverBox.server?.openStreamCount ?? 0)
-                    return export.render()
-                }
-            },
             logger: logger,
-            accessLog: configuration.accessLogger ?? logger,
-            now: configuration.now)
+            accessLog: configuration.accessLogger ?? logger)
         self.routes = routes
         server = HTTPServer(
             configuration: HTTPServerConfiguration(

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Metrics
 import ReactiveValidation
 import SignupDomain
@@ -19,6 +20,8 @@ struct ThrottledAvailabilityChecker: UsernameAvailabilityChecking {
     let addressKey: String
     /// Counts the look-ups actually made.
     let checks: Counter
+    /// Runs a look-up after its wait (the app's clock; tests drive it).
+    let after: @Sendable (TimeInterval, @escaping @Sendable () -> Void) -> Void
 
     func availability(of username: String) -> AnyPublisher<RequirementState, Never> {
         let checker = self
@@ -30,7 +33,7 @@ struct ThrottledAvailabilityChecker: UsernameAvailabilityChecking {
                     promise(.success(.pending))
                     return
                 }
-                DispatchQueue.global().asyncAfter(deadline: .now() + wait) {
+                checker.after(wait) {
                     checker.checks.increment()
                     promise(.success((try? checker.base.availabilityNow(of: username)) ?? .pending))
                 }

@@ -1,9 +1,15 @@
 import Foundation
+import HTTPTestSupport
 import Logging
 import MicroHTTPD
 import SignupDomain
 @testable import SignupServer
 import XCTest
+#if canImport(Combine)
+import Combine
+#else
+import OpenCombineShim
+#endif
 
 /// The routes answered in process, with no socket (`SignupApplication.respond(to:)`), and
 /// time driven by the test's own clock: the route table's promises (Allow, HEAD, refusal
@@ -115,14 +121,27 @@ final class InProcessRouteTests: XCTestCase {
         XCTAssertEqual(answer.headers["Location"], "/welcome")
         XCTAssertNotNil(try store.account(named: "inproc"))
     }
-}
 
-/// A clock only the test moves.
-private final class TestClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var current = Date(timeIntervalSince1970: 1_800_000_000)
-
-    var now: Date { lock.withLock { current } }
-
-    func advance(by seconds: TimeInterval) { lock.withLock { current += seconds } }
+    /// A live username look-up over its form's budget waits for its turn on the app's clock
+    /// (`Configuration.after`), not on the wall clock: the test moves time and the answer
+    /// comes exactly when the budget allows.
+    func testALiveLookUpOverItsBudgetWaitsForItsTurnOnTheInjectedClock() {
+        var limits = SignupLimits.none
+        limits.lookupsPerSession = Rate.per(minute: 4, burst: 1)  // one each 15 s
+        let limiters = ClientLimiters(limits, now: { [clock] in clock.now })
+        let checker = ThrottledAvailabilityChecker(
+            base: StoreAvailabilityChecker(store: store), limiters: limiters, sessionKey: "form", addressKey: "127.0.0.1",
+            checks: SignupMetrics().availabilityChecks, after: clock.after)
+        let answers = Locked<[RequirementState]>([])
+        let first = checker.availability(of: "ada").sink { state in answers.withLock { $0.append(state) } }
+        clock.advance(by: 0)
+        XCTAssertEqual(answers.withLock { $0 }, [.met], "within its budget: answered at once")
+        let second = checker.availability(of: "grace").sink { state in answers.withLock { $0.append(state) } }
+        clock.advance(by: 14)
+        XCTAssertEqual(answers.withLock { $0 }, [.met], "over its budget: still waiting after 14 s")
+        XCTAssertEqual(clock.waiting, 1)
+        clock.advance(by: 1)
+        XCTAssertEqual(answers.withLock { $0 }, [.met, .met], "answered when the budget allows, 15 s on")
+        _ = (first, second)
+    }
 }

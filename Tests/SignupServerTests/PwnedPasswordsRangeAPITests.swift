@@ -178,11 +178,3 @@ final class RangeAPIBoundsTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 1, "refused at once, not queued behind the stalled one")
     }
 }
-
-/// A clock tests move by hand.
-private final class TestClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var current = Date(timeIntervalSince1970: 1_800_000_000)
-    var now: Date { lock.withLock { current } }
-    func advance(by seconds: TimeInterval) { lock.withLock { current += seconds } }
-}

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import MicroHTTPD
 import SignupDomain
 
@@ -7,8 +8,19 @@ import SignupDomain
 /// Guessing is slow and fair: after a few failures for one account, or from one address,
 /// each further try must wait (429 with `Retry-After`); every failure is logged (the name
 /// and address, never the password); and guesses wait in their own hashing lane, so they
-/// cannot delay sign-ups.
-extension SignupRoutes {
+/// cannot delay sign-ups. `GET /welcome` is the signed-in person's page.
+struct SignInRoutes: AnswersWithPages, Sendable {
+    var pages: Pages
+    let refusals: Refusals
+    let store: any AccountStore
+    let hashing: PasswordHashingQueue
+    let signedIn: SignedInUsers
+    /// A hash of a random password, verified against when a sign-in names no account.
+    let placeholderHash: String
+    let limiters: ClientLimiters
+    let metrics: SignupMetrics
+    let logger: Logger
+
     func signInPage(username: String, error: String?, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         var headers = headers
         headers.add("Content-Language", language.tag)
@@ -82,7 +94,7 @@ extension SignupRoutes {
     }
 
     private func tooManySignIns(username: String, _ exceeded: LimitExceeded) -> HTTPResponse {
-        countLimited(exceeded)
+        refusals.count(exceeded)
         return signInPage(username: username,
                    error: text("signin.too_many").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds)),
                    status: .tooManyRequests,
@@ -98,5 +110,14 @@ extension SignupRoutes {
             return signInPage(username: username, error: text("signin.unavailable"),
                               status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
         }
+    }
+
+    // MARK: GET /welcome
+
+    func welcome(_ request: HTTPRequest) -> HTTPResponse {
+        guard let username = signedIn.username(cookieHeader: request.headers["Cookie"]) else {
+            return redirect(to: "/signin")
+        }
+        return html(renderer.renderWelcome(username: username, language: language, assets: assets), status: .ok)
     }
 }

@@ -1,10 +1,25 @@
 import Foundation
+import Logging
 import MicroHTTPD
 import ReactiveValidation
 import SignupDomain
 
 /// `POST /signup`: the plain form post that creates an account, with or without JavaScript.
-extension SignupRoutes {
+struct SignupSubmitRoutes: AnswersWithPages, Sendable {
+    var pages: Pages
+    let refusals: Refusals
+    let sessions: FormSessionRegistry
+    let store: any AccountStore
+    /// The same availability answer the live check gives (reserved names count as taken).
+    let availability: StoreAvailabilityChecker
+    let hashing: PasswordHashingQueue
+    let signedIn: SignedInUsers
+    let limiters: ClientLimiters
+    let metrics: SignupMetrics
+    let logger: Logger
+    /// The clock (tests move it): when terms were accepted.
+    let now: @Sendable () -> Date
+
     func submit(_ request: SignupRequest) -> HTTPResponse {
         let form: URLEncodedForm
         switch decodeForm(request.http) {
@@ -179,7 +194,7 @@ extension SignupRoutes {
 
     /// 429: the form again, with what was typed (never passwords) and when to try again.
     private func slowDown(_ exceeded: LimitExceeded, values: [SignupField: String], token: String?) -> HTTPResponse {
-        countLimited(exceeded)
+        refusals.count(exceeded)
         return rerender(values: values, evaluation: nil,
                         token: token.flatMap { sessions.isGenuine($0) ? $0 : nil },
                         status: .tooManyRequests, retryAfter: exceeded.retryAfterSeconds,
@@ -222,27 +237,5 @@ extension SignupRoutes {
             profile.merge(DeclaredFieldRules.profileEntries(for: field.declaration, value: values[field.field] ?? "", at: now)) { $1 }
         }
         return profile
-    }
-
-    /// "2 seconds", "a minute" in the request's language (as `APIError.wait` in English).
-    func waitPhrase(_ seconds: Int) -> String {
-        if seconds <= 1 { return text("wait.second") }
-        if seconds < 60 { return text("wait.seconds").replacingOccurrences(of: "{n}", with: String(seconds)) }
-        let minutes = (seconds + 59) / 60
-        return minutes == 1 ? text("wait.minute") : text("wait.minutes").replacingOccurrences(of: "{n}", with: String(minutes))
-    }
-
-    /// A text of the request's language (English's when it lacks one).
-    func text(_ key: String) -> String {
-        language.catalog[key] ?? languages.english.catalog[key] ?? key
-    }
-
-    // MARK: GET /welcome
-
-    func welcome(_ request: HTTPRequest) -> HTTPResponse {
-        guard let username = signedIn.username(cookieHeader: request.headers["Cookie"]) else {
-            return redirect(to: "/signin")
-        }
-        return html(renderer.renderWelcome(username: username, language: language, assets: assets), status: .ok)
     }
 }

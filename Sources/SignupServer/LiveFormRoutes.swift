@@ -1,0 +1,151 @@
+import Foundation
+import Logging
+import MicroHTTPD
+import SignupDomain
+
+/// The live form: `GET /` (the page with a fresh token), `POST /sessions` (a fresh token for
+/// an old page), `GET /events` (its stream) and `POST /fields` (each edit). The typing path:
+/// quick, in memory, on libmicrohttpd's threads.
+struct LiveFormRoutes: AnswersWithPages, Sendable {
+    var pages: Pages
+    let refusals: Refusals
+    let sessions: FormSessionRegistry
+    let limiters: ClientLimiters
+    /// `GET /`'s page in each language, pre-rendered; see `PageRenderer.BlankSignupPage`.
+    let blankPages: [String: PageRenderer.BlankSignupPage]
+    /// Sent as each stream's `retry:`.
+    let retryMilliseconds: Int
+    let metrics: SignupMetrics
+    let logger: Logger
+
+    // MARK: GET /
+
+    /// The form with a fresh token. No session is built until the token is used, so a page
+    /// view costs no memory (and a flood of them only CPU, which the page limit bounds).
+    func signupPage(_ request: SignupRequest) -> HTTPResponse {
+        let language = visitorLanguage(request.http)
+        do throws(LimitExceeded) {
+            try limiters.pages.admit(request.clientKey)
+        } catch {
+            return speaking(language).slowDownPage(error)
+        }
+        var response = html(blankPages[language.tag]!.render(token: sessions.mintToken()), status: .ok)
+        // The page depends on the visitor's languages (caches must not share it).
+        response.headers.add("Vary", "Accept-Language")
+        response.headers.add("Content-Language", language.tag)
+        return response
+    }
+
+    // MARK: POST /sessions
+
+    /// A fresh token for a page whose token the server no longer accepts (too old).
+    func newSession(_ request: SignupRequest) -> HTTPResponse {
+        do throws(LimitExceeded) {
+            try limiters.pages.admit(request.clientKey)
+        } catch {
+            return refusals.limited(error)
+        }
+        var response = HTTPResponse.json("{\"token\":\"\(sessions.mintToken())\"}", status: .created)
+        response.headers.add("Cache-Control", "no-store")
+        return response
+    }
+
+    // MARK: GET /events
+
+    func events(_ context: SignupRequest) -> HTTPResponse {
+        let request = context.http, client = context.client
+        guard let token = request.queryValue("token"), !token.isEmpty else {
+            return APIError.missingParameter("token").response
+        }
+        if request.method == "HEAD" {
+            // Headers only: no session is built for a look; the answer GET would give.
+            guard sessions.acceptsForLiveUse(token) else { return APIError.unknownSession.response }
+            return .eventStream(EventStream())
+        }
+        let session: FormSession
+        switch lookUpSession(token, client: client, language: request.queryValue("lang")) {
+        case .success(let found): session = found
+        case .failure(let error): return error.response
+        }
+        let stream = EventStream()
+        session.attach(stream, retryMilliseconds: retryMilliseconds)
+        return .eventStream(stream)
+    }
+
+    /// The token's session, built on first use, or the error to answer with.
+    private func lookUpSession(_ token: String, client: String, language: String? = nil) -> Result<FormSession, APIError> {
+        do throws(FormSessionRegistry.LookupError) {
+            return .success(try sessions.session(for: token, address: client, language: language))
+        } catch {
+            switch error {
+            case .unknown: return .failure(.unknownSession)
+            case .limited(let exceeded):
+                refusals.count(exceeded)
+                return .failure(.rateLimited(exceeded))
+            case .full: return .failure(tooManySessions())
+            }
+        }
+    }
+
+    private func tooManySessions() -> APIError {
+        logger.warning("Refused a form session: every session slot holds an open stream")
+        var error = APIError(status: .serviceUnavailable, code: "too_many_sessions",
+                             message: "Too many sign-ups are in progress. Please try again in a minute.")
+        error.retryAfter = 60
+        return error
+    }
+
+    // MARK: POST /fields
+
+    func fieldEdit(_ context: SignupRequest) -> HTTPResponse {
+        let request = context.http, client = context.client
+        let form: URLEncodedForm
+        switch decodeForm(request) {
+        case .success(let decoded): form = decoded
+        case .failure(let error): return error.response
+        }
+        // The token may come in the URL as well (`/fields?token=…`, so a proxy can route by
+        // it); if both carry one they must agree.
+        let queryToken = request.queryValue("token")
+        if let queryToken, let bodyToken = form["token"], queryToken != bodyToken {
+            return APIError(status: .badRequest, code: "token_mismatch",
+                            message: "The token in the URL and the token in the body differ; send one token.").response
+        }
+        guard let token = form["token"] ?? queryToken else { return APIError.missingParameter("token").response }
+        for name in ["field", "value", "seq"] where form[name] == nil {
+            return APIError.missingParameter(name).response
+        }
+        guard let field = policy.field(named: form["field"]!) else {
+            let known = policy.fieldOrder.map(\.rawValue).joined(separator: ", ")
+            return APIError(status: .badRequest, code: "unknown_field",
+                            message: "Unknown field '\(form["field"]!)'. Expected one of: \(known).").response
+        }
+        guard let seq = UInt64(form["seq"]!) else {
+            return APIError(status: .badRequest, code: "invalid_seq",
+                            message: "'seq' must be a non-negative whole number, counting up with each edit of a field.").response
+        }
+        do throws(LimitExceeded) {
+            try limiters.editsPerAddress.admit(context.clientKey)
+        } catch {
+            return refusals.limited(error)
+        }
+        let session: FormSession
+        switch lookUpSession(token, client: client, language: request.queryValue("lang")) {
+        case .success(let found): session = found
+        case .failure(let error): return error.response
+        }
+        // Per form only once the token is known genuine, so made-up tokens fill no table.
+        do throws(LimitExceeded) {
+            try limiters.editsPerSession.admit(token)
+        } catch {
+            return refusals.limited(error)
+        }
+        let touched = form["touched"] == "1" || form["touched"] == "true"
+        let result = session.apply(field: field, value: form["value"]!, seq: seq, touched: touched)
+        if result.applied { metrics.edits.increment() }
+        var response = HTTPResponse.json(result.json, status: .accepted)
+        response.headers.add("X-Rev", String(result.rev))
+        response.headers.add("Cache-Control", "no-store")
+        return response
+    }
+}

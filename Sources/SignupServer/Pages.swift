@@ -1,0 +1,144 @@
+import Foundation
+import Logging
+import MicroHTTPD
+import SignupDomain
+
+/// What every handler that answers a person with a page shares: the renderer, the assets, the
+/// languages and the request's language (English, except in a copy made for one request).
+struct Pages: Sendable {
+    let renderer: PageRenderer
+    let assets: StaticAssets
+    let languages: Languages
+    var language: Languages.Language
+
+    /// `requested` (`?lang=`, a form's `lang` field), else `Accept-Language`, else English.
+    func visitorLanguage(_ request: HTTPRequest, requested: String?) -> Languages.Language {
+        languages.negotiate(requested: requested, acceptLanguage: request.headers["accept-language"])
+    }
+
+    /// A text of the request's language (English's when it lacks one).
+    func text(_ key: String) -> String {
+        language.catalog[key] ?? languages.english.catalog[key] ?? key
+    }
+
+    /// "2 seconds", "a minute" in the request's language (as `APIError.wait` in English).
+    func waitPhrase(_ seconds: Int) -> String {
+        if seconds <= 1 { return text("wait.second") }
+        if seconds < 60 { return text("wait.seconds").replacingOccurrences(of: "{n}", with: String(seconds)) }
+        let minutes = (seconds + 59) / 60
+        return minutes == 1 ? text("wait.minute") : text("wait.minutes").replacingOccurrences(of: "{n}", with: String(minutes))
+    }
+
+    /// A problem page (429, 403, restarting) in the request's language.
+    func problem(title: String, message: String, code: String, linkText: String? = nil,
+                 status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        Self.html(renderer.renderProblem(title: title, message: message, code: code, linkText: linkText,
+                                         language: language, assets: assets),
+                  status: status, headers: headers)
+    }
+
+    /// An HTML page that is never cached (each carries its own form session or user).
+    static func html(_ body: String, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        var response = HTTPResponse.html(body, status: status)
+        for (name, value) in headers { response.headers.add(name, value) }
+        response.headers.add("Cache-Control", "no-store")
+        response.headers.add("X-Content-Type-Options", "nosniff")
+        response.headers.add("Referrer-Policy", "same-origin")
+        response.headers.add("Content-Security-Policy",
+                             "default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+        return response
+    }
+
+    /// `303 See Other` to `location`, optionally setting a cookie.
+    static func redirect(to location: String, cookie: String? = nil) -> HTTPResponse {
+        var headers = HTTPHeaders([("Location", location), ("Cache-Control", "no-store")])
+        if let cookie { headers.add("Set-Cookie", cookie) }
+        return HTTPResponse(status: .seeOther, headers: headers)
+    }
+}
+
+/// A concern's handlers that answer with pages: the request's language and its texts, and a
+/// copy of the handlers speaking another language for one request.
+protocol AnswersWithPages {
+    var pages: Pages { get set }
+    /// 429s and the like: counted and logged the same way by every concern.
+    var refusals: Refusals { get }
+}
+
+extension AnswersWithPages {
+    var language: Languages.Language { pages.language }
+    var languages: Languages { pages.languages }
+    /// The rules and texts of the request's language.
+    var policy: SignupPolicy { pages.language.policy }
+    var renderer: PageRenderer { pages.renderer }
+    var assets: StaticAssets { pages.assets }
+
+    func text(_ key: String) -> String { pages.text(key) }
+    func waitPhrase(_ seconds: Int) -> String { pages.waitPhrase(seconds) }
+
+    func html(_ body: String, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        Pages.html(body, status: status, headers: headers)
+    }
+
+    func redirect(to location: String, cookie: String? = nil) -> HTTPResponse {
+        Pages.redirect(to: location, cookie: cookie)
+    }
+
+    /// `?lang=`, else `Accept-Language`, else English.
+    func visitorLanguage(_ request: HTTPRequest) -> Languages.Language {
+        pages.visitorLanguage(request, requested: request.queryValue("lang"))
+    }
+
+    /// `requested` (a form's `lang` field, say), else `Accept-Language`, else English.
+    func visitorLanguage(_ request: HTTPRequest, requested: String?) -> Languages.Language {
+        pages.visitorLanguage(request, requested: requested)
+    }
+
+    /// These handlers speaking `language`: its rules and texts, for one request.
+    func speaking(_ language: Languages.Language) -> Self {
+        var copy = self
+        copy.pages.language = language
+        return copy
+    }
+
+    /// The readable page for a person who went over a limit (429 with `Retry-After`).
+    func slowDownPage(_ exceeded: LimitExceeded) -> HTTPResponse {
+        refusals.count(exceeded)
+        let message = text("problem.slow_message").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds))
+        return pages.problem(title: text("problem.slow_title"), message: message, code: "rate_limited",
+                             linkText: text("problem.slow_link"), status: .tooManyRequests,
+                             headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
+    }
+}
+
+/// How every concern refuses a request over a limit: one count in the metric by the limit's
+/// name, one debug line, and for the script's endpoints the JSON 429.
+struct Refusals: Sendable {
+    let metrics: SignupMetrics
+    let logger: Logger
+
+    /// Counts a refusal over `exceeded`'s limit; every 429 goes through here.
+    func count(_ exceeded: LimitExceeded) {
+        metrics.rateLimited(exceeded.limit)
+        logger.debug("Rate limited", metadata: ["limit": "\(exceeded.limit)"])
+    }
+
+    /// The JSON 429 for the script's endpoints, counted.
+    func limited(_ exceeded: LimitExceeded) -> HTTPResponse {
+        count(exceeded)
+        return APIError.rateLimited(exceeded).response
+    }
+}
+
+/// The request's urlencoded body, or the error that says what is wrong with it.
+func decodeForm(_ request: HTTPRequest) -> Result<URLEncodedForm, APIError> {
+    guard request.mediaType == "application/x-www-form-urlencoded" else {
+        return .failure(APIError(status: .unsupportedMediaType, code: "unsupported_media_type",
+                                 message: "Send the form as application/x-www-form-urlencoded."))
+    }
+    do {
+        return .success(try URLEncodedForm(decoding: request.body))
+    } catch {
+        return .failure(APIError(status: .badRequest, code: "invalid_form", message: error.description))
+    }
+}
