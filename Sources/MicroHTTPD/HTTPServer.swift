@@ -164,6 +164,9 @@ public final class HTTPServer: Sendable {
         return response
     }
 
+    /// The periodic heartbeat, now (tests; the timer calls the same).
+    public func sendHeartbeatsNow() { sendHeartbeats() }
+
     /// Each open stream gets a comment line, and streams whose client has hung up are
     /// closed at once instead of waiting for a write to fail (which can take two beats).
     private func sendHeartbeats() {

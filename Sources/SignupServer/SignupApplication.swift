@@ -82,7 +82,6 @@ public final class SignupApplication: Sendable {
     private let sessions: FormSessionRegistry
     private let hashing: PasswordHashingQueue
     private let metrics: SignupMetrics
-    private let sweeper = Locked<DispatchSourceTimer?>(nil)
     /// Set when `stop` begins, so `/readyz` turns 503 before anything else changes.
     private let stopping: Locked<Bool>
     private let logger: Logger
@@ -230,17 +229,23 @@ public final class SignupApplication: Sendable {
 
     public func start() throws {
         try server.start()
-        let interval = min(60, max(1, configuration.sessionIdleLifetime / 4))
-        let sweeper = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
-        sweeper.schedule(deadline: .now() + interval, repeating: interval, leeway: .seconds(1))
-        sweeper.setEventHandler { [sessions, logger] in
-            let removed = sessions.removeExpired()
-            if removed > 0 { logger.debug("Expired idle form sessions", metadata: ["count": "\(removed)"]) }
-        }
-        sweeper.resume()
-        self.sweeper.withLock { $0 = sweeper }
+        scheduleSweep(every: min(60, max(1, configuration.sessionIdleLifetime / 4)))
         logger.info("Listening", metadata: ["url": "http://\(configuration.host):\(port)"])
     }
+
+    /// Sweeps idle sessions every `interval` seconds on the app's clock (`Configuration.after`,
+    /// so a test's clock drives sweeps too) until the app stops.
+    private func scheduleSweep(every interval: TimeInterval) {
+        configuration.after(interval) { [weak self] in
+            guard let self, !stopping.withLock({ $0 }) else { return }
+            let removed = sessions.removeExpired()
+            if removed > 0 { logger.debug("Expired idle form sessions", metadata: ["count": "\(removed)"]) }
+            scheduleSweep(every: interval)
+        }
+    }
+
+    /// Sends every open stream its heartbeat now, as the server's periodic one does.
+    public func sendHeartbeatsNow() { server.sendHeartbeatsNow() }
 
     /// Drops sessions idle past their lifetime now, as the periodic sweep does.
     @discardableResult
@@ -255,10 +260,6 @@ public final class SignupApplication: Sendable {
         stopping.withLock { $0 = true }
         server.beginShutdown()
         hashing.shutDown()
-        sweeper.withLock {
-            $0?.cancel()
-            $0 = nil
-        }
         let stopped = server.finishShutdown(grace: grace ?? configuration.shutdownGrace)
         if stopped {
             logger.info("Stopped")

@@ -144,4 +144,30 @@ final class InProcessRouteTests: XCTestCase {
         XCTAssertEqual(answers.withLock { $0 }, [.met, .met], "answered when the budget allows, 15 s on")
         _ = (first, second)
     }
+
+    /// The route table says which limits each route draws from; every limit a 429 can name is
+    /// some route's, so the table is the map from a metric's label to the routes it guards.
+    func testEveryLimitNameBelongsToARoute() {
+        XCTAssertEqual(Set(SignupRoutes.table.routes.flatMap(\.limits)), Set(RateLimitName.allCases))
+    }
+
+    /// Idle sessions are swept on the app's clock: a test moves it past the idle lifetime and
+    /// the sweep it scheduled at start runs, with no real time passing.
+    func testIdleSessionsAreSweptWhenTheInjectedClockPassesTheirLifetime() async throws {
+        let app = try makeApp {
+            $0.sessionIdleLifetime = 60
+            $0.after = { [clock] in clock.after($0, $1) }
+        }
+        try app.start()
+        defer { app.stop(grace: 0) }
+        let tokenAnswer = await app.respond(to: request("POST", "/sessions"))
+        let token = try XCTUnwrap(text(tokenAnswer).firstMatch(of: #/"token":"([^"]+)"/#).map { String($0.1) })
+        let edit = await app.respond(to: request("POST", "/fields?token=\(token)", body: "token=\(token)&field=username&value=ada&seq=1"))
+        XCTAssertEqual(edit.status, .accepted)
+        XCTAssertEqual(app.sessionCount, 1)
+        clock.advance(by: 45)
+        XCTAssertEqual(app.sessionCount, 1, "not idle for its lifetime yet")
+        clock.advance(by: 30)
+        XCTAssertEqual(app.sessionCount, 0, "swept once the clock passed the idle lifetime")
+    }
 }
