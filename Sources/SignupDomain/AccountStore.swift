@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where accounts live. A protocol so another engine can replace SQLite later.
 public protocol AccountStore: Sendable {
     /// Whether a username (compared in canonical form, see `Username.canonical`) is in use.
@@ -26,4 +28,23 @@ public protocol AccountStore: Sendable {
     /// A server secret shared by every process using this store (e.g. the key that signs
     /// form tokens): the stored one, or `make()`'s result stored now if there is none.
     func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8]
+
+    // MARK: Signed-in sessions, shared by every instance and surviving restarts
+
+    /// Records a new signed-in session.
+    func startSignInSession(_ session: NewSignInSession) throws
+
+    /// The account whose session has this id hash, if the session is live at `now`: before
+    /// its expiry and used within `rules.idleTimeout`. A use is written when the last written
+    /// one is older than `rules.touchInterval`.
+    func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account?
+
+    /// Ends one session (sign-out). Ending one that is gone is not an error.
+    func endSignInSession(idHash: String) throws
+
+    /// Ends every session of the account with this username; returns how many there were.
+    func endSignInSessions(username: String) throws -> Int
+
+    /// Deletes sessions that have ended by `now` (expired or idle); returns how many.
+    func removeEndedSignInSessions(at now: Date, rules: SignInSessionRules) throws -> Int
 }

@@ -83,6 +83,17 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 table.add(column: "profile", .text).notNull().defaults(to: "{}")
             }
         }
+        migrator.registerMigration("v5: signed-in sessions") { db in
+            // Only the SHA-256 of the cookie's id; every instance using this file shares them.
+            try db.create(table: "sign_in_sessions") { table in
+                table.primaryKey("id_hash", .text)
+                table.column("user_id", .integer).notNull().references("users", onDelete: .cascade)
+                table.column("created_at", .datetime).notNull()
+                table.column("expires_at", .datetime).notNull()
+                table.column("last_seen_at", .datetime).notNull()
+            }
+            try db.create(index: "sign_in_sessions_user", on: "sign_in_sessions", columns: ["user_id"])
+        }
         return migrator
     }
 
@@ -166,6 +177,65 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
+    // MARK: Signed-in sessions
+
+    public func startSignInSession(_ session: NewSignInSession) throws {
+        try write { db in
+            try db.execute(
+                sql: """
+                INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at)
+                VALUES (?, ?, ?, ?, ?)
+                """,
+                arguments: [session.idHash, session.accountID, session.createdAt, session.expiresAt, session.createdAt])
+        }
+    }
+
+    public func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? {
+        let found = try read { db -> (Account, Date)? in
+            guard let row = try Row.fetchOne(
+                db,
+                sql: """
+                SELECT users.id, username, email, password_hash, users.created_at, profile, last_seen_at
+                FROM sign_in_sessions JOIN users ON users.id = sign_in_sessions.user_id
+                WHERE id_hash = ? AND expires_at > ? AND last_seen_at > ?
+                """,
+                arguments: [idHash, now, now.addingTimeInterval(-rules.idleTimeout)])
+            else { return nil }
+            return (Self.account(row), row["last_seen_at"])
+        }
+        guard let (account, lastSeen) = found else { return nil }
+        if now.timeIntervalSince(lastSeen) >= rules.touchInterval {
+            try write { db in
+                try db.execute(sql: "UPDATE sign_in_sessions SET last_seen_at = ? WHERE id_hash = ?", arguments: [now, idHash])
+            }
+        }
+        return account
+    }
+
+    public func endSignInSession(idHash: String) throws {
+        try write { db in try db.execute(sql: "DELETE FROM sign_in_sessions WHERE id_hash = ?", arguments: [idHash]) }
+    }
+
+    public func endSignInSessions(username: String) throws -> Int {
+        try write { db in
+            try db.execute(
+                sql: """
+                DELETE FROM sign_in_sessions
+                WHERE user_id IN (SELECT id FROM users WHERE username_canonical = ?)
+                """,
+                arguments: [Username.canonical(username)])
+            return db.changesCount
+        }
+    }
+
+    public func removeEndedSignInSessions(at now: Date, rules: SignInSessionRules) throws -> Int {
+        try write { db in
+            try db.execute(sql: "DELETE FROM sign_in_sessions WHERE expires_at <= ? OR last_seen_at <= ?",
+                           arguments: [now, now.addingTimeInterval(-rules.idleTimeout)])
+            return db.changesCount
+        }
+    }
+
     // MARK: The database file under us
 
     private func read<T>(_ body: (Database) throws -> T) throws -> T {
@@ -227,10 +297,12 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             db,
             sql: "SELECT id, username, email, password_hash, created_at, profile FROM users WHERE \(condition) ORDER BY id",
             arguments: arguments
-        ).map { row in
-            Account(id: row["id"], username: row["username"], email: row["email"],
-                    passwordHash: row["password_hash"], createdAt: row["created_at"],
-                    profile: ProfileValue.profile(fromJSON: row["profile"]))
-        }
+        ).map(account)
+    }
+
+    private static func account(_ row: Row) -> Account {
+        Account(id: row["id"], username: row["username"], email: row["email"],
+                passwordHash: row["password_hash"], createdAt: row["created_at"],
+                profile: ProfileValue.profile(fromJSON: row["profile"]))
     }
 }

@@ -75,6 +75,19 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         (3, "account profiles", [
             "ALTER TABLE users ADD COLUMN profile JSONB NOT NULL DEFAULT '{}'::jsonb",
         ]),
+        // Signed-in sessions, shared by every instance: only the SHA-256 of the cookie's id.
+        (4, "signed-in sessions", [
+            """
+            CREATE TABLE sign_in_sessions (
+                id_hash TEXT PRIMARY KEY,
+                user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                created_at TIMESTAMPTZ NOT NULL,
+                expires_at TIMESTAMPTZ NOT NULL,
+                last_seen_at TIMESTAMPTZ NOT NULL
+            )
+            """,
+            "CREATE INDEX sign_in_sessions_user ON sign_in_sessions (user_id)",
+        ]),
     ]
 
     private func migrate() throws {
@@ -195,6 +208,68 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             let stored = try await Self.first(Data.self, client.query(
                 "SELECT value FROM server_secrets WHERE name = \(name)"))
             return stored.map { [UInt8]($0) } ?? candidate
+        }
+    }
+
+    // MARK: Signed-in sessions
+
+    public func startSignInSession(_ session: NewSignInSession) throws {
+        try run("start a signed-in session") { client in
+            try await client.query("""
+                INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at)
+                VALUES (\(session.idHash), \(session.accountID), \(session.createdAt), \(session.expiresAt), \(session.createdAt))
+                """)
+        }
+    }
+
+    public func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? {
+        let idleSince = now.addingTimeInterval(-rules.idleTimeout)
+        let touchBefore = now.addingTimeInterval(-rules.touchInterval)
+        return try run("read a signed-in session") { client in
+            // One round trip: the live session's account, its last use moved on only when the
+            // written one is older than the touch interval.
+            try await client.query("""
+                UPDATE sign_in_sessions SET last_seen_at = \(now)
+                WHERE id_hash = \(idHash) AND expires_at > \(now) AND last_seen_at > \(idleSince) AND last_seen_at < \(touchBefore)
+                """)
+            return try await Self.accounts(client.query("""
+                SELECT users.id, username, email, password_hash, users.created_at, profile::text
+                FROM sign_in_sessions JOIN users ON users.id = sign_in_sessions.user_id
+                WHERE id_hash = \(idHash) AND expires_at > \(now) AND last_seen_at > \(idleSince)
+                """)).first
+        }
+    }
+
+    public func endSignInSession(idHash: String) throws {
+        try run("end a signed-in session") { client in
+            try await client.query("DELETE FROM sign_in_sessions WHERE id_hash = \(idHash)")
+        }
+    }
+
+    public func endSignInSessions(username: String) throws -> Int {
+        let canonical = Username.canonical(username)
+        return try run("end an account's signed-in sessions") { client in
+            var ended = 0
+            for try await _ in try await client.query("""
+                DELETE FROM sign_in_sessions WHERE user_id IN (SELECT id FROM users WHERE username_canonical = \(canonical))
+                RETURNING id_hash
+                """).decode(String.self) {
+                ended += 1
+            }
+            return ended
+        }
+    }
+
+    public func removeEndedSignInSessions(at now: Date, rules: SignInSessionRules) throws -> Int {
+        let idleSince = now.addingTimeInterval(-rules.idleTimeout)
+        return try run("remove ended signed-in sessions") { client in
+            var removed = 0
+            for try await _ in try await client.query("""
+                DELETE FROM sign_in_sessions WHERE expires_at <= \(now) OR last_seen_at <= \(idleSince) RETURNING id_hash
+                """).decode(String.self) {
+                removed += 1
+            }
+            return removed
         }
     }
 

@@ -120,6 +120,53 @@ public struct AccountStoreContract {
         XCTAssertTrue(try reopen().isUsernameTaken("Carol"), file: file, line: line)
         XCTAssertTrue(try store.isUsernameTaken("CAROL"), file: file, line: line)
     }
+
+    /// A signed-in session: found by its id's hash only while live (before its expiry, used
+    /// within the idle timeout, the use written at most once a touch interval), seen by any
+    /// instance, ended one at a time or all of an account's at once, and swept when over.
+    public func signedInSessionsLiveEndAndAreSwept(file: StaticString = #filePath, line: UInt = #line) throws {
+        let ada = try store.createAccount(Self.newAccount("Ada", token: "session-1"))
+        let bob = try store.createAccount(Self.newAccount("bob", token: "session-2"))
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let rules = SignInSessionRules(idleTimeout: 3600, touchInterval: 60)
+        let adaID = SignInSessionID.make(), adaOther = SignInSessionID.make(), bobID = SignInSessionID.make()
+        XCTAssertNotEqual(adaID, adaOther, file: file, line: line)
+        XCTAssertEqual(SignInSessionID.hash(adaID).count, 64, "SHA-256 in hex", file: file, line: line)
+        for (id, account, days) in [(adaID, ada, 7.0), (adaOther, ada, 7.0), (bobID, bob, 1.0)] {
+            try store.startSignInSession(NewSignInSession(idHash: SignInSessionID.hash(id), accountID: account.id,
+                                                          createdAt: start, expiresAt: start.addingTimeInterval(days * 86_400)))
+        }
+        let found = try reopen().signedInAccount(idHash: SignInSessionID.hash(adaID), at: start.addingTimeInterval(600), rules: rules)
+        XCTAssertEqual(found?.username, "Ada", "another instance finds it", file: file, line: line)
+        XCTAssertNil(try store.signedInAccount(idHash: adaID, at: start, rules: rules),
+                     "the id itself is not what is stored", file: file, line: line)
+        // Used at +10 min (written), so alive at +10 min + 59 min; idle past an hour after that.
+        XCTAssertNotNil(try store.signedInAccount(idHash: SignInSessionID.hash(adaID), at: start.addingTimeInterval(600 + 3540), rules: rules),
+                        "the use at +10 min was written", file: file, line: line)
+        XCTAssertNil(try store.signedInAccount(idHash: SignInSessionID.hash(adaOther), at: start.addingTimeInterval(3601), rules: rules),
+                     "idle past the timeout", file: file, line: line)
+        XCTAssertNil(try store.signedInAccount(idHash: SignInSessionID.hash(bobID), at: start.addingTimeInterval(86_401),
+                                               rules: SignInSessionRules(idleTimeout: 10 * 86_400)),
+                     "past its lifetime however recently used", file: file, line: line)
+
+        try store.endSignInSession(idHash: SignInSessionID.hash(bobID))
+        XCTAssertNoThrow(try store.endSignInSession(idHash: SignInSessionID.hash(bobID)), "ending it twice is fine", file: file, line: line)
+        XCTAssertNil(try store.signedInAccount(idHash: SignInSessionID.hash(bobID), at: start, rules: rules), file: file, line: line)
+        XCTAssertEqual(try store.endSignInSessions(username: "ADA"), 2, "every session of the account, by any spelling",
+                       file: file, line: line)
+        XCTAssertNil(try store.signedInAccount(idHash: SignInSessionID.hash(adaID), at: start.addingTimeInterval(700), rules: rules),
+                     file: file, line: line)
+
+        let fresh = SignInSessionID.make(), stale = SignInSessionID.make()
+        try store.startSignInSession(NewSignInSession(idHash: SignInSessionID.hash(fresh), accountID: bob.id,
+                                                      createdAt: start, expiresAt: start.addingTimeInterval(86_400)))
+        try store.startSignInSession(NewSignInSession(idHash: SignInSessionID.hash(stale), accountID: bob.id,
+                                                      createdAt: start.addingTimeInterval(-7200), expiresAt: start.addingTimeInterval(86_400)))
+        XCTAssertEqual(try store.removeEndedSignInSessions(at: start.addingTimeInterval(60), rules: rules), 1,
+                       "the idle one is swept, the fresh one stays", file: file, line: line)
+        XCTAssertNotNil(try store.signedInAccount(idHash: SignInSessionID.hash(fresh), at: start.addingTimeInterval(60), rules: rules),
+                        file: file, line: line)
+    }
 }
 
 private final class Outcomes: @unchecked Sendable {

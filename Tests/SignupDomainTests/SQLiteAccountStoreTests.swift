@@ -40,6 +40,11 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func isFormTokenUsed(_ formToken: String) throws -> Bool { throw Failure() }
         func checkReadiness() throws { throw Failure() }
         func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8] { throw Failure() }
+        func startSignInSession(_ session: NewSignInSession) throws { throw Failure() }
+        func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? { throw Failure() }
+        func endSignInSession(idHash: String) throws { throw Failure() }
+        func endSignInSessions(username: String) throws -> Int { throw Failure() }
+        func removeEndedSignInSessions(at now: Date, rules: SignInSessionRules) throws -> Int { throw Failure() }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -62,6 +67,11 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func isFormTokenUsed(_ formToken: String) throws -> Bool { false }
         func checkReadiness() throws {}
         func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8] { make() }
+        func startSignInSession(_ session: NewSignInSession) throws {}
+        func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? { nil }
+        func endSignInSession(idHash: String) throws {}
+        func endSignInSessions(username: String) throws -> Int { 0 }
+        func removeEndedSignInSessions(at now: Date, rules: SignInSessionRules) throws -> Int { 0 }
         struct UnusedInTheseTests: Error {}
     }
 
@@ -98,6 +108,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: databasePath), "the database file and its folder are created")
     }
     func testNamesAreTakenInCanonicalForm() throws { try contract().namesAreTakenInCanonicalForm() }
+    func testSignedInSessionsLiveEndAndAreSwept() throws { try contract().signedInSessionsLiveEndAndAreSwept() }
     func testReservingAgainSkipsNamesAlreadyThere() throws { try contract().reservingAgainSkipsNamesAlreadyThere() }
     func testAccountsReadBackAsStored() throws { try contract().accountsReadBackAsStored() }
     func testAFormCreatesOneAccount() throws { try contract().aFormCreatesOneAccount() }

@@ -25,6 +25,7 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testRaceForOneNameHasOneWinner() throws { try contract().raceForOneNameHasOneWinner() }
     func testASecretIsCreatedOnceAndShared() throws { try contract().aSecretIsCreatedOnceAndShared() }
     func testReopeningKeepsTheData() throws { try contract().reopeningKeepsTheData() }
+    func testSignedInSessionsLiveEndAndAreSwept() throws { try contract().signedInSessionsLiveEndAndAreSwept() }
 
     // MARK: PostgreSQL's own
 

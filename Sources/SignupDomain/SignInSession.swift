@@ -1,0 +1,51 @@
+import Crypto
+import Foundation
+
+/// A signed-in session as the account store keeps it. The cookie carries a random id; the
+/// store holds only its SHA-256 (`SignInSessionID.hash`), so a copy of the database signs
+/// nobody in.
+public struct NewSignInSession: Sendable, Equatable {
+    public let idHash: String
+    public let accountID: Int64
+    public let createdAt: Date
+    /// When it ends however much it is used (the lifetime).
+    public let expiresAt: Date
+
+    public init(idHash: String, accountID: Int64, createdAt: Date, expiresAt: Date) {
+        self.idHash = idHash
+        self.accountID = accountID
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// The rules a signed-in session lives by, shared by every engine: when it ends, and how
+/// often its last use is written (not on every request: `/auth` may be asked on every
+/// request of the product behind the proxy).
+public struct SignInSessionRules: Sendable, Equatable {
+    /// Unused this long, a session ends before its lifetime.
+    public var idleTimeout: TimeInterval
+    /// A use is written only when the last written one is older than this.
+    public var touchInterval: TimeInterval
+
+    public init(idleTimeout: TimeInterval, touchInterval: TimeInterval = 60) {
+        self.idleTimeout = idleTimeout
+        self.touchInterval = touchInterval
+    }
+}
+
+public enum SignInSessionID {
+    /// A new random id for a cookie: 256 bits, URL-safe.
+    public static func make() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// What the store keeps of an id: its SHA-256 in lower-case hex.
+    public static func hash(_ id: String) -> String {
+        SHA256.hash(data: Data(id.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+}
