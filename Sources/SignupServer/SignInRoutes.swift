@@ -74,9 +74,16 @@ struct SignInRoutes: AnswersWithPages, Sendable {
                     switch outcome {
                     case .success(true) where account != nil:
                         limiters.signinFailuresPerAccount.reset(accountKey)
-                        metrics.signin("success")
-                        respond(redirect(to: "/welcome" + PageRenderer.languageQuery(language),
-                                         cookie: signedIn.signIn(username: account!.username)))
+                        do {
+                            let cookie = try signedIn.signIn(account!)
+                            metrics.signin("success")
+                            respond(redirect(to: "/welcome" + PageRenderer.languageQuery(language), cookie: cookie))
+                        } catch {
+                            logger.error("Account store unavailable to start a signed-in session", metadata: ["error": "\(error)"])
+                            metrics.signin("unavailable")
+                            respond(signInPage(username: username, error: text("signin.unavailable"), status: .serviceUnavailable,
+                                               headers: HTTPHeaders([("Retry-After", "5")])))
+                        }
                     case .success:
                         _ = limiters.signinFailuresPerAccount.take(accountKey)
                         _ = limiters.signinFailuresPerAddress.take(clientKey)
@@ -115,9 +122,57 @@ struct SignInRoutes: AnswersWithPages, Sendable {
     // MARK: GET /welcome
 
     func welcome(_ request: HTTPRequest) -> HTTPResponse {
-        guard let username = signedIn.username(cookieHeader: request.headers["Cookie"]) else {
-            return redirect(to: "/signin")
+        guard let account = signedInAccount(request) else { return redirect(to: "/signin") }
+        return html(renderer.renderWelcome(username: account.username, language: language, assets: assets), status: .ok)
+    }
+
+    // MARK: POST /signout
+
+    /// Ends the session on the server (every instance forgets it) and clears the cookie.
+    func signOut(_ request: HTTPRequest) -> HTTPResponse {
+        do {
+            let cleared = try signedIn.signOut(cookieHeader: request.headers["Cookie"])
+            return redirect(to: "/signin" + PageRenderer.languageQuery(language), cookie: cleared)
+        } catch {
+            logger.error("Account store unavailable during sign-out", metadata: ["error": "\(error)"])
+            return pages.problem(title: text("problem.unavailable_title"), message: text("signin.unavailable"),
+                                 code: "unavailable", status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
         }
-        return html(renderer.renderWelcome(username: username, language: language, assets: assets), status: .ok)
+    }
+
+    // MARK: GET /auth
+
+    /// For a proxy's `auth_request`: `200` with who is signed in (`X-Auth-Request-User`,
+    /// `-Email`, `-Id`: the account's stable id), else `401`. No body, no session of any kind
+    /// made; a store that cannot answer is `503` (the proxy then refuses, never lets through).
+    func forwardAuth(_ request: HTTPRequest) -> HTTPResponse {
+        var response: HTTPResponse
+        do {
+            guard let account = try signedIn.account(cookieHeader: request.headers["Cookie"]) else {
+                response = HTTPResponse(status: .unauthorized, headers: HTTPHeaders())
+                response.headers.add("Cache-Control", "no-store")
+                return response
+            }
+            response = HTTPResponse(status: .ok, headers: HTTPHeaders([
+                ("X-Auth-Request-User", account.username), ("X-Auth-Request-Email", account.email),
+                ("X-Auth-Request-Id", String(account.id)),
+            ]))
+        } catch {
+            logger.error("Account store unavailable to check a signed-in session", metadata: ["error": "\(error)"])
+            response = HTTPResponse(status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
+        }
+        response.headers.add("Cache-Control", "no-store")
+        return response
+    }
+
+    /// The live session's account for a request, or nil (a store that cannot answer counts
+    /// as signed out, logged).
+    private func signedInAccount(_ request: HTTPRequest) -> Account? {
+        do {
+            return try signedIn.account(cookieHeader: request.headers["Cookie"])
+        } catch {
+            logger.error("Account store unavailable to check a signed-in session", metadata: ["error": "\(error)"])
+            return nil
+        }
     }
 }

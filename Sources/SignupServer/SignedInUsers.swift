@@ -1,44 +1,76 @@
 import Foundation
+import SignupDomain
 
-/// Who is signed in, by the random id in their `livesignup_auth` cookie. Kept in memory:
-/// after a restart people sign in again, which the small sign-in page exists for.
-final class SignedInUsers: @unchecked Sendable {
+/// Who is signed in, by the random id in their `livesignup_auth` cookie. The sessions live in
+/// the account store (only each id's SHA-256), so every instance behind a proxy knows them
+/// and a restart signs nobody out. Every sign-in and sign-up gets a fresh id (no fixation).
+final class SignedInUsers: Sendable {
     static let cookieName = "livesignup_auth"
+    /// How long a session lasts however much it is used.
     let lifetime: TimeInterval
+    let rules: SignInSessionRules
     /// Adds `Secure`, so the cookie is only sent over HTTPS (behind a TLS proxy).
     let secureCookies: Bool
+    private let store: any AccountStore
     private let now: @Sendable () -> Date
-    private let lock = NSLock()
-    private var users: [String: (username: String, expires: Date)] = [:]
 
-    init(lifetime: TimeInterval = 12 * 60 * 60, secureCookies: Bool = false, now: @escaping @Sendable () -> Date) {
+    init(store: any AccountStore, lifetime: TimeInterval, idleTimeout: TimeInterval, secureCookies: Bool = false,
+         now: @escaping @Sendable () -> Date) {
+        self.store = store
         self.lifetime = lifetime
+        rules = SignInSessionRules(idleTimeout: idleTimeout)
         self.secureCookies = secureCookies
         self.now = now
     }
 
-    /// Signs `username` in and returns the `Set-Cookie` value for it.
-    func signIn(username: String) -> String {
-        let id = FormSessionRegistry.makeRandomID()
-        let expires = now().addingTimeInterval(lifetime)
-        lock.withLock {
-            users = users.filter { $0.value.expires > now() }
-            users[id] = (username, expires)
-        }
-        return "\(Self.cookieName)=\(id); Path=/; Max-Age=\(Int(lifetime)); HttpOnly; SameSite=Lax"
-            + (secureCookies ? "; Secure" : "")
+    /// Starts a session for `account`; returns the `Set-Cookie` value that carries it.
+    func signIn(_ account: Account) throws -> String {
+        let id = SignInSessionID.make()
+        let started = now()
+        try store.startSignInSession(NewSignInSession(
+            idHash: SignInSessionID.hash(id), accountID: account.id,
+            createdAt: started, expiresAt: started.addingTimeInterval(lifetime)))
+        return cookie(id, maxAge: Int(lifetime))
     }
 
-    /// The signed-in username for a request's `Cookie` header, if its id is known and fresh.
-    func username(cookieHeader: String?) -> String? {
+    /// The account a request's cookie is signed in as, if its session is live.
+    func account(cookieHeader: String?) throws -> Account? {
+        guard let id = Self.sessionID(in: cookieHeader) else { return nil }
+        return try store.signedInAccount(idHash: SignInSessionID.hash(id), at: now(), rules: rules)
+    }
+
+    /// Ends the request's session, if it has one; returns the `Set-Cookie` value that clears
+    /// the cookie either way.
+    func signOut(cookieHeader: String?) throws -> String {
+        if let id = Self.sessionID(in: cookieHeader) { try store.endSignInSession(idHash: SignInSessionID.hash(id)) }
+        return cookie("", maxAge: 0)
+    }
+
+    /// Deletes the sessions that have ended (the periodic sweep).
+    func removeEnded() throws -> Int {
+        try store.removeEndedSignInSessions(at: now(), rules: rules)
+    }
+
+    private func cookie(_ value: String, maxAge: Int) -> String {
+        "\(Self.cookieName)=\(value); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Lax" + (secureCookies ? "; Secure" : "")
+    }
+
+    /// The session id a `Cookie` header carries, if it looks like one of ours.
+    static func sessionID(in cookieHeader: String?) -> String? {
         guard let cookieHeader else { return nil }
         for pair in cookieHeader.split(separator: ";") {
             let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, parts[0] == Self.cookieName else { continue }
-            let id = String(parts[1])
-            let found = lock.withLock { users[id] }
-            if let found, found.expires > now() { return found.username }
+            guard parts.count == 2, parts[0] == cookieName else { continue }
+            let id = parts[1]
+            // 43 URL-safe base64 characters (256 bits); anything else is not ours.
+            if id.utf8.count == 43, id.utf8.allSatisfy({ $0.isURLSafeBase64 }) { return String(id) }
         }
         return nil
+    }
+}
+
+private extension UInt8 {
+    var isURLSafeBase64: Bool {
+        (65...90).contains(self) || (97...122).contains(self) || (48...57).contains(self) || self == 45 || self == 95
     }
 }

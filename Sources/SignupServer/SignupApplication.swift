@@ -54,6 +54,10 @@ public final class SignupApplication: Sendable {
         public var publicOrigins: [String] = []
         /// Marks the sign-in cookie `Secure` (set it when a TLS proxy serves the site).
         public var secureCookies = false
+        /// How long a signed-in session lasts, however much it is used.
+        public var signInLifetime: TimeInterval = 7 * 24 * 60 * 60
+        /// A signed-in session unused this long ends before its lifetime.
+        public var signInIdleTimeout: TimeInterval = 24 * 60 * 60
         /// How long SIGTERM waits for sign-ups already hashing before answering them 503.
         public var shutdownGrace: TimeInterval = 10
         /// argon2id through libsodium: t=2, m=64 MiB by default (see docs/SECURITY.md).
@@ -85,6 +89,7 @@ public final class SignupApplication: Sendable {
     /// Set when `stop` begins, so `/readyz` turns 503 before anything else changes.
     private let stopping: Locked<Bool>
     private let logger: Logger
+    private let signedIn: SignedInUsers
 
     public init(configuration: Configuration, store: any AccountStore, logger: Logger = Logger(label: "livesignup")) throws {
         self.configuration = configuration
@@ -147,7 +152,10 @@ public final class SignupApplication: Sendable {
         let assets = try StaticAssets(directory: configuration.publicDirectory)
         let pages = Pages(renderer: renderer, assets: assets, languages: languages, language: languages.english)
         let refusals = Refusals(metrics: metrics, logger: logger)
-        let signedIn = SignedInUsers(secureCookies: configuration.secureCookies, now: configuration.now)
+        let signedIn = SignedInUsers(store: store, lifetime: configuration.signInLifetime,
+                                     idleTimeout: configuration.signInIdleTimeout,
+                                     secureCookies: configuration.secureCookies, now: configuration.now)
+        self.signedIn = signedIn
         let routes = SignupRoutes(
             liveForm: LiveFormRoutes(
                 pages: pages, refusals: refusals, sessions: sessions, limiters: limiters,
@@ -240,6 +248,12 @@ public final class SignupApplication: Sendable {
             guard let self, !stopping.withLock({ $0 }) else { return }
             let removed = sessions.removeExpired()
             if removed > 0 { logger.debug("Expired idle form sessions", metadata: ["count": "\(removed)"]) }
+            do {
+                let ended = try signedIn.removeEnded()
+                if ended > 0 { logger.debug("Removed ended signed-in sessions", metadata: ["count": "\(ended)"]) }
+            } catch {
+                logger.warning("Could not remove ended signed-in sessions", metadata: ["error": "\(error)"])
+            }
             scheduleSweep(every: interval)
         }
     }

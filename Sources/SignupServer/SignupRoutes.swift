@@ -87,6 +87,10 @@ struct SignupRoutes: HTTPResponder {
             return request.method == "POST" ? signIn.signIn(request)
                 : signIn.speaking(signIn.visitorLanguage(request.http)).signInPage(username: "", error: nil, status: .ok)
         },
+        Route(["POST"], "/signout", answers: .page) { routes, request in
+            routes.signIn.speaking(routes.signIn.visitorLanguage(request.http)).signOut(request.http)
+        },
+        Route(["GET"], "/auth", answers: .json) { routes, request in routes.signIn.forwardAuth(request.http) },
         Route(["GET"], "/healthz", answers: .json) { routes, _ in routes.operations.liveness() },
         Route(["GET"], "/readyz", answers: .json) { routes, _ in routes.operations.readiness() },
         Route(["GET"], "/metrics", answers: .json) { $0.operations.exposeMetrics(to: $1.client) },

@@ -143,7 +143,14 @@ struct SignupSubmitRoutes: AnswersWithPages, Sendable {
             session?.markAccountCreated(username: account.username)
             metrics.signup("created")
             logger.info("Account created", metadata: ["account": "\(account.id)"])
-            return redirect(to: "/welcome" + PageRenderer.languageQuery(language), cookie: signedIn.signIn(username: account.username))
+            // Signed in at once; if the session cannot be stored, the account still exists and
+            // the sign-in page is where its owner goes next.
+            do {
+                return redirect(to: "/welcome" + PageRenderer.languageQuery(language), cookie: try signedIn.signIn(account))
+            } catch {
+                logger.error("Account created, but its signed-in session could not be stored", metadata: ["error": "\(error)"])
+                return redirect(to: "/signin" + PageRenderer.languageQuery(language))
+            }
         } catch AccountCreationError.formAlreadyUsed {
             metrics.signup("already_used")
             return alreadyUsed(values: values)

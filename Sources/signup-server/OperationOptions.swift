@@ -23,9 +23,16 @@ struct OperationOptions: ParsableArguments {
     @Flag(help: help("secure-cookies", "Mark the sign-in cookie Secure (when a TLS proxy serves the site)."))
     var secureCookies = false
 
+    @Option(help: help("signin-lifetime-hours", "Hours a signed-in session lasts, however much it is used."))
+    var signinLifetimeHours = Int(SignupApplication.Configuration().signInLifetime / 3600)
+
+    @Option(help: help("signin-idle-hours", "Hours a signed-in session may go unused before it ends."))
+    var signinIdleHours = Int(SignupApplication.Configuration().signInIdleTimeout / 3600)
+
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("log-level", .option), ("log-format", .option), ("access-log", .option),
         ("metrics-allow", .repeatable), ("secure-cookies", .flag),
+        ("signin-lifetime-hours", .option), ("signin-idle-hours", .option),
     ]
 
     func validate() throws {
@@ -40,6 +47,12 @@ struct OperationOptions: ParsableArguments {
         }
         for range in metricsAllow where IPAddressRange(range) == nil {
             throw ValidationError("--metrics-allow: '\(range)' is not an IP address or CIDR range.")
+        }
+        guard (1...8760).contains(signinLifetimeHours) else {
+            throw ValidationError("--signin-lifetime-hours must be 1 to 8760 (a year).")
+        }
+        guard (1...signinLifetimeHours).contains(signinIdleHours) else {
+            throw ValidationError("--signin-idle-hours must be 1 to --signin-lifetime-hours (\(signinLifetimeHours)).")
         }
     }
 

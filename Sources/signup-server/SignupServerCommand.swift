@@ -14,13 +14,14 @@ struct SignupServerCommand: ParsableCommand {
         abstract: "Serves the LiveSignup sign-up page.",
         discussion: "Every option can also be set with an environment variable LIVESIGNUP_<NAME> (shown with each option); a flag wins over the environment, the environment over the default.",
         version: version,
-        subcommands: [Serve.self, Accounts.self, PolicyCommand.self],
+        subcommands: [Serve.self, Accounts.self, Sessions.self, PolicyCommand.self],
         defaultSubcommand: Serve.self)
 
     /// Turns `LIVESIGNUP_*` variables into arguments for the subcommand being run, then parses.
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        let options = arguments.first == "accounts" ? Accounts.List.environmentOptions : Serve.environmentOptions
+        let options = ["accounts", "sessions"].contains(arguments.first ?? "")
+            ? Accounts.List.environmentOptions : Serve.environmentOptions
         main(EnvironmentArguments.merge(arguments, environment: ProcessInfo.processInfo.environment, options: options))
     }
 }
@@ -78,6 +79,8 @@ struct Serve: ParsableCommand {
         try accounts.apply(to: &configuration)
         try limits.apply(to: &configuration)
         configuration.secureCookies = operations.secureCookies
+        configuration.signInLifetime = TimeInterval(operations.signinLifetimeHours * 3600)
+        configuration.signInIdleTimeout = TimeInterval(operations.signinIdleHours * 3600)
         configuration.metricsExport = metrics
         configuration.accessLogger = logging.accessLogger
         if let hex = ProcessInfo.processInfo.environment["LIVESIGNUP_FORM_TOKEN_KEY"], !hex.isEmpty {
