@@ -17,6 +17,7 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
     let retryMilliseconds: Int
     let metrics: SignupMetrics
     let logger: Logger
+    let returnTo: ReturnTo
 
     // MARK: GET /
 
@@ -29,7 +30,8 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
         } catch {
             return speaking(language).slowDownPage(error)
         }
-        var response = html(blankPages[language.tag]!.render(token: sessions.mintToken()), status: .ok)
+        let target = returnTo.validated(ReturnTo.requested(in: request.http), for: request.http)
+        var response = html(blankPages[language.tag]!.render(token: sessions.mintToken(), returnTo: target), status: .ok)
         // The page depends on the visitor's languages (caches must not share it).
         response.headers.add("Vary", "Accept-Language")
         response.headers.add("Content-Language", language.tag)

@@ -45,6 +45,8 @@ struct PageRenderer: Sendable {
         var errors: [(field: SignupField, message: String)] = []
         /// A problem with the form as a whole (expired or already used), shown in the summary.
         var formError: String = ""
+        /// Where to go after signing up (a validated `return_to`), carried in a hidden field.
+        var returnTo: String = ""
 
         var hasErrors: Bool { !errors.isEmpty || !formError.isEmpty }
     }
@@ -129,6 +131,7 @@ struct PageRenderer: Sendable {
             "serviceName": serviceName,
             "submitEnabled": Self.submitEnabled(page, policy: policy) ? "true" : "false",
             "token": page.token,
+            "returnTo": page.returnTo,
             "scriptURL": assets.url(for: "app.js"),
             "stylesheetURL": assets.url(for: "style.css"),
             "formAction": "/signup",
@@ -145,21 +148,48 @@ struct PageRenderer: Sendable {
     /// token differs between visits, and rendering the template for each `GET /` was 7 %
     /// of the server's time under typing load.
     struct BlankSignupPage: Sendable {
+        /// The page cut at its two slots: before, between and after the token and the
+        /// `return_to` value (in page order: the token's hidden field comes first).
         fileprivate let pieces: [String]
 
-        func render(token: String) -> String { pieces.joined(separator: token) }
+        /// `returnTo` must be validated (`ReturnTo`); it is escaped here for its attribute.
+        func render(token: String, returnTo: String? = nil) -> String {
+            guard pieces.count == 3 else { return pieces.joined(separator: token) }
+            return pieces[0] + token + pieces[1] + (returnTo.map(PageRenderer.escapeAttribute) ?? "") + pieces[2]
+        }
+    }
+
+    /// Text for a double-quoted HTML attribute.
+    static func escapeAttribute(_ text: String) -> String {
+        var escaped = ""
+        for character in text {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&#39;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
     }
 
     func blankSignupPage(language: Languages.Language, languages: Languages, assets: StaticAssets) -> BlankSignupPage {
         // Text no template contains and that HTML escaping leaves alone, where the token goes.
-        let slot = "\u{1}token\u{1}"
+        let slot = "\u{1}token\u{1}", returnSlot = "\u{1}return\u{1}"
         // The empty form's own states: an optional field left empty already meets its rules.
-        let page = SignupPage(
+        var page = SignupPage(
             token: slot, values: [:],
             requirementStates: language.policy.initialEvaluation.requirementStates,
             messages: [:], strength: .none)
-        return BlankSignupPage(pieces: renderSignup(page, language: language, languages: languages, assets: assets)
-            .components(separatedBy: slot))
+        page.returnTo = returnSlot
+        let rendered = renderSignup(page, language: language, languages: languages, assets: assets)
+        let halves = rendered.components(separatedBy: returnSlot)
+        precondition(halves.count == 2, "the sign-up template has one return_to slot")
+        let first = halves[0].components(separatedBy: slot)
+        precondition(first.count == 2 && !halves[1].contains(slot), "the sign-up template has one token slot, before return_to")
+        return BlankSignupPage(pieces: [first[0], first[1], halves[1]])
     }
 
     /// What every page shares: the language's texts (`{{t.key_with_underscores}}`), its
@@ -187,8 +217,10 @@ struct PageRenderer: Sendable {
         return library.render(context, withTemplate: "welcome") ?? ""
     }
 
-    func renderSignIn(username: String, errorMessage: String?, language: Languages.Language, assets: StaticAssets) -> String {
+    func renderSignIn(username: String, errorMessage: String?, returnTo: String?, language: Languages.Language,
+                      assets: StaticAssets) -> String {
         var context = common(language, assets: assets)
+        context["returnTo"] = returnTo ?? ""
         let title = language.catalog["signin.title"] ?? ""
         context["pageTitle"] = errorMessage == nil ? title : (language.catalog["page.error_prefix"] ?? "") + title
         context["username"] = username

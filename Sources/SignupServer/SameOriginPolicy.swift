@@ -18,7 +18,7 @@ struct SameOriginPolicy: Sendable {
     func check(_ request: HTTPRequest) -> Verdict {
         if let origin = request.headers["Origin"]?.lowercased() {
             // "null" comes from sandboxed frames, data: URLs and cross-origin redirects.
-            guard origin != "null", allowedOrigins(for: request).contains(origin) else {
+            guard origin != "null", siteOrigins(for: request).contains(origin) else {
                 return .refused(reason: "origin \(origin)")
             }
             return .allowed
@@ -30,8 +30,8 @@ struct SameOriginPolicy: Sendable {
     }
 
     /// The request's own origin (as its Host names it; scheme and host as a trusted proxy
-    /// forwarded them), plus the configured public origins.
-    private func allowedOrigins(for request: HTTPRequest) -> [String] {
+    /// forwarded them), plus the configured public origins: this site, as browsers name it.
+    func siteOrigins(for request: HTTPRequest) -> [String] {
         var origins = publicOrigins.map { $0.lowercased() }
         let fromProxy = addresses.isTrusted(request.remoteAddress)
         let scheme = (fromProxy ? request.headers["X-Forwarded-Proto"] : nil)?.lowercased() ?? "http"

@@ -20,11 +20,15 @@ struct SignInRoutes: AnswersWithPages, Sendable {
     let limiters: ClientLimiters
     let metrics: SignupMetrics
     let logger: Logger
+    let returnTo: ReturnTo
+    /// This request's validated `return_to` (set per request, like the language).
+    var returnTarget: String?
 
     func signInPage(username: String, error: String?, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         var headers = headers
         headers.add("Content-Language", language.tag)
-        return html(renderer.renderSignIn(username: username, errorMessage: error, language: language, assets: assets),
+        return html(renderer.renderSignIn(username: username, errorMessage: error, returnTo: returnTarget,
+                                          language: language, assets: assets),
                     status: status, headers: headers)
     }
 
@@ -34,8 +38,9 @@ struct SignInRoutes: AnswersWithPages, Sendable {
         case .success(let decoded): form = decoded
         case .failure(let error): return error.response
         }
-        return speaking(visitorLanguage(request.http, requested: form["lang"]))
-            .signIn(form, from: request)
+        var routes = speaking(visitorLanguage(request.http, requested: form["lang"]))
+        routes.returnTarget = returnTo.validated(form["return_to"], for: request.http)
+        return routes.signIn(form, from: request)
     }
 
     private func signIn(_ form: URLEncodedForm, from request: SignupRequest) -> HTTPResponse {
@@ -77,7 +82,7 @@ struct SignInRoutes: AnswersWithPages, Sendable {
                         do {
                             let cookie = try signedIn.signIn(account!)
                             metrics.signin("success")
-                            respond(redirect(to: "/welcome" + PageRenderer.languageQuery(language), cookie: cookie))
+                            respond(redirect(to: returnTarget ?? "/welcome" + PageRenderer.languageQuery(language), cookie: cookie))
                         } catch {
                             logger.error("Account store unavailable to start a signed-in session", metadata: ["error": "\(error)"])
                             metrics.signin("unavailable")
@@ -117,6 +122,13 @@ struct SignInRoutes: AnswersWithPages, Sendable {
             return signInPage(username: username, error: text("signin.unavailable"),
                               status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
         }
+    }
+
+    /// `GET /signin`: the form, carrying a valid `return_to` along.
+    func signInForm(_ request: HTTPRequest) -> HTTPResponse {
+        var routes = speaking(visitorLanguage(request))
+        routes.returnTarget = returnTo.validated(ReturnTo.requested(in: request), for: request)
+        return routes.signInPage(username: "", error: nil, status: .ok)
     }
 
     // MARK: GET /welcome

@@ -52,6 +52,9 @@ public final class SignupApplication: Sendable {
         /// Origins the site is served under, for the cross-site check, when a proxy changes
         /// the scheme or host (e.g. "https://signup.example.com").
         public var publicOrigins: [String] = []
+        /// Origins besides this site's own that `return_to` may send a person to after signing
+        /// in or up (e.g. "https://app.example.com").
+        public var returnToOrigins: [String] = []
         /// Marks the sign-in cookie `Secure` (set it when a TLS proxy serves the site).
         public var secureCookies = false
         /// How long a signed-in session lasts, however much it is used.
@@ -151,6 +154,8 @@ public final class SignupApplication: Sendable {
                                         serviceName: configuration.policy.settings.serviceName)
         let assets = try StaticAssets(directory: configuration.publicDirectory)
         let pages = Pages(renderer: renderer, assets: assets, languages: languages, language: languages.english)
+        let sameOrigin = SameOriginPolicy(publicOrigins: configuration.publicOrigins, addresses: addresses)
+        let returnTo = ReturnTo(allowedOrigins: Set(configuration.returnToOrigins.map { $0.lowercased() }), sameOrigin: sameOrigin)
         let refusals = Refusals(metrics: metrics, logger: logger)
         let signedIn = SignedInUsers(store: store, lifetime: configuration.signInLifetime,
                                      idleTimeout: configuration.signInIdleTimeout,
@@ -162,15 +167,15 @@ public final class SignupApplication: Sendable {
                 blankPages: Dictionary(uniqueKeysWithValues: languages.all.map {
                     ($0.tag, renderer.blankSignupPage(language: $0, languages: languages, assets: assets))
                 }),
-                retryMilliseconds: configuration.retryMilliseconds, metrics: metrics, logger: logger),
+                retryMilliseconds: configuration.retryMilliseconds, metrics: metrics, logger: logger, returnTo: returnTo),
             signup: SignupSubmitRoutes(
                 pages: pages, refusals: refusals, sessions: sessions, store: store, availability: availability,
                 hashing: hashing, signedIn: signedIn, limiters: limiters, metrics: metrics, logger: logger,
-                now: configuration.now),
+                now: configuration.now, returnTo: returnTo),
             signIn: SignInRoutes(
                 pages: pages, refusals: refusals, store: store, hashing: hashing, signedIn: signedIn,
                 placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
-                limiters: limiters, metrics: metrics, logger: logger),
+                limiters: limiters, metrics: metrics, logger: logger, returnTo: returnTo),
             operations: OperationsRoutes(
                 health: HealthChecks(store: store, isStopping: { stopping.withLock { $0 } }),
                 metricsExport: configuration.metricsExport.map { export in
@@ -185,7 +190,7 @@ public final class SignupApplication: Sendable {
             pages: pages,
             maxBodyBytes: configuration.maxBodyBytes,
             addresses: addresses,
-            sameOrigin: SameOriginPolicy(publicOrigins: configuration.publicOrigins, addresses: addresses),
+            sameOrigin: sameOrigin,
             metrics: metrics,
             logger: logger,
             accessLog: configuration.accessLogger ?? logger)

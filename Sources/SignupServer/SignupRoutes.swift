@@ -83,9 +83,7 @@ struct SignupRoutes: HTTPResponder {
             routes.signIn.speaking(routes.signIn.visitorLanguage(request.http)).welcome(request.http)
         },
         Route(["GET", "POST"], "/signin", answers: .page, limits: [.signins, .hashing], outcome: .signin) { routes, request in
-            let signIn = routes.signIn
-            return request.method == "POST" ? signIn.signIn(request)
-                : signIn.speaking(signIn.visitorLanguage(request.http)).signInPage(username: "", error: nil, status: .ok)
+            request.method == "POST" ? routes.signIn.signIn(request) : routes.signIn.signInForm(request.http)
         },
         Route(["POST"], "/signout", answers: .page) { routes, request in
             routes.signIn.speaking(routes.signIn.visitorLanguage(request.http)).signOut(request.http)

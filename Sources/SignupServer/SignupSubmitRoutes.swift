@@ -19,6 +19,9 @@ struct SignupSubmitRoutes: AnswersWithPages, Sendable {
     let logger: Logger
     /// The clock (tests move it): when terms were accepted.
     let now: @Sendable () -> Date
+    let returnTo: ReturnTo
+    /// This request's validated `return_to` (set per request, like the language).
+    var returnTarget: String?
 
     func submit(_ request: SignupRequest) -> HTTPResponse {
         let form: URLEncodedForm
@@ -26,9 +29,10 @@ struct SignupSubmitRoutes: AnswersWithPages, Sendable {
         case .success(let decoded): form = decoded
         case .failure(let error): return error.response
         }
-        // The page's language (its hidden `lang` field), else the browser's.
-        return speaking(visitorLanguage(request.http, requested: form["lang"]))
-            .submit(form, from: request)
+        // The page's language (its hidden `lang` field), else the browser's; where it came from.
+        var routes = speaking(visitorLanguage(request.http, requested: form["lang"]))
+        routes.returnTarget = returnTo.validated(form["return_to"], for: request.http)
+        return routes.submit(form, from: request)
     }
 
     private func submit(_ form: URLEncodedForm, from request: SignupRequest) -> HTTPResponse {
@@ -146,7 +150,8 @@ struct SignupSubmitRoutes: AnswersWithPages, Sendable {
             // Signed in at once; if the session cannot be stored, the account still exists and
             // the sign-in page is where its owner goes next.
             do {
-                return redirect(to: "/welcome" + PageRenderer.languageQuery(language), cookie: try signedIn.signIn(account))
+                return redirect(to: returnTarget ?? "/welcome" + PageRenderer.languageQuery(language),
+                                cookie: try signedIn.signIn(account))
             } catch {
                 logger.error("Account created, but its signed-in session could not be stored", metadata: ["error": "\(error)"])
                 return redirect(to: "/signin" + PageRenderer.languageQuery(language))
@@ -229,7 +234,8 @@ struct SignupSubmitRoutes: AnswersWithPages, Sendable {
             messages: Dictionary(problems.map { ($0.field, $0.message) }, uniquingKeysWith: { first, _ in first }),
             strength: .none,
             errors: problems,
-            formError: formError)
+            formError: formError,
+            returnTo: returnTarget ?? "")
         var headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()
         headers.add("Content-Language", language.tag)
         return html(renderer.renderSignup(page, language: language, languages: languages, assets: assets),

@@ -14,6 +14,9 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help("public-origin", "An origin the site is served under (e.g. https://signup.example.com), for the cross-site check; repeatable."))
     var publicOrigin: [String] = []
 
+    @Option(help: help("return-to-allow", "An origin besides this site's (e.g. https://app.example.com) that ?return_to= may send a person to after signing in or up; repeatable."))
+    var returnToAllow: [String] = []
+
     @Option(help: help("max-connections", "Open connections at most, event streams included; by default the process's open-file limit less 100 (for the database and logs)."))
     var maxConnections = LimitOptions.openFileLimit.map { max(64, $0 - 100) } ?? defaults.connectionLimit
 
@@ -67,7 +70,7 @@ struct LimitOptions: ParsableArguments {
     }
 
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-        ("trusted-proxy", .repeatable), ("public-origin", .repeatable),
+        ("trusted-proxy", .repeatable), ("public-origin", .repeatable), ("return-to-allow", .repeatable),
         ("max-connections", .option), ("connections-per-address", .option), ("idle-timeout", .option),
         ("connection-memory-kib", .option), ("max-sessions", .option), ("session-idle-minutes", .option), ("shutdown-grace", .option),
     ] + LimitSetting.allCases.map { ($0.flag, .option) }
@@ -86,10 +89,11 @@ struct LimitOptions: ParsableArguments {
         for proxy in trustedProxy where IPAddressRange(proxy) == nil {
             throw ValidationError("--trusted-proxy: '\(proxy)' is not an IP address or CIDR range.")
         }
-        for origin in publicOrigin {
+        for origin in publicOrigin + returnToAllow {
             guard let url = URL(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host != nil,
                   url.path.isEmpty || url.path == "/" else {
-                throw ValidationError("--public-origin: '\(origin)' is not an origin like https://signup.example.com.")
+                let flag = publicOrigin.contains(origin) ? "--public-origin" : "--return-to-allow"
+                throw ValidationError("\(flag): '\(origin)' is not an origin like https://signup.example.com.")
             }
         }
         let counts = [("max-connections", maxConnections), ("connections-per-address", connectionsPerAddress),
@@ -112,6 +116,7 @@ struct LimitOptions: ParsableArguments {
     func apply(to configuration: inout SignupApplication.Configuration) throws {
         configuration.trustedProxies = trustedProxy.compactMap(IPAddressRange.init)
         configuration.publicOrigins = publicOrigin.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        configuration.returnToOrigins = returnToAllow.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         configuration.connectionLimit = maxConnections
         configuration.connectionsPerAddress = connectionsPerAddress
         configuration.idleTimeoutSeconds = idleTimeout

@@ -1,0 +1,58 @@
+import Foundation
+import MicroHTTPD
+
+/// Where a person goes after signing in or up when they came from the application behind the
+/// proxy (`?return_to=URL`): a path on this site, or a URL on this site's origin or one given
+/// with `--return-to-allow`. Anything else is ignored and they land on `/welcome`: an open
+/// redirect would let anyone send people from this trusted page to a look-alike.
+struct ReturnTo: Sendable {
+    /// Origins besides this site's own, lower case ("https://app.example.com").
+    let allowedOrigins: Set<String>
+    let sameOrigin: SameOriginPolicy
+
+    static let maximumLength = 2048
+
+    /// The request's `return_to`. As the last query parameter it runs to the end of the
+    /// query, so a proxy can append the original URL unencoded, `&`s and all (nginx cannot
+    /// percent-encode; `/signin?return_to=$scheme://$http_host$request_uri`).
+    static func requested(in request: HTTPRequest) -> String? {
+        guard let index = request.query.firstIndex(where: { $0.name == "return_to" }) else { return nil }
+        var value = request.query[index].value
+        for (name, rest) in request.query[(index + 1)...] {
+            value += "&" + name + (rest.isEmpty ? "" : "=" + rest)
+        }
+        return value
+    }
+
+    /// `raw` if it is a safe place to send the person after signing in from `request`; nil
+    /// otherwise.
+    func validated(_ raw: String?, for request: HTTPRequest) -> String? {
+        guard let raw, !raw.isEmpty, raw.utf8.count <= Self.maximumLength, Self.isPlain(raw) else { return nil }
+        // Decoded (a few times over, for double encoding) it must not turn into a control
+        // character, a backslash browsers read as a slash, or a protocol-relative "//host".
+        var decoded = raw
+        for _ in 0..<3 {
+            guard let next = decoded.removingPercentEncoding,
+                  !next.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\\" })
+            else { return nil }
+            if next == decoded { break }
+            decoded = next
+        }
+        if raw.hasPrefix("/") {
+            return raw.hasPrefix("//") || decoded.hasPrefix("//") ? nil : raw
+        }
+        guard let url = URLComponents(string: raw), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+              let host = url.host?.lowercased(), !host.isEmpty, url.user == nil, url.password == nil,
+              raw.lowercased().hasPrefix(scheme + "://")
+        else { return nil }
+        let defaultPort = scheme == "https" ? 443 : 80
+        let origin = "\(scheme)://\(host)" + (url.port.map { $0 == defaultPort ? "" : ":\($0)" } ?? "")
+        let site = Set(sameOrigin.siteOrigins(for: request))
+        return site.contains(origin) || allowedOrigins.contains(origin) ? raw : nil
+    }
+
+    /// No spaces, control characters or backslashes anywhere.
+    private static func isPlain(_ text: String) -> Bool {
+        !text.unicodeScalars.contains { $0.value <= 0x20 || $0.value == 0x7F || $0 == "\\" || ($0.value >= 0x80 && $0.properties.isWhitespace) }
+    }
+}
