@@ -45,8 +45,11 @@ struct PageRenderer: Sendable {
         var errors: [(field: SignupField, message: String)] = []
         /// A problem with the form as a whole (expired or already used), shown in the summary.
         var formError: String = ""
-        /// Where to go after signing up (a validated `return_to`), carried in a hidden field.
+        /// Where to go after signing up (a validated `return_to`), carried in a hidden field
+        /// and on the link to the sign-in form.
         var returnTo: String = ""
+        /// The sign-in link's query, when not the one `returnTo` and the language make.
+        var signInQuery: String?
 
         var hasErrors: Bool { !errors.isEmpty || !formError.isEmpty }
     }
@@ -132,6 +135,8 @@ struct PageRenderer: Sendable {
             "submitEnabled": Self.submitEnabled(page, policy: policy) ? "true" : "false",
             "token": page.token,
             "returnTo": page.returnTo,
+            "signinQuery": page.signInQuery
+                ?? Self.query(languageQuery: Self.languageQuery(language), returnTo: page.returnTo),
             "scriptURL": assets.url(for: "app.js"),
             "stylesheetURL": assets.url(for: "style.css"),
             "formAction": "/signup",
@@ -148,15 +153,36 @@ struct PageRenderer: Sendable {
     /// token differs between visits, and rendering the template for each `GET /` was 7 %
     /// of the server's time under typing load.
     struct BlankSignupPage: Sendable {
-        /// The page cut at its two slots: before, between and after the token and the
-        /// `return_to` value (in page order: the token's hidden field comes first).
-        fileprivate let pieces: [String]
-
-        /// `returnTo` must be validated (`ReturnTo`); it is escaped here for its attribute.
-        func render(token: String, returnTo: String? = nil) -> String {
-            guard pieces.count == 3 else { return pieces.joined(separator: token) }
-            return pieces[0] + token + pieces[1] + (returnTo.map(PageRenderer.escapeAttribute) ?? "") + pieces[2]
+        fileprivate enum Segment: Sendable {
+            case text(String)
+            case token
+            case returnTo
+            case signInQuery
         }
+        fileprivate let segments: [Segment]
+        fileprivate let languageQuery: String
+
+        /// `returnTo` must be validated (`ReturnTo`); it is escaped here for its places.
+        func render(token: String, returnTo: String? = nil) -> String {
+            var page = ""
+            for segment in segments {
+                switch segment {
+                case .text(let text): page += text
+                case .token: page += token
+                case .returnTo: page += returnTo.map(PageRenderer.escapeAttribute) ?? ""
+                case .signInQuery: page += PageRenderer.query(languageQuery: languageQuery, returnTo: returnTo)
+                }
+            }
+            return page
+        }
+    }
+
+    /// The query for a link to the other form (sign-in ↔ sign-up) that keeps the language and
+    /// carries `return_to` along (last, percent-encoded).
+    static func query(languageQuery: String, returnTo: String?) -> String {
+        guard let returnTo, !returnTo.isEmpty else { return languageQuery }
+        let encoded = returnTo.addingPercentEncoding(withAllowedCharacters: .urlUnreservedCharacters) ?? ""
+        return (languageQuery.isEmpty ? "?" : languageQuery + "&") + "return_to=" + encoded
     }
 
     /// Text for a double-quoted HTML attribute.
@@ -177,19 +203,27 @@ struct PageRenderer: Sendable {
 
     func blankSignupPage(language: Languages.Language, languages: Languages, assets: StaticAssets) -> BlankSignupPage {
         // Text no template contains and that HTML escaping leaves alone, where the token goes.
-        let slot = "\u{1}token\u{1}", returnSlot = "\u{1}return\u{1}"
+        // Text no template contains and that HTML escaping leaves alone, where each
+        // request's own values go.
+        let slots: [(String, BlankSignupPage.Segment)] = [
+            ("\u{1}token\u{1}", .token), ("\u{1}return\u{1}", .returnTo), ("\u{1}signin\u{1}", .signInQuery),
+        ]
         // The empty form's own states: an optional field left empty already meets its rules.
         var page = SignupPage(
-            token: slot, values: [:],
+            token: slots[0].0, values: [:],
             requirementStates: language.policy.initialEvaluation.requirementStates,
             messages: [:], strength: .none)
-        page.returnTo = returnSlot
-        let rendered = renderSignup(page, language: language, languages: languages, assets: assets)
-        let halves = rendered.components(separatedBy: returnSlot)
-        precondition(halves.count == 2, "the sign-up template has one return_to slot")
-        let first = halves[0].components(separatedBy: slot)
-        precondition(first.count == 2 && !halves[1].contains(slot), "the sign-up template has one token slot, before return_to")
-        return BlankSignupPage(pieces: [first[0], first[1], halves[1]])
+        page.returnTo = slots[1].0
+        page.signInQuery = slots[2].0
+        var segments: [BlankSignupPage.Segment] = [.text(renderSignup(page, language: language, languages: languages, assets: assets))]
+        for (marker, slot) in slots {
+            segments = segments.flatMap { segment -> [BlankSignupPage.Segment] in
+                guard case .text(let text) = segment else { return [segment] }
+                let parts = text.components(separatedBy: marker)
+                return parts.enumerated().flatMap { index, part in index == 0 ? [.text(part)] : [slot, .text(part)] }
+            }
+        }
+        return BlankSignupPage(segments: segments, languageQuery: Self.languageQuery(language))
     }
 
     /// What every page shares: the language's texts (`{{t.key_with_underscores}}`), its
@@ -221,6 +255,7 @@ struct PageRenderer: Sendable {
                       assets: StaticAssets) -> String {
         var context = common(language, assets: assets)
         context["returnTo"] = returnTo ?? ""
+        context["signupQuery"] = Self.query(languageQuery: Self.languageQuery(language), returnTo: returnTo)
         let title = language.catalog["signin.title"] ?? ""
         context["pageTitle"] = errorMessage == nil ? title : (language.catalog["page.error_prefix"] ?? "") + title
         context["username"] = username
@@ -273,4 +308,10 @@ struct PageRenderer: Sendable {
         case .text, .checkbox, .select: return nil
         }
     }
+}
+
+extension CharacterSet {
+    /// RFC 3986's unreserved characters: what a query value keeps as is.
+    static let urlUnreservedCharacters = CharacterSet(charactersIn:
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

@@ -11,11 +11,15 @@ final class SignedInUsers: Sendable {
     let rules: SignInSessionRules
     /// Adds `Secure`, so the cookie is only sent over HTTPS (behind a TLS proxy).
     let secureCookies: Bool
+    /// `Domain=` for the cookie, so the application on a sibling host (app.example.com beside
+    /// signup.example.com) receives it and its proxy can ask `/auth`; nil keeps it host-only.
+    let cookieDomain: String?
     private let store: any AccountStore
     private let now: @Sendable () -> Date
 
     init(store: any AccountStore, lifetime: TimeInterval, idleTimeout: TimeInterval, secureCookies: Bool = false,
-         now: @escaping @Sendable () -> Date) {
+         cookieDomain: String? = nil, now: @escaping @Sendable () -> Date) {
+        self.cookieDomain = cookieDomain
         self.store = store
         self.lifetime = lifetime
         rules = SignInSessionRules(idleTimeout: idleTimeout)
@@ -52,7 +56,8 @@ final class SignedInUsers: Sendable {
     }
 
     private func cookie(_ value: String, maxAge: Int) -> String {
-        "\(Self.cookieName)=\(value); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Lax" + (secureCookies ? "; Secure" : "")
+        "\(Self.cookieName)=\(value); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Lax"
+            + (cookieDomain.map { "; Domain=\($0)" } ?? "") + (secureCookies ? "; Secure" : "")
     }
 
     /// The session id a `Cookie` header carries, if it looks like one of ours.

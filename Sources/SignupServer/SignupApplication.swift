@@ -57,6 +57,9 @@ public final class SignupApplication: Sendable {
         public var returnToOrigins: [String] = []
         /// Marks the sign-in cookie `Secure` (set it when a TLS proxy serves the site).
         public var secureCookies = false
+        /// The sign-in cookie's `Domain` (e.g. "example.com" to reach app.example.com beside
+        /// signup.example.com); nil keeps it to this host.
+        public var cookieDomain: String?
         /// How long a signed-in session lasts, however much it is used.
         public var signInLifetime: TimeInterval = 7 * 24 * 60 * 60
         /// A signed-in session unused this long ends before its lifetime.
@@ -159,7 +162,8 @@ public final class SignupApplication: Sendable {
         let refusals = Refusals(metrics: metrics, logger: logger)
         let signedIn = SignedInUsers(store: store, lifetime: configuration.signInLifetime,
                                      idleTimeout: configuration.signInIdleTimeout,
-                                     secureCookies: configuration.secureCookies, now: configuration.now)
+                                     secureCookies: configuration.secureCookies, cookieDomain: configuration.cookieDomain,
+                                     now: configuration.now)
         self.signedIn = signedIn
         let routes = SignupRoutes(
             liveForm: LiveFormRoutes(

@@ -23,6 +23,9 @@ struct OperationOptions: ParsableArguments {
     @Flag(help: help("secure-cookies", "Mark the sign-in cookie Secure (when a TLS proxy serves the site)."))
     var secureCookies = false
 
+    @Option(help: help("cookie-domain", "The sign-in cookie's Domain (e.g. example.com), so an application on a sibling host behind nginx auth_request receives it; by default this host only."))
+    var cookieDomain: String?
+
     @Option(help: help("signin-lifetime-hours", "Hours a signed-in session lasts, however much it is used."))
     var signinLifetimeHours = Int(SignupApplication.Configuration().signInLifetime / 3600)
 
@@ -32,7 +35,7 @@ struct OperationOptions: ParsableArguments {
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("log-level", .option), ("log-format", .option), ("access-log", .option),
         ("metrics-allow", .repeatable), ("secure-cookies", .flag),
-        ("signin-lifetime-hours", .option), ("signin-idle-hours", .option),
+        ("cookie-domain", .option), ("signin-lifetime-hours", .option), ("signin-idle-hours", .option),
     ]
 
     func validate() throws {
@@ -47,6 +50,9 @@ struct OperationOptions: ParsableArguments {
         }
         for range in metricsAllow where IPAddressRange(range) == nil {
             throw ValidationError("--metrics-allow: '\(range)' is not an IP address or CIDR range.")
+        }
+        if let cookieDomain, cookieDomain.wholeMatch(of: #/[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+/#) == nil {
+            throw ValidationError("--cookie-domain must be a domain name in lower case such as example.com, not '\(cookieDomain)'.")
         }
         guard (1...8760).contains(signinLifetimeHours) else {
             throw ValidationError("--signin-lifetime-hours must be 1 to 8760 (a year).")

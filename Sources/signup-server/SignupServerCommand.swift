@@ -79,6 +79,7 @@ struct Serve: ParsableCommand {
         try accounts.apply(to: &configuration)
         try limits.apply(to: &configuration)
         configuration.secureCookies = operations.secureCookies
+        configuration.cookieDomain = operations.cookieDomain
         configuration.signInLifetime = TimeInterval(operations.signinLifetimeHours * 3600)
         configuration.signInIdleTimeout = TimeInterval(operations.signinIdleHours * 3600)
         configuration.metricsExport = metrics
