@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where accounts live. A protocol so another engine can replace SQLite later.
-public protocol AccountStore: Sendable {
+public protocol AccountStore: SharedTokenBuckets {
     /// Whether a username (compared in canonical form, see `Username.canonical`) is in use.
     func isUsernameTaken(_ username: String) throws -> Bool
 
@@ -47,4 +47,49 @@ public protocol AccountStore: Sendable {
 
     /// Deletes sessions that have ended by `now` (expired or idle); returns how many.
     func removeEndedSignInSessions(at now: Date, rules: SignInSessionRules) throws -> Int
+}
+
+/// Token buckets shared by every instance (limits that must hold across them): each
+/// `AccountStore` keeps them as rows; `InMemoryTokenBuckets` where there is one process only.
+public protocol SharedTokenBuckets: Sendable {
+    /// The tokens in `key`'s bucket of `bucket` at `now`, refilled at `rate` (full when it has
+    /// no row); spends `cost` of them if at least that many are there. Returns the tokens
+    /// there were before spending, so the caller can tell whether it spent (`>= cost`) and how
+    /// long to wait otherwise. `cost` 0 only looks.
+    func spendSharedTokens(bucket: String, key: String, cost: Double, rate: SharedBucketRate, at now: Date) throws -> Double
+
+    /// Fills `key`'s bucket again (deletes its row).
+    func resetSharedTokens(bucket: String, key: String) throws
+
+    /// Deletes the rows of buckets that are full again by `now`; returns how many.
+    func removeFullSharedBuckets(at now: Date) throws -> Int
+}
+
+/// Shared token buckets for one process (tests, and limits kept without a store).
+public final class InMemoryTokenBuckets: SharedTokenBuckets, @unchecked Sendable {
+    private let lock = NSLock()
+    private var buckets: [String: (tokens: Double, updated: Date, fullAt: Date)] = [:]
+
+    public init() {}
+
+    public func spendSharedTokens(bucket: String, key: String, cost: Double, rate: SharedBucketRate, at now: Date) throws -> Double {
+        lock.withLock {
+            let name = bucket + " " + key
+            let tokens = buckets[name].map { rate.refilled($0.tokens, updated: $0.updated, now: now) } ?? rate.burst
+            if cost > 0, tokens >= cost { buckets[name] = (tokens - cost, now, rate.fullAt(tokens - cost, now: now)) }
+            return tokens
+        }
+    }
+
+    public func resetSharedTokens(bucket: String, key: String) throws {
+        _ = lock.withLock { buckets.removeValue(forKey: bucket + " " + key) }
+    }
+
+    public func removeFullSharedBuckets(at now: Date) throws -> Int {
+        lock.withLock {
+            let before = buckets.count
+            buckets = buckets.filter { $0.value.fullAt > now }
+            return before - buckets.count
+        }
+    }
 }

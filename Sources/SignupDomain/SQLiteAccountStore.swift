@@ -94,6 +94,17 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             }
             try db.create(index: "sign_in_sessions_user", on: "sign_in_sessions", columns: ["user_id"])
         }
+        migrator.registerMigration("v6: shared token buckets") { db in
+            // Limits that must hold across instances (failed sign-ins per account).
+            try db.create(table: "shared_buckets") { table in
+                table.column("bucket", .text).notNull()
+                table.column("key", .text).notNull()
+                table.column("tokens", .double).notNull()
+                table.column("updated_at", .datetime).notNull()
+                table.column("full_at", .datetime).notNull()
+                table.primaryKey(["bucket", "key"])
+            }
+        }
         return migrator
     }
 
@@ -232,6 +243,44 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         try write { db in
             try db.execute(sql: "DELETE FROM sign_in_sessions WHERE expires_at <= ? OR last_seen_at <= ?",
                            arguments: [now, now.addingTimeInterval(-rules.idleTimeout)])
+            return db.changesCount
+        }
+    }
+
+    // MARK: Shared token buckets
+
+    public func spendSharedTokens(bucket: String, key: String, cost: Double, rate: SharedBucketRate, at now: Date) throws -> Double {
+        let read = { (db: Database) throws -> Double in
+            guard let row = try Row.fetchOne(db, sql: "SELECT tokens, updated_at FROM shared_buckets WHERE bucket = ? AND key = ?",
+                                             arguments: [bucket, key]) else { return rate.burst }
+            return rate.refilled(row["tokens"], updated: row["updated_at"], now: now)
+        }
+        guard cost > 0 else { return try self.read(read) }
+        // One transaction: another instance's spend waits for it (SQLite has one writer).
+        return try write { db in
+            let tokens = try read(db)
+            guard tokens >= cost else { return tokens }
+            let left = tokens - cost
+            try db.execute(
+                sql: """
+                INSERT INTO shared_buckets (bucket, key, tokens, updated_at, full_at) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT(bucket, key) DO UPDATE SET tokens = excluded.tokens, updated_at = excluded.updated_at,
+                    full_at = excluded.full_at
+                """,
+                arguments: [bucket, key, left, now, rate.fullAt(left, now: now)])
+            return tokens
+        }
+    }
+
+    public func resetSharedTokens(bucket: String, key: String) throws {
+        try write { db in
+            try db.execute(sql: "DELETE FROM shared_buckets WHERE bucket = ? AND key = ?", arguments: [bucket, key])
+        }
+    }
+
+    public func removeFullSharedBuckets(at now: Date) throws -> Int {
+        try write { db in
+            try db.execute(sql: "DELETE FROM shared_buckets WHERE full_at <= ?", arguments: [now])
             return db.changesCount
         }
     }

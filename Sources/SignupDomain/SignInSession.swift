@@ -49,3 +49,25 @@ public enum SignInSessionID {
         SHA256.hash(data: Data(id.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 }
+
+/// A token bucket's rate for the store's shared buckets (`AccountStore.spendSharedTokens`):
+/// refills `perSecond` up to `burst`.
+public struct SharedBucketRate: Sendable, Equatable {
+    public var perSecond: Double
+    public var burst: Double
+
+    public init(perSecond: Double, burst: Double) {
+        self.perSecond = perSecond
+        self.burst = burst
+    }
+
+    /// The tokens of a bucket that held `tokens` at `updated`, refilled until `now`.
+    public func refilled(_ tokens: Double, updated: Date, now: Date) -> Double {
+        min(burst, tokens + max(0, now.timeIntervalSince(updated)) * perSecond)
+    }
+
+    /// When a bucket holding `tokens` at `now` is full again (and its row can go).
+    public func fullAt(_ tokens: Double, now: Date) -> Date {
+        now.addingTimeInterval(perSecond > 0 ? max(0, burst - tokens) / perSecond : 0)
+    }
+}

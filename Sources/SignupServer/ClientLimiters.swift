@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import SignupDomain
 
 /// The rate limiters of one running app, one per rate in `LimitSetting`, which names each
 /// by the `RateLimitName` its 429s report.
@@ -10,11 +12,16 @@ final class ClientLimiters: Sendable {
     let lookupsPerSession: RateLimiter
     let lookupsPerAddress: RateLimiter
     let signups: RateLimiter
-    let signinFailuresPerAccount: RateLimiter
+    /// Shared by every instance (rows in the account store): a guesser cannot multiply the
+    /// allowance by the number of instances.
+    let signinFailuresPerAccount: SharedRateLimiter
     let signinFailuresPerAddress: RateLimiter
     let limits: SignupLimits
 
-    init(_ limits: SignupLimits, now: @escaping @Sendable () -> Date) {
+    /// `store` holds the limits that must hold across instances; without one (tests of the
+    /// other limits) they are kept in this process.
+    init(_ limits: SignupLimits, store: (any SharedTokenBuckets)? = nil, logger: Logger = Logger(label: "livesignup"),
+         now: @escaping @Sendable () -> Date) {
         self.limits = limits
         func limiter(_ setting: LimitSetting) -> RateLimiter {
             guard case .rate(let path) = setting.value, let name = setting.name else {
@@ -29,7 +36,9 @@ final class ClientLimiters: Sendable {
         lookupsPerSession = limiter(.lookupsPerSession)
         lookupsPerAddress = limiter(.lookupsPerAddress)
         signups = limiter(.signupsPerAddress)
-        signinFailuresPerAccount = limiter(.signinFailuresPerAccount)
+        signinFailuresPerAccount = SharedRateLimiter(
+            .signins, bucket: LimitSetting.signinFailuresPerAccount.flag, rate: limits.signinFailuresPerAccount,
+            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now)
         signinFailuresPerAddress = limiter(.signinFailuresPerAddress)
     }
 }

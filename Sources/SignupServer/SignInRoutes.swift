@@ -90,7 +90,7 @@ struct SignInRoutes: AnswersWithPages, Sendable {
                                                headers: HTTPHeaders([("Retry-After", "5")])))
                         }
                     case .success:
-                        _ = limiters.signinFailuresPerAccount.take(accountKey)
+                        limiters.signinFailuresPerAccount.take(accountKey)
                         _ = limiters.signinFailuresPerAddress.take(clientKey)
                         logger.notice("Sign-in failed", metadata: ["username": "\(username)", "client": "\(client)"])
                         metrics.signin("failure")

@@ -96,13 +96,16 @@ public final class SignupApplication: Sendable {
     private let stopping: Locked<Bool>
     private let logger: Logger
     private let signedIn: SignedInUsers
+    /// For the sweep of ended signed-in sessions and refilled shared limits.
+    private let store: any AccountStore
 
     public init(configuration: Configuration, store: any AccountStore, logger: Logger = Logger(label: "livesignup")) throws {
         self.configuration = configuration
         self.logger = logger
+        self.store = store
         let policy = configuration.policy
         let availability = StoreAvailabilityChecker(store: store, isReserved: { policy.isReserved($0) })
-        let limiters = ClientLimiters(configuration.limits, now: configuration.now)
+        let limiters = ClientLimiters(configuration.limits, store: store, logger: logger, now: configuration.now)
         let metrics = SignupMetrics()
         self.metrics = metrics
         // One warning a minute per kind of failure at most: a broken source fails every look-up.
@@ -258,6 +261,7 @@ public final class SignupApplication: Sendable {
             let removed = sessions.removeExpired()
             if removed > 0 { logger.debug("Expired idle form sessions", metadata: ["count": "\(removed)"]) }
             do {
+                _ = try store.removeFullSharedBuckets(at: configuration.now())
                 let ended = try signedIn.removeEnded()
                 if ended > 0 { logger.debug("Removed ended signed-in sessions", metadata: ["count": "\(ended)"]) }
             } catch {

@@ -167,6 +167,33 @@ public struct AccountStoreContract {
         XCTAssertNotNil(try store.signedInAccount(idHash: SignInSessionID.hash(fresh), at: start.addingTimeInterval(60), rules: rules),
                         file: file, line: line)
     }
+
+    /// A shared token bucket: every opening of the store (every instance) spends from the same
+    /// tokens, which refill at their rate; a reset fills it; full ones are swept.
+    public func sharedBucketsAreSharedRefillAndAreSwept(file: StaticString = #filePath, line: UInt = #line) throws {
+        let rate = SharedBucketRate(perSecond: 1.0 / 60, burst: 3)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let other = try reopen()
+        XCTAssertEqual(try store.spendSharedTokens(bucket: "b", key: "ada", cost: 0, rate: rate, at: start), 3,
+                       "a bucket without a row is full", file: file, line: line)
+        for (index, instance) in [store, other, store].enumerated() {
+            XCTAssertEqual(try instance.spendSharedTokens(bucket: "b", key: "ada", cost: 1, rate: rate, at: start), Double(3 - index),
+                           "spent from the same tokens by either instance", file: file, line: line)
+        }
+        XCTAssertEqual(try other.spendSharedTokens(bucket: "b", key: "ada", cost: 1, rate: rate, at: start), 0,
+                       "empty: nothing spent", file: file, line: line)
+        XCTAssertEqual(try store.spendSharedTokens(bucket: "b", key: "ada", cost: 0, rate: rate, at: start.addingTimeInterval(90)),
+                       1.5, accuracy: 0.001, "refilled at its rate", file: file, line: line)
+        XCTAssertEqual(try store.spendSharedTokens(bucket: "b", key: "bob", cost: 1, rate: rate, at: start), 3,
+                       "each key its own bucket", file: file, line: line)
+        XCTAssertEqual(try store.spendSharedTokens(bucket: "other", key: "ada", cost: 0, rate: rate, at: start), 3,
+                       "each bucket its own keys", file: file, line: line)
+        try other.resetSharedTokens(bucket: "b", key: "ada")
+        XCTAssertEqual(try store.spendSharedTokens(bucket: "b", key: "ada", cost: 0, rate: rate, at: start), 3, file: file, line: line)
+        // bob spent 1 at start: full again a minute later.
+        XCTAssertEqual(try store.removeFullSharedBuckets(at: start.addingTimeInterval(59)), 0, file: file, line: line)
+        XCTAssertEqual(try store.removeFullSharedBuckets(at: start.addingTimeInterval(60)), 1, file: file, line: line)
+    }
 }
 
 private final class Outcomes: @unchecked Sendable {

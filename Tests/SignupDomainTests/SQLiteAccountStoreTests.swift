@@ -45,6 +45,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func endSignInSession(idHash: String) throws { throw Failure() }
         func endSignInSessions(username: String) throws -> Int { throw Failure() }
         func removeEndedSignInSessions(at now: Date, rules: SignInSessionRules) throws -> Int { throw Failure() }
+        func spendSharedTokens(bucket: String, key: String, cost: Double, rate: SharedBucketRate, at now: Date) throws -> Double { throw Failure() }
+        func resetSharedTokens(bucket: String, key: String) throws { throw Failure() }
+        func removeFullSharedBuckets(at now: Date) throws -> Int { throw Failure() }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -72,6 +75,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func endSignInSession(idHash: String) throws {}
         func endSignInSessions(username: String) throws -> Int { 0 }
         func removeEndedSignInSessions(at now: Date, rules: SignInSessionRules) throws -> Int { 0 }
+        func spendSharedTokens(bucket: String, key: String, cost: Double, rate: SharedBucketRate, at now: Date) throws -> Double { rate.burst }
+        func resetSharedTokens(bucket: String, key: String) throws {}
+        func removeFullSharedBuckets(at now: Date) throws -> Int { 0 }
         struct UnusedInTheseTests: Error {}
     }
 
@@ -109,6 +115,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     }
     func testNamesAreTakenInCanonicalForm() throws { try contract().namesAreTakenInCanonicalForm() }
     func testSignedInSessionsLiveEndAndAreSwept() throws { try contract().signedInSessionsLiveEndAndAreSwept() }
+    func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }
     func testReservingAgainSkipsNamesAlreadyThere() throws { try contract().reservingAgainSkipsNamesAlreadyThere() }
     func testAccountsReadBackAsStored() throws { try contract().accountsReadBackAsStored() }
     func testAFormCreatesOneAccount() throws { try contract().aFormCreatesOneAccount() }

@@ -26,6 +26,7 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testASecretIsCreatedOnceAndShared() throws { try contract().aSecretIsCreatedOnceAndShared() }
     func testReopeningKeepsTheData() throws { try contract().reopeningKeepsTheData() }
     func testSignedInSessionsLiveEndAndAreSwept() throws { try contract().signedInSessionsLiveEndAndAreSwept() }
+    func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }
 
     // MARK: PostgreSQL's own
 

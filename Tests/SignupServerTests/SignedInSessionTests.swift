@@ -31,6 +31,21 @@ final class SignedInSessionTests: XCTestCase {
         return try XCTUnwrap(response.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
     }
 
+    /// A second app on the same database, as another instance (or this one restarted) is.
+    private func secondInstance() throws -> SignupApplication {
+        var configuration = SignupApplication.Configuration()
+        configuration.port = 0
+        configuration.publicDirectory = TestServer.repositoryRoot.appendingPathComponent("Public")
+        configuration.templatesDirectory = TestServer.repositoryRoot.appendingPathComponent("Templates")
+        configuration.passwordHasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
+        var quiet = Logger(label: "second-instance")
+        quiet.logLevel = .critical
+        let other = try SignupApplication(
+            configuration: configuration, store: try SQLiteAccountStore(path: server.store.path), logger: quiet)
+        try other.start()
+        return other
+    }
+
     private func auth(_ cookie: String?, at baseURL: URL? = nil) async throws -> (status: Int, headers: [String: String], body: String) {
         try await TestServer.request(to: baseURL ?? server.baseURL, "GET", "/auth", headers: cookie.map { ["Cookie": $0] } ?? [:])
     }
@@ -59,16 +74,7 @@ final class SignedInSessionTests: XCTestCase {
     func testAnotherInstanceOnTheSameStoreKnowsTheSessionAndTheIdIsNeverStored() async throws {
         let cookie = try await signUp("Adalovelace")
         let id = try XCTUnwrap(cookie.split(separator: "=", maxSplits: 1).last.map(String.init))
-        // A second app on the same database, as another instance or this one restarted is.
-        var configuration = SignupApplication.Configuration()
-        configuration.port = 0
-        configuration.publicDirectory = TestServer.repositoryRoot.appendingPathComponent("Public")
-        configuration.templatesDirectory = TestServer.repositoryRoot.appendingPathComponent("Templates")
-        var quiet = Logger(label: "second-instance")
-        quiet.logLevel = .critical
-        let other = try SignupApplication(
-            configuration: configuration, store: try SQLiteAccountStore(path: server.store.path), logger: quiet)
-        try other.start()
+        let other = try secondInstance()
         defer { other.stop() }
         let there = try await auth(cookie, at: URL(string: "http://127.0.0.1:\(other.port)")!)
         XCTAssertEqual(there.status, 200)
@@ -139,5 +145,25 @@ final class SignedInSessionTests: XCTestCase {
         clock.advance(by: 40 * 60)  // 3 h 10 min in, used 40 minutes ago: past the 3 h lifetime
         let expired = try await TestServer.request(to: timed.baseURL, "GET", "/auth", headers: ["Cookie": cookie])
         XCTAssertEqual(expired.status, 401, "past its lifetime however much it was used")
+    }
+
+    /// Failed sign-ins per account are counted in the store: guesses spread over two instances
+    /// still get only the documented five before each try must wait.
+    func testFailedSignInsPerAccountAreCountedAcrossInstances() async throws {
+        _ = try await signUp("Hopper", password: "Compiler-Nanosecond-1952")
+        let other = try secondInstance()
+        defer { other.stop() }
+        let instances = [server.baseURL, URL(string: "http://127.0.0.1:\(other.port)")!]
+        for attempt in 0..<5 {
+            let body = FormURLEncoder.encode([("username", "hopper"), ("password", "guess-\(attempt)")])
+            let answer = try await TestServer.request(to: instances[attempt % 2], "POST", "/signin", body: body)
+            XCTAssertEqual(answer.status, 401, "guess \(attempt + 1) of the five free ones")
+        }
+        for instance in instances {
+            let body = FormURLEncoder.encode([("username", "hopper"), ("password", "Compiler-Nanosecond-1952")])
+            let answer = try await TestServer.request(to: instance, "POST", "/signin", body: body)
+            XCTAssertEqual(answer.status, 429, "the sixth try waits on either instance, even with the right password")
+            XCTAssertNotNil(answer.headers["retry-after"])
+        }
     }
 }

@@ -1,0 +1,64 @@
+import Foundation
+import Logging
+import SignupDomain
+
+/// A rate limit that holds across every instance sharing the account store: its token
+/// buckets are rows there (`AccountStore.spendSharedTokens`). For limits an attacker would
+/// otherwise multiply by the number of instances behind the proxy: failed sign-ins per
+/// account. Costs a store round trip per check, so only for rare events.
+///
+/// A store that cannot answer lets the request through (logged): the sign-in it guards then
+/// fails on the same store anyway.
+final class SharedRateLimiter: Sendable {
+    let name: RateLimitName
+    let rate: Rate
+    private let bucket: String
+    private let store: any SharedTokenBuckets
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+
+    init(_ name: RateLimitName, bucket: String, rate: Rate, store: any SharedTokenBuckets, logger: Logger,
+         now: @escaping @Sendable () -> Date) {
+        self.name = name
+        self.bucket = bucket
+        self.rate = rate
+        self.store = store
+        self.logger = logger
+        self.now = now
+    }
+
+    private var bucketRate: SharedBucketRate { SharedBucketRate(perSecond: rate.perSecond, burst: rate.burst) }
+
+    /// Throws `LimitExceeded` if `key`'s bucket is empty, without spending.
+    func ensureNotExhausted(_ key: String) throws(LimitExceeded) {
+        guard !rate.isUnlimited else { return }
+        let tokens: Double
+        do {
+            tokens = try store.spendSharedTokens(bucket: bucket, key: key, cost: 0, rate: bucketRate, at: now())
+        } catch {
+            logger.warning("Shared limit unavailable; not applied", metadata: ["limit": "\(name)", "error": "\(error)"])
+            return
+        }
+        if tokens < 1 { throw LimitExceeded(limit: name, retryAfter: (1 - tokens) / rate.perSecond) }
+    }
+
+    /// Spends one token if there is one (a failed sign-in).
+    func take(_ key: String) {
+        guard !rate.isUnlimited else { return }
+        do {
+            _ = try store.spendSharedTokens(bucket: bucket, key: key, cost: 1, rate: bucketRate, at: now())
+        } catch {
+            logger.warning("Shared limit unavailable; not counted", metadata: ["limit": "\(name)", "error": "\(error)"])
+        }
+    }
+
+    /// Fills `key`'s bucket again (a successful sign-in).
+    func reset(_ key: String) {
+        guard !rate.isUnlimited else { return }
+        do {
+            try store.resetSharedTokens(bucket: bucket, key: key)
+        } catch {
+            logger.warning("Shared limit unavailable; not reset", metadata: ["limit": "\(name)", "error": "\(error)"])
+        }
+    }
+}
