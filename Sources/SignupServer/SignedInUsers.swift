@@ -1,4 +1,5 @@
 import Foundation
+import MicroHTTPD
 import SignupDomain
 
 /// Who is signed in, by the random id in their `livesignup_auth` cookie. The sessions live in
@@ -16,6 +17,13 @@ final class SignedInUsers: Sendable {
     let cookieDomain: String?
     private let store: any AccountStore
     private let now: @Sendable () -> Date
+    /// Sessions the store confirmed lately, so `/auth` on every request of a page (its
+    /// scripts, images, API calls) costs a dictionary look-up, not a database read each.
+    private let recentlyConfirmed = Locked<[String: (account: Account, until: Date)]>([:])
+    /// How long a confirmation is trusted: a session ended on another instance (sign-out,
+    /// revoke) is refused here at most this much later; on this instance at once.
+    static let confirmationLifetime: TimeInterval = 5
+    static let confirmationCapacity = 10_000
 
     init(store: any AccountStore, lifetime: TimeInterval, idleTimeout: TimeInterval, secureCookies: Bool = false,
          cookieDomain: String? = nil, now: @escaping @Sendable () -> Date) {
@@ -40,13 +48,32 @@ final class SignedInUsers: Sendable {
     /// The account a request's cookie is signed in as, if its session is live.
     func account(cookieHeader: String?) throws -> Account? {
         guard let id = Self.sessionID(in: cookieHeader) else { return nil }
-        return try store.signedInAccount(idHash: SignInSessionID.hash(id), at: now(), rules: rules)
+        let hash = SignInSessionID.hash(id)
+        let time = now()
+        if let confirmed = recentlyConfirmed.withLock({ $0[hash] }), confirmed.until > time { return confirmed.account }
+        let account = try store.signedInAccount(idHash: hash, at: time, rules: rules)
+        recentlyConfirmed.withLock { confirmed in
+            guard let account else {
+                confirmed[hash] = nil
+                return
+            }
+            if confirmed.count >= Self.confirmationCapacity {
+                confirmed = confirmed.filter { $0.value.until > time }
+                if confirmed.count >= Self.confirmationCapacity { confirmed.removeAll(keepingCapacity: true) }
+            }
+            confirmed[hash] = (account, time.addingTimeInterval(Self.confirmationLifetime))
+        }
+        return account
     }
 
     /// Ends the request's session, if it has one; returns the `Set-Cookie` value that clears
     /// the cookie either way.
     func signOut(cookieHeader: String?) throws -> String {
-        if let id = Self.sessionID(in: cookieHeader) { try store.endSignInSession(idHash: SignInSessionID.hash(id)) }
+        if let id = Self.sessionID(in: cookieHeader) {
+            let hash = SignInSessionID.hash(id)
+            recentlyConfirmed.withLock { $0[hash] = nil }
+            try store.endSignInSession(idHash: hash)
+        }
         return cookie("", maxAge: 0)
     }
 
