@@ -136,6 +136,7 @@ let package = Package(
                 "SignupWire",
                 "ReactiveValidation",
                 "SignupDomain",
+                "OutsideHTTP",
                 "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),

@@ -54,10 +54,10 @@ static size_t receive(char *data, size_t size, size_t count, void *userdata) {
     transfer *t = userdata;
     size_t bytes = size * count;
     if (t->result->length == 0 && t->capacity == 0) {
-        /* The first bytes of the body: the status is known by now. Not 200: read no further. */
+        /* The first bytes of the body: the status is known by now. Not 2xx: read no further. */
         long status = 0;
         curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
-        if (status != 200) {
+        if (status < 200 || status > 299) {
             t->result->outcome = CURL_SHIM_STATUS;
             t->refused = 1;
             return 0;
@@ -115,13 +115,18 @@ curl_shim_outcome curl_shim_get(const curl_shim_get_request *request, void *shar
     curl_easy_setopt(handle, CURLOPT_WRITEDATA, &t);
     curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error);
     if (share != NULL) curl_easy_setopt(handle, CURLOPT_SHARE, ((share_state *) share)->share);
+    if (request->body != NULL) {
+        curl_easy_setopt(handle, CURLOPT_POST, 1L);
+        curl_easy_setopt(handle, CURLOPT_POSTFIELDS, request->body);
+        curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) request->body_length);
+    }
 
     CURLcode code = curl_easy_perform(handle);
     curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &result->status);
     if (t.refused) {
         /* Set by the write callback. */
     } else if (code == CURLE_OK) {
-        result->outcome = result->status == 200 ? CURL_SHIM_OK : CURL_SHIM_STATUS;
+        result->outcome = result->status >= 200 && result->status <= 299 ? CURL_SHIM_OK : CURL_SHIM_STATUS;
     } else if (code == CURLE_OPERATION_TIMEDOUT) {
         result->outcome = CURL_SHIM_TIMED_OUT;
     } else if (code == CURLE_FILESIZE_EXCEEDED) {

@@ -97,10 +97,22 @@ public final class BoundedHTTPFetcher: @unchecked Sendable {
     /// Exchanges in flight now (tests and metrics).
     public var inFlight: Int { lock.withLock { admitted } }
 
-    /// What `decode` makes of the body of a 200 answer to `GET url`, or the bound it crossed.
+    /// POSTs `body` with `headers` ("Name: value" each, besides the fetcher's own) and returns
+    /// the 2xx status, or the bound it crossed or the status it got (`.status`). The answer's
+    /// body is read up to `maxBytes` and dropped.
+    public func post(_ url: URL, body: [UInt8], headers extra: [String]) throws(Failure) -> Int {
+        try exchange(url, body: body, extraHeaders: extra, decode: { _ in () }).status
+    }
+
+    /// What `decode` makes of the body of a 2xx answer to `GET url`, or the bound it crossed.
     /// `decode` returns nil for a body it cannot use (`.unusable`), which counts as a failure
     /// of the source like any other.
     public func get<Value>(_ url: URL, decode: (Data) -> Value?) throws(Failure) -> Value {
+        try exchange(url, body: nil, extraHeaders: [], decode: decode).value
+    }
+
+    private func exchange<Value>(_ url: URL, body: [UInt8]?, extraHeaders: [String],
+                                 decode: (Data) -> Value?) throws(Failure) -> (value: Value, status: Int) {
         let refusal = lock.withLock { () -> Failure? in
             if let pausedUntil {
                 // Paused: refuse until the pause ends, then let one exchange at a time probe.
@@ -111,7 +123,8 @@ public final class BoundedHTTPFetcher: @unchecked Sendable {
             return nil
         }
         if let refusal { throw refusal }
-        let outcome = exchange(url).flatMap { body in decode(body).map(Result.success) ?? .failure(.unusable) }
+        let outcome: Result<(value: Value, status: Int), Failure> = transfer(url, body: body, extraHeaders: extraHeaders)
+            .flatMap { answer in decode(answer.body).map { .success(($0, answer.status)) } ?? .failure(.unusable) }
         lock.withLock {
             admitted -= 1
             if case .success = outcome {
@@ -125,22 +138,27 @@ public final class BoundedHTTPFetcher: @unchecked Sendable {
         return try outcome.get()
     }
 
-    private func exchange(_ url: URL) -> Result<Data, Failure> {
+    private func transfer(_ url: URL, body: [UInt8]?, extraHeaders: [String]) -> Result<(body: Data, status: Int), Failure> {
         var result = curl_shim_get_result()
-        let cHeaders = headers.map { strdup($0) }
+        let cHeaders = (headers + extraHeaders).map { strdup($0) }
         defer { cHeaders.forEach { free($0) } }
+        // A POST needs a body pointer even when empty (NULL means GET): one spare byte.
+        let storage = body.map { $0.isEmpty ? [0] : $0 } ?? []
         let outcome = url.absoluteString.withCString { address in
             cHeaders.map { UnsafePointer($0) }.withUnsafeBufferPointer { lines in
-                var request = curl_shim_get_request(
-                    url: address, headers: lines.baseAddress, header_count: lines.count,
-                    timeout_ms: max(1, Int(limits.deadline * 1000)), max_bytes: limits.maxBytes)
-                return curl_shim_get(&request, share, &result)
+                storage.withUnsafeBufferPointer { bytes in
+                    var request = curl_shim_get_request(
+                        url: address, headers: lines.baseAddress, header_count: lines.count,
+                        timeout_ms: max(1, Int(limits.deadline * 1000)), max_bytes: limits.maxBytes,
+                        body: body == nil ? nil : bytes.baseAddress, body_length: body?.count ?? 0)
+                    return curl_shim_get(&request, share, &result)
+                }
             }
         }
         defer { curl_shim_free_result(&result) }
         switch outcome {
         case CURL_SHIM_OK:
-            return .success(result.body.map { Data(bytes: $0, count: result.length) } ?? Data())
+            return .success((result.body.map { Data(bytes: $0, count: result.length) } ?? Data(), result.status))
         case CURL_SHIM_STATUS:
             return .failure(.status(result.status))
         case CURL_SHIM_TOO_LARGE:

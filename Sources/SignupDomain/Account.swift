@@ -34,14 +34,17 @@ public struct NewAccount: Sendable {
     public let formToken: String
     /// The stored fields' values (see `Account.profile`).
     public let profile: [String: ProfileValue]
+    /// Writes `account.created` to the outbox in the same transaction (webhooks configured).
+    public let announce: Bool
 
     public init(username: String, email: String, passwordHash: String, formToken: String,
-                profile: [String: ProfileValue] = [:]) {
+                profile: [String: ProfileValue] = [:], announce: Bool = false) {
         self.username = username
         self.email = email
         self.passwordHash = passwordHash
         self.formToken = formToken
         self.profile = profile
+        self.announce = announce
     }
 }
 

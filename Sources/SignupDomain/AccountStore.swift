@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where accounts live. A protocol so another engine can replace SQLite later.
-public protocol AccountStore: SharedTokenBuckets {
+public protocol AccountStore: SharedTokenBuckets, EventOutbox {
     /// Whether a username (compared in canonical form, see `Username.canonical`) is in use.
     func isUsernameTaken(_ username: String) throws -> Bool
 
@@ -9,8 +9,10 @@ public protocol AccountStore: SharedTokenBuckets {
     /// Names already present are skipped.
     func reserveUsernames(_ usernames: [String]) throws
 
-    /// Stores a new account atomically; throws `AccountCreationError` when its canonical
-    /// username or its form token is already used, leaving the store unchanged.
+    /// Stores a new account atomically, with its `account.created` outbox event when it is
+    /// to be announced (one transaction: never the one without the other); throws
+    /// `AccountCreationError` when its canonical username or its form token is already used,
+    /// leaving the store unchanged.
     func createAccount(_ account: NewAccount) throws -> Account
 
     /// The account with this username, compared in canonical form.
@@ -92,4 +94,20 @@ public final class InMemoryTokenBuckets: SharedTokenBuckets, @unchecked Sendable
             return before - buckets.count
         }
     }
+}
+
+/// Events waiting to go out (webhooks), shared by every instance: each is claimed by one of
+/// them at a time, for a lease, and delivered at least once.
+public protocol EventOutbox: Sendable {
+    /// Up to `limit` pending events due by `now`, oldest first, leased to the caller until
+    /// `now + lease` (no other instance claims them meanwhile; after it, if nothing was
+    /// recorded, they are due again).
+    func claimDueEvents(at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent]
+    /// A receiver took it (2xx).
+    func markDelivered(eventID: String, attempts: Int, at now: Date) throws
+    /// Try again at `next`.
+    func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws
+    /// Given up on (a 4xx other than 408/429, or the retry window is over); kept for the operator.
+    func park(eventID: String, attempts: Int, error: String) throws
+    func outboxStatus() throws -> OutboxStatus
 }

@@ -105,6 +105,21 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 table.primaryKey(["bucket", "key"])
             }
         }
+        migrator.registerMigration("v7: webhook outbox") { db in
+            // Written in the account's own transaction; delivered later, at least once.
+            try db.create(table: "webhook_outbox") { table in
+                table.primaryKey("id", .text)
+                table.column("type", .text).notNull()
+                table.column("body", .text).notNull()
+                table.column("created_at", .datetime).notNull()
+                table.column("state", .text).notNull().defaults(to: "pending")
+                table.column("attempts", .integer).notNull().defaults(to: 0)
+                table.column("next_attempt_at", .datetime).notNull()
+                table.column("last_error", .text)
+                table.column("delivered_at", .datetime)
+            }
+            try db.create(index: "webhook_outbox_due", on: "webhook_outbox", columns: ["state", "next_attempt_at"])
+        }
         return migrator
     }
 
@@ -156,6 +171,7 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 guard let stored = try Self.fetchAccounts(db, where: "id = ?", [id]).first else {
                     throw DatabaseError(message: "the new account could not be read back")
                 }
+                if account.announce { try Self.enqueue(OutboxEvent.accountCreated(stored), db) }
                 return stored
             }
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
@@ -282,6 +298,64 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         try write { db in
             try db.execute(sql: "DELETE FROM shared_buckets WHERE full_at <= ?", arguments: [now])
             return db.changesCount
+        }
+    }
+
+    // MARK: Webhook outbox
+
+    private static func enqueue(_ event: OutboxEvent, _ db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO webhook_outbox (id, type, body, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?)",
+            arguments: [event.id, event.type, event.body, event.createdAt, event.createdAt])
+    }
+
+    public func claimDueEvents(at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] {
+        // One write transaction: SQLite has one writer, so two instances never claim the same.
+        try write { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT id, type, body, created_at, attempts FROM webhook_outbox
+                WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY created_at, id LIMIT ?
+                """, arguments: [now, limit])
+            for row in rows {
+                try db.execute(sql: "UPDATE webhook_outbox SET next_attempt_at = ? WHERE id = ?",
+                               arguments: [now.addingTimeInterval(lease), row["id"] as String])
+            }
+            return rows.map { row in
+                ClaimedEvent(event: OutboxEvent(id: row["id"], type: row["type"], body: row["body"], createdAt: row["created_at"]),
+                             attempts: row["attempts"])
+            }
+        }
+    }
+
+    public func markDelivered(eventID: String, attempts: Int, at now: Date) throws {
+        try write { db in
+            try db.execute(sql: "UPDATE webhook_outbox SET state = 'delivered', attempts = ?, delivered_at = ?, last_error = NULL WHERE id = ?",
+                           arguments: [attempts, now, eventID])
+        }
+    }
+
+    public func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws {
+        try write { db in
+            try db.execute(sql: "UPDATE webhook_outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
+                           arguments: [attempts, next, error, eventID])
+        }
+    }
+
+    public func park(eventID: String, attempts: Int, error: String) throws {
+        try write { db in
+            try db.execute(sql: "UPDATE webhook_outbox SET state = 'parked', attempts = ?, last_error = ? WHERE id = ?",
+                           arguments: [attempts, error, eventID])
+        }
+    }
+
+    public func outboxStatus() throws -> OutboxStatus {
+        try read { db in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT (SELECT COUNT(*) FROM webhook_outbox WHERE state = 'pending') AS pending,
+                       (SELECT COUNT(*) FROM webhook_outbox WHERE state = 'parked') AS parked,
+                       (SELECT MIN(created_at) FROM webhook_outbox WHERE state = 'pending') AS oldest
+                """)
+            return OutboxStatus(pending: row?["pending"] ?? 0, parked: row?["parked"] ?? 0, oldestPendingCreatedAt: row?["oldest"])
         }
     }
 

@@ -101,6 +101,23 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             )
             """,
         ]),
+        // Webhook events, written in the account's own transaction, delivered at least once.
+        (6, "webhook outbox", [
+            """
+            CREATE TABLE webhook_outbox (
+                id TEXT PRIMARY KEY,
+                type TEXT NOT NULL,
+                body TEXT NOT NULL,
+                created_at TIMESTAMPTZ NOT NULL,
+                state TEXT NOT NULL DEFAULT 'pending',
+                attempts INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at TIMESTAMPTZ NOT NULL,
+                last_error TEXT,
+                delivered_at TIMESTAMPTZ
+            )
+            """,
+            "CREATE INDEX webhook_outbox_due ON webhook_outbox (state, next_attempt_at)",
+        ]),
     ]
 
     private func migrate() throws {
@@ -176,23 +193,42 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
 
     public func createAccount(_ account: NewAccount) throws -> Account {
         let canonical = Username.canonical(account.username)
+        let logger = self.logger
         do {
             return try run("store a new account") { client in
-                let rows = try await client.query("""
-                    INSERT INTO users (username, username_canonical, email, password_hash, form_token, profile)
-                    VALUES (\(account.username), \(canonical), \(account.email), \(account.passwordHash), \(account.formToken),
-                            \(ProfileValue.json(account.profile))::jsonb)
-                    RETURNING id, username, email, password_hash, created_at, profile::text
-                    """)
-                guard let stored = try await Self.accounts(rows).first else {
-                    throw StorageFault("PostgreSQL stored the account but returned no row.")
+                // One transaction: the account and its outbox event, or neither.
+                try await client.withTransaction(logger: logger) { connection in
+                    let rows = try await connection.query("""
+                        INSERT INTO users (username, username_canonical, email, password_hash, form_token, profile)
+                        VALUES (\(account.username), \(canonical), \(account.email), \(account.passwordHash), \(account.formToken),
+                                \(ProfileValue.json(account.profile))::jsonb)
+                        RETURNING id, username, email, password_hash, created_at, profile::text
+                        """, logger: logger)
+                    guard let stored = try await Self.accounts(rows).first else {
+                        throw StorageFault("PostgreSQL stored the account but returned no row.")
+                    }
+                    if account.announce {
+                        let event = OutboxEvent.accountCreated(stored)
+                        try await connection.query("""
+                            INSERT INTO webhook_outbox (id, type, body, created_at, next_attempt_at)
+                            VALUES (\(event.id), \(event.type), \(event.body), \(event.createdAt), \(event.createdAt))
+                            """, logger: logger)
+                    }
+                    return stored
                 }
-                return stored
             }
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
             // A unique index refused the row; its name says which.
             if error.serverInfo?[.constraintName] == "users_form_token" { throw AccountCreationError.formAlreadyUsed }
             throw AccountCreationError.usernameTaken
+        } catch let error as PostgresTransactionError {
+            // What went wrong inside the transaction, said as the other calls say it.
+            if let refused = error.closureError as? PSQLError, refused.serverInfo?[.sqlState] == "23505" {
+                if refused.serverInfo?[.constraintName] == "users_form_token" { throw AccountCreationError.formAlreadyUsed }
+                throw AccountCreationError.usernameTaken
+            }
+            if let fault = error.closureError as? StorageFault { throw fault }
+            throw StorageFault("PostgreSQL at \(location.displayName) could not store a new account: \(error)")
         }
     }
 
@@ -329,6 +365,70 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 removed += 1
             }
             return removed
+        }
+    }
+
+    // MARK: Webhook outbox
+
+    public func claimDueEvents(at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] {
+        let logger = self.logger
+        let leaseEnd = now.addingTimeInterval(lease)
+        return try run("claim webhook events") { client in
+            // SKIP LOCKED: instances claiming at once each get other events, none waits.
+            try await client.withTransaction(logger: logger) { connection in
+                var claimed: [ClaimedEvent] = []
+                for try await (id, type, body, created, attempts) in try await connection.query("""
+                    SELECT id, type, body, created_at, attempts FROM webhook_outbox
+                    WHERE state = 'pending' AND next_attempt_at <= \(now) ORDER BY created_at, id LIMIT \(limit)
+                    FOR UPDATE SKIP LOCKED
+                    """, logger: logger).decode((String, String, String, Date, Int).self) {
+                    claimed.append(ClaimedEvent(event: OutboxEvent(id: id, type: type, body: body, createdAt: created), attempts: attempts))
+                }
+                for event in claimed {
+                    try await connection.query("UPDATE webhook_outbox SET next_attempt_at = \(leaseEnd) WHERE id = \(event.event.id)",
+                                               logger: logger)
+                }
+                return claimed
+            }
+        }
+    }
+
+    public func markDelivered(eventID: String, attempts: Int, at now: Date) throws {
+        try run("record a delivered webhook") { client in
+            try await client.query("""
+                UPDATE webhook_outbox SET state = 'delivered', attempts = \(attempts), delivered_at = \(now), last_error = NULL
+                WHERE id = \(eventID)
+                """)
+        }
+    }
+
+    public func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws {
+        try run("schedule a webhook retry") { client in
+            try await client.query("""
+                UPDATE webhook_outbox SET attempts = \(attempts), next_attempt_at = \(next), last_error = \(error) WHERE id = \(eventID)
+                """)
+        }
+    }
+
+    public func park(eventID: String, attempts: Int, error: String) throws {
+        try run("park a webhook") { client in
+            try await client.query("""
+                UPDATE webhook_outbox SET state = 'parked', attempts = \(attempts), last_error = \(error) WHERE id = \(eventID)
+                """)
+        }
+    }
+
+    public func outboxStatus() throws -> OutboxStatus {
+        try run("read the webhook outbox") { client in
+            var status = OutboxStatus(pending: 0, parked: 0, oldestPendingCreatedAt: nil)
+            for try await (pending, parked, oldest) in try await client.query("""
+                SELECT (SELECT COUNT(*) FROM webhook_outbox WHERE state = 'pending'),
+                       (SELECT COUNT(*) FROM webhook_outbox WHERE state = 'parked'),
+                       (SELECT MIN(created_at) FROM webhook_outbox WHERE state = 'pending')
+                """).decode((Int, Int, Date?).self) {
+                status = OutboxStatus(pending: pending, parked: parked, oldestPendingCreatedAt: oldest)
+            }
+            return status
         }
     }
 

@@ -60,6 +60,8 @@ public final class SignupApplication: Sendable {
         /// The sign-in cookie's `Domain` (e.g. "example.com" to reach app.example.com beside
         /// signup.example.com); nil keeps it to this host.
         public var cookieDomain: String?
+        /// Where `account.created` goes as a signed Standard Webhook; nil sends none.
+        public var webhooks: WebhookSettings?
         /// How long a signed-in session lasts, however much it is used.
         public var signInLifetime: TimeInterval = 7 * 24 * 60 * 60
         /// A signed-in session unused this long ends before its lifetime.
@@ -96,6 +98,7 @@ public final class SignupApplication: Sendable {
     private let stopping: Locked<Bool>
     private let logger: Logger
     private let signedIn: SignedInUsers
+    private let webhooks: WebhookDelivery?
     /// For the sweep of ended signed-in sessions and refilled shared limits.
     private let store: any AccountStore
 
@@ -163,6 +166,10 @@ public final class SignupApplication: Sendable {
         let sameOrigin = SameOriginPolicy(publicOrigins: configuration.publicOrigins, addresses: addresses)
         let returnTo = ReturnTo(allowedOrigins: Set(configuration.returnToOrigins.map { $0.lowercased() }), sameOrigin: sameOrigin)
         let refusals = Refusals(metrics: metrics, logger: logger)
+        let webhooks = configuration.webhooks.map {
+            WebhookDelivery(settings: $0, store: store, metrics: metrics, logger: logger, now: configuration.now)
+        }
+        self.webhooks = webhooks
         let signedIn = SignedInUsers(store: store, lifetime: configuration.signInLifetime,
                                      idleTimeout: configuration.signInIdleTimeout,
                                      secureCookies: configuration.secureCookies, cookieDomain: configuration.cookieDomain,
@@ -178,7 +185,7 @@ public final class SignupApplication: Sendable {
             signup: SignupSubmitRoutes(
                 pages: pages, refusals: refusals, sessions: sessions, store: store, availability: availability,
                 hashing: hashing, signedIn: signedIn, limiters: limiters, metrics: metrics, logger: logger,
-                now: configuration.now, returnTo: returnTo),
+                now: configuration.now, returnTo: returnTo, webhooks: webhooks),
             signIn: SignInRoutes(
                 pages: pages, refusals: refusals, store: store, hashing: hashing, signedIn: signedIn,
                 placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
@@ -188,6 +195,9 @@ public final class SignupApplication: Sendable {
                 metricsExport: configuration.metricsExport.map { export in
                     // Gauges are read at scrape time rather than updated on every change.
                     MetricsExport(allowed: export.allowed) {
+                        if webhooks != nil, let status = try? store.outboxStatus() {
+                            metrics.recordOutbox(status, now: configuration.now())
+                        }
                         metrics.formSessions.record(sessions.count)
                         metrics.eventStreams.record(serverBox.server?.openStreamCount ?? 0)
                         return export.render()
@@ -249,6 +259,7 @@ public final class SignupApplication: Sendable {
 
     public func start() throws {
         try server.start()
+        webhooks?.start()
         scheduleSweep(every: min(60, max(1, configuration.sessionIdleLifetime / 4)))
         logger.info("Listening", metadata: ["url": "http://\(configuration.host):\(port)"])
     }
@@ -286,6 +297,7 @@ public final class SignupApplication: Sendable {
     public func stop(grace: TimeInterval? = nil) -> Bool {
         stopping.withLock { $0 = true }
         server.beginShutdown()
+        webhooks?.stop()
         hashing.shutDown()
         let stopped = server.finishShutdown(grace: grace ?? configuration.shutdownGrace)
         if stopped {

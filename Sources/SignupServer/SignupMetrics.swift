@@ -23,6 +23,25 @@ final class SignupMetrics: Sendable {
         if let sourceFailure { upstreamFailure("breached_passwords", reason: sourceFailure.reason) }
     }
 
+    /// Webhook attempts by outcome: `delivered`, `retried`, `parked`.
+    private let webhookOutcomes = ["delivered", "retried", "parked"].reduce(into: [String: Counter]()) {
+        $0[$1] = Counter(label: "livesignup_webhooks_total", dimensions: [("result", $1)])
+    }
+    /// The outbox at scrape time (`recordOutbox`).
+    let webhooksPending = Gauge(label: "livesignup_webhooks_pending")
+    let webhooksParked = Gauge(label: "livesignup_webhooks_parked")
+    let webhooksOldestPendingSeconds = Gauge(label: "livesignup_webhooks_oldest_pending_seconds")
+
+    func webhook(_ outcome: String) {
+        webhookOutcomes[outcome]?.increment()
+    }
+
+    func recordOutbox(_ status: OutboxStatus, now: Date) {
+        webhooksPending.record(status.pending)
+        webhooksParked.record(status.parked)
+        webhooksOldestPendingSeconds.record(status.oldestPendingCreatedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+    }
+
     /// Clients that went away mid-request or mid-answer (a closed tab, a lost signal), as
     /// libmicrohttpd reports them: normal on the web, so counted here and logged at debug.
     let clientDisconnects = Counter(label: "livesignup_client_disconnects_total")

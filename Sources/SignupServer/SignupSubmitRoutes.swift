@@ -20,6 +20,8 @@ struct SignupSubmitRoutes: AnswersWithPages, Sendable {
     /// The clock (tests move it): when terms were accepted.
     let now: @Sendable () -> Date
     let returnTo: ReturnTo
+    /// Sends `account.created` when configured; told when there is one to send.
+    let webhooks: WebhookDelivery?
     /// This request's validated `return_to` (set per request, like the language).
     var returnTarget: String?
 
@@ -143,7 +145,8 @@ struct SignupSubmitRoutes: AnswersWithPages, Sendable {
         do {
             let account = try store.createAccount(NewAccount(
                 username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
-                formToken: token, profile: profile(of: values)))
+                formToken: token, profile: profile(of: values), announce: webhooks != nil))
+            webhooks?.nudge()
             session?.markAccountCreated(username: account.username)
             metrics.signup("created")
             logger.info("Account created", metadata: ["account": "\(account.id)"])

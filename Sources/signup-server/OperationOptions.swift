@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import MicroHTTPD
 import Prometheus
+import SignupDomain
 import SignupServer
 
 /// Logging, metrics and the cookie setting that depends on how the site is deployed.
@@ -23,6 +24,15 @@ struct OperationOptions: ParsableArguments {
     @Flag(help: help("secure-cookies", "Mark the sign-in cookie Secure (when a TLS proxy serves the site)."))
     var secureCookies = false
 
+    @Option(help: help("webhook-url", "Where account.created goes as a signed Standard Webhook (its secret: LIVESIGNUP_WEBHOOK_SECRET, whsec_ + base64)."))
+    var webhookUrl: String?
+
+    @Option(help: help("webhook-retry-hours", "How long an undelivered webhook is tried again (exponential backoff) before it is parked."))
+    var webhookRetryHours = 24
+
+    @Option(help: help("webhook-first-retry-seconds", "The first retry's delay; each next one doubles, up to an hour."))
+    var webhookFirstRetrySeconds = 5
+
     @Option(help: help("cookie-domain", "The sign-in cookie's Domain (e.g. example.com), so an application on a sibling host behind nginx auth_request receives it; by default this host only."))
     var cookieDomain: String?
 
@@ -35,6 +45,7 @@ struct OperationOptions: ParsableArguments {
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("log-level", .option), ("log-format", .option), ("access-log", .option),
         ("metrics-allow", .repeatable), ("secure-cookies", .flag),
+        ("webhook-url", .option), ("webhook-retry-hours", .option), ("webhook-first-retry-seconds", .option),
         ("cookie-domain", .option), ("signin-lifetime-hours", .option), ("signin-idle-hours", .option),
     ]
 
@@ -54,12 +65,44 @@ struct OperationOptions: ParsableArguments {
         if let cookieDomain, cookieDomain.wholeMatch(of: #/[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+/#) == nil {
             throw ValidationError("--cookie-domain must be a domain name in lower case such as example.com, not '\(cookieDomain)'.")
         }
+        _ = try webhookSettings()
         guard (1...8760).contains(signinLifetimeHours) else {
             throw ValidationError("--signin-lifetime-hours must be 1 to 8760 (a year).")
         }
         guard (1...signinLifetimeHours).contains(signinIdleHours) else {
             throw ValidationError("--signin-idle-hours must be 1 to --signin-lifetime-hours (\(signinLifetimeHours)).")
         }
+    }
+
+    /// The webhook settings from `--webhook-url`, the retry flags and LIVESIGNUP_WEBHOOK_SECRET
+    /// (environment only: a secret stays out of `ps`); nil without a URL. A bad URL or secret
+    /// stops the start with the reason.
+    func webhookSettings() throws -> WebhookSettings? {
+        let secretText = ProcessInfo.processInfo.environment["LIVESIGNUP_WEBHOOK_SECRET"] ?? ""
+        guard let webhookUrl else {
+            if !secretText.isEmpty {
+                throw ValidationError("LIVESIGNUP_WEBHOOK_SECRET is set but --webhook-url is not: where should webhooks go?")
+            }
+            return nil
+        }
+        guard let url = URL(string: webhookUrl), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+              let host = url.host, !host.isEmpty else {
+            throw ValidationError("--webhook-url must be an http(s) URL such as https://app.example.com/hooks/livesignup, not '\(webhookUrl)'.")
+        }
+        guard !secretText.isEmpty else {
+            throw ValidationError("--webhook-url needs LIVESIGNUP_WEBHOOK_SECRET (whsec_ + base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)).")
+        }
+        let secret: WebhookSecret
+        switch WebhookSecret.parse(secretText) {
+        case .success(let parsed): secret = parsed
+        case .failure(let reason): throw ValidationError("LIVESIGNUP_WEBHOOK_SECRET \(reason).")
+        }
+        guard (1...720).contains(webhookRetryHours) else { throw ValidationError("--webhook-retry-hours must be 1 to 720.") }
+        guard (1...3600).contains(webhookFirstRetrySeconds) else { throw ValidationError("--webhook-first-retry-seconds must be 1 to 3600.") }
+        var settings = WebhookSettings(url: url, secret: secret)
+        settings.retryWindow = TimeInterval(webhookRetryHours * 3600)
+        settings.firstRetryDelay = TimeInterval(webhookFirstRetrySeconds)
+        return settings
     }
 
     /// Sets up swift-log for the whole process (once) and returns the app's loggers.

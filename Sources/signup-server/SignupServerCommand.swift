@@ -80,6 +80,7 @@ struct Serve: ParsableCommand {
         try limits.apply(to: &configuration)
         configuration.secureCookies = operations.secureCookies
         configuration.cookieDomain = operations.cookieDomain
+        configuration.webhooks = try operations.webhookSettings()
         configuration.signInLifetime = TimeInterval(operations.signinLifetimeHours * 3600)
         configuration.signInIdleTimeout = TimeInterval(operations.signinIdleHours * 3600)
         configuration.metricsExport = metrics

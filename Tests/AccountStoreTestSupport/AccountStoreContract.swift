@@ -194,6 +194,52 @@ public struct AccountStoreContract {
         XCTAssertEqual(try store.removeFullSharedBuckets(at: start.addingTimeInterval(59)), 0, file: file, line: line)
         XCTAssertEqual(try store.removeFullSharedBuckets(at: start.addingTimeInterval(60)), 1, file: file, line: line)
     }
+
+    /// An announced account writes its `account.created` event in the same transaction (a
+    /// refused account writes none); events are claimed by one instance at a time for a lease,
+    /// then delivered, retried or parked.
+    public func theOutboxHoldsEachAccountsEventUntilItIsDelivered(file: StaticString = #filePath, line: UInt = #line) throws {
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        _ = try store.createAccount(NewAccount(username: "quiet", email: "q@example.org", passwordHash: "x", formToken: "o-0"))
+        let ada = try store.createAccount(NewAccount(username: "Adalovelace", email: "ada@example.org", passwordHash: "x",
+                                                     formToken: "o-1", profile: ["display_name": .string("Ada")], announce: true))
+        XCTAssertThrowsError(try store.createAccount(NewAccount(username: "ADALOVELACE", email: "b@example.org", passwordHash: "x",
+                                                                formToken: "o-2", announce: true)), file: file, line: line)
+        let far = start.addingTimeInterval(10 * 365 * 86_400)
+        XCTAssertEqual(try store.outboxStatus().pending, 1, "one event: not for the quiet one, not for the refused one",
+                       file: file, line: line)
+        let claimed = try store.claimDueEvents(at: far, limit: 10, lease: 30)
+        XCTAssertEqual(claimed.count, 1, file: file, line: line)
+        let event = try XCTUnwrap(claimed.first?.event, file: file, line: line)
+        XCTAssertEqual(event.type, "account.created", file: file, line: line)
+        XCTAssertTrue(event.id.hasPrefix("msg_"), file: file, line: line)
+        let body = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(event.body.utf8)) as? [String: Any], file: file, line: line)
+        let data = try XCTUnwrap(body["data"] as? [String: Any], file: file, line: line)
+        XCTAssertEqual(data["id"] as? String, String(ada.id), file: file, line: line)
+        XCTAssertEqual(data["username"] as? String, "Adalovelace", file: file, line: line)
+        XCTAssertEqual((data["profile"] as? [String: Any])?["display_name"] as? String, "Ada", file: file, line: line)
+        XCTAssertNil(data["password_hash"], file: file, line: line)
+
+        XCTAssertEqual(try reopen().claimDueEvents(at: far.addingTimeInterval(29), limit: 10, lease: 30), [],
+                       "leased: no other instance claims it", file: file, line: line)
+        try store.scheduleRetry(eventID: event.id, attempts: 1, at: far.addingTimeInterval(60), error: "503")
+        XCTAssertEqual(try store.claimDueEvents(at: far.addingTimeInterval(59), limit: 10, lease: 30), [], file: file, line: line)
+        let again = try reopen().claimDueEvents(at: far.addingTimeInterval(60), limit: 10, lease: 30)
+        XCTAssertEqual(again.map(\.event.id), [event.id], "due again, same id", file: file, line: line)
+        XCTAssertEqual(again.first?.attempts, 1, file: file, line: line)
+        try store.markDelivered(eventID: event.id, attempts: 2, at: far.addingTimeInterval(61))
+        XCTAssertEqual(try store.outboxStatus(), OutboxStatus(pending: 0, parked: 0, oldestPendingCreatedAt: nil), file: file, line: line)
+        XCTAssertEqual(try store.claimDueEvents(at: far.addingTimeInterval(10_000), limit: 10, lease: 30), [],
+                       "delivered: never again", file: file, line: line)
+
+        let bob = try store.createAccount(NewAccount(username: "bobbytables", email: "b@example.org", passwordHash: "x",
+                                                     formToken: "o-3", announce: true))
+        let parked = try XCTUnwrap(try store.claimDueEvents(at: far, limit: 10, lease: 30).first, file: file, line: line)
+        try store.park(eventID: parked.event.id, attempts: 1, error: "410 Gone")
+        XCTAssertEqual(try store.outboxStatus().parked, 1, file: file, line: line)
+        XCTAssertEqual(try store.claimDueEvents(at: far.addingTimeInterval(10_000), limit: 10, lease: 30), [], file: file, line: line)
+        _ = bob
+    }
 }
 
 private final class Outcomes: @unchecked Sendable {

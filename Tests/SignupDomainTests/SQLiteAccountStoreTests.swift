@@ -48,6 +48,11 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func spendSharedTokens(bucket: String, key: String, cost: Double, rate: SharedBucketRate, at now: Date) throws -> Double { throw Failure() }
         func resetSharedTokens(bucket: String, key: String) throws { throw Failure() }
         func removeFullSharedBuckets(at now: Date) throws -> Int { throw Failure() }
+        func claimDueEvents(at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] { throw Failure() }
+        func markDelivered(eventID: String, attempts: Int, at now: Date) throws { throw Failure() }
+        func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws { throw Failure() }
+        func park(eventID: String, attempts: Int, error: String) throws { throw Failure() }
+        func outboxStatus() throws -> OutboxStatus { throw Failure() }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -78,6 +83,11 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func spendSharedTokens(bucket: String, key: String, cost: Double, rate: SharedBucketRate, at now: Date) throws -> Double { rate.burst }
         func resetSharedTokens(bucket: String, key: String) throws {}
         func removeFullSharedBuckets(at now: Date) throws -> Int { 0 }
+        func claimDueEvents(at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] { [] }
+        func markDelivered(eventID: String, attempts: Int, at now: Date) throws {}
+        func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws {}
+        func park(eventID: String, attempts: Int, error: String) throws {}
+        func outboxStatus() throws -> OutboxStatus { OutboxStatus(pending: 0, parked: 0, oldestPendingCreatedAt: nil) }
         struct UnusedInTheseTests: Error {}
     }
 
@@ -116,6 +126,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testNamesAreTakenInCanonicalForm() throws { try contract().namesAreTakenInCanonicalForm() }
     func testSignedInSessionsLiveEndAndAreSwept() throws { try contract().signedInSessionsLiveEndAndAreSwept() }
     func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }
+    func testTheOutboxHoldsEachAccountsEventUntilItIsDelivered() throws { try contract().theOutboxHoldsEachAccountsEventUntilItIsDelivered() }
     func testReservingAgainSkipsNamesAlreadyThere() throws { try contract().reservingAgainSkipsNamesAlreadyThere() }
     func testAccountsReadBackAsStored() throws { try contract().accountsReadBackAsStored() }
     func testAFormCreatesOneAccount() throws { try contract().aFormCreatesOneAccount() }

@@ -27,6 +27,7 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testReopeningKeepsTheData() throws { try contract().reopeningKeepsTheData() }
     func testSignedInSessionsLiveEndAndAreSwept() throws { try contract().signedInSessionsLiveEndAndAreSwept() }
     func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }
+    func testTheOutboxHoldsEachAccountsEventUntilItIsDelivered() throws { try contract().theOutboxHoldsEachAccountsEventUntilItIsDelivered() }
 
     // MARK: PostgreSQL's own
 

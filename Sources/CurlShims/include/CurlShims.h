@@ -3,7 +3,7 @@
 
 #include <stddef.h>
 
-/// One GET with every cost bounded, through libcurl's easy interface (whose setopt is
+/// One GET (or POST) with every cost bounded, through libcurl's easy interface (whose setopt is
 /// C-variadic, which Swift cannot call). Blocks the calling thread for at most `timeout_ms`.
 typedef struct curl_shim_get_request {
     const char *url;
@@ -14,11 +14,14 @@ typedef struct curl_shim_get_request {
     long timeout_ms;
     /// Bytes of body accepted; a larger declared Content-Length is refused before the body.
     size_t max_bytes;
+    /// NULL for a GET; otherwise a POST of these `body_length` bytes.
+    const unsigned char *body;
+    size_t body_length;
 } curl_shim_get_request;
 
 typedef enum curl_shim_outcome {
     CURL_SHIM_OK = 0,
-    /// Status other than 200 (in `status`); the body is not read.
+    /// Status other than 2xx (in `status`); the body is not read.
     CURL_SHIM_STATUS = 1,
     /// The body is, or said it would be, larger than `max_bytes`.
     CURL_SHIM_TOO_LARGE = 2,

@@ -1,0 +1,103 @@
+import Crypto
+import Foundation
+
+/// A message for the world outside (a webhook), written to the store's outbox in the same
+/// transaction as the change it announces, so the change never exists without it. Delivered
+/// at least once, later, by whoever claims it (`AccountStore.claimDueEvents`).
+public struct OutboxEvent: Sendable, Equatable {
+    /// `msg_` and 32 random hex digits: the `webhook-id`, the same on every attempt.
+    public let id: String
+    /// "account.created".
+    public let type: String
+    /// The JSON body sent: `{"type":…,"timestamp":…,"data":{…}}`.
+    public let body: String
+    public let createdAt: Date
+
+    public init(id: String, type: String, body: String, createdAt: Date) {
+        self.id = id
+        self.type = type
+        self.body = body
+        self.createdAt = createdAt
+    }
+
+    /// `account.created`: the account's id, username, email, creation time and stored profile
+    /// (never its password hash).
+    public static func accountCreated(_ account: Account) -> OutboxEvent {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let created = formatter.string(from: account.createdAt)
+        let data = "{\"id\":\"\(account.id)\",\"username\":\(jsonString(account.username)),"
+            + "\"email\":\(jsonString(account.email)),\"created_at\":\"\(created)\","
+            + "\"profile\":\(ProfileValue.json(account.profile))}"
+        let body = "{\"type\":\"account.created\",\"timestamp\":\"\(created)\",\"data\":\(data)}"
+        return OutboxEvent(id: makeID(), type: "account.created", body: body, createdAt: account.createdAt)
+    }
+
+    static func makeID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return "msg_" + (0..<16).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
+    }
+
+    private static func jsonString(_ text: String) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])) ?? Data("[\"\"]".utf8)
+        let array = String(decoding: data, as: UTF8.self)
+        return String(array.dropFirst().dropLast())
+    }
+}
+
+/// An outbox event claimed for an attempt, with how many attempts it has had.
+public struct ClaimedEvent: Sendable, Equatable {
+    public let event: OutboxEvent
+    public let attempts: Int
+
+    public init(event: OutboxEvent, attempts: Int) {
+        self.event = event
+        self.attempts = attempts
+    }
+}
+
+/// How the outbox stands, for metrics.
+public struct OutboxStatus: Sendable, Equatable {
+    public let pending: Int
+    public let parked: Int
+    public let oldestPendingCreatedAt: Date?
+
+    public init(pending: Int, parked: Int, oldestPendingCreatedAt: Date?) {
+        self.pending = pending
+        self.parked = parked
+        self.oldestPendingCreatedAt = oldestPendingCreatedAt
+    }
+}
+
+/// The Standard Webhooks signature (standardwebhooks.com): HMAC-SHA256 with the secret's
+/// bytes over `id.timestamp.body`, base64, as `v1,<signature>`.
+public struct WebhookSecret: Sendable, Equatable {
+    public let key: [UInt8]
+
+    /// `whsec_` and base64 of 24 to 64 random bytes; nil (with a reason) otherwise.
+    public static func parse(_ text: String) -> Result<WebhookSecret, WebhookSecretError> {
+        guard text.hasPrefix("whsec_") else { return .failure(WebhookSecretError("must start with whsec_")) }
+        guard let bytes = Data(base64Encoded: String(text.dropFirst("whsec_".count))) else {
+            return .failure(WebhookSecretError("must be whsec_ followed by base64"))
+        }
+        guard (24...64).contains(bytes.count) else {
+            return .failure(WebhookSecretError("must hold 24 to 64 bytes (it holds \(bytes.count)); e.g. whsec_$(openssl rand -base64 32)"))
+        }
+        return .success(WebhookSecret(key: [UInt8](bytes)))
+    }
+
+    public init(key: [UInt8]) {
+        self.key = key
+    }
+
+    /// The `webhook-signature` value for one attempt.
+    public func signature(id: String, timestamp: Int, body: String) -> String {
+        let mac = HMAC<SHA256>.authenticationCode(for: Data("\(id).\(timestamp).\(body)".utf8), using: SymmetricKey(data: key))
+        return "v1," + Data(mac).base64EncodedString()
+    }
+}
+
+public struct WebhookSecretError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

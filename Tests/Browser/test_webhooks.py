@@ -1,0 +1,184 @@
+"""account.created reaches the product as a signed Standard Webhook and is never lost (issue 20).
+
+The receiver verifies every delivery with `standardwebhooks` from PyPI, the specification's
+reference implementation, not our code. It is down while 20 accounts are created; when it comes
+up, all 20 arrive, each verified, none missing. Then, with the receiver down again and events
+pending, the server is killed with SIGKILL; after a restart they are delivered. No browser:
+plain HTTP, as programs send.
+"""
+import base64
+import http.client
+import http.server
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+from standardwebhooks.webhooks import Webhook
+
+from conftest import ROOT, SERVER, STRONG_PASSWORD, wait_for
+
+SECRET = "whsec_" + base64.b64encode(os.urandom(32)).decode()
+
+
+class Receiver:
+    """The product's webhook endpoint on a fixed port; start and stop it at will."""
+
+    def __init__(self, port):
+        self.port = port
+        self.verified = {}      # webhook-id -> the event's data
+        self.deliveries = 0     # every POST, duplicates included
+        self.refused = []       # signatures the reference implementation rejected
+        self.httpd = None
+        self.lock = threading.Lock()
+
+    def start(self):
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                try:
+                    event = Webhook(SECRET).verify(body, dict(self.headers.items()))
+                except Exception as error:  # noqa: BLE001 - any refusal is a failure here
+                    with receiver.lock:
+                        receiver.refused.append(str(error))
+                    self.send_response(400)
+                    self.end_headers()
+                    return
+                with receiver.lock:
+                    receiver.deliveries += 1
+                    receiver.verified[self.headers["webhook-id"]] = event
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self):
+        if self.httpd:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.httpd = None
+
+    def usernames(self):
+        with self.lock:
+            return sorted(event["data"]["username"] for event in self.verified.values())
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Server:
+    def __init__(self, directory, receiver_port):
+        self.directory = Path(directory)
+        self.receiver_port = receiver_port
+        self.process = None
+        self.port = None
+
+    def start(self):
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("LIVESIGNUP_")}
+        environment["LIVESIGNUP_WEBHOOK_SECRET"] = SECRET
+        self.process = subprocess.Popen(
+            [str(SERVER), "--port", "0", "--database", str(self.directory / "accounts.sqlite"),
+             "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
+             "--log-level", "error", "--argon2-preset", "owasp-minimum", "--signups-per-address", "off",
+             "--webhook-url", f"http://127.0.0.1:{self.receiver_port}/hooks/livesignup",
+             "--webhook-first-retry-seconds", "1"],
+            stdout=subprocess.PIPE, text=True, env=environment)
+        self.port = int(re.search(r"http://127\.0\.0\.1:(\d+)", self.process.stdout.readline()).group(1))
+
+    def sign_up(self, username):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=15)
+        connection.request("GET", "/")
+        token = re.search(r'name="token" value="([^"]+)"', connection.getresponse().read().decode()).group(1)
+        body = urllib.parse.urlencode({"token": token, "username": username, "email": f"{username}@example.org",
+                                       "password": STRONG_PASSWORD, "confirm": STRONG_PASSWORD})
+        connection.request("POST", "/signup", body=body, headers={"Content-Type": "application/x-www-form-urlencoded"})
+        response = connection.getresponse()
+        response.read()
+        assert response.status == 303, f"sign-up of {username}: {response.status}"
+
+    def metric(self, name):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        connection.request("GET", "/metrics")
+        match = re.search(rf"^{re.escape(name)} (\S+)$", connection.getresponse().read().decode(), re.MULTILINE)
+        return float(match.group(1)) if match else None
+
+    def kill(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+def test_every_account_is_announced_once_verified_through_outages_and_a_kill():
+    receiver = Receiver(free_port())
+    with tempfile.TemporaryDirectory() as directory:
+        server = Server(directory, receiver.port)
+        server.start()
+        try:
+            names = [f"hooked{index:02d}" for index in range(20)]
+            for name in names:
+                server.sign_up(name)  # the receiver is down: no sign-up waits for it
+            assert wait_for(lambda: (server.metric("livesignup_webhooks_pending") or 0) == 20, 10), \
+                "20 events wait in the outbox"
+
+            receiver.start()
+            assert wait_for(lambda: receiver.usernames() == names, 60), \
+                f"delivered after the receiver came up: {receiver.usernames()}"
+            assert receiver.refused == [], f"the reference implementation refused: {receiver.refused[:3]}"
+            event = next(iter(receiver.verified.values()))
+            assert event["type"] == "account.created"
+            assert set(event["data"]) == {"id", "username", "email", "created_at", "profile"}
+            assert wait_for(lambda: server.metric("livesignup_webhooks_pending") == 0, 10)
+
+            # Events pending when the process dies are sent after a restart.
+            receiver.stop()
+            for name in ("killed1", "killed2", "killed3"):
+                server.sign_up(name)
+            server.kill()
+            receiver.start()
+            server.start()
+            assert wait_for(lambda: receiver.usernames() == sorted(names + ["killed1", "killed2", "killed3"]), 60), \
+                f"pending events survived the kill: {receiver.usernames()}"
+            assert receiver.refused == []
+            assert len(receiver.verified) == 23, "one webhook-id per account"
+        finally:
+            server.stop()
+            receiver.stop()
+
+
+def test_a_bad_url_or_secret_stops_the_start_with_a_reason():
+    cases = [
+        (["--webhook-url", "ftp://example.org/x"], SECRET, "--webhook-url must be an http(s) URL"),
+        (["--webhook-url", "https://example.org/x"], None, "needs LIVESIGNUP_WEBHOOK_SECRET"),
+        (["--webhook-url", "https://example.org/x"], "secret", "must start with whsec_"),
+        (["--webhook-url", "https://example.org/x"], "whsec_" + base64.b64encode(b"short").decode(), "24 to 64 bytes"),
+        ([], SECRET, "--webhook-url is not"),
+    ]
+    for arguments, secret, reason in cases:
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("LIVESIGNUP_")}
+        if secret:
+            environment["LIVESIGNUP_WEBHOOK_SECRET"] = secret
+        with tempfile.TemporaryDirectory() as directory:
+            result = subprocess.run([str(SERVER), "--port", "0", "--database", f"{directory}/a.sqlite", *arguments],
+                                    capture_output=True, text=True, env=environment, timeout=30)
+        assert result.returncode != 0, arguments
+        assert reason in result.stderr + result.stdout, f"{arguments}: {result.stderr}"
