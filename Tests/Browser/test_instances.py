@@ -141,3 +141,38 @@ def type_through_a_kill(deployment, browser, username):
     accounts = list_accounts(deployment.database.url)
     mine = [account for account in accounts if account[0] == username]
     assert mine == [(username, f"{username}@example.com")], accounts
+
+
+def test_a_sign_in_made_on_one_instance_is_known_to_the_other(deployment):
+    """Signed-in sessions live in PostgreSQL (issue 20): the cookie web1 set is a live session
+    on web2, and a sign-out on web2 ends it on web1 (within its 5 s confirmation window)."""
+    import http.client
+    import time
+    import urllib.parse
+
+    def call(instance, method, path, body=None, cookie=None):
+        connection = http.client.HTTPConnection("127.0.0.1", deployment.instances[instance].port, timeout=15)
+        headers = {"Content-Type": "application/x-www-form-urlencoded"} if body else {}
+        if cookie:
+            headers["Cookie"] = cookie
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, dict((k.lower(), v) for k, v in response.getheaders()), response.read().decode()
+
+    _, _, page = call("web1", "GET", "/")
+    token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+    username = f"shared{uuid.uuid4().hex[:8]}"
+    body = urllib.parse.urlencode({"token": token, "username": username, "email": f"{username}@example.org",
+                                   "password": STRONG_PASSWORD, "confirm": STRONG_PASSWORD})
+    status, headers, _ = call("web1", "POST", "/signup", body=body)
+    assert status == 303, deployment.logs()
+    cookie = headers["set-cookie"].split(";")[0]
+
+    status, headers, _ = call("web2", "GET", "/auth", cookie=cookie)
+    assert status == 200 and headers["x-auth-request-user"] == username, "web2 knows web1's session"
+
+    assert call("web2", "POST", "/signout", cookie=cookie)[0] == 303
+    deadline = time.monotonic() + 10
+    while call("web1", "GET", "/auth", cookie=cookie)[0] == 200 and time.monotonic() < deadline:
+        time.sleep(0.2)  # bounded wait: web1 may trust its last confirmation for up to 5 s
+    assert call("web1", "GET", "/auth", cookie=cookie)[0] == 401, "signed out on web2: refused on web1 too"
