@@ -110,4 +110,7 @@ public protocol EventOutbox: Sendable {
     /// Given up on (a 4xx other than 408/429, or the retry window is over); kept for the operator.
     func park(eventID: String, attempts: Int, error: String) throws
     func outboxStatus() throws -> OutboxStatus
+    /// Deletes events delivered before `date` (the sweep keeps a week, for the operator's
+    /// questions); parked ones stay until the operator acts. Returns how many.
+    func removeDeliveredEvents(deliveredBefore date: Date) throws -> Int
 }

@@ -359,6 +359,13 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
+    public func removeDeliveredEvents(deliveredBefore date: Date) throws -> Int {
+        try write { db in
+            try db.execute(sql: "DELETE FROM webhook_outbox WHERE state = 'delivered' AND delivered_at < ?", arguments: [date])
+            return db.changesCount
+        }
+    }
+
     // MARK: The database file under us
 
     private func read<T>(_ body: (Database) throws -> T) throws -> T {

@@ -432,11 +432,23 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
+    public func removeDeliveredEvents(deliveredBefore date: Date) throws -> Int {
+        try run("remove delivered webhooks") { client in
+            var removed = 0
+            for try await _ in try await client.query(
+                "DELETE FROM webhook_outbox WHERE state = 'delivered' AND delivered_at < \(date) RETURNING id").decode(String.self) {
+                removed += 1
+            }
+            return removed
+        }
+    }
+
     // MARK: Running async work for synchronous callers
 
     /// Runs `body` against the pool and waits at most `answerTimeout` for it. Errors that are
     /// about reaching the database become `StorageFault`; the database's own answers (a
     /// unique violation, say) pass through as `PSQLError`.
+    @discardableResult
     private func run<T: Sendable>(_ what: String, timeout: TimeInterval? = nil,
                                   _ body: @escaping @Sendable (PostgresClient) async throws -> T) throws -> T {
         let timeout = timeout ?? answerTimeout

@@ -273,6 +273,7 @@ public final class SignupApplication: Sendable {
             if removed > 0 { logger.debug("Expired idle form sessions", metadata: ["count": "\(removed)"]) }
             do {
                 _ = try store.removeFullSharedBuckets(at: configuration.now())
+                _ = try store.removeDeliveredEvents(deliveredBefore: configuration.now().addingTimeInterval(-7 * 86_400))
                 let ended = try signedIn.removeEnded()
                 if ended > 0 { logger.debug("Removed ended signed-in sessions", metadata: ["count": "\(ended)"]) }
             } catch {

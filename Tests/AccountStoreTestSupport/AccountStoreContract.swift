@@ -231,6 +231,9 @@ public struct AccountStoreContract {
         XCTAssertEqual(try store.outboxStatus(), OutboxStatus(pending: 0, parked: 0, oldestPendingCreatedAt: nil), file: file, line: line)
         XCTAssertEqual(try store.claimDueEvents(at: far.addingTimeInterval(10_000), limit: 10, lease: 30), [],
                        "delivered: never again", file: file, line: line)
+        XCTAssertEqual(try store.removeDeliveredEvents(deliveredBefore: far.addingTimeInterval(61)), 0, file: file, line: line)
+        XCTAssertEqual(try store.removeDeliveredEvents(deliveredBefore: far.addingTimeInterval(62)), 1,
+                       "the sweep deletes delivered events older than its bound", file: file, line: line)
 
         let bob = try store.createAccount(NewAccount(username: "bobbytables", email: "b@example.org", passwordHash: "x",
                                                      formToken: "o-3", announce: true))

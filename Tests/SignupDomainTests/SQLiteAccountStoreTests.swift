@@ -53,6 +53,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws { throw Failure() }
         func park(eventID: String, attempts: Int, error: String) throws { throw Failure() }
         func outboxStatus() throws -> OutboxStatus { throw Failure() }
+        func removeDeliveredEvents(deliveredBefore date: Date) throws -> Int { throw Failure() }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -88,6 +89,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws {}
         func park(eventID: String, attempts: Int, error: String) throws {}
         func outboxStatus() throws -> OutboxStatus { OutboxStatus(pending: 0, parked: 0, oldestPendingCreatedAt: nil) }
+        func removeDeliveredEvents(deliveredBefore date: Date) throws -> Int { 0 }
         struct UnusedInTheseTests: Error {}
     }
 
