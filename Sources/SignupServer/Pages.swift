@@ -111,6 +111,26 @@ extension AnswersWithPages {
     }
 }
 
+/// A concern whose forms carry `return_to` back to the application (sign-in, sign-up).
+protocol CarriesReturnTo: AnswersWithPages {
+    var returnTo: ReturnTo { get }
+    /// This request's validated `return_to` (set per request, like the language).
+    var returnTarget: String? { get set }
+}
+
+extension CarriesReturnTo {
+    /// A posted form's handlers: its urlencoded body, and these routes speaking the form's
+    /// language (its hidden `lang` field, else the browser's) with its validated `return_to`;
+    /// or the error that says what is wrong with the body.
+    func answering(_ request: HTTPRequest) -> Result<(routes: Self, form: URLEncodedForm), APIError> {
+        decodeForm(request).map { form in
+            var routes = speaking(visitorLanguage(request, requested: form["lang"]))
+            routes.returnTarget = returnTo.validated(form["return_to"], for: request)
+            return (routes, form)
+        }
+    }
+}
+
 /// How every concern refuses a request over a limit: one count in the metric by the limit's
 /// name, one debug line, and for the script's endpoints the JSON 429.
 struct Refusals: Sendable {

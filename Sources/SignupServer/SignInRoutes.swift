@@ -9,7 +9,7 @@ import SignupDomain
 /// each further try must wait (429 with `Retry-After`); every failure is logged (the name
 /// and address, never the password); and guesses wait in their own hashing lane, so they
 /// cannot delay sign-ups. `GET /welcome` is the signed-in person's page.
-struct SignInRoutes: AnswersWithPages, Sendable {
+struct SignInRoutes: CarriesReturnTo, Sendable {
     var pages: Pages
     let refusals: Refusals
     let store: any AccountStore
@@ -21,7 +21,6 @@ struct SignInRoutes: AnswersWithPages, Sendable {
     let metrics: SignupMetrics
     let logger: Logger
     let returnTo: ReturnTo
-    /// This request's validated `return_to` (set per request, like the language).
     var returnTarget: String?
 
     func signInPage(username: String, error: String?, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
@@ -33,14 +32,10 @@ struct SignInRoutes: AnswersWithPages, Sendable {
     }
 
     func signIn(_ request: SignupRequest) -> HTTPResponse {
-        let form: URLEncodedForm
-        switch decodeForm(request.http) {
-        case .success(let decoded): form = decoded
+        switch answering(request.http) {
+        case .success(let posted): return posted.routes.signIn(posted.form, from: request)
         case .failure(let error): return error.response
         }
-        var routes = speaking(visitorLanguage(request.http, requested: form["lang"]))
-        routes.returnTarget = returnTo.validated(form["return_to"], for: request.http)
-        return routes.signIn(form, from: request)
     }
 
     private func signIn(_ form: URLEncodedForm, from request: SignupRequest) -> HTTPResponse {

@@ -5,7 +5,7 @@ import ReactiveValidation
 import SignupDomain
 
 /// `POST /signup`: the plain form post that creates an account, with or without JavaScript.
-struct SignupSubmitRoutes: AnswersWithPages, Sendable {
+struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
     var pages: Pages
     let refusals: Refusals
     let sessions: FormSessionRegistry
@@ -22,19 +22,13 @@ struct SignupSubmitRoutes: AnswersWithPages, Sendable {
     let returnTo: ReturnTo
     /// Sends `account.created` when configured; told when there is one to send.
     let webhooks: WebhookDelivery?
-    /// This request's validated `return_to` (set per request, like the language).
     var returnTarget: String?
 
     func submit(_ request: SignupRequest) -> HTTPResponse {
-        let form: URLEncodedForm
-        switch decodeForm(request.http) {
-        case .success(let decoded): form = decoded
+        switch answering(request.http) {
+        case .success(let posted): return posted.routes.submit(posted.form, from: request)
         case .failure(let error): return error.response
         }
-        // The page's language (its hidden `lang` field), else the browser's; where it came from.
-        var routes = speaking(visitorLanguage(request.http, requested: form["lang"]))
-        routes.returnTarget = returnTo.validated(form["return_to"], for: request.http)
-        return routes.submit(form, from: request)
     }
 
     private func submit(_ form: URLEncodedForm, from request: SignupRequest) -> HTTPResponse {

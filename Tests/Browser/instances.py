@@ -208,6 +208,41 @@ def list_accounts(database_url):
 
 # ---------- nginx ----------
 
+def nginx_configuration(directory, error_log, http_body):
+    """A whole nginx.conf for a test: one process in the foreground, every temporary path in
+    `directory`, no access log, and `http_body` inside `http { }`."""
+    return f"""
+daemon off;
+master_process off;
+worker_processes 1;
+pid {directory}/nginx.pid;
+error_log {error_log} warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {directory}/body;
+    proxy_temp_path {directory}/proxy;
+    fastcgi_temp_path {directory}/fastcgi;
+    uwsgi_temp_path {directory}/uwsgi;
+    scgi_temp_path {directory}/scgi;
+{http_body}
+}}
+"""
+
+
+def http_call(port, method, path, body=None, cookie=None):
+    """One plain request to 127.0.0.1:`port` (a urlencoded body, a cookie), redirects not
+    followed; returns the status, the headers by lower-case name, and the body."""
+    import http.client
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    headers = {"Content-Type": "application/x-www-form-urlencoded"} if body else {}
+    if cookie:
+        headers["Cookie"] = cookie
+    connection.request(method, path, body=body, headers=headers)
+    response = connection.getresponse()
+    return response.status, dict((k.lower(), v) for k, v in response.getheaders()), response.read().decode()
+
+
 class Nginx:
     """nginx in the foreground (no master, one worker) on a free loopback port, in front of
     `ports` ({"web1": port, "web2": port}) with the shipped configuration files."""
@@ -227,29 +262,13 @@ class Nginx:
         instances_conf = self.directory / "livesignup-instances.conf"
         instances_conf.write_text(shipped)
 
-        temp = self.directory
         self.configuration = self.directory / "nginx.conf"
-        self.configuration.write_text(f"""
-daemon off;
-master_process off;
-worker_processes 1;
-pid {temp}/nginx.pid;
-error_log {self.error_log} warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {temp}/body;
-    proxy_temp_path {temp}/proxy;
-    fastcgi_temp_path {temp}/fastcgi;
-    uwsgi_temp_path {temp}/uwsgi;
-    scgi_temp_path {temp}/scgi;
+        self.configuration.write_text(nginx_configuration(self.directory, self.error_log, f"""
     include {instances_conf};
     server {{
         listen 127.0.0.1:{self.port};
         include {NGINX_DIR / "livesignup-proxy.conf"};
-    }}
-}}
-""")
+    }}"""))
 
     def start(self):
         output = open(self.directory / "stderr.log", "w")

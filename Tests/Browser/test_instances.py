@@ -18,7 +18,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from conftest import SERVER, STRONG_PASSWORD
-from instances import NGINX, Instance, Nginx, PostgreSQL, list_accounts, postgresql_bin
+from instances import NGINX, Instance, Nginx, PostgreSQL, http_call, list_accounts, postgresql_bin
 
 INSTANCE_IDS = ("web1", "web2")
 # From the kill to the survivor's snapshot: a 404 and a new session, or the stream's retry.
@@ -146,18 +146,11 @@ def type_through_a_kill(deployment, browser, username):
 def test_a_sign_in_made_on_one_instance_is_known_to_the_other(deployment):
     """Signed-in sessions live in PostgreSQL (issue 20): the cookie web1 set is a live session
     on web2, and a sign-out on web2 ends it on web1 (within its 5 s confirmation window)."""
-    import http.client
     import time
     import urllib.parse
 
     def call(instance, method, path, body=None, cookie=None):
-        connection = http.client.HTTPConnection("127.0.0.1", deployment.instances[instance].port, timeout=15)
-        headers = {"Content-Type": "application/x-www-form-urlencoded"} if body else {}
-        if cookie:
-            headers["Cookie"] = cookie
-        connection.request(method, path, body=body, headers=headers)
-        response = connection.getresponse()
-        return response.status, dict((k.lower(), v) for k, v in response.getheaders()), response.read().decode()
+        return http_call(deployment.instances[instance].port, method, path, body=body, cookie=cookie)
 
     _, _, page = call("web1", "GET", "/")
     token = re.search(r'name="token" value="([^"]+)"', page).group(1)

@@ -10,7 +10,6 @@ small application (livesignup-protect.conf) that echoes the headers it was given
 a host's cookies to every port of it, so the two share the sign-in cookie as sibling hosts do
 with `--cookie-domain`.
 """
-import http.client
 import http.server
 import re
 import subprocess
@@ -23,7 +22,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from conftest import STRONG_PASSWORD, Server
-from instances import NGINX, NGINX_DIR, free_port, http_status, poll, read_text
+from instances import NGINX, NGINX_DIR, free_port, http_call, http_status, nginx_configuration, poll, read_text
 
 class EchoApplication:
     """The application behind the proxy: answers every request with the headers it got."""
@@ -60,21 +59,7 @@ class ProtectingNginx:
         self.directory.mkdir()
         self.signup_port, self.app_port = signup_port, protected_port
         self.error_log = self.directory / "error.log"
-        temp = self.directory
-        (self.directory / "nginx.conf").write_text(f"""
-daemon off;
-master_process off;
-worker_processes 1;
-pid {temp}/nginx.pid;
-error_log {self.error_log} warn;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path {temp}/body;
-    proxy_temp_path {temp}/proxy;
-    fastcgi_temp_path {temp}/fastcgi;
-    uwsgi_temp_path {temp}/uwsgi;
-    scgi_temp_path {temp}/scgi;
+        (self.directory / "nginx.conf").write_text(nginx_configuration(self.directory, self.error_log, f"""
     upstream livesignup {{ server 127.0.0.1:{livesignup_port}; keepalive 8; }}
     upstream livesignup_auth {{ server 127.0.0.1:{livesignup_port}; keepalive 8; }}
     map $arg_token $livesignup_upstream {{ default livesignup; }}
@@ -87,9 +72,7 @@ http {{
         set $livesignup_signin http://127.0.0.1:{self.signup_port}/signin;
         set $livesignup_app http://127.0.0.1:{app_port};
         include {NGINX_DIR / "livesignup-protect.conf"};
-    }}
-}}
-""")
+    }}"""))
         self.process = subprocess.Popen(
             [str(NGINX), "-p", str(self.directory), "-e", str(self.error_log), "-c", str(self.directory / "nginx.conf")],
             stdout=subprocess.DEVNULL, stderr=open(self.directory / "stderr.log", "w"), stdin=subprocess.DEVNULL)
@@ -124,14 +107,7 @@ def deployment():
             app.close()
 
 
-def request(port, method, path, body=None, cookie=None):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
-    headers = {"Content-Type": "application/x-www-form-urlencoded"} if body else {}
-    if cookie:
-        headers["Cookie"] = cookie
-    connection.request(method, path, body=body, headers=headers)
-    response = connection.getresponse()
-    return response.status, dict((k.lower(), v) for k, v in response.getheaders()), response.read().decode()
+request = http_call
 
 
 def test_a_visitor_signs_up_comes_back_signed_in_stays_through_a_restart_and_signs_out(deployment):
