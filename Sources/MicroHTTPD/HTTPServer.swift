@@ -79,6 +79,8 @@ public final class HTTPServer: Sendable {
             return mhd_shim_start_daemon(&config, &errorBuffer, errorBuffer.count)
         }
         guard let daemon else {
+            // Nothing to watch: its thread and descriptors go now, not with the process.
+            hangUps?.stop()
             // libmicrohttpd's own words ("Failed to bind to port 8080: Address already in
             // use") are better than our guess; fall back to the guess without them.
             let messages = startMessages.withLock { $0 }

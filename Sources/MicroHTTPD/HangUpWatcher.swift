@@ -60,8 +60,8 @@ final class HangUpWatcher: Sendable {
     }
 
     deinit {
-        // Only when never started (`stop` closes them otherwise).
-        if !watched.withLock({ $0.isRunning || $0.isStopped }) {
+        // Only when its thread never ran (`stop` closes them after it ends otherwise).
+        if !watched.withLock({ $0.isRunning }) {
             close(set)
             close(wake)
         }
@@ -70,8 +70,9 @@ final class HangUpWatcher: Sendable {
     /// Starts the watching thread (before the daemon, so no connection is missed).
     func start() {
         let starting = watched.withLock { watched -> Bool in
-            defer { watched.isRunning = true }
-            return !watched.isRunning && !watched.isStopped
+            guard !watched.isRunning, !watched.isStopped else { return false }
+            watched.isRunning = true
+            return true
         }
         guard starting else { return }
         let thread = Thread { [self] in run() }
@@ -128,6 +129,7 @@ final class HangUpWatcher: Sendable {
             }
             return watched.isRunning && !watched.isStopped
         }
+        // Never started: deinit closes the set and the wake-up descriptor.
         guard wasRunning else { return }
         mhd_shim_hangups_wake(wake)
         finished.wait()
