@@ -72,6 +72,7 @@ let package = Package(
         ),
         .target(name: "CurlShims", dependencies: ["CCurl"]),
         .target(name: "OutsideHTTP", dependencies: ["CurlShims"]),
+        .target(name: "OutsideMail", dependencies: ["CurlShims"]),
 
         // The wire vocabulary, Foundation only, shared by server and client. FormWire holds what
         // any live form says (requirement states, edit receipts, error bodies, SSE events);
@@ -154,6 +155,7 @@ let package = Package(
                 "SignupDomain",
                 "SignupPostgres",
                 "MicroHTTPD",
+                "OutsideMail",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

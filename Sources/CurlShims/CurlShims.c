@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -149,4 +150,61 @@ void curl_shim_free_result(curl_shim_get_result *result) {
     free(result->body);
     result->body = NULL;
     result->length = 0;
+}
+
+int curl_shim_send_mail(const curl_shim_mail *mail, char *error, size_t error_capacity) {
+    curl_shim_global_init();
+    CURL *handle = curl_easy_init();
+    if (handle == NULL) {
+        if (error) snprintf(error, error_capacity, "libcurl could not start a transfer");
+        return -1;
+    }
+    char words[CURL_ERROR_SIZE] = { 0 };
+    struct curl_slist *recipients = curl_slist_append(NULL, mail->envelope_to);
+    struct curl_slist *headers = NULL;
+    for (size_t i = 0; i < mail->header_count; i++) headers = curl_slist_append(headers, mail->headers[i]);
+
+    /* multipart/alternative inside the message, as libcurl's own smtp-mime example builds it. */
+    curl_mime *message = curl_mime_init(handle);
+    curl_mime *alternatives = curl_mime_init(handle);
+    curl_mimepart *part = curl_mime_addpart(alternatives);
+    curl_mime_data(part, mail->text, CURL_ZERO_TERMINATED);
+    curl_mime_type(part, "text/plain; charset=utf-8");
+    curl_mime_encoder(part, "quoted-printable");
+    part = curl_mime_addpart(alternatives);
+    curl_mime_data(part, mail->html, CURL_ZERO_TERMINATED);
+    curl_mime_type(part, "text/html; charset=utf-8");
+    curl_mime_encoder(part, "quoted-printable");
+    part = curl_mime_addpart(message);
+    curl_mime_subparts(part, alternatives);
+    curl_mime_type(part, "multipart/alternative");
+    struct curl_slist *inline_header = curl_slist_append(NULL, "Content-Disposition: inline");
+    curl_mime_headers(part, inline_header, 1);
+
+    curl_easy_setopt(handle, CURLOPT_URL, mail->url);
+    curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
+    curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, mail->timeout_ms);
+    curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, mail->timeout_ms);
+    curl_easy_setopt(handle, CURLOPT_USE_SSL, mail->require_tls ? (long) CURLUSESSL_ALL : (long) CURLUSESSL_TRY);
+    if (mail->ca_file != NULL) curl_easy_setopt(handle, CURLOPT_CAINFO, mail->ca_file);
+    if (mail->username != NULL) {
+        curl_easy_setopt(handle, CURLOPT_USERNAME, mail->username);
+        curl_easy_setopt(handle, CURLOPT_PASSWORD, mail->password ? mail->password : "");
+    }
+    curl_easy_setopt(handle, CURLOPT_MAIL_FROM, mail->envelope_from);
+    curl_easy_setopt(handle, CURLOPT_MAIL_RCPT, recipients);
+    curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(handle, CURLOPT_MIMEPOST, message);
+    curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, words);
+
+    CURLcode code = curl_easy_perform(handle);
+    if (code != CURLE_OK && error) {
+        snprintf(error, error_capacity, "%s", words[0] ? words : curl_easy_strerror(code));
+    }
+    curl_slist_free_all(recipients);
+    curl_slist_free_all(headers);
+    curl_mime_free(message);
+    curl_easy_cleanup(handle);
+    return (int) code;
 }

@@ -14,14 +14,18 @@ struct SignupServerCommand: ParsableCommand {
         abstract: "Serves the LiveSignup sign-up page.",
         discussion: "Every option can also be set with an environment variable LIVESIGNUP_<NAME> (shown with each option); a flag wins over the environment, the environment over the default.",
         version: version,
-        subcommands: [Serve.self, Accounts.self, Sessions.self, PolicyCommand.self],
+        subcommands: [Serve.self, Accounts.self, Sessions.self, Mail.self, PolicyCommand.self],
         defaultSubcommand: Serve.self)
 
     /// Turns `LIVESIGNUP_*` variables into arguments for the subcommand being run, then parses.
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        let options = ["accounts", "sessions"].contains(arguments.first ?? "")
-            ? Accounts.List.environmentOptions : Serve.environmentOptions
+        let options: [(name: String, kind: EnvironmentArguments.Kind)]
+        switch arguments.first {
+        case "accounts", "sessions": options = Accounts.List.environmentOptions
+        case "mail": options = Mail.Test.environmentOptions
+        default: options = Serve.environmentOptions
+        }
         main(EnvironmentArguments.merge(arguments, environment: ProcessInfo.processInfo.environment, options: options))
     }
 }

@@ -51,4 +51,29 @@ curl_shim_outcome curl_shim_get(const curl_shim_get_request *request, void *shar
 
 void curl_shim_free_result(curl_shim_get_result *result);
 
+/// One mail over SMTP (libcurl speaks the protocol: EHLO, STARTTLS, AUTH, MAIL FROM, RCPT TO,
+/// DATA) with a text and an HTML part as multipart/alternative (libcurl's MIME builder).
+typedef struct curl_shim_mail {
+    /// smtp://host:port (STARTTLS when offered, or always with `require_tls`) or smtps://.
+    const char *url;
+    /// NULL: no AUTH.
+    const char *username;
+    const char *password;
+    int require_tls;
+    /// A PEM file of certificates to trust instead of the system's; NULL for the system's.
+    const char *ca_file;
+    long timeout_ms;
+    /// The envelope sender and recipient: bare addresses, without angle brackets.
+    const char *envelope_from;
+    const char *envelope_to;
+    /// "Name: value" header lines (From, To, Subject, Date, Message-ID, Auto-Submitted).
+    const char *const *headers;
+    size_t header_count;
+    const char *text;
+    const char *html;
+} curl_shim_mail;
+
+/// 0 when the server accepted the mail; otherwise libcurl's code, with its words in `error`.
+int curl_shim_send_mail(const curl_shim_mail *mail, char *error, size_t error_capacity);
+
 #endif
