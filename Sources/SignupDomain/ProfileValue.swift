@@ -40,7 +40,11 @@ public enum ProfileValue: Sendable, Equatable, Codable {
     }
 
     /// A stored profile's JSON read back; an unreadable one is empty rather than fatal.
+    /// The profile a store kept. One it cannot read (edited by hand into something else) is
+    /// kept whole under `"unreadable"` rather than shown as empty, so nothing is lost from
+    /// `accounts list` or a webhook.
     public static func profile(fromJSON text: String) -> [String: ProfileValue] {
-        (try? JSONDecoder().decode([String: ProfileValue].self, from: Data(text.utf8))) ?? [:]
+        if let profile = try? JSONDecoder().decode([String: ProfileValue].self, from: Data(text.utf8)) { return profile }
+        return text.isEmpty || text == "{}" ? [:] : ["unreadable": .string(text)]
     }
 }

@@ -86,11 +86,16 @@ public final class SignupViewModel {
         inputsByField = Dictionary(uniqueKeysWithValues: inputs.map { ($0.field, $0) })
 
         let availability = policy.usernameAvailabilityRule { availabilityChecker.availability(of: $0) }
-        let usernameInput = inputsByField[.username]!.$value
+        // A sign-up form always has these two (PolicyFile refuses a file without them); a
+        // `Policy` made in code without them is a programming error, said as one.
+        guard let username = inputsByField[.username], let password = inputsByField[.password] else {
+            preconditionFailure("A sign-up policy declares the username and password fields; this one has \(policy.fieldOrder.map(\.rawValue))")
+        }
+        let usernameInput = username.$value
         // "Not in a known breach", when configured: the same debounced, latest-only pipeline,
         // so a burst of keystrokes costs one look-up of the password as it settled.
         let breachAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = policy.passwordBreachRule.map {
-            inputsByField[.password]!.$value.latestAnswers(for: $0, debounce: availabilityDebounce, scheduler: scheduler)
+            password.$value.latestAnswers(for: $0, debounce: availabilityDebounce, scheduler: scheduler)
         } ?? Just(nil).eraseToAnyPublisher()
 
         // The whole form is evaluated in one step per change. Separate pipelines per field

@@ -260,4 +260,12 @@ final class DeclaredFieldsTests: XCTestCase {
         XCTAssertEqual(model.form.snapshot(rev: 1).messages.keys.sorted(),
                        ["badge", "confirm", "email", "password", "team", "terms", "username"])
     }
+
+    func testAProfileTheStoreCannotReadIsKeptWholeNotShownEmpty() {
+        XCTAssertEqual(ProfileValue.profile(fromJSON: #"{"display_name":"Ada","terms":true}"#),
+                       ["display_name": .string("Ada"), "terms": .bool(true)])
+        XCTAssertEqual(ProfileValue.profile(fromJSON: "{}"), [:])
+        XCTAssertEqual(ProfileValue.profile(fromJSON: #"{"age":42}"#), ["unreadable": .string(#"{"age":42}"#)],
+                       "edited by hand into something else: kept, said so")
+    }
 }
