@@ -79,10 +79,13 @@ def test_dropped_streams_are_released_at_once_and_are_not_errors():
             clients = [threading.Thread(target=churn, args=(port, index, until, dropped)) for index in range(CLIENTS)]
             for thread in clients:
                 thread.start()
-            peak = baseline
-            while any(thread.is_alive() for thread in clients):
-                peak = max(peak, process.descriptors())
-                time.sleep(0.05)
+            peak = [baseline]
+
+            def churn_over():
+                peak[0] = max(peak[0], process.descriptors())  # sampled on each poll of the wait
+                return not any(thread.is_alive() for thread in clients)
+            assert wait_for(churn_over, CHURN_SECONDS + 30), "the churning clients never finished"
+            peak = peak[0]
             at_end = process.descriptors()
             released = wait_for(lambda: process.descriptors() <= baseline + 1, 1.0)
             print(f"\n{sum(dropped)} streams dropped in {CHURN_SECONDS} s; descriptors {baseline} before, "
