@@ -26,13 +26,6 @@ public final class WorkerThreads: @unchecked Sendable {
         self.idleSeconds = idleSeconds
     }
 
-    /// Threads running now (tests).
-    public var threadCount: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return started
-    }
-
     /// Runs `work` on one of the threads (started on first need, then kept). Returns false,
     /// running nothing, when `queueLimit` jobs are already waiting.
     @discardableResult

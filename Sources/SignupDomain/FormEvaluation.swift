@@ -171,18 +171,31 @@ extension SignupPolicy {
     /// breach source is configured; `unmet` for passwords too short to be looked up, which
     /// their length rule refuses anyway).
     public func breachStateNow(for password: String) -> RequirementState? {
-        guard let rule = passwordBreachRule, let checker = breachedPasswords else { return nil }
-        guard rule.isEligible(password) else { return .unmet }
-        return checker.verdictNow(for: password).state
+        switch breachQuestion(for: password) {
+        case .known(let state): return state
+        case .ask(let checker): return checker.verdictNow(for: password).state
+        }
     }
 
     /// The same, on the breach checker's queue, handed to `completion` there; at once (on
     /// the caller's thread) when no look-up is needed. A look-up can take the source's whole
     /// timeout, so request threads never wait for one.
     public func breachState(for password: String, then completion: @escaping @Sendable (RequirementState?) -> Void) {
-        guard let rule = passwordBreachRule, let checker = breachedPasswords else { return completion(nil) }
-        guard rule.isEligible(password) else { return completion(.unmet) }
-        checker.verdict(for: password) { completion($0.state) }
+        switch breachQuestion(for: password) {
+        case .known(let state): completion(state)
+        case .ask(let checker): checker.verdict(for: password) { completion($0.state) }
+        }
+    }
+
+    private enum BreachQuestion {
+        /// Known without asking: nil with no breach source, `unmet` when too short to ask about.
+        case known(RequirementState?)
+        case ask(BreachedPasswordChecker)
+    }
+
+    private func breachQuestion(for password: String) -> BreachQuestion {
+        guard let rule = passwordBreachRule, let checker = breachedPasswords else { return .known(nil) }
+        return rule.isEligible(password) ? .ask(checker) : .known(.unmet)
     }
 
     /// The form as a page view starts: every field empty, nothing shown, no answer yet.

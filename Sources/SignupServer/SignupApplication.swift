@@ -283,9 +283,6 @@ public final class SignupApplication: Sendable {
         }
     }
 
-    /// Sends every open stream its heartbeat now, as the server's periodic one does.
-    public func sendHeartbeatsNow() { server.sendHeartbeatsNow() }
-
     /// Drops sessions idle past their lifetime now, as the periodic sweep does.
     @discardableResult
     public func removeExpiredSessions() -> Int { sessions.removeExpired() }

@@ -137,9 +137,9 @@ struct SignupRoutes: HTTPResponder {
     /// Requests refused before routing: the readable page where a person is looking.
     func respond(to error: HTTPProtocolError, request: HTTPRequest) -> HTTPResponse {
         if error == .shuttingDown, Self.table.resolve(request.path)?.answers == .page {
-            return page(for: request).problem(
-                title: text("problem.restarting_title", for: request), message: text("problem.restarting_message", for: request),
-                code: error.code, status: error.status)
+            let pages = page(for: request)
+            return pages.problem(title: pages.text("problem.restarting_title"), message: pages.text("problem.restarting_message"),
+                                 code: error.code, status: error.status)
         }
         return APIError(status: error.status, code: error.code, message: error.message).response
     }
@@ -155,9 +155,9 @@ struct SignupRoutes: HTTPResponder {
     /// for the page script's endpoints.
     private func crossSite(_ request: HTTPRequest, answers: Route.Answers) -> HTTPResponse {
         guard answers == .page else { return APIError.crossSite.response }
-        return page(for: request).problem(
-            title: text("problem.refused_title", for: request), message: text("problem.refused_message", for: request),
-            code: APIError.crossSite.code, status: .forbidden)
+        let pages = page(for: request)
+        return pages.problem(title: pages.text("problem.refused_title"), message: pages.text("problem.refused_message"),
+                             code: APIError.crossSite.code, status: .forbidden)
     }
 
     /// The pages in the visitor's language (`?lang=`, else `Accept-Language`, else English).
@@ -165,9 +165,5 @@ struct SignupRoutes: HTTPResponder {
         var pages = pages
         pages.language = pages.visitorLanguage(request, requested: request.queryValue("lang"))
         return pages
-    }
-
-    private func text(_ key: String, for request: HTTPRequest) -> String {
-        page(for: request).text(key)
     }
 }

@@ -99,6 +99,18 @@ final class ClientAbuseTests: XCTestCase {
                       "the second stream's client hung up and was noticed without a heartbeat")
     }
 
+    /// The heartbeat can be sent now (tests drive it instead of waiting out its interval).
+    func testAHeartbeatSentNowReachesEveryOpenStream() throws {
+        let server = try streamServer(heartbeatSeconds: 600)
+        defer { server.stop() }
+        let clients = try streamClients(3, of: server)
+        XCTAssertTrue(Condition.wait(timeout: 10) { server.openStreamCount == 3 })
+        server.sendHeartbeatsNow()
+        for client in clients {
+            XCTAssertTrue(client.read(timeout: 5) { $0.contains(": ping\n\n") }, client.received)
+        }
+    }
+
     func testKilledStreamClientsAreReleasedWithinOneHeartbeatWithFewThreads() throws {
         let server = try streamServer(heartbeatSeconds: 1)
         defer { server.stop() }
