@@ -30,7 +30,7 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
         } catch {
             return speaking(language).slowDownPage(error)
         }
-        let target = returnTo.validated(ReturnTo.requested(in: request.http), for: request.http)
+        let target = returnTo.requestedTarget(of: request.http)
         var response = html(blankPages[language.tag]!.render(token: sessions.mintToken(), returnTo: target), status: .ok)
         // The page depends on the visitor's languages (caches must not share it).
         response.headers.add("Vary", "Accept-Language")

@@ -24,6 +24,11 @@ struct ReturnTo: Sendable {
         return value
     }
 
+    /// The request's own `?return_to=`, if it is a safe place to send the person afterwards.
+    func requestedTarget(of request: HTTPRequest) -> String? {
+        validated(Self.requested(in: request), for: request)
+    }
+
     /// `raw` if it is a safe place to send the person after signing in from `request`; nil
     /// otherwise.
     func validated(_ raw: String?, for request: HTTPRequest) -> String? {

@@ -122,7 +122,7 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
     /// `GET /signin`: the form, carrying a valid `return_to` along.
     func signInForm(_ request: HTTPRequest) -> HTTPResponse {
         var routes = speaking(visitorLanguage(request))
-        routes.returnTarget = returnTo.validated(ReturnTo.requested(in: request), for: request)
+        routes.returnTarget = returnTo.requestedTarget(of: request)
         return routes.signInPage(username: "", error: nil, status: .ok)
     }
 
