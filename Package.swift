@@ -138,6 +138,7 @@ let package = Package(
                 "ReactiveValidation",
                 "SignupDomain",
                 "OutsideHTTP",
+                "OutsideMail",
                 "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),

@@ -152,7 +152,7 @@ void curl_shim_free_result(curl_shim_get_result *result) {
     result->length = 0;
 }
 
-int curl_shim_send_mail(const curl_shim_mail *mail, char *error, size_t error_capacity) {
+int curl_shim_send_mail(const curl_shim_mail *mail, long *response_code, char *error, size_t error_capacity) {
     curl_shim_global_init();
     CURL *handle = curl_easy_init();
     if (handle == NULL) {
@@ -201,6 +201,11 @@ int curl_shim_send_mail(const curl_shim_mail *mail, char *error, size_t error_ca
     CURLcode code = curl_easy_perform(handle);
     if (code != CURLE_OK && error) {
         snprintf(error, error_capacity, "%s", words[0] ? words : curl_easy_strerror(code));
+    }
+    if (response_code != NULL) {
+        long last = 0;
+        curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &last);
+        *response_code = last;
     }
     curl_slist_free_all(recipients);
     curl_slist_free_all(headers);

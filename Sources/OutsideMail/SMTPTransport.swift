@@ -77,14 +77,27 @@ public struct MailMessage: Sendable, Equatable {
 
 public struct MailFailure: Error, CustomStringConvertible, Sendable {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// The mail server refused this mail for good (a 5xx reply about the recipient or the
+    /// message: no such mailbox, refused as spam): sending it again cannot help. Anything
+    /// else (no answer, a timeout, a 4xx, a refused login the operator can fix) may pass later.
+    public let isPermanent: Bool
+
+    public init(_ description: String, isPermanent: Bool = false) {
+        self.description = description
+        self.isPermanent = isPermanent
+    }
+}
+
+/// Something that takes mails away: a mail server, or a folder of `.eml` files.
+public protocol MailTransport: Sendable {
+    func send(_ message: MailMessage) throws(MailFailure)
 }
 
 /// Sends mail through an SMTP server with libcurl (no SMTP written by hand): `smtp://` with
 /// STARTTLS when the server offers it (or always, `requireTLS`), `smtps://` for TLS from the
 /// first byte, AUTH when the URL names a user (`smtp://user@host:587`; the password apart, from
 /// the environment), and one total timeout per mail.
-public struct SMTPTransport: Sendable {
+public struct SMTPTransport: MailTransport {
     public let url: URL
     public let password: String?
     public let requireTLS: Bool
@@ -119,6 +132,7 @@ public struct SMTPTransport: Sendable {
         let lines = message.headerLines.map { strdup($0) }
         defer { lines.forEach { free($0) } }
         var error = [CChar](repeating: 0, count: 256)
+        var reply = 0
         let code = address.withCString { address in
             lines.map { UnsafePointer($0) }.withUnsafeBufferPointer { headers in
                 withOptionalCString(user) { user in
@@ -135,7 +149,7 @@ public struct SMTPTransport: Sendable {
                                                 envelope_from: from, envelope_to: to,
                                                 headers: headers.baseAddress, header_count: headers.count,
                                                 text: text, html: html)
-                                            return curl_shim_send_mail(&mail, &error, error.count)
+                                            return curl_shim_send_mail(&mail, &reply, &error, error.count)
                                         }
                                     }
                                 }
@@ -147,7 +161,11 @@ public struct SMTPTransport: Sendable {
         }
         guard code == 0 else {
             let words = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw MailFailure("\(url.host ?? "the mail server") did not take the mail: \(words)")
+            // 550–555 and 501: the mailbox, the address or the message was refused (RFC 5321
+            // §4.2.2). 535 (login refused) and the rest are the operator's to fix: retried.
+            let permanent = (550...555).contains(reply) || reply == 501
+            throw MailFailure("\(url.host ?? "the mail server") did not take the mail: \(words)"
+                              + (reply > 0 ? " (reply \(reply))" : ""), isPermanent: permanent)
         }
     }
 }

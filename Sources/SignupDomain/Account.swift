@@ -10,15 +10,19 @@ public struct Account: Sendable, Equatable {
     public let createdAt: Date
     /// What the policy's stored fields kept (`stored: true`), a JSON object in the store.
     public let profile: [String: ProfileValue]
+    /// When its owner proved the address (a code or link from `/verify`); nil for accounts
+    /// made without a proof. Only proved addresses are unique among accounts.
+    public let emailVerifiedAt: Date?
 
     public init(id: Int64, username: String, email: String, passwordHash: String, createdAt: Date,
-                profile: [String: ProfileValue] = [:]) {
+                profile: [String: ProfileValue] = [:], emailVerifiedAt: Date? = nil) {
         self.id = id
         self.username = username
         self.email = email
         self.passwordHash = passwordHash
         self.createdAt = createdAt
         self.profile = profile
+        self.emailVerifiedAt = emailVerifiedAt
     }
 
     /// The marker stored instead of a hash for accounts nobody can sign in to.
@@ -54,4 +58,6 @@ public enum AccountCreationError: Error, Equatable {
     case usernameTaken
     /// This form already created an account (double submit, back button, replay).
     case formAlreadyUsed
+    /// Another account proved this email address (compared without regard to case).
+    case emailTaken
 }

@@ -1,9 +1,10 @@
 import Foundation
 
 /// Where accounts live. A protocol so another engine can replace SQLite later.
-public protocol AccountStore: SharedTokenBuckets, EventOutbox {
-    /// Whether a username (compared in canonical form, see `Username.canonical`) is in use.
-    func isUsernameTaken(_ username: String) throws -> Bool
+public protocol AccountStore: SharedTokenBuckets, EventOutbox, PendingSignups {
+    /// Whether a username (compared in canonical form, see `Username.canonical`) is in use:
+    /// by an account, or held at `now` by a sign-up waiting for its address to be proved.
+    func isUsernameTaken(_ username: String, at now: Date) throws -> Bool
 
     /// Adds accounts that cannot sign in, so their names show as taken (for demos and tests).
     /// Names already present are skipped.
@@ -51,6 +52,13 @@ public protocol AccountStore: SharedTokenBuckets, EventOutbox {
     func removeEndedSignInSessions(at now: Date, rules: SignInSessionRules) throws -> Int
 }
 
+extension AccountStore {
+    /// Whether a username is in use now (by the system clock).
+    public func isUsernameTaken(_ username: String) throws -> Bool {
+        try isUsernameTaken(username, at: Date())
+    }
+}
+
 /// Token buckets shared by every instance (limits that must hold across them): each
 /// `AccountStore` keeps them as rows; `InMemoryTokenBuckets` where there is one process only.
 public protocol SharedTokenBuckets: Sendable {
@@ -96,20 +104,21 @@ public final class InMemoryTokenBuckets: SharedTokenBuckets, @unchecked Sendable
     }
 }
 
-/// Events waiting to go out (webhooks), shared by every instance: each is claimed by one of
-/// them at a time, for a lease, and delivered at least once.
+/// Events waiting to go out (webhooks, mails), shared by every instance: each is claimed by
+/// one of them at a time, for a lease, and delivered at least once.
 public protocol EventOutbox: Sendable {
-    /// Up to `limit` pending events due by `now`, oldest first, leased to the caller until
-    /// `now + lease` (no other instance claims them meanwhile; after it, if nothing was
-    /// recorded, they are due again).
-    func claimDueEvents(at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent]
-    /// A receiver took it (2xx).
+    /// Up to `limit` of `channel`'s pending events due by `now`, oldest first, leased to the
+    /// caller until `now + lease` (no other instance claims them meanwhile; after it, if
+    /// nothing was recorded, they are due again).
+    func claimDueEvents(channel: OutboxChannel, at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent]
+    /// A receiver took it (2xx, a mail server's 250). A mail's body is emptied then: it may
+    /// hold a code, and nothing needs it any more.
     func markDelivered(eventID: String, attempts: Int, at now: Date) throws
     /// Try again at `next`.
     func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws
     /// Given up on (a 4xx other than 408/429, or the retry window is over); kept for the operator.
     func park(eventID: String, attempts: Int, error: String) throws
-    func outboxStatus() throws -> OutboxStatus
+    func outboxStatus(channel: OutboxChannel) throws -> OutboxStatus
     /// Deletes events delivered before `date` (the sweep keeps a week, for the operator's
     /// questions); parked ones stay until the operator acts. Returns how many.
     func removeDeliveredEvents(deliveredBefore date: Date) throws -> Int

@@ -1,8 +1,23 @@
+import Foundation
+
 /// Checks the shape of an email address the way browsers check `<input type="email">`
 /// (WHATWG HTML "valid email address"), additionally requiring a dot in the domain, since
 /// sign-ups come from the public internet, not `user@localhost`.
 public enum EmailAddress {
     public static let maximumLength = 254
+
+    /// The form addresses are compared in (and unique in, among proved ones):
+    /// "Ada@Example.ORG" is "ada@example.org".
+    public static func canonical(_ email: String) -> String {
+        email.trimmingCharacters(in: .whitespaces).lowercased()
+    }
+
+    /// "a…@example.org": enough for the person to recognise their address on a page that
+    /// anyone holding the link could see, not enough to learn it.
+    public static func masked(_ email: String) -> String {
+        guard let at = email.lastIndex(of: "@"), at > email.startIndex else { return "…" }
+        return String(email[email.startIndex]) + "…" + email[at...]
+    }
 
     public static func isValid(_ address: String) -> Bool {
         let utf8 = Array(address.utf8)

@@ -1,23 +1,34 @@
 import Crypto
 import Foundation
 
-/// A message for the world outside (a webhook), written to the store's outbox in the same
-/// transaction as the change it announces, so the change never exists without it. Delivered
-/// at least once, later, by whoever claims it (`AccountStore.claimDueEvents`).
+/// Where an outbox event goes: each channel has its own delivery thread, retries and metrics.
+public enum OutboxChannel: String, Sendable, CaseIterable {
+    /// Standard Webhooks to the operator's receiver.
+    case webhook
+    /// Mails to people (codes, notices), sealed (`OutgoingMail.sealed`).
+    case mail
+}
+
+/// A message for the world outside (a webhook, a mail), written to the store's outbox in the
+/// same transaction as the change it announces, so the change never exists without it.
+/// Delivered at least once, later, by whoever claims it (`EventOutbox.claimDueEvents`).
 public struct OutboxEvent: Sendable, Equatable {
     /// `msg_` and 32 random hex digits: the `webhook-id`, the same on every attempt.
     public let id: String
-    /// "account.created".
+    /// "account.created", "mail.verification", "mail.address_in_use".
     public let type: String
-    /// The JSON body sent: `{"type":…,"timestamp":…,"data":{…}}`.
+    /// What is delivered: a webhook's JSON body `{"type":…,"timestamp":…,"data":{…}}`; a
+    /// mail sealed with the outbox key (it may hold a code).
     public let body: String
     public let createdAt: Date
+    public let channel: OutboxChannel
 
-    public init(id: String, type: String, body: String, createdAt: Date) {
+    public init(id: String, type: String, body: String, createdAt: Date, channel: OutboxChannel = .webhook) {
         self.id = id
         self.type = type
         self.body = body
         self.createdAt = createdAt
+        self.channel = channel
     }
 
     /// `account.created`: the account's id, username, email, creation time and stored profile
@@ -28,6 +39,7 @@ public struct OutboxEvent: Sendable, Equatable {
         let created = formatter.string(from: account.createdAt)
         let data = "{\"id\":\"\(account.id)\",\"username\":\(jsonString(account.username)),"
             + "\"email\":\(jsonString(account.email)),\"created_at\":\"\(created)\","
+            + "\"email_verified\":\(account.emailVerifiedAt != nil),"
             + "\"profile\":\(ProfileValue.json(account.profile))}"
         let body = "{\"type\":\"account.created\",\"timestamp\":\"\(created)\",\"data\":\(data)}"
         return OutboxEvent(id: makeID(), type: "account.created", body: body, createdAt: account.createdAt)

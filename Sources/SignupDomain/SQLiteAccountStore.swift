@@ -120,17 +120,59 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             }
             try db.create(index: "webhook_outbox_due", on: "webhook_outbox", columns: ["state", "next_attempt_at"])
         }
+        migrator.registerMigration("v8: one outbox, by channel") { db in
+            // Mails go out the way webhooks do: the same table, each row on its channel.
+            try db.rename(table: "webhook_outbox", to: "outbox")
+            try db.alter(table: "outbox") { table in
+                table.add(column: "channel", .text).notNull().defaults(to: "webhook")
+            }
+            try db.drop(index: "webhook_outbox_due")
+            try db.create(index: "outbox_due", on: "outbox", columns: ["channel", "state", "next_attempt_at"])
+        }
+        migrator.registerMigration("v9: proved addresses and pending sign-ups") { db in
+            // Only proved addresses are unique: accounts made before (or without) proofs keep
+            // a NULL here, so existing duplicates do not stop the migration.
+            try db.alter(table: "users") { table in
+                table.add(column: "email_canonical", .text)
+                table.add(column: "email_verified_at", .datetime)
+            }
+            try db.create(index: "users_email_canonical", on: "users", columns: ["email_canonical"], unique: true)
+            // A sign-up waiting for its address: no account row until the proof.
+            try db.create(table: "pending_signups") { table in
+                table.primaryKey("form_token", .text)
+                table.column("username", .text).notNull()
+                // Unique: one unexpired hold per name (expired ones are deleted before a new one).
+                table.column("username_canonical", .text).notNull().unique()
+                table.column("email", .text).notNull()
+                table.column("password_hash", .text).notNull()
+                table.column("profile", .text).notNull()
+                table.column("language", .text).notNull()
+                table.column("return_to", .text).notNull()
+                table.column("code_hash", .text).notNull()
+                table.column("link_hash", .text).notNull().unique()
+                table.column("wrong_tries", .integer).notNull()
+                table.column("codes_sent", .integer).notNull()
+                table.column("last_sent_at", .datetime).notNull()
+                table.column("expires_at", .datetime).notNull()
+                table.column("created_at", .datetime).notNull()
+            }
+            try db.create(index: "pending_signups_expiry", on: "pending_signups", columns: ["expires_at"])
+        }
         return migrator
     }
 
     // MARK: Reads
 
-    public func isUsernameTaken(_ username: String) throws -> Bool {
+    public func isUsernameTaken(_ username: String, at now: Date) throws -> Bool {
         let canonical = Username.canonical(username)
-        return try read { db in
-            try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM users WHERE username_canonical = ?)",
-                              arguments: [canonical]) ?? false
-        }
+        return try read { db in try Self.isUsernameTaken(canonical, at: now, db) }
+    }
+
+    private static func isUsernameTaken(_ canonical: String, at now: Date, _ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: """
+            SELECT EXISTS(SELECT 1 FROM users WHERE username_canonical = ?)
+                OR EXISTS(SELECT 1 FROM pending_signups WHERE username_canonical = ? AND expires_at > ?)
+            """, arguments: [canonical, canonical, now]) ?? false
     }
 
     public func isFormTokenUsed(_ formToken: String) throws -> Bool {
@@ -222,7 +264,7 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             guard let row = try Row.fetchOne(
                 db,
                 sql: """
-                SELECT users.id, username, email, password_hash, users.created_at, profile, last_seen_at
+                SELECT users.id, username, email, password_hash, users.created_at, profile, email_verified_at, last_seen_at
                 FROM sign_in_sessions JOIN users ON users.id = sign_in_sessions.user_id
                 WHERE id_hash = ? AND expires_at > ? AND last_seen_at > ?
                 """,
@@ -301,27 +343,146 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
-    // MARK: Webhook outbox
+    // MARK: Pending sign-ups
+
+    public func startPendingSignup(_ pending: PendingSignup, mail: OutboxEvent, at now: Date) throws {
+        let canonical = Username.canonical(pending.username)
+        try write { db in
+            // A hold that has ended releases its name before anyone asks for it again.
+            try db.execute(sql: "DELETE FROM pending_signups WHERE expires_at <= ? OR form_token = ?",
+                           arguments: [now, pending.formToken])
+            if try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM users WHERE form_token = ?)",
+                                 arguments: [pending.formToken]) == true {
+                throw AccountCreationError.formAlreadyUsed
+            }
+            if try Self.isUsernameTaken(canonical, at: now, db) { throw AccountCreationError.usernameTaken }
+            try db.execute(sql: """
+                INSERT INTO pending_signups (form_token, username, username_canonical, email, password_hash, profile,
+                    language, return_to, code_hash, link_hash, wrong_tries, codes_sent, last_sent_at, expires_at, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [pending.formToken, pending.username, canonical, pending.email, pending.passwordHash,
+                                 ProfileValue.json(pending.profile), pending.language, pending.returnTo, pending.codeHash,
+                                 pending.linkHash, pending.wrongTries, pending.codesSent, pending.lastSentAt,
+                                 pending.expiresAt, pending.createdAt])
+            try Self.enqueue(mail, db)
+        }
+    }
+
+    public func pendingSignup(formToken: String, at now: Date) throws -> PendingSignup? {
+        try read { db in try Self.fetchPending(db, where: "form_token = ? AND expires_at > ?", [formToken, now]) }
+    }
+
+    public func pendingSignup(linkHash: String, at now: Date) throws -> PendingSignup? {
+        try read { db in try Self.fetchPending(db, where: "link_hash = ? AND expires_at > ?", [linkHash, now]) }
+    }
+
+    public func recordWrongCode(formToken: String) throws -> Int {
+        try write { db in
+            try db.execute(sql: "UPDATE pending_signups SET wrong_tries = wrong_tries + 1 WHERE form_token = ?",
+                           arguments: [formToken])
+            return try Int.fetchOne(db, sql: "SELECT wrong_tries FROM pending_signups WHERE form_token = ?",
+                                    arguments: [formToken]) ?? 0
+        }
+    }
+
+    public func replaceCode(formToken: String, codeHash: String, linkHash: String, sentAt: Date, expiresAt: Date,
+                            mail: OutboxEvent) throws -> Bool {
+        try write { db in
+            try db.execute(sql: """
+                UPDATE pending_signups SET code_hash = ?, link_hash = ?, wrong_tries = 0, codes_sent = codes_sent + 1,
+                    last_sent_at = ?, expires_at = ?
+                WHERE form_token = ? AND expires_at > ?
+                """, arguments: [codeHash, linkHash, sentAt, expiresAt, formToken, sentAt])
+            guard db.changesCount == 1 else { return false }
+            try Self.enqueue(mail, db)
+            return true
+        }
+    }
+
+    public func completePendingSignup(formToken: String, at now: Date, announce: Bool) throws -> Account? {
+        do {
+            return try write { db -> Account? in
+                guard let pending = try Self.fetchPending(db, where: "form_token = ? AND expires_at > ?", [formToken, now]) else {
+                    return nil
+                }
+                // Deleted first, in the same transaction: the proof works once, whatever follows.
+                try db.execute(sql: "DELETE FROM pending_signups WHERE form_token = ?", arguments: [formToken])
+                try db.execute(sql: """
+                    INSERT INTO users (username, username_canonical, email, email_canonical, email_verified_at,
+                        password_hash, form_token, profile, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [pending.username, Username.canonical(pending.username), pending.email,
+                                     EmailAddress.canonical(pending.email), now, pending.passwordHash, formToken,
+                                     ProfileValue.json(pending.profile), now])
+                let id = db.lastInsertedRowID
+                guard let stored = try Self.fetchAccounts(db, where: "id = ?", [id]).first else {
+                    throw DatabaseError(message: "the new account could not be read back")
+                }
+                if announce { try Self.enqueue(OutboxEvent.accountCreated(stored), db) }
+                return stored
+            }
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            // The transaction rolled back; the pending sign-up can never complete now, so it goes.
+            try cancelPendingSignup(formToken: formToken)
+            if error.message?.contains("email_canonical") == true { throw AccountCreationError.emailTaken }
+            if error.message?.contains("form_token") == true { throw AccountCreationError.formAlreadyUsed }
+            throw AccountCreationError.usernameTaken
+        }
+    }
+
+    public func cancelPendingSignup(formToken: String) throws {
+        try write { db in
+            try db.execute(sql: "DELETE FROM pending_signups WHERE form_token = ?", arguments: [formToken])
+        }
+    }
+
+    public func removeExpiredPendingSignups(at now: Date) throws -> Int {
+        try write { db in
+            try db.execute(sql: "DELETE FROM pending_signups WHERE expires_at <= ?", arguments: [now])
+            return db.changesCount
+        }
+    }
+
+    public func isEmailTaken(_ email: String) throws -> Bool {
+        try read { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM users WHERE email_canonical = ?)",
+                              arguments: [EmailAddress.canonical(email)]) ?? false
+        }
+    }
+
+    private static func fetchPending(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> PendingSignup? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM pending_signups WHERE \(condition)", arguments: arguments) else {
+            return nil
+        }
+        return PendingSignup(
+            formToken: row["form_token"], username: row["username"], email: row["email"], passwordHash: row["password_hash"],
+            profile: ProfileValue.profile(fromJSON: row["profile"]), language: row["language"], returnTo: row["return_to"],
+            codeHash: row["code_hash"], linkHash: row["link_hash"], wrongTries: row["wrong_tries"], codesSent: row["codes_sent"],
+            lastSentAt: row["last_sent_at"], expiresAt: row["expires_at"], createdAt: row["created_at"])
+    }
+
+    // MARK: Outbox
 
     private static func enqueue(_ event: OutboxEvent, _ db: Database) throws {
         try db.execute(
-            sql: "INSERT INTO webhook_outbox (id, type, body, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?)",
-            arguments: [event.id, event.type, event.body, event.createdAt, event.createdAt])
+            sql: "INSERT INTO outbox (id, channel, type, body, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [event.id, event.channel.rawValue, event.type, event.body, event.createdAt, event.createdAt])
     }
 
-    public func claimDueEvents(at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] {
+    public func claimDueEvents(channel: OutboxChannel, at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] {
         // One write transaction: SQLite has one writer, so two instances never claim the same.
         try write { db in
             let rows = try Row.fetchAll(db, sql: """
-                SELECT id, type, body, created_at, attempts FROM webhook_outbox
-                WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY created_at, id LIMIT ?
-                """, arguments: [now, limit])
+                SELECT id, type, body, created_at, attempts FROM outbox
+                WHERE channel = ? AND state = 'pending' AND next_attempt_at <= ? ORDER BY created_at, id LIMIT ?
+                """, arguments: [channel.rawValue, now, limit])
             for row in rows {
-                try db.execute(sql: "UPDATE webhook_outbox SET next_attempt_at = ? WHERE id = ?",
+                try db.execute(sql: "UPDATE outbox SET next_attempt_at = ? WHERE id = ?",
                                arguments: [now.addingTimeInterval(lease), row["id"] as String])
             }
             return rows.map { row in
-                ClaimedEvent(event: OutboxEvent(id: row["id"], type: row["type"], body: row["body"], createdAt: row["created_at"]),
+                ClaimedEvent(event: OutboxEvent(id: row["id"], type: row["type"], body: row["body"], createdAt: row["created_at"],
+                                                channel: channel),
                              attempts: row["attempts"])
             }
         }
@@ -329,39 +490,43 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
 
     public func markDelivered(eventID: String, attempts: Int, at now: Date) throws {
         try write { db in
-            try db.execute(sql: "UPDATE webhook_outbox SET state = 'delivered', attempts = ?, delivered_at = ?, last_error = NULL WHERE id = ?",
+            try db.execute(sql: """
+                UPDATE outbox SET state = 'delivered', attempts = ?, delivered_at = ?, last_error = NULL,
+                    body = CASE WHEN channel = 'mail' THEN '' ELSE body END
+                WHERE id = ?
+                """,
                            arguments: [attempts, now, eventID])
         }
     }
 
     public func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws {
         try write { db in
-            try db.execute(sql: "UPDATE webhook_outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
+            try db.execute(sql: "UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE id = ?",
                            arguments: [attempts, next, error, eventID])
         }
     }
 
     public func park(eventID: String, attempts: Int, error: String) throws {
         try write { db in
-            try db.execute(sql: "UPDATE webhook_outbox SET state = 'parked', attempts = ?, last_error = ? WHERE id = ?",
+            try db.execute(sql: "UPDATE outbox SET state = 'parked', attempts = ?, last_error = ? WHERE id = ?",
                            arguments: [attempts, error, eventID])
         }
     }
 
-    public func outboxStatus() throws -> OutboxStatus {
+    public func outboxStatus(channel: OutboxChannel) throws -> OutboxStatus {
         try read { db in
             let row = try Row.fetchOne(db, sql: """
-                SELECT (SELECT COUNT(*) FROM webhook_outbox WHERE state = 'pending') AS pending,
-                       (SELECT COUNT(*) FROM webhook_outbox WHERE state = 'parked') AS parked,
-                       (SELECT MIN(created_at) FROM webhook_outbox WHERE state = 'pending') AS oldest
-                """)
+                SELECT (SELECT COUNT(*) FROM outbox WHERE channel = ?1 AND state = 'pending') AS pending,
+                       (SELECT COUNT(*) FROM outbox WHERE channel = ?1 AND state = 'parked') AS parked,
+                       (SELECT MIN(created_at) FROM outbox WHERE channel = ?1 AND state = 'pending') AS oldest
+                """, arguments: [channel.rawValue])
             return OutboxStatus(pending: row?["pending"] ?? 0, parked: row?["parked"] ?? 0, oldestPendingCreatedAt: row?["oldest"])
         }
     }
 
     public func removeDeliveredEvents(deliveredBefore date: Date) throws -> Int {
         try write { db in
-            try db.execute(sql: "DELETE FROM webhook_outbox WHERE state = 'delivered' AND delivered_at < ?", arguments: [date])
+            try db.execute(sql: "DELETE FROM outbox WHERE state = 'delivered' AND delivered_at < ?", arguments: [date])
             return db.changesCount
         }
     }
@@ -425,7 +590,10 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
     private static func fetchAccounts(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [Account] {
         try Row.fetchAll(
             db,
-            sql: "SELECT id, username, email, password_hash, created_at, profile FROM users WHERE \(condition) ORDER BY id",
+            sql: """
+            SELECT id, username, email, password_hash, created_at, profile, email_verified_at FROM users
+            WHERE \(condition) ORDER BY id
+            """,
             arguments: arguments
         ).map(account)
     }
@@ -433,6 +601,6 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
     private static func account(_ row: Row) -> Account {
         Account(id: row["id"], username: row["username"], email: row["email"],
                 passwordHash: row["password_hash"], createdAt: row["created_at"],
-                profile: ProfileValue.profile(fromJSON: row["profile"]))
+                profile: ProfileValue.profile(fromJSON: row["profile"]), emailVerifiedAt: row["email_verified_at"])
     }
 }

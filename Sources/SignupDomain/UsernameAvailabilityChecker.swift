@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import ReactiveValidation
 #if canImport(Combine)
 import Combine
@@ -20,20 +21,25 @@ public struct StoreAvailabilityChecker: UsernameAvailabilityChecking {
     private let store: any AccountStore
     private let isReserved: @Sendable (String) -> Bool
     private let queue: DispatchQueue
+    /// The clock holds of pending sign-ups end by.
+    private let now: @Sendable () -> Date
 
     public init(
         store: any AccountStore,
         isReserved: @escaping @Sendable (String) -> Bool = { _ in false },
-        queue: DispatchQueue = DispatchQueue(label: "username-availability", attributes: .concurrent)
+        queue: DispatchQueue = DispatchQueue(label: "username-availability", attributes: .concurrent),
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
         self.isReserved = isReserved
         self.queue = queue
+        self.now = now
     }
 
-    /// The answer for `username` right now: `met` free, `unmet` taken or reserved.
+    /// The answer for `username` right now: `met` free, `unmet` taken (by an account or a
+    /// sign-up proving its address) or reserved.
     public func availabilityNow(of username: String) throws -> RequirementState {
-        let taken = try store.isUsernameTaken(username)
+        let taken = try store.isUsernameTaken(username, at: now())
         return taken || isReserved(username) ? .unmet : .met
     }
 

@@ -118,6 +118,39 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             """,
             "CREATE INDEX webhook_outbox_due ON webhook_outbox (state, next_attempt_at)",
         ]),
+        // Mails go out the way webhooks do: one table, each row on its channel.
+        (7, "one outbox, by channel", [
+            "ALTER TABLE webhook_outbox RENAME TO outbox",
+            "ALTER TABLE outbox ADD COLUMN channel TEXT NOT NULL DEFAULT 'webhook'",
+            "DROP INDEX webhook_outbox_due",
+            "CREATE INDEX outbox_due ON outbox (channel, state, next_attempt_at)",
+        ]),
+        // Only proved addresses are unique (accounts made without a proof keep NULL, so
+        // existing duplicates do not stop the migration); sign-ups waiting for their proof.
+        (8, "proved addresses and pending sign-ups", [
+            "ALTER TABLE users ADD COLUMN email_canonical TEXT CONSTRAINT users_email_canonical UNIQUE",
+            "ALTER TABLE users ADD COLUMN email_verified_at TIMESTAMPTZ",
+            """
+            CREATE TABLE pending_signups (
+                form_token TEXT PRIMARY KEY,
+                username TEXT NOT NULL,
+                username_canonical TEXT NOT NULL CONSTRAINT pending_signups_username UNIQUE,
+                email TEXT NOT NULL,
+                password_hash TEXT NOT NULL,
+                profile JSONB NOT NULL,
+                language TEXT NOT NULL,
+                return_to TEXT NOT NULL,
+                code_hash TEXT NOT NULL,
+                link_hash TEXT NOT NULL CONSTRAINT pending_signups_link_hash UNIQUE,
+                wrong_tries INTEGER NOT NULL,
+                codes_sent INTEGER NOT NULL,
+                last_sent_at TIMESTAMPTZ NOT NULL,
+                expires_at TIMESTAMPTZ NOT NULL,
+                created_at TIMESTAMPTZ NOT NULL
+            )
+            """,
+            "CREATE INDEX pending_signups_expiry ON pending_signups (expires_at)",
+        ]),
     ]
 
     private func migrate() throws {
@@ -149,11 +182,13 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
 
     // MARK: Reads
 
-    public func isUsernameTaken(_ username: String) throws -> Bool {
+    public func isUsernameTaken(_ username: String, at now: Date) throws -> Bool {
         let canonical = Username.canonical(username)
         return try run("look up a username") { client in
-            try await Self.first(Bool.self, client.query(
-                "SELECT EXISTS(SELECT 1 FROM users WHERE username_canonical = \(canonical))")) ?? false
+            try await Self.first(Bool.self, client.query("""
+                SELECT EXISTS(SELECT 1 FROM users WHERE username_canonical = \(canonical))
+                    OR EXISTS(SELECT 1 FROM pending_signups WHERE username_canonical = \(canonical) AND expires_at > \(now))
+                """)) ?? false
         }
     }
 
@@ -168,7 +203,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         let canonical = Username.canonical(username)
         return try run("read an account") { client in
             try await Self.accounts(client.query("""
-                SELECT id, username, email, password_hash, created_at, profile::text FROM users
+                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at FROM users
                 WHERE username_canonical = \(canonical)
                 """)).first
         }
@@ -177,7 +212,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
     public func allAccounts() throws -> [Account] {
         try run("read the accounts") { client in
             try await Self.accounts(client.query(
-                "SELECT id, username, email, password_hash, created_at, profile::text FROM users ORDER BY id"))
+                "SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at FROM users ORDER BY id"))
         }
     }
 
@@ -202,18 +237,12 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                         INSERT INTO users (username, username_canonical, email, password_hash, form_token, profile)
                         VALUES (\(account.username), \(canonical), \(account.email), \(account.passwordHash), \(account.formToken),
                                 \(ProfileValue.json(account.profile))::jsonb)
-                        RETURNING id, username, email, password_hash, created_at, profile::text
+                        RETURNING id, username, email, password_hash, created_at, profile::text, email_verified_at
                         """, logger: logger)
                     guard let stored = try await Self.accounts(rows).first else {
                         throw StorageFault("PostgreSQL stored the account but returned no row.")
                     }
-                    if account.announce {
-                        let event = OutboxEvent.accountCreated(stored)
-                        try await connection.query("""
-                            INSERT INTO webhook_outbox (id, type, body, created_at, next_attempt_at)
-                            VALUES (\(event.id), \(event.type), \(event.body), \(event.createdAt), \(event.createdAt))
-                            """, logger: logger)
-                    }
+                    if account.announce { try await Self.enqueue(OutboxEvent.accountCreated(stored), connection, logger) }
                     return stored
                 }
             }
@@ -282,7 +311,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 WHERE id_hash = \(idHash) AND expires_at > \(now) AND last_seen_at > \(idleSince) AND last_seen_at < \(touchBefore)
                 """)
             return try await Self.accounts(client.query("""
-                SELECT users.id, username, email, password_hash, users.created_at, profile::text
+                SELECT users.id, username, email, password_hash, users.created_at, profile::text, email_verified_at
                 FROM sign_in_sessions JOIN users ON users.id = sign_in_sessions.user_id
                 WHERE id_hash = \(idHash) AND expires_at > \(now) AND last_seen_at > \(idleSince)
                 """)).first
@@ -368,9 +397,188 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
-    // MARK: Webhook outbox
+    // MARK: Pending sign-ups
 
-    public func claimDueEvents(at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] {
+    public func startPendingSignup(_ pending: PendingSignup, mail: OutboxEvent, at now: Date) throws {
+        let canonical = Username.canonical(pending.username)
+        let logger = self.logger
+        try creating("start a pending sign-up") { client in
+            try await client.withTransaction(logger: logger) { connection in
+                // A hold that has ended releases its name before anyone asks for it again.
+                try await connection.query("""
+                    DELETE FROM pending_signups WHERE expires_at <= \(now) OR form_token = \(pending.formToken)
+                    """, logger: logger)
+                if try await Self.first(Bool.self, connection.query(
+                    "SELECT EXISTS(SELECT 1 FROM users WHERE form_token = \(pending.formToken))", logger: logger)) == true {
+                    throw AccountCreationError.formAlreadyUsed
+                }
+                if try await Self.first(Bool.self, connection.query(
+                    "SELECT EXISTS(SELECT 1 FROM users WHERE username_canonical = \(canonical))", logger: logger)) == true {
+                    throw AccountCreationError.usernameTaken
+                }
+                // Another form's live hold on the name: the unique index refuses the row.
+                try await connection.query("""
+                    INSERT INTO pending_signups (form_token, username, username_canonical, email, password_hash, profile,
+                        language, return_to, code_hash, link_hash, wrong_tries, codes_sent, last_sent_at, expires_at, created_at)
+                    VALUES (\(pending.formToken), \(pending.username), \(canonical), \(pending.email), \(pending.passwordHash),
+                        \(ProfileValue.json(pending.profile))::jsonb, \(pending.language), \(pending.returnTo), \(pending.codeHash),
+                        \(pending.linkHash), \(pending.wrongTries), \(pending.codesSent), \(pending.lastSentAt),
+                        \(pending.expiresAt), \(pending.createdAt))
+                    """, logger: logger)
+                try await Self.enqueue(mail, connection, logger)
+            }
+        }
+    }
+
+    public func pendingSignup(formToken: String, at now: Date) throws -> PendingSignup? {
+        try run("read a pending sign-up") { client in
+            try await Self.pending(client.query("""
+                SELECT \(unescaped: Self.pendingColumns) FROM pending_signups WHERE form_token = \(formToken) AND expires_at > \(now)
+                """))
+        }
+    }
+
+    public func pendingSignup(linkHash: String, at now: Date) throws -> PendingSignup? {
+        try run("read a pending sign-up") { client in
+            try await Self.pending(client.query("""
+                SELECT \(unescaped: Self.pendingColumns) FROM pending_signups WHERE link_hash = \(linkHash) AND expires_at > \(now)
+                """))
+        }
+    }
+
+    public func recordWrongCode(formToken: String) throws -> Int {
+        try run("count a wrong code") { client in
+            try await Self.first(Int.self, client.query("""
+                UPDATE pending_signups SET wrong_tries = wrong_tries + 1 WHERE form_token = \(formToken) RETURNING wrong_tries
+                """)) ?? 0
+        }
+    }
+
+    public func replaceCode(formToken: String, codeHash: String, linkHash: String, sentAt: Date, expiresAt: Date,
+                            mail: OutboxEvent) throws -> Bool {
+        let logger = self.logger
+        return try run("send a new code") { client in
+            try await client.withTransaction(logger: logger) { connection in
+                let updated = try await Self.first(String.self, connection.query("""
+                    UPDATE pending_signups SET code_hash = \(codeHash), link_hash = \(linkHash), wrong_tries = 0,
+                        codes_sent = codes_sent + 1, last_sent_at = \(sentAt), expires_at = \(expiresAt)
+                    WHERE form_token = \(formToken) AND expires_at > \(sentAt) RETURNING form_token
+                    """, logger: logger))
+                guard updated != nil else { return false }
+                try await Self.enqueue(mail, connection, logger)
+                return true
+            }
+        }
+    }
+
+    public func completePendingSignup(formToken: String, at now: Date, announce: Bool) throws -> Account? {
+        let logger = self.logger
+        do {
+            return try creating("store a proved sign-up's account") { client in
+                try await client.withTransaction(logger: logger) { connection -> Account? in
+                    // Deleted first, in the same transaction: the proof works once, whatever follows.
+                    guard let pending = try await Self.pending(connection.query("""
+                        DELETE FROM pending_signups WHERE form_token = \(formToken) AND expires_at > \(now)
+                        RETURNING \(unescaped: Self.pendingColumns)
+                        """, logger: logger)) else { return nil }
+                    let rows = try await connection.query("""
+                        INSERT INTO users (username, username_canonical, email, email_canonical, email_verified_at,
+                            password_hash, form_token, profile, created_at)
+                        VALUES (\(pending.username), \(Username.canonical(pending.username)), \(pending.email),
+                            \(EmailAddress.canonical(pending.email)), \(now), \(pending.passwordHash), \(formToken),
+                            \(ProfileValue.json(pending.profile))::jsonb, \(now))
+                        RETURNING id, username, email, password_hash, created_at, profile::text, email_verified_at
+                        """, logger: logger)
+                    guard let stored = try await Self.accounts(rows).first else {
+                        throw StorageFault("PostgreSQL stored the account but returned no row.")
+                    }
+                    if announce { try await Self.enqueue(OutboxEvent.accountCreated(stored), connection, logger) }
+                    return stored
+                }
+            }
+        } catch let refusal as AccountCreationError {
+            // The transaction rolled back; the pending sign-up can never complete now, so it goes.
+            try cancelPendingSignup(formToken: formToken)
+            throw refusal
+        }
+    }
+
+    public func cancelPendingSignup(formToken: String) throws {
+        try run("cancel a pending sign-up") { client in
+            try await client.query("DELETE FROM pending_signups WHERE form_token = \(formToken)")
+        }
+    }
+
+    public func removeExpiredPendingSignups(at now: Date) throws -> Int {
+        try run("remove expired pending sign-ups") { client in
+            var removed = 0
+            for try await _ in try await client.query(
+                "DELETE FROM pending_signups WHERE expires_at <= \(now) RETURNING form_token").decode(String.self) {
+                removed += 1
+            }
+            return removed
+        }
+    }
+
+    public func isEmailTaken(_ email: String) throws -> Bool {
+        let canonical = EmailAddress.canonical(email)
+        return try run("look up an email address") { client in
+            try await Self.first(Bool.self, client.query(
+                "SELECT EXISTS(SELECT 1 FROM users WHERE email_canonical = \(canonical))")) ?? false
+        }
+    }
+
+    private static let pendingColumns = """
+        form_token, username, email, password_hash, profile::text, language, return_to, code_hash, link_hash, \
+        wrong_tries, codes_sent, last_sent_at, expires_at, created_at
+        """
+
+    private static func pending(_ rows: PostgresRowSequence) async throws -> PendingSignup? {
+        for try await (token, username, email, hash, profile, language, returnTo, codeHash, linkHash, tries, sent, lastSent, expires, created)
+            in rows.decode((String, String, String, String, String, String, String, String, String, Int, Int, Date, Date, Date).self) {
+            return PendingSignup(formToken: token, username: username, email: email, passwordHash: hash,
+                                 profile: ProfileValue.profile(fromJSON: profile), language: language, returnTo: returnTo,
+                                 codeHash: codeHash, linkHash: linkHash, wrongTries: tries, codesSent: sent,
+                                 lastSentAt: lastSent, expiresAt: expires, createdAt: created)
+        }
+        return nil
+    }
+
+    /// Runs a write that may break a unique rule, and names the rule it broke as
+    /// `AccountCreationError` (the constraint's name says which).
+    @discardableResult
+    private func creating<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) throws -> T {
+        func refusal(_ error: PSQLError) -> AccountCreationError? {
+            guard error.serverInfo?[.sqlState] == "23505" else { return nil }
+            switch error.serverInfo?[.constraintName] {
+            case "users_form_token"?: return .formAlreadyUsed
+            case "users_email_canonical"?: return .emailTaken
+            default: return .usernameTaken
+            }
+        }
+        do {
+            return try run(what, body)
+        } catch let error as PSQLError {
+            if let refused = refusal(error) { throw refused }
+            throw error
+        } catch let error as PostgresTransactionError {
+            if let refused = error.closureError as? AccountCreationError { throw refused }
+            if let refused = (error.closureError as? PSQLError).flatMap(refusal) { throw refused }
+            if let fault = error.closureError as? StorageFault { throw fault }
+            throw StorageFault("PostgreSQL at \(location.displayName) could not \(what): \(error)")
+        }
+    }
+
+    private static func enqueue(_ event: OutboxEvent, _ connection: PostgresConnection, _ logger: Logger) async throws {
+        try await connection.query("""
+            INSERT INTO outbox (id, channel, type, body, created_at, next_attempt_at)
+            VALUES (\(event.id), \(event.channel.rawValue), \(event.type), \(event.body), \(event.createdAt), \(event.createdAt))
+            """, logger: logger)
+    }
+
+    // MARK: Outbox
+
+    public func claimDueEvents(channel: OutboxChannel, at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] {
         let logger = self.logger
         let leaseEnd = now.addingTimeInterval(lease)
         return try run("claim webhook events") { client in
@@ -378,14 +586,16 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             try await client.withTransaction(logger: logger) { connection in
                 var claimed: [ClaimedEvent] = []
                 for try await (id, type, body, created, attempts) in try await connection.query("""
-                    SELECT id, type, body, created_at, attempts FROM webhook_outbox
-                    WHERE state = 'pending' AND next_attempt_at <= \(now) ORDER BY created_at, id LIMIT \(limit)
+                    SELECT id, type, body, created_at, attempts FROM outbox
+                    WHERE channel = \(channel.rawValue) AND state = 'pending' AND next_attempt_at <= \(now)
+                    ORDER BY created_at, id LIMIT \(limit)
                     FOR UPDATE SKIP LOCKED
                     """, logger: logger).decode((String, String, String, Date, Int).self) {
-                    claimed.append(ClaimedEvent(event: OutboxEvent(id: id, type: type, body: body, createdAt: created), attempts: attempts))
+                    claimed.append(ClaimedEvent(event: OutboxEvent(id: id, type: type, body: body, createdAt: created, channel: channel),
+                                                attempts: attempts))
                 }
                 for event in claimed {
-                    try await connection.query("UPDATE webhook_outbox SET next_attempt_at = \(leaseEnd) WHERE id = \(event.event.id)",
+                    try await connection.query("UPDATE outbox SET next_attempt_at = \(leaseEnd) WHERE id = \(event.event.id)",
                                                logger: logger)
                 }
                 return claimed
@@ -396,7 +606,8 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
     public func markDelivered(eventID: String, attempts: Int, at now: Date) throws {
         try run("record a delivered webhook") { client in
             try await client.query("""
-                UPDATE webhook_outbox SET state = 'delivered', attempts = \(attempts), delivered_at = \(now), last_error = NULL
+                UPDATE outbox SET state = 'delivered', attempts = \(attempts), delivered_at = \(now), last_error = NULL,
+                    body = CASE WHEN channel = 'mail' THEN '' ELSE body END
                 WHERE id = \(eventID)
                 """)
         }
@@ -405,7 +616,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
     public func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws {
         try run("schedule a webhook retry") { client in
             try await client.query("""
-                UPDATE webhook_outbox SET attempts = \(attempts), next_attempt_at = \(next), last_error = \(error) WHERE id = \(eventID)
+                UPDATE outbox SET attempts = \(attempts), next_attempt_at = \(next), last_error = \(error) WHERE id = \(eventID)
                 """)
         }
     }
@@ -413,18 +624,19 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
     public func park(eventID: String, attempts: Int, error: String) throws {
         try run("park a webhook") { client in
             try await client.query("""
-                UPDATE webhook_outbox SET state = 'parked', attempts = \(attempts), last_error = \(error) WHERE id = \(eventID)
+                UPDATE outbox SET state = 'parked', attempts = \(attempts), last_error = \(error) WHERE id = \(eventID)
                 """)
         }
     }
 
-    public func outboxStatus() throws -> OutboxStatus {
-        try run("read the webhook outbox") { client in
+    public func outboxStatus(channel: OutboxChannel) throws -> OutboxStatus {
+        let name = channel.rawValue
+        return try run("read the outbox") { client in
             var status = OutboxStatus(pending: 0, parked: 0, oldestPendingCreatedAt: nil)
             for try await (pending, parked, oldest) in try await client.query("""
-                SELECT (SELECT COUNT(*) FROM webhook_outbox WHERE state = 'pending'),
-                       (SELECT COUNT(*) FROM webhook_outbox WHERE state = 'parked'),
-                       (SELECT MIN(created_at) FROM webhook_outbox WHERE state = 'pending')
+                SELECT (SELECT COUNT(*) FROM outbox WHERE channel = \(name) AND state = 'pending'),
+                       (SELECT COUNT(*) FROM outbox WHERE channel = \(name) AND state = 'parked'),
+                       (SELECT MIN(created_at) FROM outbox WHERE channel = \(name) AND state = 'pending')
                 """).decode((Int, Int, Date?).self) {
                 status = OutboxStatus(pending: pending, parked: parked, oldestPendingCreatedAt: oldest)
             }
@@ -436,7 +648,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         try run("remove delivered webhooks") { client in
             var removed = 0
             for try await _ in try await client.query(
-                "DELETE FROM webhook_outbox WHERE state = 'delivered' AND delivered_at < \(date) RETURNING id").decode(String.self) {
+                "DELETE FROM outbox WHERE state = 'delivered' AND delivered_at < \(date) RETURNING id").decode(String.self) {
                 removed += 1
             }
             return removed
@@ -491,9 +703,10 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
 
     private static func accounts(_ rows: PostgresRowSequence) async throws -> [Account] {
         var accounts: [Account] = []
-        for try await (id, username, email, hash, created, profile) in rows.decode((Int64, String, String, String, Date, String).self) {
+        for try await (id, username, email, hash, created, profile, verified)
+            in rows.decode((Int64, String, String, String, Date, String, Date?).self) {
             accounts.append(Account(id: id, username: username, email: email, passwordHash: hash, createdAt: created,
-                                    profile: ProfileValue.profile(fromJSON: profile)))
+                                    profile: ProfileValue.profile(fromJSON: profile), emailVerifiedAt: verified))
         }
         return accounts
     }

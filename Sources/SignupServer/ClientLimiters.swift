@@ -16,6 +16,9 @@ final class ClientLimiters: Sendable {
     /// allowance by the number of instances.
     let signinFailuresPerAccount: SharedRateLimiter
     let signinFailuresPerAddress: RateLimiter
+    /// Shared by every instance: the recipient's mailbox is one, however many instances.
+    let mailsPerRecipient: SharedRateLimiter
+    let mailsPerAddress: RateLimiter
     let limits: SignupLimits
 
     /// `store` holds the limits that must hold across instances; without one (tests of the
@@ -40,6 +43,10 @@ final class ClientLimiters: Sendable {
             .signins, bucket: LimitSetting.signinFailuresPerAccount.flag, rate: limits.signinFailuresPerAccount,
             store: store ?? InMemoryTokenBuckets(), logger: logger, now: now)
         signinFailuresPerAddress = limiter(.signinFailuresPerAddress)
+        mailsPerRecipient = SharedRateLimiter(
+            .mails, bucket: LimitSetting.mailsPerRecipient.flag, rate: limits.mailsPerRecipient,
+            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now)
+        mailsPerAddress = limiter(.mailsPerAddress)
     }
 }
 

@@ -18,6 +18,8 @@ public enum LimitSetting: String, CaseIterable, Sendable {
     case signupsPerAddress = "signups-per-address"
     case signinFailuresPerAccount = "signin-failures-per-account"
     case signinFailuresPerAddress = "signin-failures-per-address"
+    case mailsPerRecipient = "mails-per-recipient"
+    case mailsPerAddress = "mails-per-address"
     case hashesPerAddress = "hashes-per-address"
     case hashQueueLength = "hash-queue-length"
 
@@ -42,6 +44,8 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .signupsPerAddress: return .rate(\.signupsPerAddress)
         case .signinFailuresPerAccount: return .rate(\.signinFailuresPerAccount)
         case .signinFailuresPerAddress: return .rate(\.signinFailuresPerAddress)
+        case .mailsPerRecipient: return .rate(\.mailsPerRecipient)
+        case .mailsPerAddress: return .rate(\.mailsPerAddress)
         case .hashesPerAddress: return .count(\.hashesPerAddress)
         case .hashQueueLength: return .count(\.hashQueueLength)
         }
@@ -57,6 +61,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .lookupsPerSession, .lookupsPerAddress: return .lookups
         case .signupsPerAddress: return .signups
         case .signinFailuresPerAccount, .signinFailuresPerAddress: return .signins
+        case .mailsPerRecipient, .mailsPerAddress: return .mails
         case .hashesPerAddress: return .hashing
         case .hashQueueLength: return nil
         }
@@ -75,6 +80,8 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .signupsPerAddress: return "Sign-up posts per address."
         case .signinFailuresPerAccount: return "Failed sign-ins per account before each try must wait."
         case .signinFailuresPerAddress: return "Failed sign-ins per address before each try must wait."
+        case .mailsPerRecipient: return "Mails (codes, notices) to one email address, across instances: nobody can mail-bomb an address through the form."
+        case .mailsPerAddress: return "Mails (codes, notices) asked for from one client address."
         case .hashesPerAddress: return "Password hashes one address may have queued or running."
         case .hashQueueLength: return "Password hashes waiting per kind (sign-up, sign-in) before 503."
         }

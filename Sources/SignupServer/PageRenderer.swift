@@ -27,7 +27,7 @@ struct PageRenderer: Sendable {
             let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
             templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text)
         }
-        for required in ["signup", "welcome", "signin", "problem"] where templates[required] == nil {
+        for required in ["signup", "welcome", "signin", "problem", "verify", "mail.txt", "mail.html"] where templates[required] == nil {
             throw LoadError.missingTemplate(required, directory: directory.path)
         }
         library = MustacheLibrary(templates: templates)
@@ -262,6 +262,66 @@ struct PageRenderer: Sendable {
         context["hasError"] = errorMessage != nil
         context["errorMessage"] = errorMessage ?? ""
         return library.render(context, withTemplate: "signin") ?? ""
+    }
+
+    /// What `/verify` shows: the code form for a pending sign-up (`token`), or the button
+    /// that confirms a mailed link (`linkToken`).
+    struct VerifyPage {
+        var heading: String
+        var lead: String
+        var token: String?
+        var linkToken: String?
+        var code = ""
+        /// A notice above the form ("We sent a new code").
+        var notice = ""
+        /// The code field's message (shape, wrong code); also the error summary's entry.
+        var fieldError = ""
+        /// An error about the page as a whole (too many mails): the summary only.
+        var formError = ""
+    }
+
+    func renderVerify(_ page: VerifyPage, language: Languages.Language, assets: StaticAssets) -> String {
+        var context = common(language, assets: assets)
+        let error = page.fieldError.isEmpty ? page.formError : page.fieldError
+        context["pageTitle"] = error.isEmpty ? page.heading : (language.catalog["page.error_prefix"] ?? "") + page.heading
+        context["heading"] = page.heading
+        context["lead"] = page.lead
+        context["token"] = page.token ?? ""
+        context["linkToken"] = page.linkToken ?? ""
+        context["code"] = page.code
+        context["codePattern"] = VerificationCodeShape.pattern
+        context["notice"] = page.notice
+        context["fieldError"] = page.fieldError
+        context["hasError"] = !error.isEmpty
+        context["errorMessage"] = error
+        context["errorTarget"] = page.token == nil ? "confirm" : "code"
+        context["scriptURL"] = assets.url(for: "app.js")
+        return library.render(context, withTemplate: "verify") ?? ""
+    }
+
+    /// What a mail says, in its language: the same words become its text and its HTML part.
+    struct MailContent {
+        var subject: String
+        var heading: String
+        var lead: String
+        var code: String?
+        var linkLead: String?
+        var linkURL: String?
+        var linkText: String?
+        var after: [String]
+        var footer: String
+    }
+
+    /// The mail's text and HTML parts (`mail.txt` and `mail.html` templates).
+    func renderMail(_ mail: MailContent, language: Languages.Language) -> (text: String, html: String) {
+        var context: [String: Any] = [
+            "lang": language.tag, "dir": language.catalog.direction, "serviceName": serviceName,
+            "subject": mail.subject, "heading": mail.heading, "lead": mail.lead, "code": mail.code ?? "",
+            "linkLead": mail.linkLead ?? "", "linkURL": mail.linkURL ?? "", "linkText": mail.linkText ?? "",
+            "after": mail.after, "footer": mail.footer,
+        ]
+        context["hasLink"] = mail.linkURL != nil
+        return (library.render(context, withTemplate: "mail.txt") ?? "", library.render(context, withTemplate: "mail.html") ?? "")
     }
 
     /// A page that explains why a request was refused (too fast, another site, shutting

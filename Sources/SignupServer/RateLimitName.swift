@@ -14,6 +14,8 @@ enum RateLimitName: String, CaseIterable, Sendable {
     case signups
     /// Failed sign-ins per account and per address.
     case signins
+    /// Mails (codes, notices) per recipient address and per client address.
+    case mails
     /// Password hashes queued or running per address.
     case hashing
 }

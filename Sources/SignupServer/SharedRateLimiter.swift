@@ -42,6 +42,19 @@ final class SharedRateLimiter: Sendable {
         if tokens < 1 { throw LimitExceeded(limit: name, retryAfter: (1 - tokens) / rate.perSecond) }
     }
 
+    /// Spends one token, or throws `LimitExceeded` when there is none (a mail about to be sent).
+    func admit(_ key: String) throws(LimitExceeded) {
+        guard !rate.isUnlimited else { return }
+        let tokens: Double
+        do {
+            tokens = try store.spendSharedTokens(bucket: bucket, key: key, cost: 1, rate: bucketRate, at: now())
+        } catch {
+            logger.warning("Shared limit unavailable; not applied", metadata: ["limit": "\(name)", "error": "\(error)"])
+            return
+        }
+        if tokens < 1 { throw LimitExceeded(limit: name, retryAfter: (1 - tokens) / rate.perSecond) }
+    }
+
     /// Spends one token if there is one (a failed sign-in).
     func take(_ key: String) {
         guard !rate.isUnlimited else { return }

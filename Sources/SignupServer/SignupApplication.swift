@@ -62,6 +62,8 @@ public final class SignupApplication: Sendable {
         public var cookieDomain: String?
         /// Where `account.created` goes as a signed Standard Webhook; nil sends none.
         public var webhooks: WebhookSettings?
+        /// Proving email addresses before accounts exist; nil creates accounts at once.
+        public var emailVerification: EmailVerificationSettings?
         /// How long a signed-in session lasts, however much it is used.
         public var signInLifetime: TimeInterval = 7 * 24 * 60 * 60
         /// A signed-in session unused this long ends before its lifetime.
@@ -98,7 +100,8 @@ public final class SignupApplication: Sendable {
     private let stopping: Locked<Bool>
     private let logger: Logger
     private let signedIn: SignedInUsers
-    private let webhooks: WebhookDelivery?
+    private let webhooks: OutboxDelivery?
+    private let mails: OutboxDelivery?
     /// For the sweep of ended signed-in sessions and refilled shared limits.
     private let store: any AccountStore
 
@@ -107,7 +110,7 @@ public final class SignupApplication: Sendable {
         self.logger = logger
         self.store = store
         let policy = configuration.policy
-        let availability = StoreAvailabilityChecker(store: store, isReserved: { policy.isReserved($0) })
+        let availability = StoreAvailabilityChecker(store: store, isReserved: { policy.isReserved($0) }, now: configuration.now)
         let limiters = ClientLimiters(configuration.limits, store: store, logger: logger, now: configuration.now)
         let metrics = SignupMetrics()
         self.metrics = metrics
@@ -167,9 +170,31 @@ public final class SignupApplication: Sendable {
         let returnTo = ReturnTo(allowedOrigins: Set(configuration.returnToOrigins.map { $0.lowercased() }), sameOrigin: sameOrigin)
         let refusals = Refusals(metrics: metrics, logger: logger)
         let webhooks = configuration.webhooks.map {
-            WebhookDelivery(settings: $0, store: store, metrics: metrics, logger: logger, now: configuration.now)
+            OutboxDelivery(channel: .webhook, schedule: $0.schedule, courier: WebhookCourier(settings: $0, now: configuration.now),
+                           store: store, metrics: metrics, logger: logger, now: configuration.now)
         }
         self.webhooks = webhooks
+        // Proofs of addresses: their keys are the store's, so every instance checks the codes
+        // and opens the mails the others made.
+        var proofs: AddressProofs?
+        var mails: OutboxDelivery?
+        if let settings = configuration.emailVerification {
+            let sealingKey = try store.secret(named: "mail-outbox-key", createdBy: VerificationSecrets.makeKey)
+            let delivery = OutboxDelivery(
+                channel: .mail, schedule: settings.mail.schedule,
+                courier: MailCourier(settings: settings.mail, key: sealingKey, now: configuration.now),
+                store: store, metrics: metrics, logger: logger, now: configuration.now)
+            mails = delivery
+            let origin = settings.linkOrigin ?? configuration.publicOrigins.first
+                ?? "http://\(["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "localhost" : configuration.host):\(configuration.port)"
+            proofs = AddressProofs(
+                settings: settings, store: store,
+                secrets: VerificationSecrets(key: try store.secret(named: "verification-code-key", createdBy: VerificationSecrets.makeKey)),
+                mails: VerificationMails(renderer: renderer, settings: settings, linkOrigin: origin, sealingKey: sealingKey),
+                limiters: limiters, delivery: delivery, now: configuration.now)
+        }
+        self.mails = mails
+        let deliveries = [webhooks, mails].compactMap { $0 }
         let signedIn = SignedInUsers(store: store, lifetime: configuration.signInLifetime,
                                      idleTimeout: configuration.signInIdleTimeout,
                                      secureCookies: configuration.secureCookies, cookieDomain: configuration.cookieDomain,
@@ -185,18 +210,24 @@ public final class SignupApplication: Sendable {
             signup: SignupSubmitRoutes(
                 pages: pages, refusals: refusals, sessions: sessions, store: store, availability: availability,
                 hashing: hashing, signedIn: signedIn, limiters: limiters, metrics: metrics, logger: logger,
-                now: configuration.now, returnTo: returnTo, webhooks: webhooks),
+                now: configuration.now, returnTo: returnTo, webhooks: webhooks, proofs: proofs),
             signIn: SignInRoutes(
                 pages: pages, refusals: refusals, store: store, hashing: hashing, signedIn: signedIn,
                 placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
                 limiters: limiters, metrics: metrics, logger: logger, returnTo: returnTo),
+            verification: proofs.map {
+                VerificationRoutes(pages: pages, refusals: refusals, proofs: $0, store: store, signedIn: signedIn,
+                                   metrics: metrics, logger: logger, webhooks: webhooks, now: configuration.now)
+            },
             operations: OperationsRoutes(
                 health: HealthChecks(store: store, isStopping: { stopping.withLock { $0 } }),
                 metricsExport: configuration.metricsExport.map { export in
                     // Gauges are read at scrape time rather than updated on every change.
                     MetricsExport(allowed: export.allowed) {
-                        if webhooks != nil, let status = try? store.outboxStatus() {
-                            metrics.recordOutbox(status, now: configuration.now())
+                        for delivery in deliveries {
+                            if let status = try? store.outboxStatus(channel: delivery.channel) {
+                                metrics.recordOutbox(delivery.channel, status, now: configuration.now())
+                            }
                         }
                         metrics.formSessions.record(sessions.count)
                         metrics.eventStreams.record(serverBox.server?.openStreamCount ?? 0)
@@ -260,6 +291,7 @@ public final class SignupApplication: Sendable {
     public func start() throws {
         try server.start()
         webhooks?.start()
+        mails?.start()
         scheduleSweep(every: min(60, max(1, configuration.sessionIdleLifetime / 4)))
         logger.info("Listening", metadata: ["url": "http://\(configuration.host):\(port)"])
     }
@@ -274,6 +306,8 @@ public final class SignupApplication: Sendable {
             do {
                 _ = try store.removeFullSharedBuckets(at: configuration.now())
                 _ = try store.removeDeliveredEvents(deliveredBefore: configuration.now().addingTimeInterval(-7 * 86_400))
+                let released = try store.removeExpiredPendingSignups(at: configuration.now())
+                if released > 0 { logger.debug("Removed expired pending sign-ups", metadata: ["count": "\(released)"]) }
                 let ended = try signedIn.removeEnded()
                 if ended > 0 { logger.debug("Removed ended signed-in sessions", metadata: ["count": "\(ended)"]) }
             } catch {
@@ -296,6 +330,7 @@ public final class SignupApplication: Sendable {
         stopping.withLock { $0 = true }
         server.beginShutdown()
         webhooks?.stop()
+        mails?.stop()
         hashing.shutDown()
         let stopped = server.finishShutdown(grace: grace ?? configuration.shutdownGrace)
         if stopped {

@@ -24,6 +24,11 @@ public struct SignupLimits: Sendable {
     public var signinFailuresPerAccount = Rate.per(minute: 1, burst: 5)
     /// Failed sign-ins per address before each further try must wait.
     public var signinFailuresPerAddress = Rate.per(minute: 6, burst: 20)
+    /// Mails to one email address (a code, a new code, an "address in use" notice), counted
+    /// across instances: three at once, then one every 12 minutes.
+    public var mailsPerRecipient = Rate(burst: 3, perSecond: 5.0 / 3600)
+    /// Mails asked for from one client address.
+    public var mailsPerAddress = Rate(burst: 10, perSecond: 20.0 / 3600)
     /// Password hashes (sign-ups and sign-ins) one address may have queued or running.
     public var hashesPerAddress = 2
     /// Password hashes waiting per kind (sign-up, sign-in) before new ones get 503.
@@ -46,6 +51,8 @@ public struct SignupLimits: Sendable {
         limits.signupsPerAddress = .unlimited
         limits.signinFailuresPerAccount = .unlimited
         limits.signinFailuresPerAddress = .unlimited
+        limits.mailsPerRecipient = .unlimited
+        limits.mailsPerAddress = .unlimited
         limits.hashesPerAddress = 1_000_000
         return limits
     }

@@ -23,24 +23,50 @@ final class SignupMetrics: Sendable {
         if let sourceFailure { upstreamFailure("breached_passwords", reason: sourceFailure.reason) }
     }
 
-    /// Webhook attempts by outcome: `delivered`, `retried`, `parked`.
-    private let webhookOutcomes = ["delivered", "retried", "parked"].reduce(into: [String: Counter]()) {
-        $0[$1] = Counter(label: "livesignup_webhooks_total", dimensions: [("result", $1)])
-    }
-    /// The outbox at scrape time (`recordOutbox`).
-    let webhooksPending = Gauge(label: "livesignup_webhooks_pending")
-    let webhooksParked = Gauge(label: "livesignup_webhooks_parked")
-    let webhooksOldestPendingSeconds = Gauge(label: "livesignup_webhooks_oldest_pending_seconds")
-
-    func webhook(_ outcome: String) {
-        webhookOutcomes[outcome]?.increment()
+    /// What became of one outbox attempt.
+    enum DeliveryOutcome {
+        case delivered, retried, parked
     }
 
-    func recordOutbox(_ status: OutboxStatus, now: Date) {
-        webhooksPending.record(status.pending)
-        webhooksParked.record(status.parked)
-        webhooksOldestPendingSeconds.record(status.oldestPendingCreatedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+    /// Attempts by channel and outcome: `livesignup_webhooks_total{result=delivered|retried|parked}`
+    /// and `livesignup_mails_total{result=sent|retried|failed}`.
+    private let deliveryOutcomes: [OutboxChannel: [DeliveryOutcome: Counter]] = [
+        .webhook: [.delivered: Counter(label: "livesignup_webhooks_total", dimensions: [("result", "delivered")]),
+                   .retried: Counter(label: "livesignup_webhooks_total", dimensions: [("result", "retried")]),
+                   .parked: Counter(label: "livesignup_webhooks_total", dimensions: [("result", "parked")])],
+        .mail: [.delivered: Counter(label: "livesignup_mails_total", dimensions: [("result", "sent")]),
+                .retried: Counter(label: "livesignup_mails_total", dimensions: [("result", "retried")]),
+                .parked: Counter(label: "livesignup_mails_total", dimensions: [("result", "failed")])],
+    ]
+    /// Each channel's outbox at scrape time (`recordOutbox`): pending, parked (failed for
+    /// good) and the age of the oldest pending event.
+    private let outboxGauges: [OutboxChannel: (pending: Gauge, parked: Gauge, oldest: Gauge)] = [
+        .webhook: (Gauge(label: "livesignup_webhooks_pending"), Gauge(label: "livesignup_webhooks_parked"),
+                   Gauge(label: "livesignup_webhooks_oldest_pending_seconds")),
+        .mail: (Gauge(label: "livesignup_mails_pending"), Gauge(label: "livesignup_mails_failed"),
+                Gauge(label: "livesignup_mails_oldest_pending_seconds")),
+    ]
+
+    func outbox(_ channel: OutboxChannel, _ outcome: DeliveryOutcome) {
+        deliveryOutcomes[channel]?[outcome]?.increment()
     }
+
+    func recordOutbox(_ channel: OutboxChannel, _ status: OutboxStatus, now: Date) {
+        guard let gauges = outboxGauges[channel] else { return }
+        gauges.pending.record(status.pending)
+        gauges.parked.record(status.parked)
+        gauges.oldest.record(status.oldestPendingCreatedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
+    }
+
+    /// `/verify` outcomes: `verified`, `wrong_code`, `invalid` (not six digits), `used_up`
+    /// (too many wrong codes), `expired` (unknown, used or expired), `resent`, `email_taken`,
+    /// `unavailable`.
+    static let verificationOutcomes = ["verified", "wrong_code", "invalid", "used_up", "expired", "resent", "email_taken", "unavailable"]
+    private let verificationResults = Dictionary(uniqueKeysWithValues: verificationOutcomes.map {
+        ($0, Counter(label: "livesignup_verifications_total", dimensions: [("result", $0)]))
+    })
+
+    func verification(_ outcome: String) { verificationResults[outcome]?.increment() }
 
     /// Clients that went away mid-request or mid-answer (a closed tab, a lost signal), as
     /// libmicrohttpd reports them: normal on the web, so counted here and logged at debug.
@@ -68,7 +94,9 @@ final class SignupMetrics: Sendable {
     /// Request timers by "route status", made on first use.
     private let requestTimers = Locked<[String: Metrics.Timer]>([:])
 
-    static let signupOutcomes = ["created", "invalid", "taken", "already_used", "rate_limited", "unavailable", "refused"]
+    /// `pending`: valid, and a code went to the address (`--email-verification required`);
+    /// `created` is counted when the account is made, at once or when the address is proved.
+    static let signupOutcomes = ["created", "pending", "invalid", "taken", "already_used", "rate_limited", "unavailable", "refused"]
     static let signinOutcomes = ["success", "failure", "rate_limited", "unavailable", "refused"]
     static let limits = RateLimitName.allCases
 

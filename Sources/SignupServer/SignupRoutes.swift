@@ -15,6 +15,8 @@ struct SignupRoutes: HTTPResponder {
     let liveForm: LiveFormRoutes
     let signup: SignupSubmitRoutes
     let signIn: SignInRoutes
+    /// Nil when addresses are not proved (`--email-verification off`): `/verify` is then 404.
+    let verification: VerificationRoutes?
     let operations: OperationsRoutes
     /// For the pages answered before a handler (403 cross-site, 503 restarting).
     let pages: Pages
@@ -79,6 +81,16 @@ struct SignupRoutes: HTTPResponder {
         Route(["POST"], "/fields", answers: .json, limits: [.edits, .sessions]) { $0.liveForm.fieldEdit($1) },
         Route(["POST"], "/sessions", answers: .json, limits: [.pages]) { $0.liveForm.newSession($1) },
         Route(["POST"], "/signup", answers: .page, limits: [.signups, .lookups, .hashing], outcome: .signup) { $0.signup.submit($1) },
+        Route(["GET", "POST"], "/verify", answers: .page, outcome: .signup) { routes, request in
+            guard let verification = routes.verification else { return APIError.notFound.response }
+            return request.method == "POST" ? verification.verify(request) : verification.page(request.http)
+        },
+        Route(["POST"], "/verify/resend", answers: .page, limits: [.mails]) { routes, request in
+            routes.verification?.resend(request) ?? APIError.notFound.response
+        },
+        Route(["POST"], "/verify/change", answers: .page) { routes, request in
+            routes.verification == nil ? APIError.notFound.response : routes.signup.changeAddress(request)
+        },
         Route(["GET"], "/welcome", answers: .page) { routes, request in
             routes.signIn.speaking(routes.signIn.visitorLanguage(request.http)).welcome(request.http)
         },

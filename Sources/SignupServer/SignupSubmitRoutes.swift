@@ -21,7 +21,10 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
     let now: @Sendable () -> Date
     let returnTo: ReturnTo
     /// Sends `account.created` when configured; told when there is one to send.
-    let webhooks: WebhookDelivery?
+    let webhooks: OutboxDelivery?
+    /// With `--email-verification required`: a valid sign-up starts a proof of its address
+    /// instead of creating the account (`/verify` finishes it).
+    let proofs: AddressProofs?
     var returnTarget: String?
 
     func submit(_ request: SignupRequest) -> HTTPResponse {
@@ -112,6 +115,15 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
             return rerender(values: values, evaluation: evaluation, token: token, status: .unprocessableContent)
         }
         let password = values[.password] ?? ""
+        if let proofs {
+            // Before the hash: a sign-up that may not mail costs no hash.
+            do throws(LimitExceeded) {
+                try proofs.admitMail(to: values[.email] ?? "", client: clientKey)
+            } catch {
+                metrics.signup("rate_limited")
+                return slowDown(error, values: values, token: token)
+            }
+        }
         return .later { [self] respond in
             do throws(HashingRefusal) {
                 try hashing.hash(password, client: clientKey) { result in
@@ -137,6 +149,15 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
             return unavailable(values: values, token: token)
         }
         do {
+            if let proofs {
+                try proofs.start(username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
+                                 profile: profile(of: values), formToken: token, language: language, returnTo: returnTarget)
+                metrics.signup("pending")
+                logger.info("Sign-up waiting for its address to be proved")
+                var query = "?token=\(token)"
+                if language.tag != Languages.fallback { query += "&lang=\(language.tag)" }
+                return redirect(to: "/verify" + query)
+            }
             let account = try store.createAccount(NewAccount(
                 username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
                 formToken: token, profile: profile(of: values), announce: webhooks != nil))
@@ -173,6 +194,36 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
             metrics.signup("unavailable")
             return unavailable(values: values, token: token)
         }
+    }
+
+    /// `POST /verify/change`: the person wants to use another address. Their pending sign-up
+    /// is forgotten (the username released) and the form comes back with what they typed
+    /// (never the password), under the same token.
+    func changeAddress(_ request: SignupRequest) -> HTTPResponse {
+        switch answering(request.http) {
+        case .success(let posted): return posted.routes.changeAddress(posted.form)
+        case .failure(let error): return error.response
+        }
+    }
+
+    private func changeAddress(_ form: URLEncodedForm) -> HTTPResponse {
+        guard let token = form["token"], sessions.isGenuine(token) else {
+            return rerender(values: [:], evaluation: nil, status: .unprocessableContent, formError: text("error.expired"))
+        }
+        var values: [SignupField: String] = [:]
+        var routes = self
+        do {
+            if let pending = try store.pendingSignup(formToken: token, at: now()) {
+                values[.username] = pending.username
+                values[.email] = pending.email
+                try store.cancelPendingSignup(formToken: token)
+                routes.returnTarget = pending.returnTo.isEmpty ? nil : pending.returnTo
+            }
+        } catch {
+            logger.error("Account store unavailable while changing an address", metadata: ["error": "\(error)"])
+            return unavailable(values: values, token: token)
+        }
+        return routes.rerender(values: values, evaluation: nil, token: token, status: .ok)
     }
 
     private func hashingRefused(_ refusal: HashingRefusal, values: [SignupField: String], token: String) -> HTTPResponse {

@@ -50,6 +50,8 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help(.signupsPerAddress)) var signupsPerAddress = LimitSetting.signupsPerAddress.defaultText
     @Option(help: help(.signinFailuresPerAccount)) var signinFailuresPerAccount = LimitSetting.signinFailuresPerAccount.defaultText
     @Option(help: help(.signinFailuresPerAddress)) var signinFailuresPerAddress = LimitSetting.signinFailuresPerAddress.defaultText
+    @Option(help: help(.mailsPerRecipient)) var mailsPerRecipient = LimitSetting.mailsPerRecipient.defaultText
+    @Option(help: help(.mailsPerAddress)) var mailsPerAddress = LimitSetting.mailsPerAddress.defaultText
     @Option(help: help(.hashesPerAddress)) var hashesPerAddress = defaults.limits.hashesPerAddress
     @Option(help: help(.hashQueueLength)) var hashQueueLength = defaults.limits.hashQueueLength
 
@@ -63,6 +65,7 @@ struct LimitOptions: ParsableArguments {
             .lookupsPerSession: lookupsPerSession, .lookupsPerAddress: lookupsPerAddress,
             .signupsPerAddress: signupsPerAddress,
             .signinFailuresPerAccount: signinFailuresPerAccount, .signinFailuresPerAddress: signinFailuresPerAddress,
+            .mailsPerRecipient: mailsPerRecipient, .mailsPerAddress: mailsPerAddress,
             .hashesPerAddress: String(hashesPerAddress), .hashQueueLength: String(hashQueueLength),
         ]
         precondition(values.count == LimitSetting.allCases.count, "every LimitSetting needs its option in LimitOptions")

@@ -206,9 +206,9 @@ public struct AccountStoreContract {
         XCTAssertThrowsError(try store.createAccount(NewAccount(username: "ADALOVELACE", email: "b@example.org", passwordHash: "x",
                                                                 formToken: "o-2", announce: true)), file: file, line: line)
         let far = start.addingTimeInterval(10 * 365 * 86_400)
-        XCTAssertEqual(try store.outboxStatus().pending, 1, "one event: not for the quiet one, not for the refused one",
+        XCTAssertEqual(try store.outboxStatus(channel: .webhook).pending, 1, "one event: not for the quiet one, not for the refused one",
                        file: file, line: line)
-        let claimed = try store.claimDueEvents(at: far, limit: 10, lease: 30)
+        let claimed = try store.claimDueEvents(channel: .webhook, at: far, limit: 10, lease: 30)
         XCTAssertEqual(claimed.count, 1, file: file, line: line)
         let event = try XCTUnwrap(claimed.first?.event, file: file, line: line)
         XCTAssertEqual(event.type, "account.created", file: file, line: line)
@@ -220,16 +220,16 @@ public struct AccountStoreContract {
         XCTAssertEqual((data["profile"] as? [String: Any])?["display_name"] as? String, "Ada", file: file, line: line)
         XCTAssertNil(data["password_hash"], file: file, line: line)
 
-        XCTAssertEqual(try reopen().claimDueEvents(at: far.addingTimeInterval(29), limit: 10, lease: 30), [],
+        XCTAssertEqual(try reopen().claimDueEvents(channel: .webhook, at: far.addingTimeInterval(29), limit: 10, lease: 30), [],
                        "leased: no other instance claims it", file: file, line: line)
         try store.scheduleRetry(eventID: event.id, attempts: 1, at: far.addingTimeInterval(60), error: "503")
-        XCTAssertEqual(try store.claimDueEvents(at: far.addingTimeInterval(59), limit: 10, lease: 30), [], file: file, line: line)
-        let again = try reopen().claimDueEvents(at: far.addingTimeInterval(60), limit: 10, lease: 30)
+        XCTAssertEqual(try store.claimDueEvents(channel: .webhook, at: far.addingTimeInterval(59), limit: 10, lease: 30), [], file: file, line: line)
+        let again = try reopen().claimDueEvents(channel: .webhook, at: far.addingTimeInterval(60), limit: 10, lease: 30)
         XCTAssertEqual(again.map(\.event.id), [event.id], "due again, same id", file: file, line: line)
         XCTAssertEqual(again.first?.attempts, 1, file: file, line: line)
         try store.markDelivered(eventID: event.id, attempts: 2, at: far.addingTimeInterval(61))
-        XCTAssertEqual(try store.outboxStatus(), OutboxStatus(pending: 0, parked: 0, oldestPendingCreatedAt: nil), file: file, line: line)
-        XCTAssertEqual(try store.claimDueEvents(at: far.addingTimeInterval(10_000), limit: 10, lease: 30), [],
+        XCTAssertEqual(try store.outboxStatus(channel: .webhook), OutboxStatus(pending: 0, parked: 0, oldestPendingCreatedAt: nil), file: file, line: line)
+        XCTAssertEqual(try store.claimDueEvents(channel: .webhook, at: far.addingTimeInterval(10_000), limit: 10, lease: 30), [],
                        "delivered: never again", file: file, line: line)
         XCTAssertEqual(try store.removeDeliveredEvents(deliveredBefore: far.addingTimeInterval(61)), 0, file: file, line: line)
         XCTAssertEqual(try store.removeDeliveredEvents(deliveredBefore: far.addingTimeInterval(62)), 1,
@@ -237,10 +237,10 @@ public struct AccountStoreContract {
 
         let bob = try store.createAccount(NewAccount(username: "bobbytables", email: "b@example.org", passwordHash: "x",
                                                      formToken: "o-3", announce: true))
-        let parked = try XCTUnwrap(try store.claimDueEvents(at: far, limit: 10, lease: 30).first, file: file, line: line)
+        let parked = try XCTUnwrap(try store.claimDueEvents(channel: .webhook, at: far, limit: 10, lease: 30).first, file: file, line: line)
         try store.park(eventID: parked.event.id, attempts: 1, error: "410 Gone")
-        XCTAssertEqual(try store.outboxStatus().parked, 1, file: file, line: line)
-        XCTAssertEqual(try store.claimDueEvents(at: far.addingTimeInterval(10_000), limit: 10, lease: 30), [], file: file, line: line)
+        XCTAssertEqual(try store.outboxStatus(channel: .webhook).parked, 1, file: file, line: line)
+        XCTAssertEqual(try store.claimDueEvents(channel: .webhook, at: far.addingTimeInterval(10_000), limit: 10, lease: 30), [], file: file, line: line)
         _ = bob
     }
 }

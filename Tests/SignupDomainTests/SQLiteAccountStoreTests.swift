@@ -32,7 +32,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     /// A store whose look-ups always fail, like a database that went away.
     private struct FailingStore: AccountStore {
         struct Failure: Error {}
-        func isUsernameTaken(_ username: String) throws -> Bool { throw Failure() }
+        func isUsernameTaken(_ username: String, at now: Date) throws -> Bool { throw Failure() }
         func reserveUsernames(_ usernames: [String]) throws { throw Failure() }
         func createAccount(_ account: NewAccount) throws -> Account { throw Failure() }
         func account(named username: String) throws -> Account? { throw Failure() }
@@ -48,12 +48,22 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func spendSharedTokens(bucket: String, key: String, cost: Double, rate: SharedBucketRate, at now: Date) throws -> Double { throw Failure() }
         func resetSharedTokens(bucket: String, key: String) throws { throw Failure() }
         func removeFullSharedBuckets(at now: Date) throws -> Int { throw Failure() }
-        func claimDueEvents(at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] { throw Failure() }
+        func claimDueEvents(channel: OutboxChannel, at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] { throw Failure() }
         func markDelivered(eventID: String, attempts: Int, at now: Date) throws { throw Failure() }
         func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws { throw Failure() }
         func park(eventID: String, attempts: Int, error: String) throws { throw Failure() }
-        func outboxStatus() throws -> OutboxStatus { throw Failure() }
+        func outboxStatus(channel: OutboxChannel) throws -> OutboxStatus { throw Failure() }
         func removeDeliveredEvents(deliveredBefore date: Date) throws -> Int { throw Failure() }
+        func startPendingSignup(_ pending: PendingSignup, mail: OutboxEvent, at now: Date) throws { throw Failure() }
+        func pendingSignup(formToken: String, at now: Date) throws -> PendingSignup? { throw Failure() }
+        func pendingSignup(linkHash: String, at now: Date) throws -> PendingSignup? { throw Failure() }
+        func recordWrongCode(formToken: String) throws -> Int { throw Failure() }
+        func replaceCode(formToken: String, codeHash: String, linkHash: String, sentAt: Date, expiresAt: Date,
+                         mail: OutboxEvent) throws -> Bool { throw Failure() }
+        func completePendingSignup(formToken: String, at now: Date, announce: Bool) throws -> Account? { throw Failure() }
+        func cancelPendingSignup(formToken: String) throws { throw Failure() }
+        func removeExpiredPendingSignups(at now: Date) throws -> Int { throw Failure() }
+        func isEmailTaken(_ email: String) throws -> Bool { throw Failure() }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -64,7 +74,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
             lock.lock(); defer { lock.unlock() }
             return count
         }
-        func isUsernameTaken(_ username: String) throws -> Bool {
+        func isUsernameTaken(_ username: String, at now: Date) throws -> Bool {
             lock.lock(); defer { lock.unlock() }
             count += 1
             return false
@@ -84,12 +94,22 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func spendSharedTokens(bucket: String, key: String, cost: Double, rate: SharedBucketRate, at now: Date) throws -> Double { rate.burst }
         func resetSharedTokens(bucket: String, key: String) throws {}
         func removeFullSharedBuckets(at now: Date) throws -> Int { 0 }
-        func claimDueEvents(at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] { [] }
+        func claimDueEvents(channel: OutboxChannel, at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] { [] }
         func markDelivered(eventID: String, attempts: Int, at now: Date) throws {}
         func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws {}
         func park(eventID: String, attempts: Int, error: String) throws {}
-        func outboxStatus() throws -> OutboxStatus { OutboxStatus(pending: 0, parked: 0, oldestPendingCreatedAt: nil) }
+        func outboxStatus(channel: OutboxChannel) throws -> OutboxStatus { OutboxStatus(pending: 0, parked: 0, oldestPendingCreatedAt: nil) }
         func removeDeliveredEvents(deliveredBefore date: Date) throws -> Int { 0 }
+        func startPendingSignup(_ pending: PendingSignup, mail: OutboxEvent, at now: Date) throws {}
+        func pendingSignup(formToken: String, at now: Date) throws -> PendingSignup? { nil }
+        func pendingSignup(linkHash: String, at now: Date) throws -> PendingSignup? { nil }
+        func recordWrongCode(formToken: String) throws -> Int { 0 }
+        func replaceCode(formToken: String, codeHash: String, linkHash: String, sentAt: Date, expiresAt: Date,
+                         mail: OutboxEvent) throws -> Bool { false }
+        func completePendingSignup(formToken: String, at now: Date, announce: Bool) throws -> Account? { nil }
+        func cancelPendingSignup(formToken: String) throws {}
+        func removeExpiredPendingSignups(at now: Date) throws -> Int { 0 }
+        func isEmailTaken(_ email: String) throws -> Bool { false }
         struct UnusedInTheseTests: Error {}
     }
 

@@ -73,7 +73,9 @@ typedef struct curl_shim_mail {
     const char *html;
 } curl_shim_mail;
 
-/// 0 when the server accepted the mail; otherwise libcurl's code, with its words in `error`.
-int curl_shim_send_mail(const curl_shim_mail *mail, char *error, size_t error_capacity);
+/// 0 when the server accepted the mail; otherwise libcurl's code, with its words in `error`
+/// and the mail server's last reply code (550, 421, …; 0 when it never answered) in
+/// `response_code`.
+int curl_shim_send_mail(const curl_shim_mail *mail, long *response_code, char *error, size_t error_capacity);
 
 #endif

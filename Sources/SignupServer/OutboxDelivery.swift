@@ -1,23 +1,21 @@
 import Foundation
 import Logging
 import MicroHTTPD
-import OutsideHTTP
 import SignupDomain
 
-/// Sends the outbox's events to the operator's receiver as Standard Webhooks
-/// (standardwebhooks.com): a JSON body, `webhook-id` (the same on every attempt, so receivers
-/// can drop duplicates), `webhook-timestamp` (this attempt's) and `webhook-signature`.
-///
-/// At least once: an event leaves the outbox only when a receiver answered 2xx. A 4xx other
-/// than 408 or 429 parks it (the receiver said no; logged for the operator); anything else
-/// (5xx, 408, 429, a timeout, no answer) is tried again after an exponential, jittered backoff,
-/// until `retryWindow` after the event. With several instances each claims its own events
-/// (`EventOutbox.claimDueEvents`). One thread, one attempt at a time: a sign-up never waits for
-/// a receiver, and a slow receiver slows only its own deliveries.
-final class WebhookDelivery: Sendable {
-    private let settings: WebhookSettings
+/// Delivers one outbox channel (webhooks, mails) at least once: an event leaves the outbox
+/// only when its courier says it was taken. A refusal for good (a webhook receiver's 4xx other
+/// than 408 or 429, a mail server's "no such mailbox") parks it, logged for the operator;
+/// anything else (no answer, a timeout, a 5xx, a mail server that is down) is tried again after
+/// an exponential, jittered backoff, until `retryWindow` after the event. With several
+/// instances each claims its own events (`EventOutbox.claimDueEvents`). One thread per
+/// channel, one attempt at a time: nobody waits for a receiver, and a slow receiver slows only
+/// its own channel.
+final class OutboxDelivery: Sendable {
+    let channel: OutboxChannel
+    private let schedule: DeliverySchedule
+    private let courier: any OutboxCourier
     private let store: any EventOutbox
-    private let fetcher: BoundedHTTPFetcher
     private let metrics: SignupMetrics
     private let logger: Logger
     private let now: @Sendable () -> Date
@@ -25,17 +23,15 @@ final class WebhookDelivery: Sendable {
     private let state = Locked((running: false, stopped: false, nudged: false))
     private let finished = DispatchSemaphore(value: 0)
 
-    init(settings: WebhookSettings, store: any EventOutbox, metrics: SignupMetrics, logger: Logger, now: @escaping @Sendable () -> Date) {
-        self.settings = settings
+    init(channel: OutboxChannel, schedule: DeliverySchedule, courier: any OutboxCourier, store: any EventOutbox,
+         metrics: SignupMetrics, logger: Logger, now: @escaping @Sendable () -> Date) {
+        self.channel = channel
+        self.schedule = schedule
+        self.courier = courier
         self.store = store
         self.metrics = metrics
         self.logger = logger
         self.now = now
-        // Sequential attempts; no pause after failures (the backoff paces each event).
-        fetcher = BoundedHTTPFetcher(
-            limits: .init(maxBytes: 64 * 1024, deadline: settings.attemptTimeout, maxConcurrent: 1,
-                          failuresBeforePause: .max, pause: 0),
-            headers: ["Content-Type": "application/json", "User-Agent": "LiveSignup"], now: now)
     }
 
     func start() {
@@ -45,7 +41,7 @@ final class WebhookDelivery: Sendable {
         }
         guard starting else { return }
         let thread = Thread { [self] in run() }
-        thread.name = "webhooks"
+        thread.name = "outbox-\(channel.rawValue)"
         thread.start()
     }
 
@@ -73,7 +69,7 @@ final class WebhookDelivery: Sendable {
             while !state.withLock({ $0.stopped }), deliverDue() > 0 {}
             condition.withLock {
                 if !state.withLock({ $0.nudged || $0.stopped }) {
-                    _ = condition.wait(until: Date().addingTimeInterval(settings.pollInterval))
+                    _ = condition.wait(until: Date().addingTimeInterval(schedule.pollInterval))
                 }
                 state.withLock { $0.nudged = false }
             }
@@ -88,10 +84,10 @@ final class WebhookDelivery: Sendable {
         do {
             // The lease outlasts the batch's attempts, so no other instance takes one meanwhile;
             // if this process dies mid-attempt, the events are due again when it ends.
-            claimed = try store.claimDueEvents(at: now(), limit: settings.batch,
-                                               lease: Double(settings.batch) * (settings.attemptTimeout + 1) + 4)
+            claimed = try store.claimDueEvents(channel: channel, at: now(), limit: schedule.batch,
+                                               lease: Double(schedule.batch) * (schedule.attemptTimeout + 1) + 4)
         } catch {
-            logger.warning("Webhook outbox unavailable", metadata: ["error": "\(error)"])
+            logger.warning("Outbox unavailable", metadata: ["channel": "\(channel.rawValue)", "error": "\(error)"])
             return 0
         }
         for event in claimed { attempt(event) }
@@ -101,66 +97,78 @@ final class WebhookDelivery: Sendable {
     private func attempt(_ claimed: ClaimedEvent) {
         let event = claimed.event
         let attempts = claimed.attempts + 1
-        let timestamp = Int(now().timeIntervalSince1970)
-        let headers = [
-            "webhook-id: \(event.id)", "webhook-timestamp: \(timestamp)",
-            "webhook-signature: \(settings.secret.signature(id: event.id, timestamp: timestamp, body: event.body))",
-        ]
         let failure: String
         var parkNow = false
-        do {
-            _ = try fetcher.post(settings.url, body: Array(event.body.utf8), headers: headers)
+        switch courier.deliver(event) {
+        case .delivered:
             record { try store.markDelivered(eventID: event.id, attempts: attempts, at: now()) }
-            metrics.webhook("delivered")
+            metrics.outbox(channel, .delivered)
             return
-        } catch {
-            failure = "\(settings.url.host ?? "the receiver") \(error)"
-            if case .status(let code) = error, (400...499).contains(code), code != 408, code != 429 { parkNow = true }
+        case .retry(let reason):
+            failure = reason
+        case .refused(let reason):
+            failure = reason
+            parkNow = true
         }
         let time = now()
-        if parkNow || time.timeIntervalSince(event.createdAt) >= settings.retryWindow {
+        if parkNow || time.timeIntervalSince(event.createdAt) >= schedule.retryWindow {
             record { try store.park(eventID: event.id, attempts: attempts, error: failure) }
-            metrics.webhook("parked")
-            logger.warning("Webhook parked: it will not be sent again", metadata: [
-                "webhook_id": "\(event.id)", "type": "\(event.type)", "attempts": "\(attempts)", "error": "\(failure)"])
+            metrics.outbox(channel, .parked)
+            logger.warning("Outbox event parked: it will not be sent again", metadata: [
+                "channel": "\(channel.rawValue)", "id": "\(event.id)", "type": "\(event.type)",
+                "attempts": "\(attempts)", "error": "\(failure)"])
             return
         }
-        let delay = min(settings.maximumRetryDelay, settings.firstRetryDelay * pow(2, Double(min(attempts - 1, 30))))
+        let delay = min(schedule.maximumRetryDelay, schedule.firstRetryDelay * pow(2, Double(min(attempts - 1, 30))))
         let jittered = delay * Double.random(in: 0.75...1.25)
         record { try store.scheduleRetry(eventID: event.id, attempts: attempts, at: time.addingTimeInterval(jittered), error: failure) }
-        metrics.webhook("retried")
-        logger.info("Webhook will be retried", metadata: [
-            "webhook_id": "\(event.id)", "attempts": "\(attempts)", "in_seconds": "\(Int(jittered.rounded()))", "error": "\(failure)"])
+        metrics.outbox(channel, .retried)
+        logger.info("Outbox event will be retried", metadata: [
+            "channel": "\(channel.rawValue)", "id": "\(event.id)", "attempts": "\(attempts)",
+            "in_seconds": "\(Int(jittered.rounded()))", "error": "\(failure)"])
     }
 
     /// Records an outcome; a store that cannot take it leaves the event leased, so it is tried
     /// again when the lease ends (at least once, never lost).
     private func record(_ write: () throws -> Void) {
         do { try write() } catch {
-            logger.warning("Webhook outcome not recorded; it will be tried again", metadata: ["error": "\(error)"])
+            logger.warning("Outbox outcome not recorded; it will be tried again",
+                           metadata: ["channel": "\(channel.rawValue)", "error": "\(error)"])
         }
     }
 }
 
-/// Where webhooks go and how they are retried (`--webhook-url` and friends).
-public struct WebhookSettings: Sendable {
-    public var url: URL
-    public var secret: WebhookSecret
+/// Takes one outbox event to where it goes.
+protocol OutboxCourier: Sendable {
+    func deliver(_ event: OutboxEvent) -> CourierResult
+}
+
+enum CourierResult: Equatable {
+    case delivered
+    /// It may pass later (with why it did not now).
+    case retry(String)
+    /// It never will: park it.
+    case refused(String)
+}
+
+/// When a channel's events are tried, and for how long.
+public struct DeliverySchedule: Sendable {
     /// How long after an event it is still tried.
-    public var retryWindow: TimeInterval = 24 * 3600
+    public var retryWindow: TimeInterval
     /// The first retry's delay; each next one doubles, up to `maximumRetryDelay`.
-    public var firstRetryDelay: TimeInterval = 5
+    public var firstRetryDelay: TimeInterval
     public var maximumRetryDelay: TimeInterval = 3600
     /// One attempt in all, connecting included.
-    public var attemptTimeout: TimeInterval = 10
+    public var attemptTimeout: TimeInterval
     /// Events claimed per pass. One: each claim's lease then needs to cover one attempt only,
     /// so an event claimed by a process that died is free again within `attemptTimeout` + 5 s.
     public var batch = 1
     /// How often the outbox is looked at when nothing nudged it.
     public var pollInterval: TimeInterval = 1
 
-    public init(url: URL, secret: WebhookSecret) {
-        self.url = url
-        self.secret = secret
+    public init(retryWindow: TimeInterval, firstRetryDelay: TimeInterval, attemptTimeout: TimeInterval) {
+        self.retryWindow = retryWindow
+        self.firstRetryDelay = firstRetryDelay
+        self.attemptTimeout = attemptTimeout
     }
 }

@@ -1,0 +1,68 @@
+import Foundation
+import Logging
+import SignupDomain
+
+/// Starts and renews the proofs of email addresses: a pending sign-up with its code and link
+/// stored as keyed hashes, and its mail written to the outbox in the same transaction. Shared
+/// by sign-up (the first code) and `/verify` (new codes).
+///
+/// An address that already has an account gets the same pending sign-up, page and timing,
+/// but hashes no code or link can match, and its mail tells the owner someone tried to sign
+/// up with it: the form never says which addresses have accounts.
+struct AddressProofs: Sendable {
+    let settings: EmailVerificationSettings
+    let store: any AccountStore
+    let secrets: VerificationSecrets
+    let mails: VerificationMails
+    let limiters: ClientLimiters
+    /// Told when a mail was written, so it leaves now rather than at the next poll.
+    let delivery: OutboxDelivery
+    let now: @Sendable () -> Date
+
+    /// Spends one mail from the recipient's and the client's allowances, or says when one
+    /// may be sent again. Asked before the password is hashed, so a refused sign-up costs no
+    /// hash.
+    func admitMail(to address: String, client clientKey: String) throws(LimitExceeded) {
+        try limiters.mailsPerAddress.admit(clientKey)
+        try limiters.mailsPerRecipient.admit(EmailAddress.canonical(address))
+    }
+
+    /// Stores the pending sign-up and its mail. Throws `AccountCreationError` (name taken
+    /// meanwhile, form used) or a store error.
+    func start(username: String, email: String, passwordHash: String, profile: [String: ProfileValue], formToken: String,
+               language: Languages.Language, returnTo: String?) throws {
+        let time = now()
+        let proof = try makeProof(for: email, formToken: formToken, language: language, at: time)
+        let pending = PendingSignup.starting(
+            formToken: formToken, username: username, email: email, passwordHash: passwordHash, profile: profile,
+            language: language.tag, returnTo: returnTo ?? "", codeHash: proof.codeHash, linkHash: proof.linkHash,
+            at: time, lifetime: settings.codeLifetime)
+        try store.startPendingSignup(pending, mail: proof.mail, at: time)
+        delivery.nudge()
+    }
+
+    /// A new code and link for `pending` (the old ones stop working). False when it is gone.
+    func renew(_ pending: PendingSignup, language: Languages.Language) throws -> Bool {
+        let time = now()
+        let proof = try makeProof(for: pending.email, formToken: pending.formToken, language: language, at: time)
+        let renewed = try store.replaceCode(formToken: pending.formToken, codeHash: proof.codeHash, linkHash: proof.linkHash,
+                                            sentAt: time, expiresAt: time.addingTimeInterval(settings.codeLifetime),
+                                            mail: proof.mail)
+        if renewed { delivery.nudge() }
+        return renewed
+    }
+
+    /// A code, a link and their mail for `email`; for an address with an account, the notice
+    /// instead, and hashes nothing matches.
+    private func makeProof(for email: String, formToken: String, language: Languages.Language,
+                           at time: Date) throws -> (codeHash: String, linkHash: String, mail: OutboxEvent) {
+        if try store.isEmailTaken(email) {
+            return (VerificationSecrets.unmatchableHash(), VerificationSecrets.unmatchableHash(),
+                    try mails.addressInUse(to: email, language: language, at: time))
+        }
+        let code = VerificationSecrets.makeCode()
+        let link = VerificationSecrets.makeLinkToken()
+        return (secrets.codeHash(code, formToken: formToken), secrets.linkHash(link),
+                try mails.verification(to: email, code: code, link: link, language: language, at: time))
+    }
+}

@@ -1,0 +1,128 @@
+import Crypto
+import Foundation
+import Logging
+import OutsideMail
+import SignupDomain
+
+/// How addresses are proved (`--email-verification required`): where mail goes, who sends
+/// it, and how long a code lives. Nil in `SignupApplication.Configuration` means off: a valid
+/// sign-up creates its account at once.
+public struct EmailVerificationSettings: Sendable {
+    public var mail: MailSettings
+    /// How long a code and its link work, and the username stays held for the sign-up.
+    public var codeLifetime: TimeInterval = 30 * 60
+    /// How soon after a mail the person may ask for another.
+    public var resendCooldown: TimeInterval = 60
+    /// Wrong codes before a new one must be sent.
+    public var maximumWrongCodes = 5
+    /// The origin links in mails point at ("https://signup.example.com"); nil takes the first
+    /// `--public-origin`, else the address the server listens on.
+    public var linkOrigin: String?
+
+    public init(mail: MailSettings) {
+        self.mail = mail
+    }
+}
+
+/// Where mail goes: a mail server (`--smtp-url`) or a folder of `.eml` files (`--mail-dir`).
+public struct MailSettings: Sendable {
+    public var transport: any MailTransport
+    /// "LiveSignup <noreply@example.org>" (`--mail-from`).
+    public var from: String
+    /// Mails are retried for a day; a code in one expires sooner, and a mail whose code has
+    /// expired is not sent at all.
+    public var schedule = DeliverySchedule(retryWindow: 24 * 3600, firstRetryDelay: 5, attemptTimeout: 30)
+
+    public init(transport: any MailTransport, from: String) {
+        self.transport = transport
+        self.from = from
+    }
+
+    /// The domain of the sender's address, for `Message-ID`s.
+    var senderDomain: String {
+        let address = from.split(separator: "<").last.map { $0.filter { $0 != ">" } } ?? Substring(from)
+        return address.split(separator: "@").last.map(String.init) ?? "localhost"
+    }
+}
+
+/// Hands sealed mails from the outbox to the transport, with the operator's sender.
+struct MailCourier: OutboxCourier {
+    let settings: MailSettings
+    let key: [UInt8]
+    let now: @Sendable () -> Date
+
+    func deliver(_ event: OutboxEvent) -> CourierResult {
+        let mail: OutgoingMail
+        do {
+            mail = try OutgoingMail.unsealed(event, key: SymmetricKey(data: key))
+        } catch {
+            return .refused("the mail cannot be opened with this store's key: \(error)")
+        }
+        if let expires = mail.expiresAt, now() >= expires {
+            return .refused("its code expired before a mail server took it")
+        }
+        do {
+            try settings.transport.send(MailMessage(from: settings.from, to: mail.to, subject: mail.subject, text: mail.text,
+                                                    html: mail.html, messageID: mail.messageID, date: mail.date))
+            return .delivered
+        } catch {
+            return error.isPermanent ? .refused(error.description) : .retry(error.description)
+        }
+    }
+}
+
+/// Writes the mails that prove addresses, in the person's language, sealed for the outbox.
+struct VerificationMails: Sendable {
+    let renderer: PageRenderer
+    let settings: EmailVerificationSettings
+    let linkOrigin: String
+    /// Seals mails in the outbox (`mail-outbox-key` in the store).
+    let sealingKey: [UInt8]
+
+    /// The code and the link for a new sign-up.
+    func verification(to address: String, code: String, link: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
+        let minutes = String(Int(settings.codeLifetime / 60))
+        let content = PageRenderer.MailContent(
+            subject: text("mail.verify_subject", language).replacingOccurrences(of: "{code}", with: code),
+            heading: text("mail.verify_heading", language),
+            lead: text("mail.verify_lead", language),
+            code: code,
+            linkLead: text("mail.verify_link", language),
+            linkURL: "\(linkOrigin)/verify?link=\(link)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
+            linkText: text("mail.verify_link_text", language),
+            after: [text("mail.verify_expiry", language).replacingOccurrences(of: "{minutes}", with: minutes),
+                    text("mail.verify_ignore", language)],
+            footer: text("mail.footer", language))
+        return try seal(content, to: address, type: "mail.verification", language: language, at: now,
+                        expiresAt: now.addingTimeInterval(settings.codeLifetime))
+    }
+
+    /// For the owner of an address that already has an account: someone tried to sign up
+    /// with it (OWASP ASVS V6.3.8); the page they saw said the same as for a new address.
+    func addressInUse(to address: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
+        let content = PageRenderer.MailContent(
+            subject: text("mail.in_use_subject", language),
+            heading: text("mail.in_use_heading", language),
+            lead: text("mail.in_use_lead", language),
+            code: nil,
+            linkLead: text("mail.in_use_signin", language),
+            linkURL: "\(linkOrigin)/signin" + PageRenderer.languageQuery(language),
+            linkText: text("mail.in_use_signin_text", language),
+            after: [text("mail.in_use_ignore", language)],
+            footer: text("mail.footer", language))
+        return try seal(content, to: address, type: "mail.address_in_use", language: language, at: now, expiresAt: nil)
+    }
+
+    private func seal(_ content: PageRenderer.MailContent, to address: String, type: String, language: Languages.Language,
+                      at now: Date, expiresAt: Date?) throws -> OutboxEvent {
+        let parts = renderer.renderMail(content, language: language)
+        let mail = OutgoingMail(to: address, subject: content.subject, text: parts.text, html: parts.html,
+                                messageID: OutgoingMail.makeMessageID(domain: settings.mail.senderDomain), date: now,
+                                expiresAt: expiresAt)
+        return try mail.sealed(type: type, key: SymmetricKey(data: sealingKey))
+    }
+
+    private func text(_ key: String, _ language: Languages.Language) -> String {
+        (language.catalog[key] ?? key).replacingOccurrences(of: "{service}", with: renderer.serviceName)
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+import Logging
+import MicroHTTPD
+import SignupDomain
+
+/// `/verify`: where a person proves their email address after signing up, by typing the code
+/// from the mail or following its link (on any device), and then arrives signed in.
+///
+/// - `GET /verify?token=…`: the code form ("We sent a code to a…@example.org").
+/// - `GET /verify?link=…`: a button that confirms the link. A link is never used by a GET,
+///   because mail scanners follow links in mails before people do.
+/// - `POST /verify` with `token` and `code`, or `link`: the account is created, the person
+///   signed in and sent on to `return_to` or `/welcome`.
+/// - `POST /verify/resend` with `token`: a new code (after a cooldown, within the mail limits).
+///
+/// A code works once, until it expires, and only until 5 wrong ones were typed; a wrong,
+/// expired or used code leaves everyone else's sign-ups as they were.
+struct VerificationRoutes: AnswersWithPages, Sendable {
+    var pages: Pages
+    let refusals: Refusals
+    let proofs: AddressProofs
+    let store: any AccountStore
+    let signedIn: SignedInUsers
+    let metrics: SignupMetrics
+    let logger: Logger
+    /// Sends `account.created` when configured; told when there is one to send.
+    let webhooks: OutboxDelivery?
+    let now: @Sendable () -> Date
+
+    private var settings: EmailVerificationSettings { proofs.settings }
+
+    // MARK: GET /verify
+
+    func page(_ request: HTTPRequest) -> HTTPResponse {
+        let routes = speaking(visitorLanguage(request))
+        if let link = request.queryValue("link") { return routes.linkPage(link) }
+        guard let token = request.queryValue("token") else { return routes.expired() }
+        let pending: PendingSignup?
+        do {
+            pending = try store.pendingSignup(formToken: token, at: now())
+        } catch {
+            return routes.unavailable(error)
+        }
+        guard let pending else { return routes.expired() }
+        let notice = request.queryValue("sent") == "1" ? routes.text("verify.resent") : ""
+        return routes.codePage(pending, notice: notice, status: .ok)
+    }
+
+    private func linkPage(_ link: String) -> HTTPResponse {
+        let pending: PendingSignup?
+        do {
+            pending = try store.pendingSignup(linkHash: proofs.secrets.linkHash(link), at: now())
+        } catch {
+            return unavailable(error)
+        }
+        guard let pending else { return expired() }
+        let page = PageRenderer.VerifyPage(
+            heading: text("verify.link_title"),
+            lead: text("verify.link_lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email)),
+            token: nil, linkToken: link)
+        return verifyPage(page, status: .ok)
+    }
+
+    // MARK: POST /verify
+
+    func verify(_ request: SignupRequest) -> HTTPResponse {
+        let form: URLEncodedForm
+        switch decodeForm(request.http) {
+        case .success(let decoded): form = decoded
+        case .failure(let error): return error.response
+        }
+        let routes = speaking(visitorLanguage(request.http, requested: form["lang"]))
+        if let link = form["link"], !link.isEmpty { return routes.verify(link: link) }
+        return routes.verify(token: form["token"] ?? "", typed: form["code"] ?? "")
+    }
+
+    private func verify(link: String) -> HTTPResponse {
+        do {
+            guard let pending = try store.pendingSignup(linkHash: proofs.secrets.linkHash(link), at: now()) else {
+                metrics.verification("expired")
+                return expired()
+            }
+            return complete(pending)
+        } catch {
+            return unavailable(error)
+        }
+    }
+
+    private func verify(token: String, typed: String) -> HTTPResponse {
+        let pending: PendingSignup?
+        do {
+            pending = try store.pendingSignup(formToken: token, at: now())
+        } catch {
+            return unavailable(error)
+        }
+        guard let pending else {
+            metrics.verification("expired")
+            return expired()
+        }
+        guard let code = VerificationCodeShape.normalized(typed) else {
+            metrics.verification("invalid")
+            return codePage(pending, code: typed, fieldError: text("verify.code_shape"), status: .unprocessableContent)
+        }
+        guard pending.wrongTries < settings.maximumWrongCodes else {
+            metrics.verification("used_up")
+            return codePage(pending, code: typed, fieldError: text("verify.code_used_up"), status: .unprocessableContent)
+        }
+        guard proofs.secrets.codeMatches(code, formToken: pending.formToken, storedHash: pending.codeHash) else {
+            let tries: Int
+            do {
+                tries = try store.recordWrongCode(formToken: pending.formToken)
+            } catch {
+                return unavailable(error)
+            }
+            metrics.verification("wrong_code")
+            logger.info("Wrong verification code", metadata: ["tries": "\(tries)"])
+            let left = settings.maximumWrongCodes - tries
+            let message = left <= 0 ? text("verify.code_used_up")
+                : left == 1 ? text("verify.code_wrong_one")
+                : text("verify.code_wrong").replacingOccurrences(of: "{n}", with: String(left))
+            return codePage(pending, code: typed, fieldError: message, status: .unprocessableContent)
+        }
+        return complete(pending)
+    }
+
+    /// The proof is in: the account is made (once; a second proof finds nothing), its owner
+    /// signed in and sent on.
+    private func complete(_ pending: PendingSignup) -> HTTPResponse {
+        let account: Account
+        do {
+            guard let made = try store.completePendingSignup(formToken: pending.formToken, at: now(), announce: webhooks != nil) else {
+                metrics.verification("expired")
+                return expired()
+            }
+            account = made
+        } catch AccountCreationError.emailTaken {
+            // Two sign-ups proved the same address; the first one has the account.
+            metrics.verification("email_taken")
+            return pages.problem(title: text("verify.link_title"), message: text("verify.email_taken"), code: "email_taken",
+                                 linkText: text("page.footer_link"), status: .conflict)
+        } catch AccountCreationError.usernameTaken, AccountCreationError.formAlreadyUsed {
+            metrics.verification("expired")
+            return expired()
+        } catch {
+            return unavailable(error)
+        }
+        webhooks?.nudge()
+        metrics.verification("verified")
+        metrics.signup("created")
+        logger.info("Account created", metadata: ["account": "\(account.id)", "email": "verified"])
+        let target = pending.returnTo.isEmpty ? "/welcome" + PageRenderer.languageQuery(language) : pending.returnTo
+        do {
+            return redirect(to: target, cookie: try signedIn.signIn(account))
+        } catch {
+            logger.error("Account created, but its signed-in session could not be stored", metadata: ["error": "\(error)"])
+            return redirect(to: "/signin" + PageRenderer.languageQuery(language))
+        }
+    }
+
+    // MARK: POST /verify/resend
+
+    func resend(_ request: SignupRequest) -> HTTPResponse {
+        let form: URLEncodedForm
+        switch decodeForm(request.http) {
+        case .success(let decoded): form = decoded
+        case .failure(let error): return error.response
+        }
+        let routes = speaking(visitorLanguage(request.http, requested: form["lang"]))
+        return routes.resend(token: form["token"] ?? "", clientKey: request.clientKey)
+    }
+
+    private func resend(token: String, clientKey: String) -> HTTPResponse {
+        do {
+            guard let pending = try store.pendingSignup(formToken: token, at: now()) else { return expired() }
+            let waited = now().timeIntervalSince(pending.lastSentAt)
+            if waited < settings.resendCooldown {
+                let wait = Int((settings.resendCooldown - waited).rounded(.up))
+                refusals.count(LimitExceeded(limit: .mails, retryAfter: TimeInterval(wait)))
+                return codePage(pending, formError: text("verify.resend_wait").replacingOccurrences(of: "{wait}", with: waitPhrase(wait)),
+                                status: .tooManyRequests, retryAfter: wait)
+            }
+            do throws(LimitExceeded) {
+                try proofs.admitMail(to: pending.email, client: clientKey)
+            } catch {
+                refusals.count(error)
+                return codePage(pending, formError: text("verify.too_many_mails")
+                                    .replacingOccurrences(of: "{wait}", with: waitPhrase(error.retryAfterSeconds)),
+                                status: .tooManyRequests, retryAfter: error.retryAfterSeconds)
+            }
+            guard try proofs.renew(pending, language: language) else { return expired() }
+            metrics.verification("resent")
+            var query = "?token=\(token)&sent=1"
+            if language.tag != Languages.fallback { query += "&lang=\(language.tag)" }
+            return redirect(to: "/verify" + query)
+        } catch {
+            return unavailable(error)
+        }
+    }
+
+    // MARK: Pages
+
+    private func codePage(_ pending: PendingSignup, code: String = "", notice: String = "", fieldError: String = "",
+                          formError: String = "", status: HTTPStatus, retryAfter: Int? = nil) -> HTTPResponse {
+        var page = PageRenderer.VerifyPage(
+            heading: text("verify.title"),
+            lead: text("verify.lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email)),
+            token: pending.formToken, linkToken: nil)
+        page.code = code
+        page.notice = notice
+        page.fieldError = fieldError
+        page.formError = formError
+        return verifyPage(page, status: status, retryAfter: retryAfter)
+    }
+
+    private func verifyPage(_ page: PageRenderer.VerifyPage, status: HTTPStatus, retryAfter: Int? = nil) -> HTTPResponse {
+        var headers = HTTPHeaders([("Content-Language", language.tag)])
+        if let retryAfter { headers.add("Retry-After", String(retryAfter)) }
+        return html(renderer.renderVerify(page, language: language, assets: assets), status: status, headers: headers)
+    }
+
+    /// 410: the code or link is unknown, used or expired (they look the same on purpose).
+    private func expired() -> HTTPResponse {
+        pages.problem(title: text("verify.expired_title"),
+                      message: text("verify.expired_message").replacingOccurrences(of: "{minutes}", with: String(Int(settings.codeLifetime / 60))),
+                      code: "verification_expired", status: .gone)
+    }
+
+    private func unavailable(_ error: Error) -> HTTPResponse {
+        logger.error("Account store unavailable during verification", metadata: ["error": "\(error)"])
+        metrics.verification("unavailable")
+        return pages.problem(title: text("problem.unavailable_title"), message: text("error.unavailable"), code: "unavailable",
+                             status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "10")]))
+    }
+}
