@@ -4,6 +4,8 @@ APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev libsodium-dev libzxcvbn-dev lib
 HOST ?= 127.0.0.1
 PORT ?= 8080
 DATABASE ?= data/livesignup.sqlite
+# make run writes mails here instead of sending them: open the newest .eml for the code.
+MAIL_DIR ?= data/mail
 SWIFT_BUILD_FLAGS ?=
 PREFIX ?= /usr/local
 # nginx: the tests that run the shipped proxy configs in front of one or two servers;
@@ -43,7 +45,8 @@ release: deps
 
 # The release build, serving http://$(HOST):$(PORT) with a few demo names taken.
 run: release
-	"$$(swift build -c release --show-bin-path)/signup-server" --host $(HOST) --port $(PORT) --database $(DATABASE) --seed-demo
+	@echo "Mails (codes to prove addresses) are written to $(MAIL_DIR)/ as .eml files."
+	"$$(swift build -c release --show-bin-path)/signup-server" --host $(HOST) --port $(PORT) --database $(DATABASE) --seed-demo --mail-dir $(MAIL_DIR)
 
 # PREFIX/bin/signup-server (with its resource bundles beside it, where SwiftPM looks) and
 # PREFIX/share/livesignup/{Public,Templates}, where the binary finds them.

@@ -33,6 +33,31 @@ var summary = document.querySelector("[data-error-summary]");
 if (summary) { summary.focus(); } // autofocus does not apply to a div everywhere
 leadsToFields(summary);
 
+/* ---------- /verify: the code's shape, as it is typed ---------- */
+
+// The rule and its message are the server's (VerificationCodeShape, data-code-shape and
+// data-code-message); the server checks the same on POST. Only the shape is judged here:
+// whether the code is right, only the server knows.
+(function () {
+  var input = document.querySelector("input[data-code-shape]");
+  var message = document.querySelector("[data-code-error]");
+  if (!input || !message) { return; }
+  var shape = new RegExp("^(?:" + input.getAttribute("data-code-shape") + ")$");
+  function check(final) {
+    var typed = input.value.replace(/[\s-]/g, "");
+    var ok = shape.test(typed);
+    if (ok || typed === "") {
+      input.removeAttribute("aria-invalid");
+      message.textContent = "";
+    } else if (final || typed.length >= 6) {
+      input.setAttribute("aria-invalid", "true");
+      message.textContent = input.getAttribute("data-code-message");
+    }
+  }
+  input.addEventListener("input", function () { check(false); });
+  input.addEventListener("blur", function () { check(true); });
+})();
+
 var form = document.querySelector("form[data-signup]");
 if (!form) { return; }
 // The form's fields, in page order, as the page declares them (data-field): the policy decides.

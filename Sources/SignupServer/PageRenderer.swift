@@ -286,12 +286,13 @@ struct PageRenderer: Sendable {
         context["pageTitle"] = error.isEmpty ? page.heading : (language.catalog["page.error_prefix"] ?? "") + page.heading
         context["heading"] = page.heading
         context["lead"] = page.lead
-        context["token"] = page.token ?? ""
-        context["linkToken"] = page.linkToken ?? ""
+        // Absent, not "", where a section is not shown: Mustache shows one for any string.
+        context["token"] = page.token
+        context["linkToken"] = page.linkToken
         context["code"] = page.code
         context["codePattern"] = VerificationCodeShape.pattern
-        context["notice"] = page.notice
-        context["fieldError"] = page.fieldError
+        context["notice"] = page.notice.isEmpty ? nil : page.notice
+        context["fieldError"] = page.fieldError.isEmpty ? nil : page.fieldError
         context["hasError"] = !error.isEmpty
         context["errorMessage"] = error
         context["errorTarget"] = page.token == nil ? "confirm" : "code"
@@ -314,13 +315,17 @@ struct PageRenderer: Sendable {
 
     /// The mail's text and HTML parts (`mail.txt` and `mail.html` templates).
     func renderMail(_ mail: MailContent, language: Languages.Language) -> (text: String, html: String) {
+        // Absent keys, not empty strings, for the sections a mail lacks: Mustache shows a
+        // section for any string, "" included.
         var context: [String: Any] = [
             "lang": language.tag, "dir": language.catalog.direction, "serviceName": serviceName,
-            "subject": mail.subject, "heading": mail.heading, "lead": mail.lead, "code": mail.code ?? "",
-            "linkLead": mail.linkLead ?? "", "linkURL": mail.linkURL ?? "", "linkText": mail.linkText ?? "",
+            "subject": mail.subject, "heading": mail.heading, "lead": mail.lead,
             "after": mail.after, "footer": mail.footer,
         ]
-        context["hasLink"] = mail.linkURL != nil
+        context["code"] = mail.code
+        context["linkLead"] = mail.linkLead
+        context["linkURL"] = mail.linkURL
+        context["linkText"] = mail.linkText
         return (library.render(context, withTemplate: "mail.txt") ?? "", library.render(context, withTemplate: "mail.html") ?? "")
     }
 

@@ -52,6 +52,9 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Operations")
     var operations: OperationOptions
 
+    @OptionGroup(title: "Proving email addresses")
+    var mail: MailOptions
+
     @OptionGroup(title: "Abuse limits (rates are COUNT/UNIT[,burst=N] with UNIT s, min or h, or 'off')")
     var limits: LimitOptions
 
@@ -59,7 +62,7 @@ struct Serve: ParsableCommand {
     /// this list and `--help` agree, so a new option cannot miss its variable.
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] =
         ServerOptions.environmentOptions + AccountOptions.environmentOptions
-        + OperationOptions.environmentOptions + LimitOptions.environmentOptions
+        + OperationOptions.environmentOptions + MailOptions.environmentOptions + LimitOptions.environmentOptions
 
     func run() throws {
         let logging = try operations.bootstrapLogging()
@@ -85,6 +88,7 @@ struct Serve: ParsableCommand {
         configuration.secureCookies = operations.secureCookies
         configuration.cookieDomain = operations.cookieDomain
         configuration.webhooks = try operations.webhookSettings()
+        configuration.emailVerification = mail.settings(serviceName: configuration.policy.settings.serviceName)
         configuration.signInLifetime = TimeInterval(operations.signinLifetimeHours * 3600)
         configuration.signInIdleTimeout = TimeInterval(operations.signinIdleHours * 3600)
         configuration.metricsExport = metrics

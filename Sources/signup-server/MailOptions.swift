@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import OutsideMail
+import SignupServer
+
+/// Proving email addresses: whether, and where the mails go.
+struct MailOptions: ParsableArguments {
+    @Option(help: help("email-verification", "required: a sign-up becomes an account only once its address is proved with a mailed code or link; off: at once. Default: required when --smtp-url or --mail-dir is set, else off."))
+    var emailVerification: String?
+
+    @Option(help: help("smtp-url", "The mail server: smtp://[user@]host[:port] (STARTTLS when offered) or smtps://…; the password in LIVESIGNUP_SMTP_PASSWORD."))
+    var smtpUrl: String?
+
+    @Flag(help: help("smtp-require-tls", "Refuse to send unless STARTTLS succeeds (smtps:// always encrypts)."))
+    var smtpRequireTls = false
+
+    @Option(help: help("smtp-ca-file", "PEM certificates to trust for the mail server instead of the system's."))
+    var smtpCaFile: String?
+
+    @Option(help: help("mail-dir", "Write each mail as an .eml file into this folder instead of sending it (development; make run uses it)."))
+    var mailDir: String?
+
+    @Option(help: help("mail-from", "The sender of the mails, e.g. 'Example <noreply@example.org>' (required with --smtp-url)."))
+    var mailFrom: String?
+
+    @Option(help: help("verification-minutes", "How long a mailed code and link work, and the username stays held for the sign-up."))
+    var verificationMinutes = 30
+
+    @Option(help: help("verification-resend-seconds", "How soon after a mail the person may ask for a new code."))
+    var verificationResendSeconds = 60
+
+    @Option(help: help("mail-first-retry-seconds", "The first retry's delay when the mail server did not take a mail; each next one doubles, up to an hour."))
+    var mailFirstRetrySeconds = 5
+
+    @Option(help: help("mail-retry-hours", "How long a mail the server did not take is tried again (exponential backoff) before it counts as failed."))
+    var mailRetryHours = 24
+
+    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
+        ("email-verification", .option), ("smtp-url", .option), ("smtp-require-tls", .flag), ("smtp-ca-file", .option),
+        ("mail-dir", .option), ("mail-from", .option), ("verification-minutes", .option),
+        ("verification-resend-seconds", .option), ("mail-first-retry-seconds", .option), ("mail-retry-hours", .option),
+    ]
+
+    func validate() throws {
+        if let emailVerification, !["required", "off"].contains(emailVerification) {
+            throw ValidationError("--email-verification is required or off, not '\(emailVerification)'.")
+        }
+        if smtpUrl != nil, mailDir != nil {
+            throw ValidationError("Choose one mail transport: --smtp-url or --mail-dir, not both.")
+        }
+        if let smtpUrl {
+            guard let url = URL(string: smtpUrl), SMTPTransport.check(url) == nil else {
+                throw ValidationError("--smtp-url \(URL(string: smtpUrl).flatMap(SMTPTransport.check) ?? "is not a URL"): '\(smtpUrl)'.")
+            }
+            guard mailFrom != nil else {
+                throw ValidationError("--smtp-url needs --mail-from: the address mails come from, e.g. 'Example <noreply@example.org>'.")
+            }
+        }
+        if let smtpCaFile, !FileManager.default.isReadableFile(atPath: smtpCaFile) {
+            throw ValidationError("--smtp-ca-file: cannot read '\(smtpCaFile)'.")
+        }
+        if let mailFrom, !mailFrom.contains("@") {
+            throw ValidationError("--mail-from must hold an email address, not '\(mailFrom)'.")
+        }
+        if emailVerification == "required", smtpUrl == nil, mailDir == nil {
+            throw ValidationError("--email-verification required needs a way to send the codes: --smtp-url or --mail-dir.")
+        }
+        guard (5...24 * 60).contains(verificationMinutes) else {
+            throw ValidationError("--verification-minutes must be 5 to 1440 (a day).")
+        }
+        guard (1...3600).contains(verificationResendSeconds) else {
+            throw ValidationError("--verification-resend-seconds must be 1 to 3600.")
+        }
+        guard (1...3600).contains(mailFirstRetrySeconds) else {
+            throw ValidationError("--mail-first-retry-seconds must be 1 to 3600.")
+        }
+        guard (1...24 * 7).contains(mailRetryHours) else {
+            throw ValidationError("--mail-retry-hours must be 1 to 168 (a week).")
+        }
+    }
+
+    /// The settings, or nil when addresses are not proved.
+    func settings(serviceName: String) -> EmailVerificationSettings? {
+        guard emailVerification != "off" else { return nil }
+        let transport: any MailTransport
+        if let smtpUrl, let url = URL(string: smtpUrl) {
+            transport = SMTPTransport(url: url, password: ProcessInfo.processInfo.environment["LIVESIGNUP_SMTP_PASSWORD"],
+                                      requireTLS: smtpRequireTls, caFile: smtpCaFile)
+        } else if let mailDir {
+            transport = MailDirectoryTransport(directory: URL(fileURLWithPath: mailDir))
+        } else {
+            return nil
+        }
+        var mail = MailSettings(transport: transport, from: mailFrom ?? "\(serviceName) <noreply@localhost>")
+        mail.schedule.retryWindow = TimeInterval(mailRetryHours * 3600)
+        mail.schedule.firstRetryDelay = TimeInterval(mailFirstRetrySeconds)
+        var settings = EmailVerificationSettings(mail: mail)
+        settings.codeLifetime = TimeInterval(verificationMinutes * 60)
+        settings.resendCooldown = TimeInterval(verificationResendSeconds)
+        return settings
+    }
+}
