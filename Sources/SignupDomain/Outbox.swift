@@ -45,7 +45,7 @@ public struct OutboxEvent: Sendable, Equatable {
         return OutboxEvent(id: makeID(), type: "account.created", body: body, createdAt: account.createdAt)
     }
 
-    static func makeID() -> String {
+    public static func makeID() -> String {
         var generator = SystemRandomNumberGenerator()
         return "msg_" + (0..<16).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
     }

@@ -243,6 +243,95 @@ public struct AccountStoreContract {
         XCTAssertEqual(try store.claimDueEvents(channel: .webhook, at: far.addingTimeInterval(10_000), limit: 10, lease: 30), [], file: file, line: line)
         _ = bob
     }
+
+    private static func pending(_ username: String, email: String, token: String, at now: Date,
+                                code: String = "c-hash", link: String = UUID().uuidString) -> PendingSignup {
+        PendingSignup.starting(formToken: token, username: username, email: email, passwordHash: "x", profile: ["plan": .string("pro")],
+                               language: "de", returnTo: "https://app.example.org/", codeHash: code, linkHash: link,
+                               at: now, lifetime: 1800)
+    }
+
+    private static func mail(at now: Date) -> OutboxEvent {
+        OutboxEvent(id: OutboxEvent.makeID(), type: "mail.verification", body: "sealed", createdAt: now, channel: .mail)
+    }
+
+    /// A pending sign-up holds its username (for another form, and only until it expires)
+    /// without an account row; it is found by its form or its link; wrong codes are counted;
+    /// a new code replaces the old hashes; completing it makes the account once, with its
+    /// address proved and unique; its mail is on the mail channel only.
+    public func pendingSignUpsHoldNamesUntilProvedOrExpired(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        try store.startPendingSignup(Self.pending("Held_Name", email: "Ada@Example.org", token: "p-1", at: now, link: "link-1"),
+                                     mail: Self.mail(at: now), at: now)
+        XCTAssertNil(try store.account(named: "held_name"), "no account before the proof", file: file, line: line)
+        XCTAssertTrue(try store.isUsernameTaken("HELD_NAME", at: now.addingTimeInterval(1799)), "held", file: file, line: line)
+        XCTAssertFalse(try store.isUsernameTaken("held_name", at: now.addingTimeInterval(1800)), "released at expiry", file: file, line: line)
+        XCTAssertThrowsError(try store.startPendingSignup(Self.pending("held_name", email: "b@example.org", token: "p-2", at: now),
+                                                          mail: Self.mail(at: now), at: now.addingTimeInterval(60)),
+                             file: file, line: line) {
+            XCTAssertEqual($0 as? AccountCreationError, .usernameTaken, file: file, line: line)
+        }
+        XCTAssertEqual(try store.outboxStatus(channel: .mail).pending, 1, "the refused one wrote no mail", file: file, line: line)
+        XCTAssertEqual(try store.outboxStatus(channel: .webhook).pending, 0, file: file, line: line)
+        XCTAssertEqual(try reopen().claimDueEvents(channel: .mail, at: now, limit: 10, lease: 30).first?.event.channel, .mail,
+                       file: file, line: line)
+
+        let found = try XCTUnwrap(try reopen().pendingSignup(formToken: "p-1", at: now.addingTimeInterval(10)), file: file, line: line)
+        XCTAssertEqual(found.username, "Held_Name", file: file, line: line)
+        XCTAssertEqual(found.profile, ["plan": .string("pro")], file: file, line: line)
+        XCTAssertEqual(found.language, "de", file: file, line: line)
+        XCTAssertEqual(try store.pendingSignup(linkHash: "link-1", at: now)?.formToken, "p-1", file: file, line: line)
+        XCTAssertNil(try store.pendingSignup(formToken: "p-1", at: now.addingTimeInterval(1800)), "expired", file: file, line: line)
+        XCTAssertEqual(try store.recordWrongCode(formToken: "p-1"), 1, file: file, line: line)
+        XCTAssertEqual(try store.recordWrongCode(formToken: "p-1"), 2, file: file, line: line)
+        XCTAssertEqual(try store.recordWrongCode(formToken: "nobody"), 0, file: file, line: line)
+
+        let later = now.addingTimeInterval(600)
+        XCTAssertTrue(try store.replaceCode(formToken: "p-1", codeHash: "c-2", linkHash: "link-2", sentAt: later,
+                                            expiresAt: later.addingTimeInterval(1800), mail: Self.mail(at: later)), file: file, line: line)
+        let renewed = try XCTUnwrap(try store.pendingSignup(formToken: "p-1", at: later), file: file, line: line)
+        XCTAssertEqual([renewed.codeHash, renewed.linkHash], ["c-2", "link-2"], file: file, line: line)
+        XCTAssertEqual([renewed.wrongTries, renewed.codesSent], [0, 2], file: file, line: line)
+        XCTAssertNil(try store.pendingSignup(linkHash: "link-1", at: later), "the old link stopped working", file: file, line: line)
+        XCTAssertTrue(try store.isUsernameTaken("held_name", at: now.addingTimeInterval(1900)), "the hold moved with the new code",
+                      file: file, line: line)
+        XCTAssertFalse(try store.replaceCode(formToken: "gone", codeHash: "c", linkHash: "l", sentAt: later, expiresAt: later,
+                                             mail: Self.mail(at: later)), file: file, line: line)
+        XCTAssertEqual(try store.outboxStatus(channel: .mail).pending, 2, file: file, line: line)
+
+        XCTAssertFalse(try store.isEmailTaken("ada@example.org"), file: file, line: line)
+        let account = try XCTUnwrap(try store.completePendingSignup(formToken: "p-1", at: later, announce: true), file: file, line: line)
+        XCTAssertEqual(account.username, "Held_Name", file: file, line: line)
+        XCTAssertNotNil(account.emailVerifiedAt, file: file, line: line)
+        XCTAssertEqual(account.profile, ["plan": .string("pro")], file: file, line: line)
+        XCTAssertNil(try store.completePendingSignup(formToken: "p-1", at: later, announce: true), "once", file: file, line: line)
+        XCTAssertTrue(try reopen().isEmailTaken("ADA@example.ORG"), "proved addresses compare without case", file: file, line: line)
+        XCTAssertTrue(try store.isFormTokenUsed("p-1"), file: file, line: line)
+        XCTAssertEqual(try store.outboxStatus(channel: .webhook).pending, 1, "account.created, in the same transaction",
+                       file: file, line: line)
+
+        // Two sign-ups proving the same address: the second finds it taken and is dropped.
+        try store.startPendingSignup(Self.pending("second_one", email: "ADA@example.org", token: "p-3", at: later),
+                                     mail: Self.mail(at: later), at: later)
+        XCTAssertThrowsError(try store.completePendingSignup(formToken: "p-3", at: later, announce: false), file: file, line: line) {
+            XCTAssertEqual($0 as? AccountCreationError, .emailTaken, file: file, line: line)
+        }
+        XCTAssertNil(try store.pendingSignup(formToken: "p-3", at: later), file: file, line: line)
+        XCTAssertFalse(try store.isUsernameTaken("second_one", at: later), file: file, line: line)
+
+        // Cancelling releases the name; the sweep deletes what expired.
+        try store.startPendingSignup(Self.pending("changes_mind", email: "c@example.org", token: "p-4", at: later),
+                                     mail: Self.mail(at: later), at: later)
+        try store.cancelPendingSignup(formToken: "p-4")
+        XCTAssertFalse(try store.isUsernameTaken("changes_mind", at: later), file: file, line: line)
+        try store.startPendingSignup(Self.pending("expires", email: "e@example.org", token: "p-5", at: later),
+                                     mail: Self.mail(at: later), at: later)
+        XCTAssertEqual(try store.removeExpiredPendingSignups(at: later.addingTimeInterval(1799)), 0, file: file, line: line)
+        XCTAssertEqual(try store.removeExpiredPendingSignups(at: later.addingTimeInterval(1800)), 1, file: file, line: line)
+        // An account on an address nobody proved does not make it taken.
+        _ = try store.createAccount(NewAccount(username: "unproved", email: "u@example.org", passwordHash: "x", formToken: "p-6"))
+        XCTAssertFalse(try store.isEmailTaken("u@example.org"), file: file, line: line)
+    }
 }
 
 private final class Outcomes: @unchecked Sendable {

@@ -149,6 +149,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testSignedInSessionsLiveEndAndAreSwept() throws { try contract().signedInSessionsLiveEndAndAreSwept() }
     func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }
     func testTheOutboxHoldsEachAccountsEventUntilItIsDelivered() throws { try contract().theOutboxHoldsEachAccountsEventUntilItIsDelivered() }
+    func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
     func testReservingAgainSkipsNamesAlreadyThere() throws { try contract().reservingAgainSkipsNamesAlreadyThere() }
     func testAccountsReadBackAsStored() throws { try contract().accountsReadBackAsStored() }
     func testAFormCreatesOneAccount() throws { try contract().aFormCreatesOneAccount() }

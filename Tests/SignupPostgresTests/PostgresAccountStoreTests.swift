@@ -28,6 +28,7 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testSignedInSessionsLiveEndAndAreSwept() throws { try contract().signedInSessionsLiveEndAndAreSwept() }
     func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }
     func testTheOutboxHoldsEachAccountsEventUntilItIsDelivered() throws { try contract().theOutboxHoldsEachAccountsEventUntilItIsDelivered() }
+    func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
 
     // MARK: PostgreSQL's own
 
