@@ -225,7 +225,7 @@ let package = Package(
             name: "SignupServerTests",
             dependencies: [
                 "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport",
-                "AccountStoreTestSupport", "SignupPostgres",
+                "AccountStoreTestSupport", "SignupPostgres", "OutsideMail",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]

@@ -1,0 +1,110 @@
+import Foundation
+import HTTPTestSupport
+import LiveSignupClient
+import OutsideMail
+import SignupDomain
+@testable import SignupServer
+import XCTest
+
+/// What the black-box tests (Tests/Browser/test_email_verification.py, against aiosmtpd)
+/// cannot do in seconds: time passing. Codes and holds expire on the server's clock, which
+/// these tests move.
+final class EmailVerificationTests: XCTestCase {
+    private var server: TestServer!
+    private let clock = TestClock()
+    private let outbox = CapturedMail()
+
+    override func setUpWithError() throws {
+        server = try TestServer { [clock, outbox] configuration in
+            configuration.now = { clock.now }
+            configuration.emailVerification = EmailVerificationSettings(
+                mail: MailSettings(transport: outbox, from: "Tests <noreply@example.org>"))
+        }
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    private func signUp(_ username: String, email: String) async throws -> String {
+        let form = try await server.client.openForm()
+        let password = "Cobol-Rocks-1959"
+        let body = FormURLEncoder.encode([("token", form.token), ("username", username), ("email", email),
+                                          ("password", password), ("confirm", password)])
+        let response = try await server.request("POST", "/signup", body: body)
+        XCTAssertEqual(response.status, 303, response.body)
+        XCTAssertEqual(response.headers["location"], "/verify?token=\(form.token)")
+        return form.token
+    }
+
+    private func code(for address: String) async throws -> String {
+        let outbox = outbox
+        let sent = await Condition.wait(timeout: 10) { outbox.messages(to: address).count == 1 }
+        XCTAssertTrue(sent, "the mail went out")
+        let text = try XCTUnwrap(outbox.messages(to: address).last?.text)
+        return try XCTUnwrap(text.firstMatch(of: #/\n\s+(\d{6})\n/#)).1.description
+    }
+
+    func testACodeExpiresWithItsHoldAndTheNameIsFreeAgain() async throws {
+        let token = try await signUp("Lovelace", email: "ada@example.org")
+        let adaCode = try await code(for: "ada@example.org")
+        XCTAssertTrue(try server.store.isUsernameTaken("lovelace", at: clock.now), "held while the code lives")
+
+        clock.advance(by: 30 * 60)
+        let late = try await server.request("POST", "/verify", body: FormURLEncoder.encode([("token", token), ("code", adaCode)]))
+        XCTAssertEqual(late.status, 410, "the right code, too late")
+        XCTAssertTrue(late.body.contains("verification_expired"))
+        XCTAssertNil(try server.store.account(named: "lovelace"))
+        XCTAssertFalse(try server.store.isUsernameTaken("lovelace", at: clock.now), "released at expiry")
+
+        // Someone else may now take the name, and does.
+        let other = try await signUp("lovelace", email: "other@example.org")
+        let otherCode = try await code(for: "other@example.org")
+        let proved = try await server.request("POST", "/verify", body: FormURLEncoder.encode([("token", other), ("code", otherCode)]))
+        XCTAssertEqual(proved.status, 303)
+        XCTAssertEqual(try server.store.account(named: "Lovelace")?.email, "other@example.org")
+    }
+
+    func testAMailWhoseCodeExpiredBeforeTheServerTookItIsNotSent() async throws {
+        let outbox = outbox, store = server.store
+        outbox.refuseEverything = true
+        _ = try await signUp("Patient", email: "patient@example.org")
+        let tried = await Condition.wait(timeout: 10) { outbox.attempts >= 1 }
+        XCTAssertTrue(tried, "tried while the server refuses")
+        clock.advance(by: 31 * 60)
+        outbox.refuseEverything = false
+        // The retry is due on the moved clock at once (the next poll, within a second).
+        let parked = await Condition.wait(timeout: 20) { (try? store.outboxStatus(channel: .mail).parked) == 1 }
+        XCTAssertTrue(parked, "parked: its code no longer works")
+        XCTAssertEqual(outbox.messages(to: "patient@example.org").count, 0)
+    }
+}
+
+/// A mail transport that keeps what it is given (or refuses, as a mail server that is down).
+private final class CapturedMail: MailTransport, @unchecked Sendable {
+    private let lock = NSLock()
+    private var sent: [MailMessage] = []
+    private var tries = 0
+    private var refusing = false
+
+    var refuseEverything: Bool {
+        get { lock.withLock { refusing } }
+        set { lock.withLock { refusing = newValue } }
+    }
+
+    var attempts: Int { lock.withLock { tries } }
+
+    func messages(to address: String) -> [MailMessage] {
+        lock.withLock { sent.filter { $0.to == address } }
+    }
+
+    func send(_ message: MailMessage) throws(MailFailure) {
+        let refused = lock.withLock { () -> Bool in
+            tries += 1
+            if refusing { return true }
+            sent.append(message)
+            return false
+        }
+        if refused { throw MailFailure("421 try again later") }
+    }
+}
