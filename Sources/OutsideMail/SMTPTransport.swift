@@ -2,7 +2,7 @@ import CurlShims
 import Foundation
 
 /// One mail: a sender, one recipient, a subject, and the same words as text and as HTML.
-public struct MailMessage: Sendable, Equatable {
+public struct MailMessage: Sendable, Equatable, Codable {
     /// "Service name <noreply@example.org>" or a bare address.
     public var from: String
     public var to: String
@@ -29,6 +29,12 @@ public struct MailMessage: Sendable, Equatable {
             return mailbox.trimmingCharacters(in: .whitespaces)
         }
         return String(mailbox[mailbox.index(after: open)..<close])
+    }
+
+    /// The domain of "Name <user@domain>" or "user@domain" (for `Message-ID`s); "localhost"
+    /// when it has none.
+    public static func domain(ofMailbox mailbox: String) -> String {
+        address(in: mailbox).split(separator: "@").last.map(String.init) ?? "localhost"
     }
 
     /// The header lines, non-ASCII words encoded as RFC 2047 says (`=?UTF-8?B?…?=`), and

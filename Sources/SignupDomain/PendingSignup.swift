@@ -144,59 +144,26 @@ public struct VerificationSecrets: Sendable {
 
     /// A random hash no code or link has: for a pending sign-up that can never be proved.
     public static func unmatchableHash() -> String {
-        hex(Array(SHA256.hash(data: Data(makeLinkToken().utf8))))
+        Hex.encode(SHA256.hash(data: Data(makeLinkToken().utf8)))
     }
 
     public func codeHash(_ code: String, formToken: String) -> String {
-        Self.hex(mac("code\u{0}\(formToken)\u{0}\(code)"))
+        Hex.encode(mac("code\u{0}\(formToken)\u{0}\(code)"))
     }
 
     public func linkHash(_ token: String) -> String {
-        Self.hex(mac("link\u{0}\(token)"))
+        Hex.encode(mac("link\u{0}\(token)"))
     }
 
     /// Whether `code` is the one whose hash is `storedHash`, compared in constant time.
     public func codeMatches(_ code: String, formToken: String, storedHash: String) -> Bool {
-        guard let stored = Self.bytes(fromHex: storedHash) else { return false }
+        guard let stored = Hex.decode(Substring(storedHash)) else { return false }
         return HMAC<SHA256>.isValidAuthenticationCode(stored, authenticating: Data("code\u{0}\(formToken)\u{0}\(code)".utf8),
                                                       using: key)
     }
 
     private func mac(_ text: String) -> [UInt8] {
         Array(HMAC<SHA256>.authenticationCode(for: Data(text.utf8), using: key))
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func bytes(fromHex text: String) -> [UInt8]? {
-        let utf8 = Array(text.utf8)
-        guard utf8.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count / 2)
-        var index = 0
-        while index < utf8.count {
-            guard let high = Self.nibble(utf8[index]), let low = Self.nibble(utf8[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
-        return bytes
-    }
-
-    private static func nibble(_ character: UInt8) -> UInt8? {
-        switch character {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return character - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return character - UInt8(ascii: "a") + 10
-        default: return nil
-        }
     }
 }
 

@@ -46,7 +46,7 @@ public enum SignInSessionID {
 
     /// What the store keeps of an id: its SHA-256 in lower-case hex.
     public static func hash(_ id: String) -> String {
-        SHA256.hash(data: Data(id.utf8)).map { String(format: "%02x", $0) }.joined()
+        Hex.encode(SHA256.hash(data: Data(id.utf8)))
     }
 }
 

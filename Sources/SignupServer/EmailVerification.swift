@@ -15,9 +15,6 @@ public struct EmailVerificationSettings: Sendable {
     public var resendCooldown: TimeInterval = 60
     /// Wrong codes before a new one must be sent.
     public var maximumWrongCodes = 5
-    /// The origin links in mails point at ("https://signup.example.com"); nil takes the first
-    /// `--public-origin`, else the address the server listens on.
-    public var linkOrigin: String?
 
     public init(mail: MailSettings) {
         self.mail = mail
@@ -39,10 +36,7 @@ public struct MailSettings: Sendable {
     }
 
     /// The domain of the sender's address, for `Message-ID`s.
-    var senderDomain: String {
-        let address = from.split(separator: "<").last.map { $0.filter { $0 != ">" } } ?? Substring(from)
-        return address.split(separator: "@").last.map(String.init) ?? "localhost"
-    }
+    var senderDomain: String { MailMessage.domain(ofMailbox: from) }
 }
 
 /// Hands sealed mails from the outbox to the transport, with the operator's sender.
@@ -62,8 +56,9 @@ struct MailCourier: OutboxCourier {
             return .refused("its code expired before a mail server took it")
         }
         do {
-            try settings.transport.send(MailMessage(from: settings.from, to: mail.to, subject: mail.subject, text: mail.text,
-                                                    html: mail.html, messageID: mail.messageID, date: mail.date))
+            var message = mail.message
+            message.from = settings.from
+            try settings.transport.send(message)
             return .delivered
         } catch {
             return error.isPermanent ? .refused(error.description) : .retry(error.description)
@@ -75,6 +70,7 @@ struct MailCourier: OutboxCourier {
 struct VerificationMails: Sendable {
     let renderer: PageRenderer
     let settings: EmailVerificationSettings
+    /// Where links in mails point: the first `--public-origin`, else the listening address.
     let linkOrigin: String
     /// Seals mails in the outbox (`mail-outbox-key` in the store).
     let sealingKey: [UInt8]
@@ -116,9 +112,10 @@ struct VerificationMails: Sendable {
     private func seal(_ content: PageRenderer.MailContent, to address: String, type: String, language: Languages.Language,
                       at now: Date, expiresAt: Date?) throws -> OutboxEvent {
         let parts = renderer.renderMail(content, language: language)
-        let mail = OutgoingMail(to: address, subject: content.subject, text: parts.text, html: parts.html,
-                                messageID: OutgoingMail.makeMessageID(domain: settings.mail.senderDomain), date: now,
-                                expiresAt: expiresAt)
+        let mail = OutgoingMail(
+            message: MailMessage(from: "", to: address, subject: content.subject, text: parts.text, html: parts.html,
+                                 messageID: OutgoingMail.makeMessageID(domain: settings.mail.senderDomain), date: now),
+            expiresAt: expiresAt)
         return try mail.sealed(type: type, key: SymmetricKey(data: sealingKey))
     }
 

@@ -1,5 +1,6 @@
 import CSodium
 import Foundation
+import SignupDomain
 
 /// Form tokens that prove themselves, so a page view costs the server no memory until it
 /// opens a stream or sends an edit. A token is the minting instance's id, a dot, and 56
@@ -47,7 +48,7 @@ struct FormTokenAuthority: Sendable {
         randombytes_buf(&payload, 8)
         let seconds = UInt32(clamping: Int64(date.timeIntervalSince1970))
         for index in 0..<4 { payload[8 + index] = UInt8(truncatingIfNeeded: seconds >> (24 - 8 * index)) }
-        return instance + "." + Self.hex(payload + mac(payload, instance: instance))
+        return instance + "." + Hex.encode(payload + mac(payload, instance: instance))
     }
 
     /// Who issued a genuine token, and when; nil for anything this key did not mint.
@@ -58,7 +59,7 @@ struct FormTokenAuthority: Sendable {
         let instance = String(token[..<dot])
         let signed = token[token.index(after: dot)...]
         guard InstanceID.isValid(instance), signed.utf8.count == Self.signedLength,
-              let bytes = Self.bytes(fromHex: signed) else { return nil }
+              let bytes = Hex.decode(signed) else { return nil }
         let payload = Array(bytes[0..<Self.payloadLength])
         let expected = mac(payload, instance: instance)
         let given = Array(bytes[Self.payloadLength...])
@@ -75,38 +76,5 @@ struct FormTokenAuthority: Sendable {
         var out = [UInt8](repeating: 0, count: Int(crypto_auth_hmacsha256_BYTES))
         crypto_auth_hmacsha256(&out, message, UInt64(message.count), key)
         return Array(out.prefix(Self.macLength))
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
-
-    /// Lowercase hex only: the tokens this authority mints, nothing looser.
-    private static func bytes(fromHex text: Substring) -> [UInt8]? {
-        var result = [UInt8]()
-        result.reserveCapacity(text.utf8.count / 2)
-        var high: UInt8?
-        for character in text.utf8 {
-            let value: UInt8
-            switch character {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = character - UInt8(ascii: "a") + 10
-            default: return nil
-            }
-            if let first = high {
-                result.append(first << 4 | value)
-                high = nil
-            } else {
-                high = value
-            }
-        }
-        return high == nil ? result : nil
     }
 }

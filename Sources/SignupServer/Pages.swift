@@ -101,6 +101,13 @@ extension AnswersWithPages {
         return copy
     }
 
+    /// A posted form's handlers: its urlencoded body, and these routes speaking the form's
+    /// language (its hidden `lang` field, else the browser's); or the error that says what is
+    /// wrong with the body.
+    func answeringForm(_ request: HTTPRequest) -> Result<(routes: Self, form: URLEncodedForm), APIError> {
+        decodeForm(request).map { form in (speaking(visitorLanguage(request, requested: form["lang"])), form) }
+    }
+
     /// The readable page for a person who went over a limit (429 with `Retry-After`).
     func slowDownPage(_ exceeded: LimitExceeded) -> HTTPResponse {
         refusals.count(exceeded)
@@ -119,14 +126,12 @@ protocol CarriesReturnTo: AnswersWithPages {
 }
 
 extension CarriesReturnTo {
-    /// A posted form's handlers: its urlencoded body, and these routes speaking the form's
-    /// language (its hidden `lang` field, else the browser's) with its validated `return_to`;
-    /// or the error that says what is wrong with the body.
+    /// As `answeringForm`, with the form's validated `return_to`.
     func answering(_ request: HTTPRequest) -> Result<(routes: Self, form: URLEncodedForm), APIError> {
-        decodeForm(request).map { form in
-            var routes = speaking(visitorLanguage(request, requested: form["lang"]))
-            routes.returnTarget = returnTo.validated(form["return_to"], for: request)
-            return (routes, form)
+        answeringForm(request).map { posted in
+            var routes = posted.routes
+            routes.returnTarget = returnTo.validated(posted.form["return_to"], for: request)
+            return (routes, posted.form)
         }
     }
 }

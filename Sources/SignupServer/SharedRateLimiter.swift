@@ -31,23 +31,21 @@ final class SharedRateLimiter: Sendable {
 
     /// Throws `LimitExceeded` if `key`'s bucket is empty, without spending.
     func ensureNotExhausted(_ key: String) throws(LimitExceeded) {
-        guard !rate.isUnlimited else { return }
-        let tokens: Double
-        do {
-            tokens = try store.spendSharedTokens(bucket: bucket, key: key, cost: 0, rate: bucketRate, at: now())
-        } catch {
-            logger.warning("Shared limit unavailable; not applied", metadata: ["limit": "\(name)", "error": "\(error)"])
-            return
-        }
-        if tokens < 1 { throw LimitExceeded(limit: name, retryAfter: (1 - tokens) / rate.perSecond) }
+        try spend(0, from: key)
     }
 
     /// Spends one token, or throws `LimitExceeded` when there is none (a mail about to be sent).
     func admit(_ key: String) throws(LimitExceeded) {
+        try spend(1, from: key)
+    }
+
+    /// Spends `cost` (0 only looks) or throws when less than one token is there. A store that
+    /// cannot answer lets the request through, logged.
+    private func spend(_ cost: Double, from key: String) throws(LimitExceeded) {
         guard !rate.isUnlimited else { return }
         let tokens: Double
         do {
-            tokens = try store.spendSharedTokens(bucket: bucket, key: key, cost: 1, rate: bucketRate, at: now())
+            tokens = try store.spendSharedTokens(bucket: bucket, key: key, cost: cost, rate: bucketRate, at: now())
         } catch {
             logger.warning("Shared limit unavailable; not applied", metadata: ["limit": "\(name)", "error": "\(error)"])
             return

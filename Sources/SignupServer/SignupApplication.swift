@@ -185,7 +185,7 @@ public final class SignupApplication: Sendable {
                 courier: MailCourier(settings: settings.mail, key: sealingKey, now: configuration.now),
                 store: store, metrics: metrics, logger: logger, now: configuration.now)
             mails = delivery
-            let origin = settings.linkOrigin ?? configuration.publicOrigins.first
+            let origin = configuration.publicOrigins.first
                 ?? "http://\(["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "localhost" : configuration.host):\(configuration.port)"
             proofs = AddressProofs(
                 settings: settings, store: store,

@@ -64,14 +64,13 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
     // MARK: POST /verify
 
     func verify(_ request: SignupRequest) -> HTTPResponse {
-        let form: URLEncodedForm
-        switch decodeForm(request.http) {
-        case .success(let decoded): form = decoded
-        case .failure(let error): return error.response
+        switch answeringForm(request.http) {
+        case .success(let (routes, form)):
+            if let link = form["link"], !link.isEmpty { return routes.verify(link: link) }
+            return routes.verify(token: form["token"] ?? "", typed: form["code"] ?? "")
+        case .failure(let error):
+            return error.response
         }
-        let routes = speaking(visitorLanguage(request.http, requested: form["lang"]))
-        if let link = form["link"], !link.isEmpty { return routes.verify(link: link) }
-        return routes.verify(token: form["token"] ?? "", typed: form["code"] ?? "")
     }
 
     private func verify(link: String) -> HTTPResponse {
@@ -160,13 +159,10 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
     // MARK: POST /verify/resend
 
     func resend(_ request: SignupRequest) -> HTTPResponse {
-        let form: URLEncodedForm
-        switch decodeForm(request.http) {
-        case .success(let decoded): form = decoded
+        switch answeringForm(request.http) {
+        case .success(let (routes, form)): return routes.resend(token: form["token"] ?? "", clientKey: request.clientKey)
         case .failure(let error): return error.response
         }
-        let routes = speaking(visitorLanguage(request.http, requested: form["lang"]))
-        return routes.resend(token: form["token"] ?? "", clientKey: request.clientKey)
     }
 
     private func resend(token: String, clientKey: String) -> HTTPResponse {

@@ -44,12 +44,11 @@ struct Mail: ParsableCommand {
             let transport = SMTPTransport(
                 url: URL(string: smtpUrl)!, password: ProcessInfo.processInfo.environment["LIVESIGNUP_SMTP_PASSWORD"],
                 requireTLS: smtpRequireTls, caFile: smtpCaFile)
-            let domain = mailFrom.split(separator: "@").last.map { String($0.filter { $0 != ">" }) } ?? "localhost"
             let message = MailMessage(
                 from: mailFrom, to: to, subject: "LiveSignup: Testnachricht / test message ✓",
                 text: "This is a test message from signup-server mail test.\nDie Einstellungen funktionieren.\n",
                 html: "<p>This is a test message from <code>signup-server mail test</code>.</p><p>Die Einstellungen funktionieren.</p>",
-                messageID: "<\(UUID().uuidString.lowercased())@\(domain)>", date: Date())
+                messageID: "<\(UUID().uuidString.lowercased())@\(MailMessage.domain(ofMailbox: mailFrom))>", date: Date())
             do {
                 try transport.send(message)
             } catch {

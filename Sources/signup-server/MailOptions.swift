@@ -26,7 +26,7 @@ struct MailOptions: ParsableArguments {
     @Option(help: help("verification-minutes", "How long a mailed code and link work, and the username stays held for the sign-up."))
     var verificationMinutes = 30
 
-    @Option(help: help("verification-resend-seconds", "How soon after a mail the person may ask for a new code."))
+    @Option(help: help("verification-resend-seconds", "How soon after a mail the person may ask for a new code (0: only the mail limits apply)."))
     var verificationResendSeconds = 60
 
     @Option(help: help("mail-first-retry-seconds", "The first retry's delay when the mail server did not take a mail; each next one doubles, up to an hour."))
@@ -68,8 +68,8 @@ struct MailOptions: ParsableArguments {
         guard (5...24 * 60).contains(verificationMinutes) else {
             throw ValidationError("--verification-minutes must be 5 to 1440 (a day).")
         }
-        guard (1...3600).contains(verificationResendSeconds) else {
-            throw ValidationError("--verification-resend-seconds must be 1 to 3600.")
+        guard (0...3600).contains(verificationResendSeconds) else {
+            throw ValidationError("--verification-resend-seconds must be 0 to 3600.")
         }
         guard (1...3600).contains(mailFirstRetrySeconds) else {
             throw ValidationError("--mail-first-retry-seconds must be 1 to 3600.")

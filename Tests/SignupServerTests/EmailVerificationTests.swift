@@ -65,6 +65,35 @@ final class EmailVerificationTests: XCTestCase {
         XCTAssertEqual(try server.store.account(named: "Lovelace")?.email, "other@example.org")
     }
 
+    func testANewCodeWaitsForTheCooldownAndReplacesTheOldOne() async throws {
+        let token = try await signUp("Hopper", email: "grace@example.org")
+        let first = try await code(for: "grace@example.org")
+        let resend = FormURLEncoder.encode([("token", token)])
+
+        clock.advance(by: 59)
+        let early = try await server.request("POST", "/verify/resend", body: resend)
+        XCTAssertEqual(early.status, 429)
+        XCTAssertEqual(early.headers["retry-after"], "1")
+        XCTAssertTrue(early.body.contains("A new code can be sent in"))
+        XCTAssertEqual(outbox.messages(to: "grace@example.org").count, 1, "nothing sent")
+
+        clock.advance(by: 1)
+        let sent = try await server.request("POST", "/verify/resend", body: resend)
+        XCTAssertEqual(sent.status, 303)
+        XCTAssertEqual(sent.headers["location"], "/verify?token=\(token)&sent=1")
+        let outbox = outbox
+        let arrived = await Condition.wait(timeout: 10) { outbox.messages(to: "grace@example.org").count == 2 }
+        XCTAssertTrue(arrived)
+        let second = try XCTUnwrap(outbox.messages(to: "grace@example.org").last?.text.firstMatch(of: #/\n\s+(\d{6})\n/#)).1
+        if second != first {
+            let old = try await server.request("POST", "/verify", body: FormURLEncoder.encode([("token", token), ("code", first)]))
+            XCTAssertEqual(old.status, 422, "the old code stopped working")
+        }
+        let proved = try await server.request("POST", "/verify",
+                                              body: FormURLEncoder.encode([("token", token), ("code", String(second))]))
+        XCTAssertEqual(proved.status, 303)
+    }
+
     func testAMailWhoseCodeExpiredBeforeTheServerTookItIsNotSent() async throws {
         let outbox = outbox, store = server.store
         outbox.refuseEverything = true
