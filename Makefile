@@ -1,6 +1,6 @@
 # LiveSignup: `make run` starts the server, `make test` runs every test.
 SHELL := /bin/bash
-APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev libsodium-dev libzxcvbn-dev libicu-dev libcurl4-openssl-dev pkg-config
+APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev libsodium-dev libzxcvbn-dev libicu-dev libcurl4-openssl-dev libc-ares-dev pkg-config
 HOST ?= 127.0.0.1
 PORT ?= 8080
 DATABASE ?= data/livesignup.sqlite
@@ -15,7 +15,7 @@ PREFIX ?= /usr/local
 TEST_APT_PACKAGES := nginx-light postgresql openssl
 
 BROWSER_APT_PACKAGES := chromium chromium-driver
-BROWSER_PIP_PACKAGES := selenium pytest standardwebhooks aiosmtpd
+BROWSER_PIP_PACKAGES := selenium pytest standardwebhooks aiosmtpd dnslib
 
 # Installs those of the listed Debian packages that are missing (with sudo unless root).
 define apt_install
@@ -82,7 +82,7 @@ browser-tests:
 # axe-playwright-python, installed without its Playwright dependency) from PyPI.
 browser-deps:
 	@$(call apt_install,$(BROWSER_APT_PACKAGES))
-	@python3 -c "import selenium, pytest, standardwebhooks, aiosmtpd" 2>/dev/null || python3 -m pip install -q $(BROWSER_PIP_PACKAGES)
+	@python3 -c "import selenium, pytest, standardwebhooks, aiosmtpd, dnslib" 2>/dev/null || python3 -m pip install -q $(BROWSER_PIP_PACKAGES)
 	@python3 -c "import axe_playwright_python" 2>/dev/null || python3 -m pip install -q --no-deps axe-playwright-python
 
 # Issue 11's standard scenarios (typing, saturation, idle sessions, 19,000 streams, the load

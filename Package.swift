@@ -73,6 +73,13 @@ let package = Package(
         .target(name: "CurlShims", dependencies: ["CCurl"]),
         .target(name: "OutsideHTTP", dependencies: ["CurlShims"]),
         .target(name: "OutsideMail", dependencies: ["CurlShims"]),
+        // c-ares (Debian's libc-ares-dev): asynchronous DNS questions (can a domain receive mail?).
+        .systemLibrary(
+            name: "CAres",
+            pkgConfig: "libcares",
+            providers: [.apt(["libc-ares-dev"])]
+        ),
+        .target(name: "OutsideDNS", dependencies: ["CAres"]),
 
         // The wire vocabulary, Foundation only, shared by server and client. FormWire holds what
         // any live form says (requirement states, edit receipts, error bodies, SSE events);
@@ -104,6 +111,7 @@ let package = Package(
                 "FormWire",
                 "SignupWire",
                 "OutsideHTTP",
+                "OutsideDNS",
                 "Zxcvbn",
                 "UsernameSafety",
                 "CSodium",
@@ -139,6 +147,7 @@ let package = Package(
                 "SignupDomain",
                 "OutsideHTTP",
                 "OutsideMail",
+                "OutsideDNS",
                 "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
@@ -158,6 +167,7 @@ let package = Package(
                 "SignupPostgres",
                 "MicroHTTPD",
                 "OutsideMail",
+                "OutsideDNS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -322,6 +322,45 @@ function setStrength(d) {
   });
 }
 
+// "Did you mean …?": the corrected value as a button that puts it in the field. The slot
+// stays in the page (empty when there is nothing to say) so screen readers announce it.
+function setSuggestion(field, value) {
+  var slot = byAttr("data-suggestion", field);
+  value = value == null ? "" : String(value);
+  if (!slot || slot.getAttribute("data-value") === value) { return; }
+  slot.setAttribute("data-value", value);
+  slot.textContent = "";
+  if (!value) { return; }
+  var words = pageText("suggestion").split("{suggestion}");
+  var button = document.createElement("button");
+  button.type = "button";
+  button.className = "suggestion-accept";
+  button.setAttribute("data-accept-suggestion", field);
+  button.textContent = value;
+  button.addEventListener("click", function () { acceptSuggestion(field, value); });
+  slot.appendChild(document.createTextNode(words[0] || ""));
+  slot.appendChild(button);
+  slot.appendChild(document.createTextNode(words.slice(1).join("")));
+}
+
+// Back in the field, as if typed: the server checks the new value like any edit.
+function acceptSuggestion(field, value) {
+  var input = inputFor(field);
+  if (!input) { return; }
+  setValue(input, value);
+  setSuggestion(field, "");
+  input.focus();
+  touched[field] = true;
+  send(field, true);
+}
+
+function setSuggestions(map) {
+  Array.prototype.forEach.call(form.querySelectorAll("[data-suggestion]"), function (slot) {
+    var field = slot.getAttribute("data-suggestion");
+    setSuggestion(field, map && Object.prototype.hasOwnProperty.call(map, field) ? map[field] : "");
+  });
+}
+
 // The server's word, mirrored on the form for tests and scripts.
 function setSubmit(enabled) {
   form.setAttribute("data-submit-enabled", String(enabled));
@@ -460,6 +499,7 @@ function connect() {
     each(d.messages, setMessage);
     if (d.strength) { setStrength(d.strength); }
     if (d.submit) { setSubmit(!!d.submit.enabled); }
+    setSuggestions(d.suggestions);
     attempt = 0;
     hideConnection();
   });
@@ -467,6 +507,7 @@ function connect() {
   on(es, "message", function (d) { setMessage(d.field, d.text); });
   on(es, "strength", setStrength);
   on(es, "submit", function (d) { setSubmit(!!d.enabled); });
+  on(es, "suggestion", function (d) { setSuggestion(d.field, d.value); });
 }
 
 window.addEventListener("online", function () {

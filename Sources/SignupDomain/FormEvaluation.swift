@@ -18,6 +18,9 @@ public struct FormEvaluation: Equatable, Sendable {
     public let isValid: Bool
     /// The form's fields in page order (the policy's).
     public let fieldOrder: [SignupField]
+    /// A likely correction of a field's value ("Did you mean ada@gmail.com?"), for fields
+    /// whose problems are shown. Never a problem: it does not touch `isValid`.
+    public let suggestions: [SignupField: String]
 
     /// Each field's shown problem, in page order.
     public var problems: [(field: SignupField, message: String)] {
@@ -34,7 +37,8 @@ public struct FormEvaluation: Equatable, Sendable {
         password: FieldEvaluation<PasswordCandidate>,
         confirm: FieldEvaluation<PasswordConfirmation>,
         declared: [FieldEvaluation<String>],
-        shownFields: Set<SignupField>
+        shownFields: Set<SignupField>,
+        suggestions: [SignupField: String]
     ) {
         var states: [String: RequirementState] = [:]
         let evaluations: [(SignupField, [RequirementState])] = [
@@ -49,7 +53,11 @@ public struct FormEvaluation: Equatable, Sendable {
         var validations: [SignupField: FieldValidation] = [
             .username: policy.username.validation(
                 of: username, extraMessages: [policy.usernameTakenMessage], isShown: shownFields.contains(.username)),
-            .email: policy.email.validation(of: email, isShown: shownFields.contains(.email)),
+            .email: policy.email.validation(
+                of: email,
+                extraMessages: policy.emailDeliverable == nil ? []
+                    : [email.states.last == .unmet ? policy.deliverableMessage(for: email.value) : ""],
+                isShown: shownFields.contains(.email)),
             .password: policy.password.validation(
                 of: password,
                 // Built only when the breach rule is the one unmet: it reads the remembered count.
@@ -71,6 +79,7 @@ public struct FormEvaluation: Equatable, Sendable {
         strength = password.value.strength
         isValid = username.allMet && email.allMet && password.allMet && confirm.allMet && declaredValid
         fieldOrder = policy.fieldOrder
+        self.suggestions = suggestions
     }
 }
 
@@ -82,7 +91,8 @@ extension FormEvaluation {
             messages: Dictionary(uniqueKeysWithValues: fieldOrder.map {
                 ($0.rawValue, fieldValidations[$0]?.message ?? "")
             }),
-            strength: strength, submitEnabled: isValid)
+            strength: strength, submitEnabled: isValid,
+            suggestions: suggestions.isEmpty ? [:] : Dictionary(uniqueKeysWithValues: suggestions.map { ($0.key.rawValue, $0.value) }))
     }
 }
 
@@ -100,7 +110,8 @@ extension SignupPolicy {
     public func evaluate(
         inPageOrder values: [String],
         availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
-        breachAnswer: AsyncAnswer<String>? = nil, cache: FormEvaluationCache? = nil
+        breachAnswer: AsyncAnswer<String>? = nil, deliverableAnswer: AsyncAnswer<String>? = nil,
+        cache: FormEvaluationCache? = nil
     ) -> FormEvaluation {
         func value(at position: Int?) -> String {
             guard let position, position < values.count else { return "" }
@@ -109,6 +120,9 @@ extension SignupPolicy {
         let username = value(at: builtInPositions.username), email = value(at: builtInPositions.email)
         let password = value(at: builtInPositions.password), confirm = value(at: builtInPositions.confirm)
         let breachRule = passwordBreachCandidateRule
+        let deliverableRule = emailDeliverabilityRule
+        // Shown with the field's problems: not while the person is still typing the domain.
+        let suggests = shownFields.contains(.email) && builtInPositions.email != nil
         func breach(_ candidate: PasswordCandidate) -> AsyncAnswer<PasswordCandidate>? {
             // The answer counts only while it is for the password as it is now.
             guard let breachAnswer, breachAnswer.value == password else { return nil }
@@ -119,12 +133,13 @@ extension SignupPolicy {
             return FormEvaluation(
                 policy: self,
                 username: self.username.evaluate(username, asyncRule: availability, answer: answer),
-                email: self.email.evaluate(email),
+                email: self.email.evaluate(email, asyncRule: deliverableRule, answer: deliverableAnswer),
                 password: self.password.evaluate(candidate, asyncRule: breachRule, answer: breach(candidate)),
                 confirm: self.confirm.evaluate(PasswordConfirmation(
                     password: candidate.password, confirm: confirm.canonicallyComposed)),
                 declared: declaredFields.map { $0.rules.evaluate(value(at: $0.position)) },
-                shownFields: shownFields)
+                shownFields: shownFields,
+                suggestions: suggests ? emailSuggestion(for: email).map { [.email: $0] } ?? [:] : [:])
         }
         let candidate = cache.candidates.candidate(in: self, password: password, username: username, email: email)
         let confirmation = PasswordConfirmation(password: candidate.password, confirm: confirm.canonicallyComposed)
@@ -134,7 +149,9 @@ extension SignupPolicy {
             username: cache.username.value(for: .init(value: username, answer: answer)) {
                 self.username.evaluate(username, asyncRule: availability, answer: answer)
             },
-            email: cache.email.value(for: email) { self.email.evaluate(email) },
+            email: cache.email.value(for: .init(value: email, answer: deliverableAnswer)) {
+                self.email.evaluate(email, asyncRule: deliverableRule, answer: deliverableAnswer)
+            },
             password: cache.password.value(for: .init(candidate: candidate, answer: passwordAnswer)) {
                 self.password.evaluate(candidate, asyncRule: breachRule, answer: passwordAnswer)
             },
@@ -143,17 +160,20 @@ extension SignupPolicy {
                 let text = value(at: field.position)
                 return cache.declared(slot, value: text) { field.rules.evaluate(text) }
             },
-            shownFields: shownFields)
+            shownFields: shownFields,
+            suggestions: suggests ? cache.emailSuggestion.value(for: email) { emailSuggestion(for: email) }
+                .map { [.email: $0] } ?? [:] : [:])
     }
 
     /// The same with the values by field (a field left out is empty).
     public func evaluate(
         values: [SignupField: String],
         availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
-        breachAnswer: AsyncAnswer<String>? = nil, cache: FormEvaluationCache? = nil
+        breachAnswer: AsyncAnswer<String>? = nil, deliverableAnswer: AsyncAnswer<String>? = nil,
+        cache: FormEvaluationCache? = nil
     ) -> FormEvaluation {
         evaluate(inPageOrder: fieldOrder.map { values[$0] ?? "" }, availability: availability, answer: answer,
-                 shownFields: shownFields, breachAnswer: breachAnswer, cache: cache)
+                 shownFields: shownFields, breachAnswer: breachAnswer, deliverableAnswer: deliverableAnswer, cache: cache)
     }
 
     /// The same for the built-in four alone (declared fields empty).
@@ -187,6 +207,16 @@ extension SignupPolicy {
         }
     }
 
+    /// `email.deliverable`'s state for a submitted address: nil when DNS checks are off,
+    /// `unmet` for an address the email's own rules refuse (never asked about), else DNS's
+    /// answer (a remembered one at once, on the caller's thread; otherwise on the
+    /// resolver's thread, which `completion` must leave quickly).
+    public func deliverableState(for email: String, then completion: @escaping @Sendable (RequirementState?) -> Void) {
+        guard let rule = emailDeliverabilityRule, let checker = mailDomains else { return completion(nil) }
+        guard rule.isEligible(email) else { return completion(.unmet) }
+        checker.check(address: email) { completion($0.state) }
+    }
+
     private enum BreachQuestion {
         /// Known without asking: nil with no breach source, `unmet` when too short to ask about.
         case known(RequirementState?)
@@ -210,9 +240,11 @@ extension SignupPolicy {
     /// Evaluates a complete submission with every problem shown, given the availability
     /// answer for its username (`met` free, `unmet` taken). The submit check uses this.
     /// `breach` is `password.breached`'s state for `password` (`breachStateNow`), when a
-    /// breach source is configured.
+    /// breach source is configured; `deliverable` is `email.deliverable`'s, when DNS checks
+    /// are on.
     public func evaluateSubmission(
-        values: [SignupField: String], usernameAvailability: RequirementState, breach: RequirementState? = nil
+        values: [SignupField: String], usernameAvailability: RequirementState, breach: RequirementState? = nil,
+        deliverable: RequirementState? = nil
     ) -> FormEvaluation {
         // The answer is already known, so the rule's check is never run.
         let availability = usernameAvailabilityRule { _ in Empty().eraseToAnyPublisher() }
@@ -220,7 +252,8 @@ extension SignupPolicy {
             values: values,
             availability: availability, answer: AsyncAnswer(value: values[.username] ?? "", state: usernameAvailability),
             shownFields: everyField,
-            breachAnswer: breach.map { AsyncAnswer(value: values[.password] ?? "", state: $0) })
+            breachAnswer: breach.map { AsyncAnswer(value: values[.password] ?? "", state: $0) },
+            deliverableAnswer: deliverable.map { AsyncAnswer(value: values[.email] ?? "", state: $0) })
     }
 
     /// The same for the built-in four alone (declared fields empty).

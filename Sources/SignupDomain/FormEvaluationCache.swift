@@ -18,9 +18,16 @@ public final class FormEvaluationCache {
         let answer: AsyncAnswer<PasswordCandidate>?
     }
 
+    /// The email's inputs: the address and the latest deliverability answer.
+    struct EmailInput: Equatable {
+        let value: String
+        let answer: AsyncAnswer<String>?
+    }
+
     let candidates = PasswordCandidateCache()
     var username = Memo<UsernameInput, FieldEvaluation<String>>()
-    var email = Memo<String, FieldEvaluation<String>>()
+    var email = Memo<EmailInput, FieldEvaluation<String>>()
+    var emailSuggestion = Memo<String, String?>()
     var password = Memo<PasswordInput, FieldEvaluation<PasswordCandidate>>()
     var confirm = Memo<PasswordConfirmation, FieldEvaluation<PasswordConfirmation>>()
     /// One per field the policy declares, in page order.

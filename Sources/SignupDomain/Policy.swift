@@ -36,6 +36,13 @@ public struct Policy: Sendable {
     /// How long a username must stay unchanged before it is looked up, if the policy says;
     /// otherwise the server's `--availability-debounce-ms`.
     public var availabilityDebounceMilliseconds: Int?
+    /// The domains an address's typo is corrected towards ("Did you mean …?"); none turns
+    /// suggestions off.
+    public var emailSuggestions: EmailDomainSuggester = .builtIn
+    /// Throwaway mail domains: with a list, `email.disposable` refuses them.
+    public var disposableEmailDomains: DisposableEmailDomains?
+    /// Where `disposableEmailDomains` came from (files, an inline list), for operators.
+    public var disposableEmailSource: String?
     /// What every requirement and message says.
     public var texts: PolicyTexts
     /// A policy file's wording for one language (`texts_by_language`, keyed by tag): a

@@ -215,7 +215,7 @@ private struct Reader {
         var policy = Policy.defaults
         policy.name = fallbackName
         let top = try settings(root, at: "", known: ["name", "summary", "service_name", "username", "password",
-                                                     "availability_debounce_ms", "texts", "texts_by_language", "fields"])
+                                                     "email", "availability_debounce_ms", "texts", "texts_by_language", "fields"])
         if let name = top["name"] {
             policy.name = try string(name.value, "name")
         }
@@ -240,6 +240,9 @@ private struct Reader {
         }
         if let password = top["password"] {
             try readPassword(password.value, into: &policy)
+        }
+        if let email = top["email"] {
+            try readEmail(email.value, into: &policy)
         }
         if let texts = top["texts"] {
             policy.texts = try readTexts(texts.value, at: "texts")
@@ -345,6 +348,35 @@ private struct Reader {
         }
         if let words = password["context_words"] {
             policy.contextWords = try strings(words.value, "password.context_words")
+        }
+    }
+
+    /// `email:`: the domains typos are corrected towards, and the throwaway ones refused.
+    private func readEmail(_ node: Node, into policy: inout Policy) throws(PolicyFileError) {
+        let email = try settings(node, at: "email", known: ["common_domains", "disposable", "disposable_file"])
+        if let common = email["common_domains"] {
+            // An empty list is allowed: it turns suggestions off.
+            guard let items = common.value.sequence else { throw fail(common.value, "'email.common_domains' must be a list, like [gmail.com, web.de]") }
+            let domains = items.isEmpty ? [] : try strings(common.value, "email.common_domains")
+            if let bad = domains.first(where: { !EmailAddress.isValid("a@" + $0) }) {
+                throw fail(common.value, "'email.common_domains' holds '\(bad)', which is not a domain like example.com")
+            }
+            policy.emailSuggestions = EmailDomainSuggester(commonDomains: domains)
+        }
+        var disposable: [String] = []
+        var sources: [String] = []
+        if let inline = email["disposable"] {
+            disposable += try strings(inline.value, "email.disposable")
+            sources.append("\(disposable.count) listed")
+        }
+        if let file = email["disposable_file"] {
+            let list = try lines(ofFileAt: file.value, "email.disposable_file")
+            disposable += list.lines
+            sources.append(list.path)
+        }
+        if !sources.isEmpty {
+            policy.disposableEmailDomains = DisposableEmailDomains(disposable)
+            policy.disposableEmailSource = sources.joined(separator: " + ")
         }
     }
 

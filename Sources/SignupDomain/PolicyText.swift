@@ -14,6 +14,10 @@ public enum PolicyText: String, CaseIterable, Sendable {
     case emailFormatText = "email.format.text"
     case emailFormatMessage = "email.format.message"
     case emailEmpty = "email.empty"
+    case emailDisposableText = "email.disposable.text"
+    case emailDisposableMessage = "email.disposable.message"
+    case emailDeliverableText = "email.deliverable.text"
+    case emailDeliverableMessage = "email.deliverable.message"
     case passwordLengthText = "password.length.text"
     case passwordLengthMessage = "password.length.message"
     case passwordUppercaseText = "password.uppercase.text"
@@ -69,6 +73,7 @@ public enum PolicyText: String, CaseIterable, Sendable {
         case .passwordStrengthMessage: return ["advice"]
         case .passwordMaximumMessage: return ["max_bytes"]
         case .passwordBreachedMessage: return ["count"]
+        case .emailDeliverableMessage: return ["domain"]
         case .fieldRequiredMessage, .fieldAcceptedMessage, .fieldOptionMessage, .fieldControlMessage: return ["label"]
         case .fieldLengthText: return ["min", "max"]
         case .fieldLengthMinimumText: return ["min"]

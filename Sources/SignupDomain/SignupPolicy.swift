@@ -24,6 +24,10 @@ public struct SignupPolicy: Sendable {
     /// after the password's own rules pass.
     public let passwordBreach: Requirement?
     public let breachedPasswords: BreachedPasswordChecker?
+    /// `email.deliverable`, when DNS checks are on (`--email-dns-check`); checked
+    /// asynchronously, after the email's own rules pass.
+    public let emailDeliverable: Requirement?
+    public let mailDomains: MailDomainChecker?
     private let usernameProblem: (@Sendable (String) -> String?)?
     private let commonPasswordsOverride: CommonPasswords?
     private let reservedCanonicalNames: Set<String>
@@ -62,6 +66,7 @@ public struct SignupPolicy: Sendable {
         strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
         usernameProblem: (@Sendable (String) -> String?)? = nil,
         breachedPasswords: BreachedPasswordChecker? = nil,
+        mailDomains: MailDomainChecker? = nil,
         language: String? = nil
     ) {
         self.settings = settings
@@ -71,6 +76,8 @@ public struct SignupPolicy: Sendable {
         self.usernameProblem = usernameProblem
         self.commonPasswordsOverride = commonPasswords
         passwordBreach = breachedPasswords.map { _ in Requirement(id: "password.breached", text: texts(.passwordBreachedText)) }
+        self.mailDomains = mailDomains
+        emailDeliverable = mailDomains.map { _ in Requirement(id: "email.deliverable", text: texts(.emailDeliverableText)) }
         self.strengthEstimator = strengthEstimator
         reservedCanonicalNames = Set((settings.reservedUsernames + [settings.serviceName]).map(Username.canonical))
         let lengths = settings.usernameLength
@@ -91,13 +98,17 @@ public struct SignupPolicy: Sendable {
             emptyMessage: texts(.usernameEmpty))
         usernameAvailability = Requirement(id: "username.available", text: texts(.usernameAvailableText))
         usernameTakenMessage = texts(.usernameTaken)
-        email = FieldRules(
-            rules: [
-                Rule(id: "email.format", text: texts(.emailFormatText),
-                     message: texts(.emailFormatMessage),
-                     isMet: EmailAddress.isValid),
-            ],
-            emptyMessage: texts(.emailEmpty))
+        var emailRules = [
+            Rule<String>(id: "email.format", text: texts(.emailFormatText),
+                         message: texts(.emailFormatMessage),
+                         isMet: EmailAddress.isValid),
+        ]
+        if let disposable = settings.disposableEmailDomains {
+            emailRules.append(Rule(id: "email.disposable", text: texts(.emailDisposableText),
+                                   message: texts(.emailDisposableMessage),
+                                   isMet: { EmailAddress.isValid($0) && !disposable.contains(address: $0) }))
+        }
+        email = FieldRules(rules: emailRules, emptyMessage: texts(.emailEmpty))
         password = Self.passwordRules(settings, commonPasswords: commonPasswords ?? settings.blocklist)
         confirm = FieldRules(
             rules: [
@@ -118,7 +129,8 @@ public struct SignupPolicy: Sendable {
             field.rules.map { DeclaredField(position: position, field: field.field, rules: $0) }
         }
         var checklists = Self.checklists(username: username, availability: usernameAvailability, email: email,
-                                         password: password, breach: passwordBreach, confirm: confirm)
+                                         deliverable: emailDeliverable, password: password, breach: passwordBreach,
+                                         confirm: confirm)
         for declared in declaredFields { checklists[declared.field] = declared.rules.requirements }
         self.checklists = checklists
     }
@@ -191,7 +203,8 @@ public struct SignupPolicy: Sendable {
         let own = language.flatMap { self.settings.textsByLanguage[$0] } ?? self.settings.texts
         settings.texts = own.over(texts)
         return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
-                            usernameProblem: usernameProblem, breachedPasswords: breachedPasswords, language: language)
+                            usernameProblem: usernameProblem, breachedPasswords: breachedPasswords, mailDomains: mailDomains,
+                            language: language)
     }
 
     /// The password as its rules see it, given the other fields it must not be based on.
@@ -274,11 +287,31 @@ public struct SignupPolicy: Sendable {
 
     /// Built once: every edit reads them to name its requirement states.
     private static func checklists(
-        username: FieldRules<String>, availability: Requirement, email: FieldRules<String>,
+        username: FieldRules<String>, availability: Requirement, email: FieldRules<String>, deliverable: Requirement?,
         password: FieldRules<PasswordCandidate>, breach: Requirement?, confirm: FieldRules<PasswordConfirmation>
     ) -> [SignupField: [Requirement]] {
-        [.username: username.requirements + [availability], .email: email.requirements,
+        [.username: username.requirements + [availability], .email: email.requirements + (deliverable.map { [$0] } ?? []),
          .password: password.requirements + (breach.map { [$0] } ?? []), .confirm: confirm.requirements]
+    }
+
+    /// The asynchronous `email.deliverable` rule, if DNS checks are on. Only addresses that
+    /// pass the email's own rules are looked up (one question per debounced address).
+    public var emailDeliverabilityRule: AsyncRule<String>? {
+        guard let emailDeliverable, let checker = mailDomains else { return nil }
+        let rules = email
+        return AsyncRule(
+            id: emailDeliverable.id, text: emailDeliverable.text,
+            isEligible: { rules.allMet(by: $0) }, check: { checker.state(of: $0) })
+    }
+
+    /// What the email field says when `email.deliverable` is unmet.
+    func deliverableMessage(for email: String) -> String {
+        settings.texts(.emailDeliverableMessage, ["domain": EmailAddress.domain(of: email) ?? email])
+    }
+
+    /// "ada@gmail.com" for "ada@gmial.com": a likely typo's correction, or nil.
+    public func emailSuggestion(for email: String) -> String? {
+        settings.emailSuggestions.suggestion(for: email)
     }
 
     /// The asynchronous `password.breached` rule over the password as typed, if configured.

@@ -98,6 +98,12 @@ public final class SignupViewModel {
             password.$value.latestAnswers(for: $0, debounce: availabilityDebounce, scheduler: scheduler)
         } ?? Just(nil).eraseToAnyPublisher()
 
+        // "Can receive mail", when DNS checks are on: the same pipeline over the email.
+        let deliverableAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = policy.emailDeliverabilityRule.flatMap { rule in
+            inputsByField[.email].map { $0.$value.latestAnswers(for: rule, debounce: availabilityDebounce, scheduler: scheduler) }
+        } ?? Just(nil).eraseToAnyPublisher()
+        let outsideAnswers = Publishers.CombineLatest(breachAnswers, deliverableAnswers)
+
         // The whole form is evaluated in one step per change. Separate pipelines per field
         // would each subscribe to the password, and OpenCombine calls a publisher's
         // subscribers in no fixed order: between two of them the outputs would mix old and
@@ -109,15 +115,15 @@ public final class SignupViewModel {
         Publishers.CombineLatest4(
             values,
             usernameInput.latestAnswers(for: availability, debounce: availabilityDebounce, scheduler: scheduler),
-            breachAnswers,
+            outsideAnswers,
             visibility
         )
-        .map { values, answer, breachAnswer, visibility in
+        .map { values, answer, outsideAnswers, visibility in
             policy.evaluate(
                 inPageOrder: values,
                 availability: availability, answer: answer,
                 shownFields: visibility.1 ? policy.everyField : visibility.0,
-                breachAnswer: breachAnswer, cache: cache)
+                breachAnswer: outsideAnswers.0, deliverableAnswer: outsideAnswers.1, cache: cache)
         }
         .removeDuplicates()
         .sink { [weak self] evaluation in self?.form = evaluation }

@@ -50,6 +50,8 @@ struct PageRenderer: Sendable {
         var returnTo: String = ""
         /// The sign-in link's query, when not the one `returnTo` and the language make.
         var signInQuery: String?
+        /// "Did you mean …?" corrections by field (after a failed submit).
+        var suggestions: [SignupField: String] = [:]
 
         var hasErrors: Bool { !errors.isEmpty || !formError.isEmpty }
     }
@@ -93,6 +95,12 @@ struct PageRenderer: Sendable {
                 "message": message,
                 "hasMessage": !message.isEmpty,
                 "showsStrength": field == .password,
+                // The slot the live page fills with "Did you mean …?" (only the email has one).
+                "hasSuggestionSlot": field == .email,
+                "suggestion": page.suggestions[field].map { suggestion -> [String: String] in
+                    let words = Self.split(text("page.suggestion"), at: "{suggestion}")
+                    return ["before": words.before, "value": suggestion, "after": words.after]
+                } as Any,
                 // Password managers generate to these (Safari reads `passwordrules`; the others
                 // `minlength`/`maxlength`), so a generated password passes the first time.
                 // maxlength counts UTF-16 units, never more than the UTF-8 bytes the policy
@@ -147,6 +155,12 @@ struct PageRenderer: Sendable {
             "submitLabel": text("page.submit"),
         ]
         return library.render(context, withTemplate: "signup") ?? ""
+    }
+
+    /// A text's words before and after a placeholder (all before when it has none).
+    static func split(_ text: String, at placeholder: String) -> (before: String, after: String) {
+        guard let range = text.range(of: placeholder) else { return (text, "") }
+        return (String(text[..<range.lowerBound]), String(text[range.upperBound...]))
     }
 
     /// The sign-up page as every fresh visit gets it, rendered once at start: only the

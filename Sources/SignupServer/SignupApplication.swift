@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import MicroHTTPD
+import OutsideDNS
 import SignupDomain
 
 /// The whole sign-up web app: an HTTP server, the form sessions and the pages, wired to an
@@ -122,6 +123,14 @@ public final class SignupApplication: Sendable {
                 repeatLimited.log(.warning, "Breached-password source failed; the built-in list answered",
                                   cause: "breached_passwords " + failure.reason,
                                   metadata: ["reason": "\(failure.reason)", "error": "\(failure)"])
+            }
+        }
+        configuration.policy.mailDomains?.observeLookups { check, domain in
+            metrics.mailDomainLookup(check)
+            if case .failed(let failure) = check {
+                repeatLimited.log(.warning, "DNS gave no answer about an email domain; the address was let through",
+                                  cause: "email_dns " + failure.reason,
+                                  metadata: ["reason": "\(failure.reason)", "domain": "\(domain)", "error": "\(failure)"])
             }
         }
         let hasher = TimedPasswordHasher(base: configuration.passwordHasher, timer: metrics.passwordHashDuration)

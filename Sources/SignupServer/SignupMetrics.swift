@@ -1,5 +1,6 @@
 import Foundation
 import MicroHTTPD
+import OutsideDNS
 import Metrics
 import SignupDomain
 
@@ -21,6 +22,18 @@ final class SignupMetrics: Sendable {
     func breachLookup(_ verdict: BreachVerdict, sourceFailure: BreachedPasswordError?) {
         breachLookups[sourceFailure != nil ? "source_failed" : (verdict == .notFound ? "not_found" : "found")]?.increment()
         if let sourceFailure { upstreamFailure("breached_passwords", reason: sourceFailure.reason) }
+    }
+
+    /// DNS questions about email domains by result: `accepts_mail`, `null_mx`,
+    /// `no_mail_host`, `no_such_domain`, `failed` (no verdict: the address was let through).
+    let mailDomainLookups = ["accepts_mail", "null_mx", "no_mail_host", "no_such_domain", "failed"]
+        .reduce(into: [String: Counter]()) {
+            $0[$1] = Counter(label: "livesignup_email_dns_lookups_total", dimensions: [("result", $1)])
+        }
+
+    func mailDomainLookup(_ check: MailDomainCheck) {
+        mailDomainLookups[check.label]?.increment()
+        if case .failed(let failure) = check { upstreamFailure("email_dns", reason: failure.reason) }
     }
 
     /// What became of one outbox attempt.

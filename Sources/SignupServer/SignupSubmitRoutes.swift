@@ -91,16 +91,22 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
             metrics.signup("unavailable")
             return unavailable(values: values, token: token)
         }
-        guard policy.breachedPasswords != nil else {
-            return checked(values: values, availability: availability, breach: nil, token: token,
+        guard policy.breachedPasswords != nil || policy.mailDomains != nil else {
+            return checked(values: values, availability: availability, breach: nil, deliverable: nil, token: token,
                            clientKey: clientKey, session: session)
         }
-        // A breach look-up can take the source's whole timeout: it runs on the checker's
-        // queue and the answer follows from there, never holding a request thread.
+        // A breach look-up or a DNS question can take its source's whole timeout: they run on
+        // their own threads and the answer follows from there, never holding a request thread.
+        let email = values[.email] ?? ""
         return .later { [self] respond in
             policy.breachState(for: password) { [self] breach in
-                checked(values: values, availability: availability, breach: breach, token: token,
-                        clientKey: clientKey, session: session).deliver(to: respond)
+                policy.deliverableState(for: email) { [self] deliverable in
+                    // Off the resolver's thread, which only relays answers.
+                    DispatchQueue.global().async { [self] in
+                        checked(values: values, availability: availability, breach: breach, deliverable: deliverable,
+                                token: token, clientKey: clientKey, session: session).deliver(to: respond)
+                    }
+                }
             }
         }
     }
@@ -108,8 +114,9 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
     /// The submission with every answer in: its 422, or the account once the password is
     /// hashed.
     private func checked(values: [SignupField: String], availability: RequirementState, breach: RequirementState?,
-                         token: String, clientKey: String, session: FormSession?) -> HTTPResponse {
-        let evaluation = policy.evaluateSubmission(values: values, usernameAvailability: availability, breach: breach)
+                         deliverable: RequirementState?, token: String, clientKey: String, session: FormSession?) -> HTTPResponse {
+        let evaluation = policy.evaluateSubmission(values: values, usernameAvailability: availability, breach: breach,
+                                                   deliverable: deliverable)
         guard evaluation.isValid else {
             metrics.signup(availability == .unmet ? "taken" : "invalid")
             return rerender(values: values, evaluation: evaluation, token: token, status: .unprocessableContent)
@@ -283,7 +290,8 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
             strength: .none,
             errors: problems,
             formError: formError,
-            returnTo: returnTarget ?? "")
+            returnTo: returnTarget ?? "",
+            suggestions: evaluation?.suggestions ?? [:])
         var headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()
         headers.add("Content-Language", language.tag)
         return html(renderer.renderSignup(page, language: language, languages: languages, assets: assets),

@@ -12,6 +12,9 @@ public enum SignupEvent: Equatable, Sendable {
     /// The meter's new score and label, with advice for weak passwords.
     case strength(PasswordStrength, rev: Int)
     case submit(enabled: Bool, rev: Int)
+    /// A likely correction of a field's value ("Did you mean ada@gmail.com?"); `value` is ""
+    /// when the field no longer has one. Never blocks the form.
+    case suggestion(field: String, value: String, rev: Int)
     /// An event name this client does not know. The protocol may add names; surfacing them
     /// instead of failing keeps old clients working against newer servers.
     case unknown(ServerSentEvent)
@@ -21,7 +24,7 @@ public enum SignupEvent: Equatable, Sendable {
         switch self {
         case .snapshot(let snapshot): snapshot.rev
         case .requirement(_, _, let rev), .message(_, _, let rev), .strength(_, let rev),
-             .submit(_, let rev):
+             .submit(_, let rev), .suggestion(_, _, let rev):
             rev
         case .unknown: nil
         }
@@ -35,6 +38,7 @@ public enum SignupEvent: Equatable, Sendable {
         case .message: "message"
         case .strength: "strength"
         case .submit: "submit"
+        case .suggestion: "suggestion"
         case .unknown(let event): event.type
         }
     }
@@ -64,6 +68,12 @@ public enum SignupEvent: Equatable, Sendable {
             json.key("enabled"); json.bool(enabled)
             json.key("rev"); json.int(rev)
             json.endObject()
+        case .suggestion(let field, let value, let rev):
+            json.beginObject()
+            json.key("field"); json.string(field)
+            json.key("rev"); json.int(rev)
+            json.key("value"); json.string(value)
+            json.endObject()
         case .unknown(let event):
             return event.data
         }
@@ -90,6 +100,9 @@ public enum SignupEvent: Equatable, Sendable {
         case "submit":
             let payload = try Self.decode(SubmitPayload.self, from: event)
             self = .submit(enabled: payload.enabled, rev: payload.rev)
+        case "suggestion":
+            let payload = try Self.decode(SuggestionPayload.self, from: event)
+            self = .suggestion(field: payload.field, value: payload.value, rev: payload.rev)
         default:
             self = .unknown(event)
         }
@@ -115,6 +128,12 @@ public enum SignupEvent: Equatable, Sendable {
     private struct MessagePayload: Codable {
         var field: String
         var text: String
+        var rev: Int
+    }
+
+    private struct SuggestionPayload: Codable {
+        var field: String
+        var value: String
         var rev: Int
     }
 

@@ -15,6 +15,9 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
     /// The session's language (`"lang"`, a BCP 47 tag): every text in the stream is in it.
     /// Nil from servers that predate languages.
     public var language: String?
+    /// Field name to a likely correction of its value ("Did you mean …?"): only fields that
+    /// have one. Empty from servers that predate suggestions.
+    public var suggestions: [String: String]
 
     public init(
         rev: Int,
@@ -22,9 +25,11 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
         messages: [String: String],
         strength: PasswordStrength,
         submitEnabled: Bool,
-        language: String? = nil
+        language: String? = nil,
+        suggestions: [String: String] = [:]
     ) {
         self.language = language
+        self.suggestions = suggestions
         self.rev = rev
         self.requirements = requirements
         self.messages = messages
@@ -33,7 +38,7 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case rev, requirements, messages, strength, submit
+        case rev, requirements, messages, strength, submit, suggestions
         case language = "lang"
     }
 
@@ -43,7 +48,8 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
 
     /// What changed from `previous` to `self`, as events carrying `self.rev`, in the
     /// protocol's order: requirements (in `requirementOrder`), messages (in `fieldOrder`),
-    /// strength, submit. Nothing unchanged is sent again.
+    /// suggestions (in `fieldOrder`; "" when one went away), strength, submit. Nothing
+    /// unchanged is sent again.
     public func changes(since previous: SignupSnapshot, requirementOrder: [String], fieldOrder: [String]) -> [SignupEvent] {
         var events: [SignupEvent] = []
         for id in requirementOrder {
@@ -55,6 +61,11 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
             let text = messages[field] ?? ""
             if text != previous.messages[field] ?? "" {
                 events.append(.message(field: field, text: text, rev: rev))
+            }
+        }
+        if suggestions != previous.suggestions {
+            for field in fieldOrder where suggestions[field] != previous.suggestions[field] {
+                events.append(.suggestion(field: field, value: suggestions[field] ?? "", rev: rev))
             }
         }
         if strength != previous.strength { events.append(.strength(strength, rev: rev)) }
@@ -84,6 +95,12 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
         json.beginObject()
         json.key("enabled"); json.bool(submitEnabled)
         json.endObject()
+        json.key("suggestions")
+        json.beginObject()
+        for field in suggestions.keys.sorted() {
+            json.key(field); json.string(suggestions[field] ?? "")
+        }
+        json.endObject()
         json.endObject()
     }
 
@@ -96,6 +113,7 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
         var submit = container.nestedContainer(keyedBy: SubmitKeys.self, forKey: .submit)
         try submit.encode(submitEnabled, forKey: .enabled)
         try container.encodeIfPresent(language, forKey: .language)
+        try container.encode(suggestions, forKey: .suggestions)
     }
 
     // Hand-written only to flatten `submit.enabled`; unknown keys are ignored as usual.
@@ -108,5 +126,6 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
         let submit = try container.nestedContainer(keyedBy: SubmitKeys.self, forKey: .submit)
         submitEnabled = try submit.decode(Bool.self, forKey: .enabled)
         language = try container.decodeIfPresent(String.self, forKey: .language)
+        suggestions = try container.decodeIfPresent([String: String].self, forKey: .suggestions) ?? [:]
     }
 }

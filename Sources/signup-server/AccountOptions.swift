@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import OutsideDNS
 import SignupDomain
 import SignupPostgres
 import SignupServer
@@ -27,6 +28,15 @@ struct AccountOptions: ParsableArguments {
 
     @Option(help: help("breached-passwords-timeout-ms", "How long a range API look-up may take before the built-in list answers instead."))
     var breachedPasswordsTimeoutMs = 2000
+
+    @Flag(help: help("email-dns-check", "Ask DNS whether an address's domain can receive mail (an MX record, or an A/AAAA record without one; no null MX) while it is typed and on submit: adds email.deliverable. A resolver that fails or is silent lets the address through."))
+    var emailDnsCheck = false
+
+    @Option(help: help("dns-server", "A resolver for --email-dns-check, as IP:port ([IPv6]:port); repeat for more. Default: the system's (/etc/resolv.conf)."))
+    var dnsServer: [String] = []
+
+    @Option(help: help("email-dns-timeout-ms", "How long one DNS try may take (two tries per question) before the address is let through."))
+    var emailDnsTimeoutMs = 1500
 
     @Flag(help: help("seed-demo", "Mark a few demo usernames (alice, bob, carol, admin, …) as taken."))
     var seedDemo = false
@@ -139,6 +149,29 @@ struct AccountOptions: ParsableArguments {
         }
     }
 
+    /// The DNS check the flags ask for, if any; refused with a reason when unusable.
+    func mailDomainChecker() throws -> MailDomainChecker? {
+        guard emailDnsCheck else {
+            if !dnsServer.isEmpty { throw ValidationError("--dns-server is for --email-dns-check; give that too.") }
+            return nil
+        }
+        for server in dnsServer {
+            if let problem = DNSResolverSettings.problem(with: server) {
+                throw ValidationError("--dns-server '\(server)': \(problem).")
+            }
+        }
+        guard (100...30_000).contains(emailDnsTimeoutMs) else {
+            throw ValidationError("--email-dns-timeout-ms must be 100 to 30000.")
+        }
+        do {
+            let resolver = try CAresMailDomainResolver(settings: DNSResolverSettings(
+                servers: dnsServer, timeoutMilliseconds: emailDnsTimeoutMs))
+            return MailDomainChecker(resolver: resolver)
+        } catch {
+            throw ValidationError("--email-dns-check: \(error)")
+        }
+    }
+
     /// A preset by name, else a policy file; a bad file is refused with its line and reason.
     static func loadPolicy(_ nameOrPath: String) throws -> Policy {
         if let preset = Policy.named(nameOrPath) { return preset }
@@ -160,7 +193,7 @@ struct AccountOptions: ParsableArguments {
         configuration.policy = SignupPolicy(settings, breachedPasswords: try breachLookup().map {
             // Fail-open: when the source cannot answer, the built-in common-password list does.
             BreachedPasswordChecker(lookup: $0, fallback: .builtIn)
-        })
+        }, mailDomains: try mailDomainChecker())
         configuration.passwordHasher = (Argon2Preset(rawValue: argon2Preset) ?? .interactive).hasher
         configuration.maximumConcurrentHashes = maxConcurrentHashes
     }

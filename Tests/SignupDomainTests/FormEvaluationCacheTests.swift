@@ -18,10 +18,10 @@ final class FormEvaluationCacheTests: XCTestCase {
             return FieldEvaluation(value: value, states: [.met])
         }
         _ = cache.username.value(for: .init(value: "ada", answer: nil)) { evaluate("username", "ada") }
-        _ = cache.email.value(for: "a@example.com") { evaluate("email", "a@example.com") }
+        _ = cache.email.value(for: .init(value: "a@example.com", answer: nil)) { evaluate("email", "a@example.com") }
         // The next edit changes the email only.
         _ = cache.username.value(for: .init(value: "ada", answer: nil)) { evaluate("username", "ada") }
-        _ = cache.email.value(for: "ad@example.com") { evaluate("email", "ad@example.com") }
+        _ = cache.email.value(for: .init(value: "ad@example.com", answer: nil)) { evaluate("email", "ad@example.com") }
         XCTAssertEqual(runs, ["username", "email", "email"])
         // An availability answer for the same name is a new input for the username.
         _ = cache.username.value(for: .init(value: "ada", answer: AsyncAnswer(value: "ada", state: .met))) {

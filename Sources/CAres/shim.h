@@ -1,0 +1,3 @@
+#include <ares.h>
+#include <ares_dns.h>
+#include <arpa/nameser.h>
