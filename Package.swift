@@ -215,6 +215,7 @@ let package = Package(
                 "SignupDomain",
                 "AccountStoreTestSupport",
                 "ReactiveValidation",
+                "OutsideDNS",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),

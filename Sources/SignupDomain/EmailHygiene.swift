@@ -87,6 +87,11 @@ public struct EmailDomainSuggester: Sendable, Equatable {
             && !candidateTop.hasPrefix(typedTop)
     }
 
+    /// The distance between two texts' UTF-8 bytes, or nil past `limit`.
+    public static func editDistance(_ a: String, _ b: String, limit: Int) -> Int? {
+        editDistance(Array(a.utf8), Array(b.utf8), limit: limit)
+    }
+
     /// Optimal string alignment distance (insertions, deletions, substitutions and swaps of
     /// neighbours each cost one), or nil once it exceeds `limit`.
     static func editDistance(_ a: [UInt8], _ b: [UInt8], limit: Int) -> Int? {

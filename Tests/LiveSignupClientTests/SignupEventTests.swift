@@ -95,6 +95,38 @@ final class SignupEventTests: XCTestCase {
         XCTAssertEqual(try decode("submit", #"{"enabled":false,"rev":8}"#), .submit(enabled: false, rev: 8))
     }
 
+    func testSuggestionRoundTripsAndAnEmptyValueWithdrawsIt() throws {
+        XCTAssertEqual(try decode("suggestion", #"{"field":"email","value":"ada@gmail.com","rev":7}"#),
+                       .suggestion(field: "email", value: "ada@gmail.com", rev: 7))
+        let withdrawn = SignupEvent.suggestion(field: "email", value: "", rev: 8)
+        XCTAssertEqual(withdrawn.name, "suggestion")
+        XCTAssertEqual(withdrawn.data, #"{"field":"email","rev":8,"value":""}"#)
+        XCTAssertEqual(try decode(withdrawn.name, withdrawn.data), withdrawn)
+        XCTAssertEqual(withdrawn.rev, 8)
+    }
+
+    func testSnapshotSuggestionsAreOptionalForOldServersAndChangesComeAfterMessages() throws {
+        guard case .snapshot(let old) = try decode("snapshot", snapshotJSON) else { return XCTFail("not a snapshot") }
+        XCTAssertEqual(old.suggestions, [:], "a server that predates suggestions")
+        var typo = old
+        typo.rev = 4
+        typo.messages["email"] = ""
+        typo.suggestions = ["email": "ada@gmail.com"]
+        var json = JSONWriter()
+        typo.write(to: &json)
+        XCTAssertTrue(json.text.hasSuffix(#","suggestions":{"email":"ada@gmail.com"}}"#), json.text)
+        guard case .snapshot(let decoded) = try decode("snapshot", json.text) else { return XCTFail("not a snapshot") }
+        XCTAssertEqual(decoded.suggestions, typo.suggestions)
+        let order = ["username", "email", "password", "confirm"]
+        XCTAssertEqual(typo.changes(since: old, requirementOrder: [], fieldOrder: order),
+                       [.message(field: "email", text: "", rev: 4), .suggestion(field: "email", value: "ada@gmail.com", rev: 4)])
+        var fixed = typo
+        fixed.rev = 5
+        fixed.suggestions = [:]
+        XCTAssertEqual(fixed.changes(since: typo, requirementOrder: [], fieldOrder: order),
+                       [.suggestion(field: "email", value: "", rev: 5)])
+    }
+
     func testRevAccessor() throws {
         XCTAssertEqual(try decode("snapshot", snapshotJSON).rev, 3)
         XCTAssertEqual(try decode("submit", #"{"enabled":true,"rev":7}"#).rev, 7)
