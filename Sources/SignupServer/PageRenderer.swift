@@ -97,10 +97,11 @@ struct PageRenderer: Sendable {
                 "showsStrength": field == .password,
                 // The slot the live page fills with "Did you mean …?" (only the email has one).
                 "hasSuggestionSlot": field == .email,
-                "suggestion": page.suggestions[field].map { suggestion -> [String: String] in
+                // false when there is none: Mustache shows a section for a nil inside `Any`.
+                "suggestion": (page.suggestions[field].map { suggestion -> [String: String] in
                     let words = Self.split(text("page.suggestion"), at: "{suggestion}")
                     return ["before": words.before, "value": suggestion, "after": words.after]
-                } as Any,
+                } as Any?) ?? false,
                 // Password managers generate to these (Safari reads `passwordrules`; the others
                 // `minlength`/`maxlength`), so a generated password passes the first time.
                 // maxlength counts UTF-16 units, never more than the UTF-8 bytes the policy

@@ -87,6 +87,22 @@ final class SignupSubmitTests: XCTestCase {
         XCTAssertEqual(try server.store.allAccounts().count, TestServer.takenUsernames.count, "nothing stored")
     }
 
+    func testTheReturnedPageOffersATyposCorrectionAndATypoNeverBlocksASignUp() async throws {
+        let blank = try await server.request("GET", "/")
+        XCTAssertTrue(blank.body.contains(#"<p class="suggestion" id="email-suggestion" data-suggestion="email" aria-live="polite"></p>"#),
+                      "an empty slot on a fresh page")
+        let form = try await server.client.openForm()
+        let refused = try await submit(formBody(token: form.token, email: "ada@gmial.com", password: "", confirm: ""))
+        XCTAssertEqual(refused.status, 422)
+        XCTAssertTrue(refused.body.contains("Did you mean <strong>ada@gmail.com</strong>?"), "without JavaScript too")
+        XCTAssertTrue(refused.body.contains(#"value="ada@gmial.com""#), "what was typed is kept, not replaced")
+
+        let another = try await server.client.openForm()
+        let accepted = try await submit(formBody(token: another.token, username: "typo_person", email: "ada@gmial.com"))
+        XCTAssertEqual(accepted.status, 303, "only a suggestion")
+        XCTAssertEqual(try server.store.account(named: "typo_person")?.email, "ada@gmial.com")
+    }
+
     func testTwoSimultaneousSubmitsOfOneNameCreateExactlyOneAccount() async throws {
         let first = try await server.client.openForm()
         let second = try await server.client.openForm()
