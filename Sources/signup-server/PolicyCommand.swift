@@ -29,6 +29,12 @@ struct PolicyCommand: ParsableCommand {
             print("\(file): OK, policy '\(policy.name)'\(policy.summary.isEmpty ? "" : ": \(policy.summary)")")
             print("  username: \(policy.usernameLength.lowerBound) to \(policy.usernameLength.upperBound) characters; \(policy.reservedUsernames.count) reserved names")
             print("  password: at least \(policy.passwordMinimumLength) characters, at most \(policy.passwordMaximumBytes) bytes; uppercase \(policy.requiresUppercase ? "required" : "not required"); strength ≥ \(policy.minimumStrengthScore); blocklist \(policy.blocklistSource) (\(policy.blocklist.count) passwords)")
+            let suggestions = policy.emailSuggestions.commonDomains.isEmpty
+                ? "no typo suggestions" : "typos corrected towards \(policy.emailSuggestions.commonDomains.count) common domains"
+            let throwaway = policy.disposableEmailDomains.map {
+                "\($0.count) throwaway domains from \(policy.disposableEmailSource ?? "the policy")"
+            } ?? "no throwaway list"
+            print("  email: \(suggestions); \(throwaway)")
             if let debounce = policy.availabilityDebounceMilliseconds {
                 print("  availability look-up after \(debounce) ms unchanged")
             }
