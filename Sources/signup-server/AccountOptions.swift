@@ -53,6 +53,7 @@ struct AccountOptions: ParsableArguments {
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("database", .option), ("database-connections", .option), ("database-wait", .option), ("policy", .option), ("seed-demo", .flag), ("availability-debounce-ms", .option),
         ("breached-passwords", .option), ("breached-passwords-api", .option), ("breached-passwords-timeout-ms", .option),
+        ("email-dns-check", .flag), ("dns-server", .repeatable), ("email-dns-timeout-ms", .option),
         ("argon2-preset", .option), ("max-concurrent-hashes", .option),
     ]
 
@@ -73,6 +74,7 @@ struct AccountOptions: ParsableArguments {
     func validate() throws {
         _ = try Self.loadPolicy(policy)
         _ = try breachLookup()
+        try validateDNSCheck()
         guard Argon2Preset(rawValue: argon2Preset) != nil else {
             throw ValidationError("Unknown --argon2-preset '\(argon2Preset)'. Choose one of: \(Argon2Preset.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
@@ -149,11 +151,11 @@ struct AccountOptions: ParsableArguments {
         }
     }
 
-    /// The DNS check the flags ask for, if any; refused with a reason when unusable.
-    func mailDomainChecker() throws -> MailDomainChecker? {
+    /// Refuses DNS settings that cannot work, before anything starts.
+    func validateDNSCheck() throws {
         guard emailDnsCheck else {
             if !dnsServer.isEmpty { throw ValidationError("--dns-server is for --email-dns-check; give that too.") }
-            return nil
+            return
         }
         for server in dnsServer {
             if let problem = DNSResolverSettings.problem(with: server) {
@@ -163,6 +165,12 @@ struct AccountOptions: ParsableArguments {
         guard (100...30_000).contains(emailDnsTimeoutMs) else {
             throw ValidationError("--email-dns-timeout-ms must be 100 to 30000.")
         }
+    }
+
+    /// The DNS check the flags ask for, if any; refused with a reason when unusable.
+    func mailDomainChecker() throws -> MailDomainChecker? {
+        try validateDNSCheck()
+        guard emailDnsCheck else { return nil }
         do {
             let resolver = try CAresMailDomainResolver(settings: DNSResolverSettings(
                 servers: dnsServer, timeoutMilliseconds: emailDnsTimeoutMs))
