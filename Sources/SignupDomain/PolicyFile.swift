@@ -366,11 +366,20 @@ private struct Reader {
         var disposable: [String] = []
         var sources: [String] = []
         if let inline = email["disposable"] {
-            disposable += try strings(inline.value, "email.disposable")
+            let listed = try strings(inline.value, "email.disposable")
+            if let bad = listed.first(where: { !EmailAddress.isValid("a@" + $0) }) {
+                throw fail(inline.value, "'email.disposable' holds '\(bad)', which is not a domain like example.com")
+            }
+            disposable += listed
             sources.append("\(disposable.count) listed")
         }
         if let file = email["disposable_file"] {
             let list = try lines(ofFileAt: file.value, "email.disposable_file")
+            // A line that is not a domain (a comment after one, a stray word) would silently
+            // block nothing: refuse the file instead, naming the line.
+            if let bad = list.lines.first(where: { !EmailAddress.isValid("a@" + $0) }) {
+                throw fail(file.value, "'email.disposable_file': \(list.path) has '\(bad)', which is not a domain like example.com (one domain a line; comments on lines of their own, starting with #)")
+            }
             disposable += list.lines
             sources.append(list.path)
         }

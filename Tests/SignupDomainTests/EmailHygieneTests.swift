@@ -116,6 +116,11 @@ final class EmailHygieneTests: XCTestCase {
                                                   baseDirectory: directory)) { error in
             XCTAssertTrue("\(error)".contains("not a domain"), "\(error)")
         }
+        try "mailinator.com  # the big one\n".write(to: directory.appendingPathComponent("commented.txt"), atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try PolicyFile.parse("email:\n  disposable_file: commented.txt\n", file: "p.yaml",
+                                                  baseDirectory: directory)) { error in
+            XCTAssertTrue("\(error)".contains("has 'mailinator.com  # the big one', which is not a domain"), "\(error)")
+        }
         let off = try PolicyFile.parse("email:\n  common_domains: []\n", file: "p.yaml", baseDirectory: directory)
         XCTAssertNil(off.emailSuggestions.suggestion(for: "ada@gmial.com"))
     }
