@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where accounts live. A protocol so another engine can replace SQLite later.
-public protocol AccountStore: SharedTokenBuckets, EventOutbox, PendingSignups {
+public protocol AccountStore: SharedTokenBuckets, EventOutbox, PendingSignups, SpentProofs {
     /// Whether a username (compared in canonical form, see `Username.canonical`) is in use:
     /// by an account, or held at `now` by a sign-up waiting for its address to be proved.
     func isUsernameTaken(_ username: String, at now: Date) throws -> Bool
@@ -61,6 +61,16 @@ extension AccountStore {
 
 /// Token buckets shared by every instance (limits that must hold across them): each
 /// `AccountStore` keeps them as rows; `InMemoryTokenBuckets` where there is one process only.
+/// Proof-of-work solutions are single use across every instance sharing the store.
+public protocol SpentProofs: Sendable {
+    /// Records `challenge` as spent until `expiresAt` (after which its signature refuses it
+    /// anyway); false when it was spent already.
+    func spendProof(_ challenge: String, until expiresAt: Date) throws -> Bool
+
+    /// Forgets proofs whose challenges have expired; returns how many.
+    func removeExpiredProofs(at now: Date) throws -> Int
+}
+
 public protocol SharedTokenBuckets: Sendable {
     /// The tokens in `key`'s bucket of `bucket` at `now`, refilled at `rate` (full when it has
     /// no row); spends `cost` of them if at least that many are there. Returns the tokens

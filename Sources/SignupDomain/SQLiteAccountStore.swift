@@ -158,6 +158,13 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             }
             try db.create(index: "pending_signups_expiry", on: "pending_signups", columns: ["expires_at"])
         }
+        migrator.registerMigration("v10: spent proofs of work") { db in
+            try db.create(table: "spent_proofs") { table in
+                table.primaryKey("challenge", .text)
+                table.column("expires_at", .datetime).notNull()
+            }
+            try db.create(index: "spent_proofs_expiry", on: "spent_proofs", columns: ["expires_at"])
+        }
         return migrator
     }
 
@@ -439,6 +446,21 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
     public func removeExpiredPendingSignups(at now: Date) throws -> Int {
         try write { db in
             try db.execute(sql: "DELETE FROM pending_signups WHERE expires_at <= ?", arguments: [now])
+            return db.changesCount
+        }
+    }
+
+    public func spendProof(_ challenge: String, until expiresAt: Date) throws -> Bool {
+        try write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO spent_proofs (challenge, expires_at) VALUES (?, ?)",
+                           arguments: [challenge, expiresAt])
+            return db.changesCount == 1
+        }
+    }
+
+    public func removeExpiredProofs(at now: Date) throws -> Int {
+        try write { db in
+            try db.execute(sql: "DELETE FROM spent_proofs WHERE expires_at <= ?", arguments: [now])
             return db.changesCount
         }
     }

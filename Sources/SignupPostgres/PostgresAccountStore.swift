@@ -151,6 +151,11 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             """,
             "CREATE INDEX pending_signups_expiry ON pending_signups (expires_at)",
         ]),
+        // Proof-of-work solutions are single use on every instance.
+        (9, "spent proofs of work", [
+            "CREATE TABLE spent_proofs (challenge TEXT PRIMARY KEY, expires_at TIMESTAMPTZ NOT NULL)",
+            "CREATE INDEX spent_proofs_expiry ON spent_proofs (expires_at)",
+        ]),
     ]
 
     private func migrate() throws {
@@ -514,6 +519,30 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             var removed = 0
             for try await _ in try await client.query(
                 "DELETE FROM pending_signups WHERE expires_at <= \(now) RETURNING form_token").decode(String.self) {
+                removed += 1
+            }
+            return removed
+        }
+    }
+
+    public func spendProof(_ challenge: String, until expiresAt: Date) throws -> Bool {
+        try run("spend a proof of work") { client in
+            var inserted = false
+            for try await _ in try await client.query("""
+                INSERT INTO spent_proofs (challenge, expires_at) VALUES (\(challenge), \(expiresAt))
+                ON CONFLICT (challenge) DO NOTHING RETURNING challenge
+                """).decode(String.self) {
+                inserted = true
+            }
+            return inserted
+        }
+    }
+
+    public func removeExpiredProofs(at now: Date) throws -> Int {
+        try run("remove expired proofs of work") { client in
+            var removed = 0
+            for try await _ in try await client.query(
+                "DELETE FROM spent_proofs WHERE expires_at <= \(now) RETURNING challenge").decode(String.self) {
                 removed += 1
             }
             return removed

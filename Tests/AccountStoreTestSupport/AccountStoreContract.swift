@@ -244,6 +244,22 @@ public struct AccountStoreContract {
         _ = bob
     }
 
+    /// A proof of work is spent once, whichever instance (here: thread) tries first, and is
+    /// forgotten only when its challenge has expired anyway.
+    public func aProofOfWorkIsSpentOnce(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let results = Outcomes()
+        let store = self.store
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            results.add((try? store.spendProof("c0ffee", until: now.addingTimeInterval(300))) == true ? "spent" : "refused")
+        }
+        XCTAssertEqual(results.counts, ["spent": 1, "refused": 7], file: file, line: line)
+        XCTAssertTrue(try store.spendProof("another", until: now.addingTimeInterval(600)), file: file, line: line)
+        XCTAssertEqual(try store.removeExpiredProofs(at: now.addingTimeInterval(299)), 0, file: file, line: line)
+        XCTAssertEqual(try store.removeExpiredProofs(at: now.addingTimeInterval(300)), 1, file: file, line: line)
+        XCTAssertFalse(try store.spendProof("another", until: now.addingTimeInterval(600)), "still spent", file: file, line: line)
+    }
+
     private static func pending(_ username: String, email: String, token: String, at now: Date,
                                 code: String = "c-hash", link: String = UUID().uuidString) -> PendingSignup {
         PendingSignup.starting(formToken: token, username: username, email: email, passwordHash: "x", profile: ["plan": .string("pro")],

@@ -63,6 +63,8 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func completePendingSignup(formToken: String, at now: Date, announce: Bool) throws -> Account? { throw Failure() }
         func cancelPendingSignup(formToken: String) throws { throw Failure() }
         func removeExpiredPendingSignups(at now: Date) throws -> Int { throw Failure() }
+        func spendProof(_ challenge: String, until expiresAt: Date) throws -> Bool { throw Failure() }
+        func removeExpiredProofs(at now: Date) throws -> Int { throw Failure() }
         func isEmailTaken(_ email: String) throws -> Bool { throw Failure() }
     }
 
@@ -109,6 +111,8 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func completePendingSignup(formToken: String, at now: Date, announce: Bool) throws -> Account? { nil }
         func cancelPendingSignup(formToken: String) throws {}
         func removeExpiredPendingSignups(at now: Date) throws -> Int { 0 }
+        func spendProof(_ challenge: String, until expiresAt: Date) throws -> Bool { true }
+        func removeExpiredProofs(at now: Date) throws -> Int { 0 }
         func isEmailTaken(_ email: String) throws -> Bool { false }
         struct UnusedInTheseTests: Error {}
     }
@@ -150,6 +154,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }
     func testTheOutboxHoldsEachAccountsEventUntilItIsDelivered() throws { try contract().theOutboxHoldsEachAccountsEventUntilItIsDelivered() }
     func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
+    func testAProofOfWorkIsSpentOnce() throws { try contract().aProofOfWorkIsSpentOnce() }
     func testReservingAgainSkipsNamesAlreadyThere() throws { try contract().reservingAgainSkipsNamesAlreadyThere() }
     func testAccountsReadBackAsStored() throws { try contract().accountsReadBackAsStored() }
     func testAFormCreatesOneAccount() throws { try contract().aFormCreatesOneAccount() }
