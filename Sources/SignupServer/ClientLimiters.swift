@@ -19,6 +19,8 @@ final class ClientLimiters: Sendable {
     /// Shared by every instance: the recipient's mailbox is one, however many instances.
     let mailsPerRecipient: SharedRateLimiter
     let mailsPerAddress: RateLimiter
+    /// Keyed by one key for everybody (`ProofOfWorkGate.everybody`).
+    let noJavaScriptSignups: RateLimiter
     let limits: SignupLimits
 
     /// `store` holds the limits that must hold across instances; without one (tests of the
@@ -47,6 +49,7 @@ final class ClientLimiters: Sendable {
             .mails, bucket: LimitSetting.mailsPerRecipient.flag, rate: limits.mailsPerRecipient,
             store: store ?? InMemoryTokenBuckets(), logger: logger, now: now)
         mailsPerAddress = limiter(.mailsPerAddress)
+        noJavaScriptSignups = limiter(.noJavaScriptSignups)
     }
 }
 

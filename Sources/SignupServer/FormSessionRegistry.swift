@@ -62,6 +62,11 @@ final class FormSessionRegistry: @unchecked Sendable {
         settings.tokens.mint(issuedAt: settings.now())
     }
 
+    /// When a genuine token's page was served (nil for anything else).
+    func issueDate(of token: String) -> Date? {
+        settings.tokens.issue(of: token)?.date
+    }
+
     /// Whether `token` was signed with this server's key (of any age, by any instance).
     func isGenuine(_ token: String) -> Bool {
         settings.tokens.issue(of: token) != nil

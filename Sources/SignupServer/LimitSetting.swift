@@ -20,6 +20,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
     case signinFailuresPerAddress = "signin-failures-per-address"
     case mailsPerRecipient = "mails-per-recipient"
     case mailsPerAddress = "mails-per-address"
+    case noJavaScriptSignups = "no-javascript-signups"
     case hashesPerAddress = "hashes-per-address"
     case hashQueueLength = "hash-queue-length"
 
@@ -46,6 +47,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .signinFailuresPerAddress: return .rate(\.signinFailuresPerAddress)
         case .mailsPerRecipient: return .rate(\.mailsPerRecipient)
         case .mailsPerAddress: return .rate(\.mailsPerAddress)
+        case .noJavaScriptSignups: return .rate(\.noJavaScriptSignups)
         case .hashesPerAddress: return .count(\.hashesPerAddress)
         case .hashQueueLength: return .count(\.hashQueueLength)
         }
@@ -62,6 +64,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .signupsPerAddress: return .signups
         case .signinFailuresPerAccount, .signinFailuresPerAddress: return .signins
         case .mailsPerRecipient, .mailsPerAddress: return .mails
+        case .noJavaScriptSignups: return .noJavaScript
         case .hashesPerAddress: return .hashing
         case .hashQueueLength: return nil
         }
@@ -82,6 +85,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .signinFailuresPerAddress: return "Failed sign-ins per address before each try must wait."
         case .mailsPerRecipient: return "Mails (codes, notices) to one email address, across instances: nobody can mail-bomb an address through the form."
         case .mailsPerAddress: return "Mails (codes, notices) asked for from one client address."
+        case .noJavaScriptSignups: return "Sign-up posts without a proof of work (people without JavaScript), all clients together; over it the page asks for JavaScript or patience."
         case .hashesPerAddress: return "Password hashes one address may have queued or running."
         case .hashQueueLength: return "Password hashes waiting per kind (sign-up, sign-in) before 503."
         }

@@ -18,6 +18,8 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
     let metrics: SignupMetrics
     let logger: Logger
     let returnTo: ReturnTo
+    /// Mints each form's proof-of-work challenge, when proofs are on.
+    let proofOfWork: ProofOfWorkGate?
 
     // MARK: GET /
 
@@ -31,7 +33,10 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
             return speaking(language).slowDownPage(error)
         }
         let target = returnTo.requestedTarget(of: request.http)
-        var response = html(blankPages[language.tag]!.render(token: sessions.mintToken(), returnTo: target), status: .ok)
+        let token = sessions.mintToken()
+        let challenge = proofOfWork?.challenge(for: token, addressKey: request.clientKey).json ?? ""
+        var response = html(blankPages[language.tag]!.render(token: token, returnTo: target, challenge: challenge),
+                            status: .ok)
         // The page depends on the visitor's languages (caches must not share it).
         response.headers.add("Vary", "Accept-Language")
         response.headers.add("Content-Language", language.tag)
@@ -47,7 +52,35 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
         } catch {
             return refusals.limited(error)
         }
-        var response = HTTPResponse.json("{\"token\":\"\(sessions.mintToken())\"}", status: .created)
+        let token = sessions.mintToken()
+        // The old page's challenge was bound to its old token: a new one comes along.
+        let challenge = proofOfWork.map { ",\"challenge\":" + $0.challenge(for: token, addressKey: request.clientKey).json } ?? ""
+        var response = HTTPResponse.json("{\"token\":\"\(token)\"\(challenge)}", status: .created)
+        response.headers.add("Cache-Control", "no-store")
+        return response
+    }
+
+    // MARK: GET /challenge
+
+    /// A fresh proof-of-work challenge for a genuine form token, at the client's price (the
+    /// page's script asks when its challenge no longer fits; programs ask before a sign-up).
+    func challenge(_ request: SignupRequest) -> HTTPResponse {
+        do throws(LimitExceeded) {
+            try limiters.pages.admit(request.clientKey)
+        } catch {
+            return refusals.limited(error)
+        }
+        guard let proofOfWork else {
+            return APIError(status: .notFound, code: "proofs_off", message: "This server asks for no proof of work.").response
+        }
+        guard let token = request.http.queryValue("token"), !token.isEmpty else {
+            return APIError.missingParameter("token").response
+        }
+        guard sessions.isGenuine(token) else {
+            return APIError(status: .badRequest, code: "invalid_token",
+                            message: "The 'token' parameter is not a form token of this server. Reload the page for a new one.").response
+        }
+        var response = HTTPResponse.json(proofOfWork.challenge(for: token, addressKey: request.clientKey).json, status: .ok)
         response.headers.add("Cache-Control", "no-store")
         return response
     }

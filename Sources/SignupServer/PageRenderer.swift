@@ -52,6 +52,8 @@ struct PageRenderer: Sendable {
         var signInQuery: String?
         /// "Did you mean …?" corrections by field (after a failed submit).
         var suggestions: [SignupField: String] = [:]
+        /// The form's proof-of-work challenge as JSON, "" when proofs are off.
+        var challenge: String = ""
 
         var hasErrors: Bool { !errors.isEmpty || !formError.isEmpty }
     }
@@ -149,6 +151,9 @@ struct PageRenderer: Sendable {
             "scriptURL": assets.url(for: "app.js"),
             "stylesheetURL": assets.url(for: "style.css"),
             "formAction": "/signup",
+            "hasChallenge": !page.challenge.isEmpty,
+            "challenge": page.challenge,
+            "proofWorkerURL": assets.url(for: "proof-worker.js"),
             "fields": fields,
             "strength": ["score": page.strength.score, "label": strengthLabel,
                          "warning": page.strength.warning, "suggestions": page.strength.suggestions],
@@ -173,12 +178,14 @@ struct PageRenderer: Sendable {
             case token
             case returnTo
             case signInQuery
+            case challenge
         }
         fileprivate let segments: [Segment]
         fileprivate let languageQuery: String
 
         /// `returnTo` must be validated (`ReturnTo`); it is escaped here for its places.
-        func render(token: String, returnTo: String? = nil) -> String {
+        /// `challenge` is the form's proof-of-work challenge as JSON (escaped here).
+        func render(token: String, returnTo: String? = nil, challenge: String = "") -> String {
             var page = ""
             for segment in segments {
                 switch segment {
@@ -186,6 +193,7 @@ struct PageRenderer: Sendable {
                 case .token: page += token
                 case .returnTo: page += returnTo.map(PageRenderer.escapeAttribute) ?? ""
                 case .signInQuery: page += PageRenderer.query(languageQuery: languageQuery, returnTo: returnTo)
+                case .challenge: page += PageRenderer.escapeAttribute(challenge)
                 }
             }
             return page
@@ -216,12 +224,15 @@ struct PageRenderer: Sendable {
         return escaped
     }
 
-    func blankSignupPage(language: Languages.Language, languages: Languages, assets: StaticAssets) -> BlankSignupPage {
+    /// `withChallenge`: whether forms carry a proof-of-work challenge (each page its own).
+    func blankSignupPage(language: Languages.Language, languages: Languages, assets: StaticAssets,
+                         withChallenge: Bool = false) -> BlankSignupPage {
         // Text no template contains and that HTML escaping leaves alone, where the token goes.
         // Text no template contains and that HTML escaping leaves alone, where each
         // request's own values go.
         let slots: [(String, BlankSignupPage.Segment)] = [
             ("\u{1}token\u{1}", .token), ("\u{1}return\u{1}", .returnTo), ("\u{1}signin\u{1}", .signInQuery),
+            ("\u{1}challenge\u{1}", .challenge),
         ]
         // The empty form's own states: an optional field left empty already meets its rules.
         var page = SignupPage(
@@ -230,6 +241,7 @@ struct PageRenderer: Sendable {
             messages: [:], strength: .none)
         page.returnTo = slots[1].0
         page.signInQuery = slots[2].0
+        if withChallenge { page.challenge = slots[3].0 }
         var segments: [BlankSignupPage.Segment] = [.text(renderSignup(page, language: language, languages: languages, assets: assets))]
         for (marker, slot) in slots {
             segments = segments.flatMap { segment -> [BlankSignupPage.Segment] in

@@ -18,4 +18,6 @@ enum RateLimitName: String, CaseIterable, Sendable {
     case mails
     /// Password hashes queued or running per address.
     case hashing
+    /// Sign-up posts without a proof of work, all clients together.
+    case noJavaScript = "no_javascript"
 }

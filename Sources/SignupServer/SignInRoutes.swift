@@ -21,6 +21,8 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
     let metrics: SignupMetrics
     let logger: Logger
     let returnTo: ReturnTo
+    /// Failed sign-ins raise the price of sign-ups from the same address and network.
+    let pricing: ProofOfWorkPricing?
     var returnTarget: String?
 
     func signInPage(username: String, error: String?, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
@@ -87,6 +89,7 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
                     case .success:
                         limiters.signinFailuresPerAccount.take(accountKey)
                         _ = limiters.signinFailuresPerAddress.take(clientKey)
+                        pricing?.record(.failedSignin, addressKey: clientKey)
                         logger.notice("Sign-in failed", metadata: ["username": "\(username)", "client": "\(client)"])
                         metrics.signin("failure")
                         respond(signInPage(username: username, error: text("signin.failed"), status: .unauthorized))

@@ -65,6 +65,11 @@ public final class SignupApplication: Sendable {
         public var webhooks: WebhookSettings?
         /// Proving email addresses before accounts exist; nil creates accounts at once.
         public var emailVerification: EmailVerificationSettings?
+        /// The proof of work every sign-up pays; nil asks for none (the command turns it on).
+        public var proofOfWork: ProofOfWorkSettings?
+        /// The key proofs of work are signed with (`LIVESIGNUP_PROOF_KEY`); nil uses the one
+        /// in the account store, shared by every instance.
+        public var proofOfWorkKey: [UInt8]?
         /// How long a signed-in session lasts, however much it is used.
         public var signInLifetime: TimeInterval = 7 * 24 * 60 * 60
         /// A signed-in session unused this long ends before its lifetime.
@@ -105,6 +110,8 @@ public final class SignupApplication: Sendable {
     private let mails: OutboxDelivery?
     /// For the sweep of ended signed-in sessions and refilled shared limits.
     private let store: any AccountStore
+    /// Sign-ups' proofs of work, when on.
+    private let proofOfWork: ProofOfWorkGate?
 
     public init(configuration: Configuration, store: any AccountStore, logger: Logger = Logger(label: "livesignup")) throws {
         self.configuration = configuration
@@ -133,6 +140,15 @@ public final class SignupApplication: Sendable {
                                   metadata: ["reason": "\(failure.reason)", "domain": "\(domain)", "error": "\(failure)"])
             }
         }
+        let proofOfWork = try configuration.proofOfWork.map { settings in
+            let key = try configuration.proofOfWorkKey
+                ?? store.secret(named: "proof-of-work-key", createdBy: ProofOfWorkAuthority.makeKey)
+            return ProofOfWorkGate(
+                authority: ProofOfWorkAuthority(key: key), pricing: ProofOfWorkPricing(settings: settings, now: configuration.now),
+                store: store, withoutJavaScript: limiters.noJavaScriptSignups, metrics: metrics, logger: logger,
+                now: configuration.now)
+        }
+        self.proofOfWork = proofOfWork
         let hasher = TimedPasswordHasher(base: configuration.passwordHasher, timer: metrics.passwordHashDuration)
         let tokenKey = try configuration.formTokenKey
             ?? store.secret(named: "form-token-key", createdBy: FormTokenAuthority.makeKey)
@@ -213,17 +229,21 @@ public final class SignupApplication: Sendable {
             liveForm: LiveFormRoutes(
                 pages: pages, refusals: refusals, sessions: sessions, limiters: limiters,
                 blankPages: Dictionary(uniqueKeysWithValues: languages.all.map {
-                    ($0.tag, renderer.blankSignupPage(language: $0, languages: languages, assets: assets))
+                    ($0.tag, renderer.blankSignupPage(language: $0, languages: languages, assets: assets,
+                                                      withChallenge: proofOfWork != nil))
                 }),
-                retryMilliseconds: configuration.retryMilliseconds, metrics: metrics, logger: logger, returnTo: returnTo),
+                retryMilliseconds: configuration.retryMilliseconds, metrics: metrics, logger: logger, returnTo: returnTo,
+                proofOfWork: proofOfWork),
             signup: SignupSubmitRoutes(
                 pages: pages, refusals: refusals, sessions: sessions, store: store, availability: availability,
                 hashing: hashing, signedIn: signedIn, limiters: limiters, metrics: metrics, logger: logger,
-                now: configuration.now, returnTo: returnTo, webhooks: webhooks, proofs: proofs),
+                now: configuration.now, returnTo: returnTo, webhooks: webhooks, proofs: proofs,
+                proofOfWork: proofOfWork),
             signIn: SignInRoutes(
                 pages: pages, refusals: refusals, store: store, hashing: hashing, signedIn: signedIn,
                 placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
-                limiters: limiters, metrics: metrics, logger: logger, returnTo: returnTo),
+                limiters: limiters, metrics: metrics, logger: logger, returnTo: returnTo,
+                pricing: proofOfWork?.pricing),
             verification: proofs.map {
                 VerificationRoutes(pages: pages, refusals: refusals, proofs: $0, store: store, signedIn: signedIn,
                                    metrics: metrics, logger: logger, webhooks: webhooks, now: configuration.now)
@@ -315,6 +335,8 @@ public final class SignupApplication: Sendable {
             do {
                 _ = try store.removeFullSharedBuckets(at: configuration.now())
                 _ = try store.removeDeliveredEvents(deliveredBefore: configuration.now().addingTimeInterval(-7 * 86_400))
+                _ = try store.removeExpiredProofs(at: configuration.now())
+                proofOfWork?.pricing.sweep()
                 let released = try store.removeExpiredPendingSignups(at: configuration.now())
                 if released > 0 { logger.debug("Removed expired pending sign-ups", metadata: ["count": "\(released)"]) }
                 let ended = try signedIn.removeEnded()

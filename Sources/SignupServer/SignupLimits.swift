@@ -29,6 +29,9 @@ public struct SignupLimits: Sendable {
     public var mailsPerRecipient = Rate(burst: 3, perSecond: 5.0 / 3600)
     /// Mails asked for from one client address.
     public var mailsPerAddress = Rate(burst: 10, perSecond: 20.0 / 3600)
+    /// Sign-ups posted without a proof of work (no JavaScript), everybody together: bots
+    /// that skip the work share this budget with the few people who have no JavaScript.
+    public var noJavaScriptSignups = Rate.per(minute: 10, burst: 10)
     /// Password hashes (sign-ups and sign-ins) one address may have queued or running.
     public var hashesPerAddress = 2
     /// Password hashes waiting per kind (sign-up, sign-in) before new ones get 503.
@@ -53,6 +56,7 @@ public struct SignupLimits: Sendable {
         limits.signinFailuresPerAddress = .unlimited
         limits.mailsPerRecipient = .unlimited
         limits.mailsPerAddress = .unlimited
+        limits.noJavaScriptSignups = .unlimited
         limits.hashesPerAddress = 1_000_000
         return limits
     }

@@ -36,6 +36,21 @@ final class SignupMetrics: Sendable {
         if case .failed(let failure) = check { upstreamFailure("email_dns", reason: failure.reason) }
     }
 
+    /// Sign-ups' proofs of work by result: `accepted`, `missing` (no JavaScript, within its
+    /// budget), `missing_over_budget`, and each `ProofOfWorkRefusal`.
+    private let proofs = (["accepted", "missing", "missing_over_budget"] + ProofOfWorkRefusal.allCases.map(\.rawValue))
+        .reduce(into: [String: Counter]()) {
+            $0[$1] = Counter(label: "livesignup_proofs_total", dimensions: [("result", $1)])
+        }
+    /// Challenges minted by price level (0 is the base price).
+    private let proofChallenges = (0...8).map {
+        Counter(label: "livesignup_proof_challenges_total", dimensions: [("level", String($0))])
+    }
+
+    func proof(_ result: String) { proofs[result]?.increment() }
+
+    func proofChallenge(level: Int) { proofChallenges[min(max(level, 0), proofChallenges.count - 1)].increment() }
+
     /// What became of one outbox attempt.
     enum DeliveryOutcome {
         case delivered, retried, parked

@@ -80,6 +80,7 @@ struct SignupRoutes: HTTPResponder {
         Route(["GET"], "/events", answers: .json, limits: [.sessions]) { $0.liveForm.events($1) },
         Route(["POST"], "/fields", answers: .json, limits: [.edits, .sessions]) { $0.liveForm.fieldEdit($1) },
         Route(["POST"], "/sessions", answers: .json, limits: [.pages]) { $0.liveForm.newSession($1) },
+        Route(["GET"], "/challenge", answers: .json, limits: [.pages]) { $0.liveForm.challenge($1) },
         Route(["POST"], "/signup", answers: .page, limits: [.signups, .lookups, .hashing], outcome: .signup) { $0.signup.submit($1) },
         Route(["GET", "POST"], "/verify", answers: .page, outcome: .signup) { routes, request in
             guard let verification = routes.verification else { return APIError.notFound.response }

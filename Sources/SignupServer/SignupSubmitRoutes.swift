@@ -25,11 +25,18 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
     /// With `--email-verification required`: a valid sign-up starts a proof of its address
     /// instead of creating the account (`/verify` finishes it).
     let proofs: AddressProofs?
+    /// Checks the sign-up's proof of work, when proofs are on.
+    let proofOfWork: ProofOfWorkGate?
     var returnTarget: String?
+    /// This request's client (set per request): whose price a fresh challenge is minted at.
+    var clientKey = ""
 
     func submit(_ request: SignupRequest) -> HTTPResponse {
         switch answering(request.http) {
-        case .success(let posted): return posted.routes.submit(posted.form, from: request)
+        case .success(let posted):
+            var routes = posted.routes
+            routes.clientKey = request.clientKey
+            return routes.submit(posted.form, from: request)
         case .failure(let error): return error.response
         }
     }
@@ -57,6 +64,15 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
             metrics.signup("invalid")
             return rerender(values: values, evaluation: nil, status: .unprocessableContent,
                             formError: text("error.expired"))
+        }
+        if let proofOfWork {
+            do throws(ProofOfWorkGate.Refusal) {
+                _ = try proofOfWork.check(form[ProofOfWorkGate.field], token: token, addressKey: clientKey,
+                                          issuedAt: sessions.issueDate(of: token))
+            } catch {
+                metrics.signup("unproved")
+                return proofRefused(error, values: values, token: token)
+            }
         }
         let session = sessions.existingSession(for: token)
         do {
@@ -156,6 +172,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
             return unavailable(values: values, token: token)
         }
         do {
+            proofOfWork?.pricing.record(.signup, addressKey: clientKey)
             if let proofs {
                 try proofs.start(username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
                                  profile: profile(of: values), formToken: token, language: language, returnTo: returnTarget)
@@ -233,6 +250,22 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
         return routes.rerender(values: values, evaluation: nil, token: token, status: .ok)
     }
 
+    /// A proof of work refused, or none and the budget without JavaScript spent: the form
+    /// again with what was typed, a fresh challenge, and why.
+    private func proofRefused(_ refusal: ProofOfWorkGate.Refusal, values: [SignupField: String], token: String) -> HTTPResponse {
+        switch refusal {
+        case .overBudget(let exceeded):
+            refusals.count(exceeded)
+            return rerender(values: values, evaluation: nil, token: token, status: .tooManyRequests,
+                            retryAfter: exceeded.retryAfterSeconds,
+                            formError: text("error.no_javascript").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds)))
+        case .storeUnavailable:
+            return unavailable(values: values, token: token)
+        case .proof(let reason):
+            return rerender(values: values, evaluation: nil, token: token, status: reason.status, formError: text(reason.textKey))
+        }
+    }
+
     private func hashingRefused(_ refusal: HashingRefusal, values: [SignupField: String], token: String) -> HTTPResponse {
         metrics.signup(refusal == .clientBusy ? "rate_limited" : "unavailable")
         switch refusal {
@@ -282,7 +315,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
         if let token { sessions.existingSession(for: token)?.prepareForResubmission(values: values) }
         let states = evaluation?.requirementStates ?? policy.initialEvaluation.requirementStates
         let problems = errors ?? evaluation?.problems ?? []
-        let page = PageRenderer.SignupPage(
+        var page = PageRenderer.SignupPage(
             token: token ?? sessions.mintToken(),
             values: values,
             requirementStates: states,
@@ -292,6 +325,8 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
             formError: formError,
             returnTo: returnTarget ?? "",
             suggestions: evaluation?.suggestions ?? [:])
+        // A fresh challenge: the one this form posted is spent (or was refused).
+        page.challenge = proofOfWork?.challenge(for: page.token, addressKey: clientKey).json ?? ""
         var headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()
         headers.add("Content-Language", language.tag)
         return html(renderer.renderSignup(page, language: language, languages: languages, assets: assets),

@@ -52,6 +52,7 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help(.signinFailuresPerAddress)) var signinFailuresPerAddress = LimitSetting.signinFailuresPerAddress.defaultText
     @Option(help: help(.mailsPerRecipient)) var mailsPerRecipient = LimitSetting.mailsPerRecipient.defaultText
     @Option(help: help(.mailsPerAddress)) var mailsPerAddress = LimitSetting.mailsPerAddress.defaultText
+    @Option(help: help(.noJavaScriptSignups)) var noJavascriptSignups = LimitSetting.noJavaScriptSignups.defaultText
     @Option(help: help(.hashesPerAddress)) var hashesPerAddress = defaults.limits.hashesPerAddress
     @Option(help: help(.hashQueueLength)) var hashQueueLength = defaults.limits.hashQueueLength
 
@@ -66,6 +67,7 @@ struct LimitOptions: ParsableArguments {
             .signupsPerAddress: signupsPerAddress,
             .signinFailuresPerAccount: signinFailuresPerAccount, .signinFailuresPerAddress: signinFailuresPerAddress,
             .mailsPerRecipient: mailsPerRecipient, .mailsPerAddress: mailsPerAddress,
+            .noJavaScriptSignups: noJavascriptSignups,
             .hashesPerAddress: String(hashesPerAddress), .hashQueueLength: String(hashQueueLength),
         ]
         precondition(values.count == LimitSetting.allCases.count, "every LimitSetting needs its option in LimitOptions")

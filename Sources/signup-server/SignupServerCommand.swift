@@ -55,6 +55,9 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Proving email addresses")
     var mail: MailOptions
 
+    @OptionGroup(title: "Proof of work (bots pay, people don't)")
+    var proof: ProofOptions
+
     @OptionGroup(title: "Abuse limits (rates are COUNT/UNIT[,burst=N] with UNIT s, min or h, or 'off')")
     var limits: LimitOptions
 
@@ -62,7 +65,8 @@ struct Serve: ParsableCommand {
     /// this list and `--help` agree, so a new option cannot miss its variable.
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] =
         ServerOptions.environmentOptions + AccountOptions.environmentOptions
-        + OperationOptions.environmentOptions + MailOptions.environmentOptions + LimitOptions.environmentOptions
+        + OperationOptions.environmentOptions + MailOptions.environmentOptions + ProofOptions.environmentOptions
+        + LimitOptions.environmentOptions
 
     func run() throws {
         let logging = try operations.bootstrapLogging()
@@ -88,6 +92,8 @@ struct Serve: ParsableCommand {
         configuration.secureCookies = operations.secureCookies
         configuration.cookieDomain = operations.cookieDomain
         configuration.webhooks = try operations.webhookSettings()
+        configuration.proofOfWork = proof.settings
+        configuration.proofOfWorkKey = try ProofOptions.keyFromEnvironment()
         configuration.emailVerification = mail.settings(serviceName: configuration.policy.settings.serviceName)
         configuration.signInLifetime = TimeInterval(operations.signinLifetimeHours * 3600)
         configuration.signInIdleTimeout = TimeInterval(operations.signinIdleHours * 3600)
