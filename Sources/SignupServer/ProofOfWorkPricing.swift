@@ -132,6 +132,9 @@ final class ProofOfWorkPricing: @unchecked Sendable {
         for (key, _) in faintest.prefix(max(1, capacity / 10)) { pressure[key] = nil }
     }
 
+    /// How many addresses and networks carry pressure now (tests, bounds).
+    var trackedKeys: Int { lock.withLock { pressure.count } }
+
     /// Forgets pressure that has decayed to nothing (the app's sweep calls it).
     func sweep() {
         let date = now()
