@@ -81,7 +81,7 @@ struct SignupRoutes: HTTPResponder {
         Route(["POST"], "/fields", answers: .json, limits: [.edits, .sessions]) { $0.liveForm.fieldEdit($1) },
         Route(["POST"], "/sessions", answers: .json, limits: [.pages]) { $0.liveForm.newSession($1) },
         Route(["GET"], "/challenge", answers: .json, limits: [.pages]) { $0.liveForm.challenge($1) },
-        Route(["POST"], "/signup", answers: .page, limits: [.signups, .lookups, .hashing], outcome: .signup) { $0.signup.submit($1) },
+        Route(["POST"], "/signup", answers: .page, limits: [.signups, .noJavaScript, .lookups, .hashing], outcome: .signup) { $0.signup.submit($1) },
         Route(["GET", "POST"], "/verify", answers: .page, outcome: .signup) { routes, request in
             guard let verification = routes.verification else { return APIError.notFound.response }
             return request.method == "POST" ? verification.verify(request) : verification.page(request.http)
