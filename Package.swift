@@ -186,8 +186,12 @@ let package = Package(
             path: "Benchmarks/EditPath"
         ),
 
-        // A client for programs: form sessions, edits, typed SSE events. Foundation only.
-        .target(name: "LiveSignupClient", dependencies: ["FormWire", "SignupWire"]),
+        // A client for programs: form sessions, edits, typed SSE events, the proof of work.
+        // swift-crypto for the proof of work's SHA-256 (CryptoKit's API on every platform).
+        .target(
+            name: "LiveSignupClient",
+            dependencies: ["FormWire", "SignupWire", .product(name: "Crypto", package: "swift-crypto")]
+        ),
 
         .testTarget(
             name: "ReactiveValidationTests",
@@ -216,6 +220,7 @@ let package = Package(
                 "AccountStoreTestSupport",
                 "ReactiveValidation",
                 "OutsideDNS",
+                "LiveSignupClient",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
