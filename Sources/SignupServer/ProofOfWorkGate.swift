@@ -51,6 +51,9 @@ struct ProofOfWorkGate: Sendable {
     /// rest of the sign-up then fails). `issuedAt` is when the form's page was served.
     func check(_ field: String?, token: String, addressKey: String, issuedAt: Date?) throws(Refusal) -> Verdict {
         let now = now()
+        // The price this proof must reach, before this very post adds to it: a hasty form
+        // raises what the next ones cost, not its own.
+        let required = pricing.cost(forAddressKey: addressKey)
         if let issuedAt, now.timeIntervalSince(issuedAt) < settings.plausibleSeconds {
             pricing.record(.implausiblyFast, addressKey: addressKey)
         }
@@ -79,7 +82,6 @@ struct ProofOfWorkGate: Sendable {
         }
         guard isFirstUse else { throw refused(.replayed) }
         // One level of lag: the price may have risen while the person typed.
-        let required = pricing.cost(forAddressKey: addressKey)
         guard proof.cost.multipliedReportingOverflow(by: max(1, settings.levelFactor)).partialValue >= required else {
             throw refused(.tooCheap)
         }
