@@ -99,15 +99,18 @@ final class ProofOfWorkPricing: @unchecked Sendable {
     }
 
     /// The level a new challenge for this client costs: its address's or network's pressure
-    /// (1 → level 1, 3 → 2, 7 → 3, 15 → 4: each level doubles what it takes), plus the
-    /// global level.
+    /// (each level doubles what it takes: level 1 from 0.5, 2 from 2.5, 3 from 6.5, 4 from
+    /// 14.5, so one event, 1, holds level 1 for one half-life as it decays), plus the global
+    /// level.
     func level(forAddressKey addressKey: String) -> Int {
         let date = now()
         return lock.withLock {
             let scores = Self.keys(forAddressKey: addressKey).map { decayed(pressure[$0], at: date) }
             // The network counts at half weight: many people share a /24 (a campus, a NAT).
             let score = max(scores[0], scores[1] / 2)
-            let local = Int(log2(1 + score).rounded(.down))
+            // ⌊log2(score + 1.5)⌋: thresholds half an event below 1, 3, 7, 15, so a whole
+            // number of events reaches its level although decay began the moment it was recorded.
+            let local = Int(log2(score + 1.5).rounded(.down))
             let perMinute = Double(recentSignups.filter { date.timeIntervalSince($0) <= 60 }.count)
             let normal = settings.normalSignupsPerMinute
             let global = perMinute > 4 * normal ? 2 : perMinute > normal ? 1 : 0

@@ -352,10 +352,11 @@ def test_the_page_has_no_accessibility_violations_and_the_status_shows_only_whil
     assert form.get_attribute("data-text-checking") == CHECKING_DE
 
     # A costly challenge, and a person who signs up before it is solved. Pages whose secret
-    # number lies early are taken again, so the browser is still at it when Sign up is pressed.
+    # number lies in the first 60 % are taken again (12 tries: all fail 0.2 % of the time), so
+    # the browser is still at it (some 3 to 5 s) when Sign up is pressed and axe has run.
     cost = 500_000
     slow = proof_server(**{"--proof-base-cost": str(cost)})
-    for attempt in range(4):
+    for _ in range(12):
         browser.open(slow.url)
         form = driver.find_element(By.CSS_SELECTOR, "form[data-signup]")
         if decoded(solve(json.loads(form.get_attribute("data-challenge"))))["number"] < 0.6 * cost:
@@ -368,7 +369,7 @@ def test_the_page_has_no_accessibility_violations_and_the_status_shows_only_whil
         if form.get_attribute("data-proof") == "solving":
             break
     else:
-        pytest.fail("the browser always solved the costly challenge before the form was filled")
+        pytest.fail("every page's challenge was cheap to solve, or solved before the form was filled")
     status = driver.find_element(By.CSS_SELECTOR, "[data-proof-status]")
     assert not status.is_displayed(), "nothing shows while the person types"
     browser.button().click()
@@ -500,6 +501,10 @@ def test_a_refused_proof_keeps_the_form_stores_nothing_and_leaves_others_alone(p
     if reason == "too_cheap":
         assert cost >= BASE * FACTOR ** 2 > posted["maxnumber"], "the fresh one at the new price"
         assert metric(server, "livesignup_proof_challenges_total", level="2") >= 1
+    elif case == "replayed":
+        # The person's own sign-up went through before the replay: their address is one
+        # event up, so the next form costs one level more (a neighbour's does not).
+        assert cost == BASE * FACTOR, cost
     else:
         assert cost == BASE
     assert username not in accounts(server), "nothing stored"
@@ -554,7 +559,7 @@ def test_people_without_javascript_share_a_budget_and_proofs_still_pass_beyond_i
 
 # ---------- bots pay ----------
 
-BOT_BASE = 1000  # lowered from 20000 so 200 accounts fit in the test's time; levels as default
+BOT_BASE = 500  # lowered from 20000 so 200 accounts fit in the test's time; levels as default
 
 
 def test_a_bot_pays_more_per_account_as_it_goes_while_a_person_elsewhere_pays_the_base_price(proof_server):
@@ -653,7 +658,7 @@ def test_zz_price_levels_are_measured(proof_server, browser):
         cost = BASE * FACTOR ** level
         # Three challenges whose numbers lie at a quarter, half and three quarters of the
         # range: their median is the average case, without the luck of a random number.
-        fractions = (0.25, 0.5, 0.75) if level < MAX_LEVEL else (0.5,)
+        fractions = (0.25, 0.5, 0.75) if level < 3 else (0.5,)
         times = []
         for fraction in fractions:
             challenge = mint("levels", cost=cost, number=int(cost * fraction))
@@ -677,16 +682,18 @@ def test_zz_price_levels_are_measured(proof_server, browser):
         # The average case at the rate of the three loads together (numbers tried / time).
         chromium_ms[level] = (statistics.median(took), (cost / 2) / (sum(tried) / max(1, sum(took))))
 
-    lines = [f"Price levels at --proof-base-cost {BASE}, --proof-level-factor {FACTOR} (maxnumber = base x factor^level).",
+    lines = [f"Price levels at --proof-base-cost {BASE}, --proof-level-factor {FACTOR} "
+             "(maxnumber = base x factor^level).",
              "Python: altcha.solve_challenge_v1, median of challenges whose number is at 1/4, 1/2, 3/4 of maxnumber "
-             "(level 4: the 1/2 one only). Chromium: the page's worker (data-proof-ms) over 3 loads, median as "
+             "(levels 3 and 4: the 1/2 one only). Chromium: the page's worker (data-proof-ms) over 3 loads, median as "
              "found, and the average case (maxnumber/2 tries) at their pooled rate.",
              "level  maxnumber   python (avg case)   chromium found / avg case"]
     for level in range(MAX_LEVEL + 1):
         seconds, count = python_seconds[level]
         browser_part = (f"{chromium_ms[level][0]:7.0f} ms / {chromium_ms[level][1]:6.0f} ms"
                         if level in chromium_ms else "      (not measured)")
-        lines.append(f"{level:5d}  {BASE * FACTOR ** level:9d}   {seconds * 1000:10.0f} ms (n={count})   {browser_part}")
+        lines.append(f"{level:5d}  {BASE * FACTOR ** level:9d}   {seconds * 1000:10.0f} ms (n={count})   "
+                     + browser_part)
     write_figures("proof-levels.txt", lines)
     python = [python_seconds[level][0] for level in range(MAX_LEVEL + 1)]
     chromium = [chromium_ms[level][1] for level in range(3)]
