@@ -9,6 +9,9 @@ final class ServerProcess {
         Bundle.main.bundleURL.appendingPathComponent("signup-server")
     }
 
+    /// The environment that lets a test post forms without a proof of work.
+    static let plainPosts = ["LIVESIGNUP_NO_JAVASCRIPT_SIGNUPS": "off", "LIVESIGNUP_PROOF_MAX_LEVEL": "0"]
+
     let process = Process()
     let databaseDirectory: URL
     private let output = Pipe()
@@ -31,7 +34,11 @@ final class ServerProcess {
         process.currentDirectoryURL = workingDirectory
         process.arguments = (passPort ? ["--port", "0"] : []) + (logLevel.map { ["--log-level", $0] } ?? [])
             + ["--database", database ?? self.databaseDirectory.appendingPathComponent("db.sqlite").path] + arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        // The servers these tests start ask for proofs of work (the default), but the tests
+        // post plain forms and sign many people up from 127.0.0.1: the budget without
+        // JavaScript is off and the price stays at its base, unless a test says otherwise.
+        process.environment = ProcessInfo.processInfo.environment
+            .merging(Self.plainPosts) { $1 }.merging(environment) { $1 }
         process.standardOutput = output
         process.standardError = errors
         let errorText = self.errorText
