@@ -96,6 +96,8 @@ class Server:
             [str(SERVER), "--port", "0", "--database", str(self.directory / "accounts.sqlite"),
              "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
              "--log-level", "error", "--argon2-preset", "owasp-minimum", "--signups-per-address", "off",
+             # Plain posts, many at once: no proof of work asked (see conftest).
+             "--no-javascript-signups", "off", "--proof-max-level", "0",
              "--webhook-url", f"http://127.0.0.1:{self.receiver_port}/hooks/livesignup",
              "--webhook-first-retry-seconds", "1"],
             stdout=subprocess.PIPE, text=True, env=environment)
