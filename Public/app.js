@@ -96,74 +96,12 @@ function setReady(enabled) {
 }
 
 // Click, Enter, Space and Enter in a field all come here.
+// (A proof of work still being solved holds the submit back in proof.js, after this.)
 form.addEventListener("submit", function (event) {
-  if (!ready) {
-    event.preventDefault();
-    showMissing();
-    return;
-  }
-  // Still proving this browser: say so calmly, and submit by itself when done.
-  if (proof.worker) {
-    event.preventDefault();
-    proof.waiting = true;
-    if (proofStatus) { proofStatus.textContent = pageText("checking"); proofStatus.hidden = false; }
-  }
+  if (ready) { return; }
+  event.preventDefault();
+  showMissing();
 });
-
-/* ---------- proof of work ----------
-   The form carries a challenge (data-challenge, ALTCHA's format). A Web Worker solves it with
-   WebCrypto as soon as the page loads, while the person types; the solution goes with the
-   sign-up in the "altcha" field. Nothing is shown unless it is still running at submit. */
-
-var proof = { worker: null, waiting: false, took: null };
-var proofInput = form.querySelector('input[name="altcha"]');
-var proofStatus = form.querySelector("[data-proof-status]");
-
-function solveProof(challenge) {
-  if (proof.worker) { proof.worker.terminate(); proof.worker = null; }
-  if (proofInput) { proofInput.value = ""; }
-  var script = form.getAttribute("data-proof-worker");
-  if (!challenge || !script || !proofInput || !window.Worker || !window.crypto || !crypto.subtle) { return; }
-  var worker;
-  try { worker = proof.worker = new Worker(script); }
-  catch (err) { proof.worker = null; return; }
-  form.setAttribute("data-proof", "solving");
-  function done(number, took) {
-    if (worker !== proof.worker) { return; }
-    worker.terminate();
-    proof.worker = null;
-    if (number != null) {
-      proof.took = took;
-      proofInput.value = btoa(JSON.stringify({ algorithm: challenge.algorithm, challenge: challenge.challenge,
-        number: number, salt: challenge.salt, signature: challenge.signature }));
-      form.setAttribute("data-proof", "solved");
-      form.setAttribute("data-proof-ms", String(Math.round(took || 0))); // the worker's own time, for tests
-    } else {
-      form.setAttribute("data-proof", "failed"); // the server serves it as a post without one
-    }
-    if (proof.waiting) {
-      proof.waiting = false;
-      if (proofStatus) { proofStatus.hidden = true; }
-      if (form.requestSubmit) { form.requestSubmit(button || undefined); } else { form.submit(); }
-    }
-  }
-  worker.onmessage = function (event) { done(event.data && event.data.number, event.data && event.data.took); };
-  worker.onerror = function () { done(null); };
-  worker.postMessage(challenge);
-}
-
-// A challenge for the current token (after the server gave the page a new one).
-function fetchProof() {
-  return fetch("/challenge?token=" + encodeURIComponent(token), { cache: "no-store" })
-    .then(function (response) { return response.ok ? response.json() : null; })
-    .then(solveProof, function () { solveProof(null); });
-}
-
-(function () {
-  var text = form.getAttribute("data-challenge");
-  if (!text) { return; }
-  try { solveProof(JSON.parse(text)); } catch (err) { solveProof(null); }
-})();
 
 function showMissing() {
   if (!missingList) { return; }
@@ -511,7 +449,7 @@ function renew() {
     if (!data || !/^[A-Za-z0-9._~-]{16,200}$/.test(data.token)) { throw new Error("no token"); }
     token = data.token;
     if (tokenInput) { tokenInput.value = token; } // a plain submit uses it too
-    if (form.getAttribute("data-challenge")) { fetchProof(); } // the old one was bound to the old token
+    if (window.LiveSignupProof) { LiveSignupProof.renew(form, token); } // bound to the old token
     FIELDS.forEach(function (field) { seq[field] = 0; });
     stale = false;
     lost = true;

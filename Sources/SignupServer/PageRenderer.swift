@@ -154,6 +154,7 @@ struct PageRenderer: Sendable {
             "hasChallenge": !page.challenge.isEmpty,
             "challenge": page.challenge,
             "proofWorkerURL": assets.url(for: "proof-worker.js"),
+            "proofScriptURL": assets.url(for: "proof.js"),
             "fields": fields,
             "strength": ["score": page.strength.score, "label": strengthLabel,
                          "warning": page.strength.warning, "suggestions": page.strength.suggestions],
@@ -278,9 +279,16 @@ struct PageRenderer: Sendable {
         return library.render(context, withTemplate: "welcome") ?? ""
     }
 
+    /// `proof`: the form token and challenge (JSON) when this client must pay a proof of
+    /// work to sign in (after failed sign-ins).
     func renderSignIn(username: String, errorMessage: String?, returnTo: String?, language: Languages.Language,
-                      assets: StaticAssets) -> String {
+                      assets: StaticAssets, proof: (token: String, challenge: String)? = nil) -> String {
         var context = common(language, assets: assets)
+        context["hasChallenge"] = proof != nil
+        context["token"] = proof?.token ?? ""
+        context["challenge"] = proof?.challenge ?? ""
+        context["proofWorkerURL"] = assets.url(for: "proof-worker.js")
+        context["proofScriptURL"] = assets.url(for: "proof.js")
         context["returnTo"] = returnTo ?? ""
         context["signupQuery"] = Self.query(languageQuery: Self.languageQuery(language), returnTo: returnTo)
         let title = language.catalog["signin.title"] ?? ""

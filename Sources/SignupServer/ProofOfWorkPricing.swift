@@ -87,7 +87,10 @@ final class ProofOfWorkPricing: @unchecked Sendable {
     func record(_ event: Event, addressKey: String) {
         let date = now()
         lock.withLock {
-            for key in Self.keys(forAddressKey: addressKey) {
+            // Failed sign-ins are also kept apart: they decide whether sign-in asks for a proof.
+            let keys = Self.keys(forAddressKey: addressKey)
+                + (event == .failedSignin ? Self.keys(forAddressKey: addressKey).map { "f " + $0 } : [])
+            for key in keys {
                 pressure[key] = (decayed(pressure[key], at: date) + event.weight, date)
             }
             if event == .signup {
@@ -115,6 +118,16 @@ final class ProofOfWorkPricing: @unchecked Sendable {
             let normal = settings.normalSignupsPerMinute
             let global = perMinute > 4 * normal ? 2 : perMinute > normal ? 1 : 0
             return min(local + global, settings.maximumLevel)
+        }
+    }
+
+    /// Whether signing in from this client asks for a proof of work: after a failed sign-in
+    /// from its address (for one half-life), or three from its network.
+    func signInNeedsProof(addressKey: String) -> Bool {
+        let date = now()
+        return lock.withLock {
+            let failures = Self.keys(forAddressKey: addressKey).map { decayed(pressure["f " + $0], at: date) }
+            return failures[0] >= 0.5 || failures[1] >= 2.5
         }
     }
 

@@ -21,21 +21,36 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
     let metrics: SignupMetrics
     let logger: Logger
     let returnTo: ReturnTo
-    /// Failed sign-ins raise the price of sign-ups from the same address and network.
-    let pricing: ProofOfWorkPricing?
+    /// After failed sign-ins from a client, its sign-ins pay a proof of work (and its
+    /// failures raise the price of sign-ups from the same address and network).
+    let proofOfWork: ProofOfWorkGate?
+    /// Mints the tokens sign-in challenges are bound to.
+    let sessions: FormSessionRegistry
     var returnTarget: String?
+    /// This request's client (set per request): whether its sign-in asks for a proof.
+    var clientKey = ""
 
     func signInPage(username: String, error: String?, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         var headers = headers
         headers.add("Content-Language", language.tag)
         return html(renderer.renderSignIn(username: username, errorMessage: error, returnTo: returnTarget,
-                                          language: language, assets: assets),
+                                          language: language, assets: assets, proof: signInProof()),
                     status: status, headers: headers)
+    }
+
+    /// A token and challenge for the form, when this client must pay to sign in.
+    private func signInProof() -> (token: String, challenge: String)? {
+        guard let proofOfWork, proofOfWork.pricing.signInNeedsProof(addressKey: clientKey) else { return nil }
+        let token = sessions.mintToken()
+        return (token, proofOfWork.challenge(for: token, addressKey: clientKey).json)
     }
 
     func signIn(_ request: SignupRequest) -> HTTPResponse {
         switch answering(request.http) {
-        case .success(let posted): return posted.routes.signIn(posted.form, from: request)
+        case .success(let posted):
+            var routes = posted.routes
+            routes.clientKey = request.clientKey
+            return routes.signIn(posted.form, from: request)
         case .failure(let error): return error.response
         }
     }
@@ -58,6 +73,17 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
             logger.notice("Sign-in refused: too many failures",
                           metadata: ["username": "\(username)", "client": "\(client)", "retryAfter": "\(error.retryAfterSeconds)"])
             return tooManySignIns(username: username, error)
+        }
+        // After failures from this client, a sign-in pays a proof of work: a guesser spread
+        // over many accounts pays for every guess.
+        if let proofOfWork, proofOfWork.pricing.signInNeedsProof(addressKey: clientKey) {
+            let token = form["token"].flatMap { sessions.isGenuine($0) ? $0 : nil } ?? ""
+            do throws(ProofOfWorkGate.Refusal) {
+                _ = try proofOfWork.check(form[ProofOfWorkGate.field], token: token, addressKey: clientKey, issuedAt: nil)
+            } catch {
+                metrics.signin("unproved")
+                return signInProofRefused(error, username: username)
+            }
         }
         let account: Account?
         do {
@@ -89,7 +115,7 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
                     case .success:
                         limiters.signinFailuresPerAccount.take(accountKey)
                         _ = limiters.signinFailuresPerAddress.take(clientKey)
-                        pricing?.record(.failedSignin, addressKey: clientKey)
+                        proofOfWork?.pricing.record(.failedSignin, addressKey: clientKey)
                         logger.notice("Sign-in failed", metadata: ["username": "\(username)", "client": "\(client)"])
                         metrics.signin("failure")
                         respond(signInPage(username: username, error: text("signin.failed"), status: .unauthorized))
@@ -100,6 +126,21 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
             } catch {
                 respond(signInRefused(error, username: username))
             }
+        }
+    }
+
+    private func signInProofRefused(_ refusal: ProofOfWorkGate.Refusal, username: String) -> HTTPResponse {
+        switch refusal {
+        case .overBudget(let exceeded):
+            refusals.count(exceeded)
+            return signInPage(username: username,
+                              error: text("signin.no_javascript").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds)),
+                              status: .tooManyRequests, headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
+        case .storeUnavailable:
+            return signInPage(username: username, error: text("signin.unavailable"), status: .serviceUnavailable)
+        case .proof(let reason):
+            let key = reason.textKey == "error.proof_stale" ? "signin.proof_stale" : "signin.proof_refused"
+            return signInPage(username: username, error: text(key), status: reason.status)
         }
     }
 
@@ -123,9 +164,10 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
     }
 
     /// `GET /signin`: the form, carrying a valid `return_to` along.
-    func signInForm(_ request: HTTPRequest) -> HTTPResponse {
-        var routes = speaking(visitorLanguage(request))
-        routes.returnTarget = returnTo.requestedTarget(of: request)
+    func signInForm(_ request: SignupRequest) -> HTTPResponse {
+        var routes = speaking(visitorLanguage(request.http))
+        routes.returnTarget = returnTo.requestedTarget(of: request.http)
+        routes.clientKey = request.clientKey
         return routes.signInPage(username: "", error: nil, status: .ok)
     }
 

@@ -243,7 +243,7 @@ public final class SignupApplication: Sendable {
                 pages: pages, refusals: refusals, store: store, hashing: hashing, signedIn: signedIn,
                 placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
                 limiters: limiters, metrics: metrics, logger: logger, returnTo: returnTo,
-                pricing: proofOfWork?.pricing),
+                proofOfWork: proofOfWork, sessions: sessions),
             verification: proofs.map {
                 VerificationRoutes(pages: pages, refusals: refusals, proofs: $0, store: store, signedIn: signedIn,
                                    metrics: metrics, logger: logger, webhooks: webhooks, now: configuration.now)

@@ -95,8 +95,8 @@ struct SignupRoutes: HTTPResponder {
         Route(["GET"], "/welcome", answers: .page) { routes, request in
             routes.signIn.speaking(routes.signIn.visitorLanguage(request.http)).welcome(request.http)
         },
-        Route(["GET", "POST"], "/signin", answers: .page, limits: [.signins, .hashing], outcome: .signin) { routes, request in
-            request.method == "POST" ? routes.signIn.signIn(request) : routes.signIn.signInForm(request.http)
+        Route(["GET", "POST"], "/signin", answers: .page, limits: [.signins, .noJavaScript, .hashing], outcome: .signin) { routes, request in
+            request.method == "POST" ? routes.signIn.signIn(request) : routes.signIn.signInForm(request)
         },
         Route(["POST"], "/signout", answers: .page) { routes, request in
             routes.signIn.speaking(routes.signIn.visitorLanguage(request.http)).signOut(request.http)

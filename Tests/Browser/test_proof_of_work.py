@@ -525,6 +525,44 @@ def test_a_refused_proof_keeps_the_form_stores_nothing_and_leaves_others_alone(p
     assert proof_results(server) == {reason: 1, "accepted": accepted_before + resubmits + 1}
 
 
+# ---------- signing in after failures ----------
+
+def test_after_a_failed_sign_in_the_browser_pays_a_proof_to_sign_in_and_a_guesser_without_one_is_bounded(proof_server, browser):
+    server = proof_server(**{"--no-javascript-signups": "1/h,burst=1"})
+    creator = Client(server, "127.0.41.1")
+    form = creator.form()
+    status, _, page = creator.sign_up(form.token, "signs_in_later", solve(form.challenge))
+    assert status == 303, form_error(page)
+
+    driver = browser.driver
+    browser.open(server.url + "/signin")
+    assert not driver.find_elements(By.CSS_SELECTOR, "form[data-challenge]"), "nothing to pay before a failure"
+    browser.field("username").send_keys("signs_in_later")
+    browser.field("password").send_keys("Not-The-Password-1")
+    driver.find_element(By.CSS_SELECTOR, "form.signin-form button[type=submit]").click()
+    signin = browser.until(lambda: (driver.find_elements(By.CSS_SELECTOR, "form.signin-form[data-challenge]") or [None])[0],
+                           "the failed sign-in's page carries a challenge")
+    assert wait_for(lambda: signin.get_attribute("data-proof") == "solved", WAIT), signin.get_attribute("data-proof")
+    assert altcha.verify_solution_v1(browser.field("altcha").get_attribute("value"), KEY) == (True, None)
+    audit(browser, "signin-with-proof")
+    browser.field("password").send_keys(STRONG_PASSWORD)
+    driver.find_element(By.CSS_SELECTOR, "form.signin-form button[type=submit]").click()
+    browser.until(lambda: driver.current_url.endswith("/welcome"), "signed in, having paid")
+    assert proof_results(server).get("accepted") == 2, proof_results(server)
+
+    # A guesser at the same address without the work: one post from the budget, then 429.
+    guesser = Client(server, "127.0.0.1")
+    first = guesser.request("POST", "/signin", {"username": "signs_in_later", "password": "Guess-1-Guess"})
+    assert first[0] == 401, first[0]
+    second = guesser.request("POST", "/signin", {"username": "signs_in_later", "password": "Guess-2-Guess"})
+    assert second[0] == 429 and int(second[1]["retry-after"]) > 0, second[0]
+    assert "needs JavaScript" in html.unescape(second[2])
+    # Elsewhere, nobody is asked anything.
+    elsewhere = Client(server, "127.0.42.1")
+    status, _, page = elsewhere.request("GET", "/signin")
+    assert status == 200 and "data-challenge" not in page
+
+
 # ---------- without JavaScript ----------
 
 def test_people_without_javascript_share_a_budget_and_proofs_still_pass_beyond_it(proof_server):

@@ -91,6 +91,44 @@ final class ProofOfWorkServerTests: XCTestCase {
         XCTAssertTrue(fresh.body.contains(#""challenge":{"algorithm":"SHA-256""#), fresh.body)
     }
 
+    func testAfterAFailedSignInTheNextSignInFromThatAddressPaysAProof() async throws {
+        let form = try await server.client.openForm()
+        let created = try await server.request(
+            "POST", "/signup", body: body(form, username: "careful_ada", altcha: try await form.proofOfWork()))
+        XCTAssertEqual(created.status, 303)
+        let fresh = try await server.request("GET", "/signin")
+        XCTAssertFalse(fresh.body.contains("data-challenge"), "no proof before any failure")
+
+        func signIn(_ password: String, token: String?, altcha: String?) async throws -> (status: Int, headers: [String: String], body: String) {
+            var fields = [("username", "careful_ada"), ("password", password)]
+            if let token { fields.append(("token", token)) }
+            if let altcha { fields.append(("altcha", altcha)) }
+            return try await server.request("POST", "/signin", body: FormURLEncoder.encode(fields))
+        }
+        let failed = try await signIn("Wrong-Horse-1", token: nil, altcha: nil)
+        XCTAssertEqual(failed.status, 401)
+        XCTAssertTrue(failed.body.contains("data-challenge=\""), "the page that says so carries a challenge")
+        XCTAssertTrue(failed.body.contains("/static/proof.js"), "and the script that pays it")
+        let token = try XCTUnwrap(failed.body.firstMatch(of: #/name="token" value="([^"]+)"/#)?.1).description
+        let challengeJSON = try XCTUnwrap(failed.body.firstMatch(of: #/data-challenge="([^"]+)"/#)?.1).description
+            .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&amp;", with: "&")
+        let challenge = try JSONDecoder().decode(ProofOfWorkChallenge.self, from: Data(challengeJSON.utf8))
+
+        let forged = try await signIn("Correct-Horse-9", token: token, altcha: "!!!")
+        XCTAssertEqual(forged.status, 400, "a broken proof is refused before the password is looked at")
+        XCTAssertTrue(forged.body.contains("check did not pass"))
+        let withoutScript = try await signIn("Correct-Horse-9", token: token, altcha: nil)
+        XCTAssertEqual(withoutScript.status, 303, "a person without JavaScript, within the budget")
+        let overBudget = try await signIn("Correct-Horse-9", token: token, altcha: nil)
+        XCTAssertEqual(overBudget.status, 429, "the budget is spent")
+        let solution = try XCTUnwrap(ProofOfWorkSolver.solve(challenge))
+        let paid = try await signIn("Correct-Horse-9", token: token, altcha: solution.payload)
+        XCTAssertEqual(paid.status, 303, "a paid sign-in")
+        XCTAssertNotNil(paid.headers["set-cookie"])
+        let replayed = try await signIn("Correct-Horse-9", token: token, altcha: solution.payload)
+        XCTAssertEqual(replayed.status, 403, "once")
+    }
+
     func testWithProofsOffThereIsNoChallenge() async throws {
         let plain = try TestServer()
         defer { plain.stop() }
