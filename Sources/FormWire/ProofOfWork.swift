@@ -21,12 +21,8 @@ public struct ProofOfWorkChallenge: Codable, Equatable, Sendable {
         self.signature = signature
     }
 
-    /// The JSON the page's `data-challenge` and `GET /challenge` carry (keys sorted).
-    public var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
+    /// The JSON the page's `data-challenge` and `GET /challenge` carry.
+    public var json: String { WireJSON.encode(self) }
 }
 
 /// A solved challenge as the ALTCHA widget posts it: base64 of this JSON in the form field
@@ -46,11 +42,13 @@ public struct ProofOfWorkSolution: Codable, Equatable, Sendable {
         self.signature = signature
     }
 
-    /// The `altcha` form field's value.
-    public var payload: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return ((try? encoder.encode(self)) ?? Data()).base64EncodedString()
+    /// `challenge` solved by `number`.
+    public init(solving challenge: ProofOfWorkChallenge, number: Int) {
+        self.init(algorithm: challenge.algorithm, challenge: challenge.challenge, number: number, salt: challenge.salt,
+                  signature: challenge.signature)
     }
+
+    /// The `altcha` form field's value.
+    public var payload: String { Data(WireJSON.encode(self).utf8).base64EncodedString() }
 }
 

@@ -11,39 +11,17 @@ public enum ProofOfWorkSolver {
     /// or the algorithm is not SHA-256.
     public static func solve(_ challenge: ProofOfWorkChallenge) -> ProofOfWorkSolution? {
         guard challenge.algorithm == "SHA-256", challenge.maxnumber >= 0,
-              let target = bytes(fromHex: challenge.challenge), target.count == 32 else { return nil }
+              let target = Hex.decode(Substring(challenge.challenge)), target.count == 32 else { return nil }
         var input = Array(challenge.salt.utf8)
         let saltLength = input.count
         for number in 0...challenge.maxnumber {
             input.removeSubrange(saltLength...)
             input.append(contentsOf: String(number).utf8)
             if SHA256.hash(data: input).elementsEqual(target) {
-                return ProofOfWorkSolution(algorithm: challenge.algorithm, challenge: challenge.challenge, number: number,
-                                           salt: challenge.salt, signature: challenge.signature)
+                return ProofOfWorkSolution(solving: challenge, number: number)
             }
         }
         return nil
-    }
-
-    private static func bytes(fromHex hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = value(of: digits[index]), let low = value(of: digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-        }
-        return bytes
-    }
-
-    private static func value(of digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
 

@@ -313,6 +313,8 @@ struct PageRenderer: Sendable {
         var fieldError = ""
         /// An error about the page as a whole (too many mails): the summary only.
         var formError = ""
+        /// The code form's proof-of-work challenge as JSON, after failures ("" otherwise).
+        var challenge = ""
     }
 
     func renderVerify(_ page: VerifyPage, language: Languages.Language, assets: StaticAssets) -> String {
@@ -332,6 +334,10 @@ struct PageRenderer: Sendable {
         context["errorMessage"] = error
         context["errorTarget"] = page.token == nil ? "confirm" : "code"
         context["scriptURL"] = assets.url(for: "app.js")
+        context["hasChallenge"] = !page.challenge.isEmpty
+        context["challenge"] = page.challenge
+        context["proofWorkerURL"] = assets.url(for: "proof-worker.js")
+        context["proofScriptURL"] = assets.url(for: "proof.js")
         return library.render(context, withTemplate: "verify") ?? ""
     }
 

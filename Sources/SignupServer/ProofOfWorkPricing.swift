@@ -44,12 +44,18 @@ final class ProofOfWorkPricing: @unchecked Sendable {
         case signup
         /// A sign-in failed.
         case failedSignin
+        /// A mailed code was typed wrong.
+        case wrongCode
         /// A form came back sooner than a person could have filled it.
         case implausiblyFast
 
+        /// Failed sign-ins and wrong codes: after them, signing in and proving an address
+        /// ask for a proof of work too.
+        var isFailure: Bool { self == .failedSignin || self == .wrongCode }
+
         var weight: Double {
             switch self {
-            case .signup, .failedSignin: 1
+            case .signup, .failedSignin, .wrongCode: 1
             case .implausiblyFast: 3
             }
         }
@@ -87,9 +93,9 @@ final class ProofOfWorkPricing: @unchecked Sendable {
     func record(_ event: Event, addressKey: String) {
         let date = now()
         lock.withLock {
-            // Failed sign-ins are also kept apart: they decide whether sign-in asks for a proof.
+            // Failures are also kept apart: they decide whether sign-in and /verify ask for a proof.
             let keys = Self.keys(forAddressKey: addressKey)
-                + (event == .failedSignin ? Self.keys(forAddressKey: addressKey).map { "f " + $0 } : [])
+                + (event.isFailure ? Self.keys(forAddressKey: addressKey).map { "f " + $0 } : [])
             for key in keys {
                 pressure[key] = (decayed(pressure[key], at: date) + event.weight, date)
             }
@@ -121,9 +127,10 @@ final class ProofOfWorkPricing: @unchecked Sendable {
         }
     }
 
-    /// Whether signing in from this client asks for a proof of work: after a failed sign-in
-    /// from its address (for one half-life), or three from its network.
-    func signInNeedsProof(addressKey: String) -> Bool {
+    /// Whether signing in or typing a mailed code from this client asks for a proof of work:
+    /// after a failure (a failed sign-in, a wrong code) from its address (for one half-life),
+    /// or three from its network.
+    func needsProofAfterFailures(addressKey: String) -> Bool {
         let date = now()
         return lock.withLock {
             let failures = Self.keys(forAddressKey: addressKey).map { decayed(pressure["f " + $0], at: date) }

@@ -40,7 +40,7 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
 
     /// A token and challenge for the form, when this client must pay to sign in.
     private func signInProof() -> (token: String, challenge: String)? {
-        guard let proofOfWork, proofOfWork.pricing.signInNeedsProof(addressKey: clientKey) else { return nil }
+        guard let proofOfWork, proofOfWork.pricing.needsProofAfterFailures(addressKey: clientKey) else { return nil }
         let token = sessions.mintToken()
         return (token, proofOfWork.challenge(for: token, addressKey: clientKey).json)
     }
@@ -76,7 +76,7 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
         }
         // After failures from this client, a sign-in pays a proof of work: a guesser spread
         // over many accounts pays for every guess.
-        if let proofOfWork, proofOfWork.pricing.signInNeedsProof(addressKey: clientKey) {
+        if let proofOfWork, proofOfWork.pricing.needsProofAfterFailures(addressKey: clientKey) {
             let token = form["token"].flatMap { sessions.isGenuine($0) ? $0 : nil } ?? ""
             do throws(ProofOfWorkGate.Refusal) {
                 _ = try proofOfWork.check(form[ProofOfWorkGate.field], token: token, addressKey: clientKey, issuedAt: nil)

@@ -246,7 +246,8 @@ public final class SignupApplication: Sendable {
                 proofOfWork: proofOfWork, sessions: sessions),
             verification: proofs.map {
                 VerificationRoutes(pages: pages, refusals: refusals, proofs: $0, store: store, signedIn: signedIn,
-                                   metrics: metrics, logger: logger, webhooks: webhooks, now: configuration.now)
+                                   metrics: metrics, logger: logger, webhooks: webhooks, now: configuration.now,
+                                   proofOfWork: proofOfWork)
             },
             operations: OperationsRoutes(
                 health: HealthChecks(store: store, isStopping: { stopping.withLock { $0 } }),

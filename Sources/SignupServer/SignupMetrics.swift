@@ -89,7 +89,7 @@ final class SignupMetrics: Sendable {
     /// `/verify` outcomes: `verified`, `wrong_code`, `invalid` (not six digits), `used_up`
     /// (too many wrong codes), `expired` (unknown, used or expired), `resent`, `email_taken`,
     /// `unavailable`.
-    static let verificationOutcomes = ["verified", "wrong_code", "invalid", "used_up", "expired", "resent", "email_taken", "unavailable"]
+    static let verificationOutcomes = ["verified", "wrong_code", "invalid", "used_up", "expired", "resent", "email_taken", "unavailable", "unproved"]
     private let verificationResults = Dictionary(uniqueKeysWithValues: verificationOutcomes.map {
         ($0, Counter(label: "livesignup_verifications_total", dimensions: [("result", $0)]))
     })

@@ -84,7 +84,7 @@ struct SignupRoutes: HTTPResponder {
         Route(["POST"], "/signup", answers: .page, limits: [.signups, .noJavaScript, .lookups, .hashing], outcome: .signup) { $0.signup.submit($1) },
         Route(["GET", "POST"], "/verify", answers: .page, outcome: .signup) { routes, request in
             guard let verification = routes.verification else { return APIError.notFound.response }
-            return request.method == "POST" ? verification.verify(request) : verification.page(request.http)
+            return request.method == "POST" ? verification.verify(request) : verification.page(request)
         },
         Route(["POST"], "/verify/resend", answers: .page, limits: [.mails]) { routes, request in
             routes.verification?.resend(request) ?? APIError.notFound.response

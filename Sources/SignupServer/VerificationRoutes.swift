@@ -26,13 +26,20 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
     /// Sends `account.created` when configured; told when there is one to send.
     let webhooks: OutboxDelivery?
     let now: @Sendable () -> Date
+    /// After failures from a client (wrong codes, failed sign-ins), typing a code pays a
+    /// proof of work, as signing in does.
+    let proofOfWork: ProofOfWorkGate?
+    /// This request's client (set per request): whether its code pays a proof.
+    var clientKey = ""
 
     private var settings: EmailVerificationSettings { proofs.settings }
 
     // MARK: GET /verify
 
-    func page(_ request: HTTPRequest) -> HTTPResponse {
-        let routes = speaking(visitorLanguage(request))
+    func page(_ context: SignupRequest) -> HTTPResponse {
+        let request = context.http
+        var routes = speaking(visitorLanguage(request))
+        routes.clientKey = context.clientKey
         if let link = request.queryValue("link") { return routes.linkPage(link) }
         guard let token = request.queryValue("token") else { return routes.expired() }
         let pending: PendingSignup?
@@ -65,9 +72,11 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
 
     func verify(_ request: SignupRequest) -> HTTPResponse {
         switch answeringForm(request.http) {
-        case .success(let (routes, form)):
+        case .success(let (speaking, form)):
+            var routes = speaking
+            routes.clientKey = request.clientKey
             if let link = form["link"], !link.isEmpty { return routes.verify(link: link) }
-            return routes.verify(token: form["token"] ?? "", typed: form["code"] ?? "")
+            return routes.verify(token: form["token"] ?? "", typed: form["code"] ?? "", altcha: form[ProofOfWorkGate.field])
         case .failure(let error):
             return error.response
         }
@@ -85,7 +94,7 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
         }
     }
 
-    private func verify(token: String, typed: String) -> HTTPResponse {
+    private func verify(token: String, typed: String, altcha: String?) -> HTTPResponse {
         let pending: PendingSignup?
         do {
             pending = try store.pendingSignup(formToken: token, at: now())
@@ -95,6 +104,16 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
         guard let pending else {
             metrics.verification("expired")
             return expired()
+        }
+        // After failures from this client, a code pays a proof of work (checked before the
+        // code is compared, so a guess costs the work even when it is wrong).
+        if let proofOfWork, proofOfWork.pricing.needsProofAfterFailures(addressKey: clientKey) {
+            do throws(ProofOfWorkGate.Refusal) {
+                _ = try proofOfWork.check(altcha, token: pending.formToken, addressKey: clientKey, issuedAt: nil)
+            } catch {
+                metrics.verification("unproved")
+                return proofRefused(error, pending: pending, typed: typed)
+            }
         }
         guard let code = VerificationCodeShape.normalized(typed) else {
             metrics.verification("invalid")
@@ -112,6 +131,7 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
                 return unavailable(error)
             }
             metrics.verification("wrong_code")
+            proofOfWork?.pricing.record(.wrongCode, addressKey: clientKey)
             logger.info("Wrong verification code", metadata: ["tries": "\(tries)"])
             let left = settings.maximumWrongCodes - tries
             let message = left <= 0 ? text("verify.code_used_up")
@@ -193,6 +213,21 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
         }
     }
 
+    private func proofRefused(_ refusal: ProofOfWorkGate.Refusal, pending: PendingSignup, typed: String) -> HTTPResponse {
+        switch refusal {
+        case .overBudget(let exceeded):
+            refusals.count(exceeded)
+            return codePage(pending, code: typed,
+                            formError: text("signin.no_javascript").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds)),
+                            status: .tooManyRequests, retryAfter: exceeded.retryAfterSeconds)
+        case .storeUnavailable:
+            return unavailable(VerificationProofUnavailable())
+        case .proof(let reason):
+            let key = reason.textKey == "error.proof_stale" ? "signin.proof_stale" : "signin.proof_refused"
+            return codePage(pending, code: typed, formError: text(key), status: reason.status)
+        }
+    }
+
     // MARK: Pages
 
     private func codePage(_ pending: PendingSignup, code: String = "", notice: String = "", fieldError: String = "",
@@ -205,6 +240,9 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
         page.notice = notice
         page.fieldError = fieldError
         page.formError = formError
+        if let proofOfWork, proofOfWork.pricing.needsProofAfterFailures(addressKey: clientKey) {
+            page.challenge = proofOfWork.challenge(for: pending.formToken, addressKey: clientKey).json
+        }
         return verifyPage(page, status: status, retryAfter: retryAfter)
     }
 
@@ -227,4 +265,9 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
         return pages.problem(title: text("problem.unavailable_title"), message: text("error.unavailable"), code: "unavailable",
                              status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "10")]))
     }
+}
+
+/// The store could not say whether a proof of work was used before.
+private struct VerificationProofUnavailable: Error, CustomStringConvertible {
+    var description: String { "the account store could not record a proof of work" }
 }

@@ -137,3 +137,58 @@ private final class CapturedMail: MailTransport, @unchecked Sendable {
         if refused { throw MailFailure("421 try again later") }
     }
 }
+
+/// After a wrong code from a client, its next code pays a proof of work (as sign-in does
+/// after failures): a guesser pays for every guess, a person's page pays it unseen.
+final class VerificationProofOfWorkTests: XCTestCase {
+    private var server: TestServer!
+    private let outbox = CapturedMail()
+
+    override func setUpWithError() throws {
+        server = try TestServer { [outbox] configuration in
+            configuration.emailVerification = EmailVerificationSettings(
+                mail: MailSettings(transport: outbox, from: "Tests <noreply@example.org>"))
+            var settings = ProofOfWorkSettings()
+            settings.baseCost = 500
+            settings.plausibleSeconds = 0
+            configuration.proofOfWork = settings
+            configuration.limits = .none
+            configuration.limits.noJavaScriptSignups = Rate(burst: 1, perSecond: 1.0 / 3600)
+        }
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    func testAfterAWrongCodeTheNextCodePaysAProof() async throws {
+        let form = try await server.client.openForm()
+        let password = "Cobol-Rocks-1959"
+        let signup = try await server.request("POST", "/signup", body: FormURLEncoder.encode([
+            ("token", form.token), ("username", "proving_ada"), ("email", "proving@example.org"),
+            ("password", password), ("confirm", password), ("altcha", try await form.proofOfWork())]))
+        XCTAssertEqual(signup.status, 303, signup.body)
+        let outbox = outbox
+        let sent = await Condition.wait(timeout: 10) { outbox.messages(to: "proving@example.org").count == 1 }
+        XCTAssertTrue(sent)
+        let code = try XCTUnwrap(outbox.messages(to: "proving@example.org").last?.text.firstMatch(of: #/\n\s+(\d{6})\n/#)).1.description
+        let page = try await server.request("GET", "/verify?token=\(form.token)")
+        XCTAssertFalse(page.body.contains("data-challenge"), "nothing to pay before a failure")
+
+        let wrong = String(code.reversed()) == code ? "000000" : String(code.reversed())
+        let failed = try await server.request("POST", "/verify", body: FormURLEncoder.encode([("token", form.token), ("code", wrong)]))
+        XCTAssertEqual(failed.status, 422)
+        XCTAssertTrue(failed.body.contains("data-challenge=\""), "the page that says so carries a challenge")
+        XCTAssertTrue(failed.body.contains("/static/proof.js"))
+
+        let garbage = try await server.request("POST", "/verify", body: FormURLEncoder.encode([
+            ("token", form.token), ("code", code), ("altcha", "!!!")]))
+        XCTAssertEqual(garbage.status, 400, "a broken proof is refused before the code is compared")
+        XCTAssertNil(try server.store.account(named: "proving_ada"))
+        let proof = try await FormSession(client: server.client, token: form.token).proofOfWork()
+        let proved = try await server.request("POST", "/verify", body: FormURLEncoder.encode([
+            ("token", form.token), ("code", code), ("altcha", proof)]))
+        XCTAssertEqual(proved.status, 303, proved.body)
+        XCTAssertNotNil(try server.store.account(named: "proving_ada"))
+    }
+}

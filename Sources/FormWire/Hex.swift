@@ -1,5 +1,6 @@
 /// Lowercase hexadecimal, the one way this project writes bytes as text (form tokens, session
-/// id hashes, verification hashes) and reads them back.
+/// id hashes, verification hashes, proof-of-work challenges) and reads them back; in the wire
+/// module because the client reads challenges too.
 public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
