@@ -8,11 +8,15 @@ public struct ErrorBody: Codable, Equatable, Sendable {
     public var limit: String?
     /// For `rate_limited`: whole seconds, as in `Retry-After`.
     public var retryAfter: Int?
+    /// For `proof_refused` and `proof_stale`: why ("malformed", "forged", "foreign_form",
+    /// "replayed", "expired", "too_cheap").
+    public var reason: String?
 
-    public init(error: String, message: String, limit: String? = nil, retryAfter: Int? = nil) {
+    public init(error: String, message: String, limit: String? = nil, retryAfter: Int? = nil, reason: String? = nil) {
         self.error = error
         self.message = message
         self.limit = limit
         self.retryAfter = retryAfter
+        self.reason = reason
     }
 }

@@ -9,10 +9,13 @@ struct APIError: Error, Equatable {
     /// For 429: which limit, and whole seconds until a retry can succeed (also `Retry-After`).
     var limit: String? = nil
     var retryAfter: Int? = nil
+    /// For a refused proof of work: why.
+    var reason: String? = nil
 
     var response: HTTPResponse {
         var response = HTTPResponse.json(
-            WireJSON.encode(ErrorBody(error: code, message: message, limit: limit, retryAfter: retryAfter)), status: status)
+            WireJSON.encode(ErrorBody(error: code, message: message, limit: limit, retryAfter: retryAfter, reason: reason)),
+            status: status)
         response.headers.add("Cache-Control", "no-store")
         if let retryAfter { response.headers.add("Retry-After", String(retryAfter)) }
         return response

@@ -96,6 +96,32 @@ struct ProofOfWorkGate: Sendable {
     }
 }
 
+extension ProofOfWorkGate.Refusal {
+    /// The refusal as JSON, for a program that asked for it (`Accept: application/json`):
+    /// `proof_refused` or `proof_stale` with the `reason`, `rate_limited` with `limit`
+    /// "no_javascript", or `unavailable`; `message` is the page's sentence.
+    func json(message: String) -> HTTPResponse {
+        switch self {
+        case .overBudget(let exceeded):
+            return APIError(status: .tooManyRequests, code: "rate_limited", message: message,
+                            limit: exceeded.limit.rawValue, retryAfter: exceeded.retryAfterSeconds).response
+        case .storeUnavailable:
+            var error = APIError(status: .serviceUnavailable, code: "unavailable", message: message)
+            error.retryAfter = 10
+            return error.response
+        case .proof(let reason):
+            return APIError(status: reason.status, code: reason.textKey == "error.proof_stale" ? "proof_stale" : "proof_refused",
+                            message: message, reason: reason.rawValue).response
+        }
+    }
+
+    /// Whether a request asked for JSON rather than a page (a program, not a browser).
+    static func wantsJSON(_ request: HTTPRequest) -> Bool {
+        let accept = request.headers["Accept"]?.lowercased() ?? ""
+        return accept.contains("application/json") && !accept.contains("text/html")
+    }
+}
+
 extension ProofOfWorkRefusal {
     /// The status a refused proof is answered with: 400 for what no browser sends, 403 for
     /// a proof that is not this form's to use, 409 for one the server's state overtook (the

@@ -29,6 +29,8 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
     var returnTarget: String?
     /// This request's client (set per request): whether its sign-in asks for a proof.
     var clientKey = ""
+    /// Whether this request asked for JSON (a program): refused proofs are answered in it.
+    var answersJSON = false
 
     func signInPage(username: String, error: String?, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         var headers = headers
@@ -50,6 +52,7 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
         case .success(let posted):
             var routes = posted.routes
             routes.clientKey = request.clientKey
+            routes.answersJSON = ProofOfWorkGate.Refusal.wantsJSON(request.http)
             return routes.signIn(posted.form, from: request)
         case .failure(let error): return error.response
         }
@@ -130,17 +133,25 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
     }
 
     private func signInProofRefused(_ refusal: ProofOfWorkGate.Refusal, username: String) -> HTTPResponse {
+        let message: String
         switch refusal {
         case .overBudget(let exceeded):
             refusals.count(exceeded)
-            return signInPage(username: username,
-                              error: text("signin.no_javascript").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds)),
-                              status: .tooManyRequests, headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
+            message = text("signin.no_javascript").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds))
         case .storeUnavailable:
-            return signInPage(username: username, error: text("signin.unavailable"), status: .serviceUnavailable)
+            message = text("signin.unavailable")
         case .proof(let reason):
-            let key = reason.textKey == "error.proof_stale" ? "signin.proof_stale" : "signin.proof_refused"
-            return signInPage(username: username, error: text(key), status: reason.status)
+            message = text(reason.textKey == "error.proof_stale" ? "signin.proof_stale" : "signin.proof_refused")
+        }
+        if answersJSON { return refusal.json(message: message) }
+        switch refusal {
+        case .overBudget(let exceeded):
+            return signInPage(username: username, error: message, status: .tooManyRequests,
+                              headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
+        case .storeUnavailable:
+            return signInPage(username: username, error: message, status: .serviceUnavailable)
+        case .proof(let reason):
+            return signInPage(username: username, error: message, status: reason.status)
         }
     }
 

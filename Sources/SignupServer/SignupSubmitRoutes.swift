@@ -30,12 +30,15 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
     var returnTarget: String?
     /// This request's client (set per request): whose price a fresh challenge is minted at.
     var clientKey = ""
+    /// Whether this request asked for JSON (a program): refused proofs are answered in it.
+    var answersJSON = false
 
     func submit(_ request: SignupRequest) -> HTTPResponse {
         switch answering(request.http) {
         case .success(let posted):
             var routes = posted.routes
             routes.clientKey = request.clientKey
+            routes.answersJSON = ProofOfWorkGate.Refusal.wantsJSON(request.http)
             return routes.submit(posted.form, from: request)
         case .failure(let error): return error.response
         }
@@ -253,16 +256,27 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
     /// A proof of work refused, or none and the budget without JavaScript spent: the form
     /// again with what was typed, a fresh challenge, and why.
     private func proofRefused(_ refusal: ProofOfWorkGate.Refusal, values: [SignupField: String], token: String) -> HTTPResponse {
+        if case .overBudget(let exceeded) = refusal { refusals.count(exceeded) }
+        let message = proofRefusalText(refusal)
+        if answersJSON { return refusal.json(message: message) }
         switch refusal {
         case .overBudget(let exceeded):
-            refusals.count(exceeded)
             return rerender(values: values, evaluation: nil, token: token, status: .tooManyRequests,
-                            retryAfter: exceeded.retryAfterSeconds,
-                            formError: text("error.no_javascript").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds)))
+                            retryAfter: exceeded.retryAfterSeconds, formError: message)
         case .storeUnavailable:
             return unavailable(values: values, token: token)
         case .proof(let reason):
-            return rerender(values: values, evaluation: nil, token: token, status: reason.status, formError: text(reason.textKey))
+            return rerender(values: values, evaluation: nil, token: token, status: reason.status, formError: message)
+        }
+    }
+
+    /// What a refused proof's page says.
+    private func proofRefusalText(_ refusal: ProofOfWorkGate.Refusal) -> String {
+        switch refusal {
+        case .overBudget(let exceeded):
+            return text("error.no_javascript").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds))
+        case .storeUnavailable: return text("error.unavailable")
+        case .proof(let reason): return text(reason.textKey)
         }
     }
 

@@ -4,11 +4,13 @@ fresh database, and headless Chromium driven by Selenium (Debian's chromium-driv
 LIVESIGNUP_SERVER names the binary (default: .build/debug/signup-server); screenshots go to
 build/browser-screenshots/.
 """
+import http.client
 import os
 import re
 import signal
 import subprocess
 import tempfile
+import urllib.parse
 import time
 from pathlib import Path
 
@@ -240,3 +242,22 @@ class Page:
         self.type("email", f"{username}@example.com", leave=True)
         self.type("password", password, leave=True)
         self.type("confirm", password, leave=True)
+
+
+def loopback_request(port, address, method, path, form=None):
+    """One request to the server on `port` from the loopback source address `address`
+    (127.0.X.Y: a person of their own for the per-address limits), as a same-site page would
+    send it. Returns (status, headers with lower-case names, body text)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(address, 0))
+    headers = {"Origin": f"http://127.0.0.1:{port}"}
+    body = None
+    if form is not None:
+        body = urllib.parse.urlencode(form)
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+    try:
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        text = response.read().decode()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, text
+    finally:
+        connection.close()

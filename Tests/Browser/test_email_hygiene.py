@@ -22,7 +22,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD, wait_for
+from conftest import ROOT, SERVER, STRONG_PASSWORD, wait_for, loopback_request
 from dns_server import TestDNSServer
 from test_accessibility import audit
 
@@ -112,20 +112,7 @@ class Person:
         self.token = re.search(r'name="token" value="([^"]+)"', page).group(1)
 
     def request(self, method, path, form=None):
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30,
-                                                source_address=(self.address, 0))
-        headers = {"Origin": f"http://127.0.0.1:{self.port}"}
-        body = None
-        if form is not None:
-            body = urllib.parse.urlencode(form)
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        try:
-            connection.request(method, path, body=body, headers=headers)
-            response = connection.getresponse()
-            text = response.read().decode()
-            return response.status, {k.lower(): v for k, v in response.getheaders()}, text
-        finally:
-            connection.close()
+        return loopback_request(self.port, self.address, method, path, form)
 
     def edit(self, field, value, touched=False):
         """Posts an edit as the page does; returns its rev."""

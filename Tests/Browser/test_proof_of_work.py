@@ -35,7 +35,7 @@ import altcha
 import pytest
 from selenium.webdriver.common.by import By
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD, Server, wait_for
+from conftest import ROOT, SERVER, STRONG_PASSWORD, Server, wait_for, loopback_request
 from test_accessibility import audit
 
 KEY = "livesignup-test-proof-key-2026"  # the key as text: the server's bytes, altcha's hmac_key
@@ -97,20 +97,7 @@ class Client:
         self.port, self.address = server.port, address
 
     def request(self, method, path, form=None):
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30,
-                                                source_address=(self.address, 0))
-        headers = {"Origin": f"http://127.0.0.1:{self.port}"}
-        body = None
-        if form is not None:
-            body = urllib.parse.urlencode(form)
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        try:
-            connection.request(method, path, body=body, headers=headers)
-            response = connection.getresponse()
-            text = response.read().decode()
-            return response.status, {k.lower(): v for k, v in response.getheaders()}, text
-        finally:
-            connection.close()
+        return loopback_request(self.port, self.address, method, path, form)
 
     def form(self, path="/"):
         status, _, page = self.request("GET", path)

@@ -129,6 +129,39 @@ final class ProofOfWorkServerTests: XCTestCase {
         XCTAssertEqual(replayed.status, 403, "once")
     }
 
+    func testAProgramThatAsksForJSONIsToldWhyInJSON() async throws {
+        let json = ["Accept": "application/json"]
+        let form = try await server.client.openForm()
+        let altcha = try await form.proofOfWork()
+        let created = try await server.request("POST", "/signup", body: body(form, username: "json_program", altcha: altcha),
+                                               headers: json)
+        XCTAssertEqual(created.status, 303)
+        func error(_ response: (status: Int, headers: [String: String], body: String)) throws -> ErrorBody {
+            XCTAssertEqual(response.headers["content-type"]?.hasPrefix("application/json"), true, response.body)
+            return try JSONDecoder().decode(ErrorBody.self, from: Data(response.body.utf8))
+        }
+        let replayed = try await server.request("POST", "/signup", body: body(form, username: "json_replayer", altcha: altcha),
+                                                headers: json)
+        XCTAssertEqual(replayed.status, 403)
+        XCTAssertEqual(try error(replayed).error, "proof_refused")
+        XCTAssertEqual(try error(replayed).reason, "replayed")
+        let other = try await server.client.openForm()
+        let garbage = try await server.request("POST", "/signup", body: body(other, username: "json_garbler", altcha: "!!!"),
+                                               headers: json)
+        XCTAssertEqual(garbage.status, 400)
+        XCTAssertEqual(try error(garbage).reason, "malformed")
+        _ = try await server.request("POST", "/signup", body: body(other, username: "json_plain_one", altcha: nil), headers: json)
+        let third = try await server.client.openForm()
+        let over = try await server.request("POST", "/signup", body: body(third, username: "json_plain_two", altcha: nil),
+                                            headers: json)
+        XCTAssertEqual(over.status, 429)
+        XCTAssertEqual(try error(over).limit, "no_javascript")
+        XCTAssertNotNil(try error(over).retryAfter)
+        XCTAssertTrue(try error(over).message.contains("needs JavaScript"))
+        let page = try await server.request("POST", "/signup", body: body(third, username: "json_plain_two", altcha: "!!!"))
+        XCTAssertTrue(page.headers["content-type"]?.hasPrefix("text/html") == true, "a browser still gets the page")
+    }
+
     func testWithProofsOffThereIsNoChallenge() async throws {
         let plain = try TestServer()
         defer { plain.stop() }
