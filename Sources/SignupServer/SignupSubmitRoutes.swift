@@ -228,7 +228,10 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
     /// (never the password), under the same token.
     func changeAddress(_ request: SignupRequest) -> HTTPResponse {
         switch answering(request.http) {
-        case .success(let posted): return posted.routes.changeAddress(posted.form)
+        case .success(let posted):
+            var routes = posted.routes
+            routes.clientKey = request.clientKey
+            return routes.changeAddress(posted.form)
         case .failure(let error): return error.response
         }
     }
