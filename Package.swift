@@ -81,6 +81,15 @@ let package = Package(
         ),
         .target(name: "OutsideDNS", dependencies: ["CAres"]),
 
+        // libcbor (Debian's libcbor-dev): CBOR decoding for WebAuthn (attestation objects, COSE
+        // keys), and its Swift face with limits on size and depth.
+        .systemLibrary(
+            name: "CCbor",
+            pkgConfig: "libcbor",
+            providers: [.apt(["libcbor-dev"])]
+        ),
+        .target(name: "CBORDecoder", dependencies: ["CCbor"]),
+
         // The wire vocabulary, Foundation only, shared by server and client. FormWire holds what
         // any live form says (requirement states, edit receipts, error bodies, SSE events);
         // SignupWire the sign-up's own snapshot, events and password strength.
@@ -227,6 +236,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "WireTests", dependencies: ["FormWire", "SignupWire"]),
+        .testTarget(name: "CBORDecoderTests", dependencies: ["CBORDecoder"]),
         .testTarget(name: "LiveSignupClientTests", dependencies: ["LiveSignupClient", "FormWire", "SignupWire"]),
         .testTarget(name: "UsernameSafetyTests", dependencies: ["UsernameSafety"]),
         .testTarget(
