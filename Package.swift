@@ -89,6 +89,15 @@ let package = Package(
             providers: [.apt(["libcbor-dev"])]
         ),
         .target(name: "CBORDecoder", dependencies: ["CCbor"]),
+        // WebAuthn's pieces: COSE keys, authenticator data, signatures (swift-crypto).
+        .target(
+            name: "WebAuthn",
+            dependencies: [
+                "CBORDecoder",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
 
         // The wire vocabulary, Foundation only, shared by server and client. FormWire holds what
         // any live form says (requirement states, edit receipts, error bodies, SSE events);
@@ -237,6 +246,11 @@ let package = Package(
         ),
         .testTarget(name: "WireTests", dependencies: ["FormWire", "SignupWire"]),
         .testTarget(name: "CBORDecoderTests", dependencies: ["CBORDecoder"]),
+        .testTarget(
+            name: "WebAuthnTests",
+            dependencies: ["WebAuthn", "CBORDecoder", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "_CryptoExtras", package: "swift-crypto")]
+        ),
         .testTarget(name: "LiveSignupClientTests", dependencies: ["LiveSignupClient", "FormWire", "SignupWire"]),
         .testTarget(name: "UsernameSafetyTests", dependencies: ["UsernameSafety"]),
         .testTarget(
