@@ -165,6 +165,23 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             }
             try db.create(index: "spent_proofs_expiry", on: "spent_proofs", columns: ["expires_at"])
         }
+        migrator.registerMigration("v11: passkeys") { db in
+            // Added without UNIQUE (SQLite cannot add a unique column); the index makes it so.
+            try db.alter(table: "users") { table in table.add(column: "user_handle", .blob) }
+            try db.create(index: "users_user_handle", on: "users", columns: ["user_handle"], unique: true)
+            try db.create(table: "passkeys") { table in
+                table.primaryKey("credential_id", .blob)
+                table.column("user_id", .integer).notNull().indexed().references("users", onDelete: .cascade)
+                table.column("public_key", .blob).notNull()
+                table.column("algorithm", .integer).notNull()
+                table.column("sign_count", .integer).notNull()
+                table.column("transports", .text).notNull()
+                table.column("backup_eligible", .boolean).notNull()
+                table.column("backed_up", .boolean).notNull()
+                table.column("created_at", .datetime).notNull()
+                table.column("last_used_at", .datetime)
+            }
+        }
         return migrator
     }
 
@@ -448,6 +465,72 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             try db.execute(sql: "DELETE FROM pending_signups WHERE expires_at <= ?", arguments: [now])
             return db.changesCount
         }
+    }
+
+    public func userHandle(ofAccount id: Int64) throws -> [UInt8] {
+        try write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT user_handle FROM users WHERE id = ?", arguments: [id]) else {
+                throw PasskeyError.unknownAccount
+            }
+            if let stored: Data = row["user_handle"] { return Array(stored) }
+            let handle = Data((0..<32).map { _ in UInt8.random(in: .min ... .max) })
+            try db.execute(sql: "UPDATE users SET user_handle = ? WHERE id = ?", arguments: [handle, id])
+            return Array(handle)
+        }
+    }
+
+    public func account(withUserHandle handle: [UInt8]) throws -> Account? {
+        try read { db in try Self.fetchAccounts(db, where: "user_handle = ?", [Data(handle)]).first }
+    }
+
+    public func addPasskey(_ passkey: Passkey) throws {
+        try write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM users WHERE id = ?)", arguments: [passkey.accountID]) == true else {
+                throw PasskeyError.unknownAccount
+            }
+            do {
+                try db.execute(sql: """
+                    INSERT INTO passkeys (credential_id, user_id, public_key, algorithm, sign_count, transports,
+                                          backup_eligible, backed_up, created_at, last_used_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [Data(passkey.credentialID), passkey.accountID, Data(passkey.publicKey), passkey.algorithm,
+                                     Int64(passkey.signCount), Passkey.joined(passkey.transports), passkey.isBackupEligible,
+                                     passkey.isBackedUp, passkey.createdAt, passkey.lastUsedAt])
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw PasskeyError.credentialExists
+            }
+        }
+    }
+
+    public func passkey(credentialID: [UInt8]) throws -> Passkey? {
+        try read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM passkeys WHERE credential_id = ?", arguments: [Data(credentialID)]).map(Self.passkey)
+        }
+    }
+
+    public func passkeys(ofAccount id: Int64) throws -> [Passkey] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM passkeys WHERE user_id = ? ORDER BY created_at, credential_id",
+                             arguments: [id]).map(Self.passkey)
+        }
+    }
+
+    public func recordPasskeyUse(credentialID: [UInt8], signCount: UInt32, isBackedUp: Bool, at date: Date) throws -> Bool {
+        try write { db in
+            try db.execute(sql: """
+                UPDATE passkeys SET sign_count = ?, backed_up = ?, last_used_at = ?
+                WHERE credential_id = ? AND (sign_count < ? OR (sign_count = 0 AND ? = 0))
+                """, arguments: [Int64(signCount), isBackedUp, date, Data(credentialID), Int64(signCount), Int64(signCount)])
+            return db.changesCount == 1
+        }
+    }
+
+    private static func passkey(_ row: Row) -> Passkey {
+        Passkey(credentialID: Array(row["credential_id"] as Data), accountID: row["user_id"],
+                publicKey: Array(row["public_key"] as Data), algorithm: row["algorithm"],
+                signCount: UInt32(clamping: row["sign_count"] as Int64), transports: Passkey.split(row["transports"]),
+                isBackupEligible: row["backup_eligible"], isBackedUp: row["backed_up"], createdAt: row["created_at"],
+                lastUsedAt: row["last_used_at"])
     }
 
     public func spendProof(_ challenge: String, until expiresAt: Date) throws -> Bool {

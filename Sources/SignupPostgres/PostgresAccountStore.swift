@@ -156,6 +156,25 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             "CREATE TABLE spent_proofs (challenge TEXT PRIMARY KEY, expires_at TIMESTAMPTZ NOT NULL)",
             "CREATE INDEX spent_proofs_expiry ON spent_proofs (expires_at)",
         ]),
+        // Passkeys with their accounts; each account's WebAuthn user handle (made on first use).
+        (10, "passkeys", [
+            "ALTER TABLE users ADD COLUMN user_handle BYTEA CONSTRAINT users_user_handle UNIQUE",
+            """
+            CREATE TABLE passkeys (
+                credential_id BYTEA PRIMARY KEY,
+                user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                public_key BYTEA NOT NULL,
+                algorithm INTEGER NOT NULL,
+                sign_count BIGINT NOT NULL,
+                transports TEXT NOT NULL,
+                backup_eligible BOOLEAN NOT NULL,
+                backed_up BOOLEAN NOT NULL,
+                created_at TIMESTAMPTZ NOT NULL,
+                last_used_at TIMESTAMPTZ
+            )
+            """,
+            "CREATE INDEX passkeys_user ON passkeys (user_id)",
+        ]),
     ]
 
     private func migrate() throws {
@@ -523,6 +542,91 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             }
             return removed
         }
+    }
+
+    public func userHandle(ofAccount id: Int64) throws -> [UInt8] {
+        let fresh = Data((0..<32).map { _ in UInt8.random(in: .min ... .max) })
+        return try run("make a user handle") { client in
+            // Set once: a second caller keeps the first's handle (COALESCE), both read it back.
+            guard let handle = try await Self.first(Data.self, client.query("""
+                UPDATE users SET user_handle = COALESCE(user_handle, \(fresh)) WHERE id = \(id) RETURNING user_handle
+                """)) else { throw PasskeyError.unknownAccount }
+            return Array(handle)
+        }
+    }
+
+    public func account(withUserHandle handle: [UInt8]) throws -> Account? {
+        let handle = Data(handle)
+        return try run("read an account by user handle") { client in
+            try await Self.accounts(client.query("""
+                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at FROM users
+                WHERE user_handle = \(handle)
+                """)).first
+        }
+    }
+
+    public func addPasskey(_ passkey: Passkey) throws {
+        let id = Data(passkey.credentialID), key = Data(passkey.publicKey), transports = Passkey.joined(passkey.transports)
+        let count = Int64(passkey.signCount), algorithm = passkey.algorithm
+        try run("add a passkey") { client in
+            do {
+                try await client.query("""
+                    INSERT INTO passkeys (credential_id, user_id, public_key, algorithm, sign_count, transports,
+                                          backup_eligible, backed_up, created_at, last_used_at)
+                    VALUES (\(id), \(passkey.accountID), \(key), \(algorithm), \(count), \(transports),
+                            \(passkey.isBackupEligible), \(passkey.isBackedUp), \(passkey.createdAt), \(passkey.lastUsedAt))
+                    """)
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+                throw PasskeyError.credentialExists
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" {
+                throw PasskeyError.unknownAccount
+            }
+        }
+    }
+
+    public func passkey(credentialID: [UInt8]) throws -> Passkey? {
+        let id = Data(credentialID)
+        return try run("read a passkey") { client in
+            try await Self.passkeys(client.query("""
+                SELECT credential_id, user_id, public_key, algorithm, sign_count, transports, backup_eligible, backed_up,
+                       created_at, last_used_at FROM passkeys WHERE credential_id = \(id)
+                """)).first
+        }
+    }
+
+    public func passkeys(ofAccount id: Int64) throws -> [Passkey] {
+        try run("read an account's passkeys") { client in
+            try await Self.passkeys(client.query("""
+                SELECT credential_id, user_id, public_key, algorithm, sign_count, transports, backup_eligible, backed_up,
+                       created_at, last_used_at FROM passkeys WHERE user_id = \(id) ORDER BY created_at, credential_id
+                """))
+        }
+    }
+
+    public func recordPasskeyUse(credentialID: [UInt8], signCount: UInt32, isBackedUp: Bool, at date: Date) throws -> Bool {
+        let id = Data(credentialID), count = Int64(signCount)
+        return try run("record a passkey's use") { client in
+            var updated = false
+            for try await _ in try await client.query("""
+                UPDATE passkeys SET sign_count = \(count), backed_up = \(isBackedUp), last_used_at = \(date)
+                WHERE credential_id = \(id) AND (sign_count < \(count) OR (sign_count = 0 AND \(count) = 0))
+                RETURNING user_id
+                """).decode(Int64.self) {
+                updated = true
+            }
+            return updated
+        }
+    }
+
+    private static func passkeys(_ rows: PostgresRowSequence) async throws -> [Passkey] {
+        var passkeys: [Passkey] = []
+        for try await (id, account, key, algorithm, count, transports, eligible, backedUp, created, used)
+            in rows.decode((Data, Int64, Data, Int, Int64, String, Bool, Bool, Date, Date?).self) {
+            passkeys.append(Passkey(credentialID: Array(id), accountID: account, publicKey: Array(key), algorithm: algorithm,
+                                    signCount: UInt32(clamping: count), transports: Passkey.split(transports),
+                                    isBackupEligible: eligible, isBackedUp: backedUp, createdAt: created, lastUsedAt: used))
+        }
+        return passkeys
     }
 
     public func spendProof(_ challenge: String, until expiresAt: Date) throws -> Bool {

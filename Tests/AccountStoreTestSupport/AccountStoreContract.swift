@@ -244,6 +244,65 @@ public struct AccountStoreContract {
         _ = bob
     }
 
+    /// Passkeys belong to their account: found by credential id, listed per account, unique,
+    /// their counter written only when it grows (one of two racing sign-ins wins); each account
+    /// has one random user handle, made once.
+    public func passkeysBelongToTheirAccounts(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let ada = try store.createAccount(Self.newAccount("ada_passkeys"))
+        let bob = try store.createAccount(Self.newAccount("bob_passkeys"))
+        let handle = try store.userHandle(ofAccount: ada.id)
+        XCTAssertEqual(handle.count, 32, file: file, line: line)
+        XCTAssertEqual(try store.userHandle(ofAccount: ada.id), handle, "made once", file: file, line: line)
+        XCTAssertNotEqual(try store.userHandle(ofAccount: bob.id), handle, file: file, line: line)
+        XCTAssertEqual(try store.account(withUserHandle: handle)?.id, ada.id, file: file, line: line)
+        XCTAssertNil(try store.account(withUserHandle: [1, 2, 3]), file: file, line: line)
+        XCTAssertThrowsError(try store.userHandle(ofAccount: 999_999), file: file, line: line) {
+            XCTAssertEqual($0 as? PasskeyError, .unknownAccount, file: file, line: line)
+        }
+
+        let key = Passkey(credentialID: [0xCA, 0xFE], accountID: ada.id, publicKey: [0xA5, 0x01, 0x02], algorithm: -7,
+                          signCount: 4, transports: ["internal", "hybrid"], isBackupEligible: true, isBackedUp: false,
+                          createdAt: now)
+        try store.addPasskey(key)
+        XCTAssertEqual(try store.passkey(credentialID: [0xCA, 0xFE]), key, file: file, line: line)
+        XCTAssertEqual(try store.passkeys(ofAccount: ada.id), [key], file: file, line: line)
+        XCTAssertEqual(try store.passkeys(ofAccount: bob.id), [], file: file, line: line)
+        let stolen = Passkey(credentialID: [0xCA, 0xFE], accountID: bob.id, publicKey: [0x00], algorithm: -8, signCount: 0,
+                             transports: [], isBackupEligible: false, isBackedUp: false, createdAt: now)
+        XCTAssertThrowsError(try store.addPasskey(stolen), "a credential id is one account's", file: file, line: line) {
+            XCTAssertEqual($0 as? PasskeyError, .credentialExists, file: file, line: line)
+        }
+        let orphan = Passkey(credentialID: [0x01], accountID: 999_999, publicKey: [0x00], algorithm: -7, signCount: 0,
+                             transports: [], isBackupEligible: false, isBackedUp: false, createdAt: now)
+        XCTAssertThrowsError(try store.addPasskey(orphan), file: file, line: line) {
+            XCTAssertEqual($0 as? PasskeyError, .unknownAccount, file: file, line: line)
+        }
+
+        XCTAssertFalse(try store.recordPasskeyUse(credentialID: [0xCA, 0xFE], signCount: 4, isBackedUp: true, at: now),
+                       "a counter that did not grow", file: file, line: line)
+        let store = self.store
+        let wins = Outcomes()
+        DispatchQueue.concurrentPerform(iterations: 6) { _ in
+            let won = (try? store.recordPasskeyUse(credentialID: [0xCA, 0xFE], signCount: 5, isBackedUp: true,
+                                                   at: now.addingTimeInterval(60))) == true
+            wins.add(won ? "won" : "lost")
+        }
+        XCTAssertEqual(wins.counts, ["won": 1, "lost": 5], "one of racing sign-ins with one counter", file: file, line: line)
+        let used = try XCTUnwrap(try store.passkey(credentialID: [0xCA, 0xFE]), file: file, line: line)
+        XCTAssertEqual(used.signCount, 5, file: file, line: line)
+        XCTAssertTrue(used.isBackedUp, file: file, line: line)
+        XCTAssertEqual(used.lastUsedAt, now.addingTimeInterval(60), file: file, line: line)
+
+        let uncounted = Passkey(credentialID: [0xBE, 0xEF], accountID: bob.id, publicKey: [0x00], algorithm: -8, signCount: 0,
+                                transports: ["usb"], isBackupEligible: false, isBackedUp: false, createdAt: now)
+        try store.addPasskey(uncounted)
+        XCTAssertTrue(try store.recordPasskeyUse(credentialID: [0xBE, 0xEF], signCount: 0, isBackedUp: false, at: now),
+                      "an authenticator that keeps no counter", file: file, line: line)
+        XCTAssertTrue(try store.recordPasskeyUse(credentialID: [0xBE, 0xEF], signCount: 0, isBackedUp: false, at: now),
+                      file: file, line: line)
+    }
+
     /// A proof of work is spent once, whichever instance (here: thread) tries first, and is
     /// forgotten only when its challenge has expired anyway.
     public func aProofOfWorkIsSpentOnce(file: StaticString = #filePath, line: UInt = #line) throws {

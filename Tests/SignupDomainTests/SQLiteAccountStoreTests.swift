@@ -65,6 +65,12 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func removeExpiredPendingSignups(at now: Date) throws -> Int { throw Failure() }
         func spendProof(_ challenge: String, until expiresAt: Date) throws -> Bool { throw Failure() }
         func removeExpiredProofs(at now: Date) throws -> Int { throw Failure() }
+        func userHandle(ofAccount id: Int64) throws -> [UInt8] { throw Failure() }
+        func account(withUserHandle handle: [UInt8]) throws -> Account? { throw Failure() }
+        func addPasskey(_ passkey: Passkey) throws { throw Failure() }
+        func passkey(credentialID: [UInt8]) throws -> Passkey? { throw Failure() }
+        func passkeys(ofAccount id: Int64) throws -> [Passkey] { throw Failure() }
+        func recordPasskeyUse(credentialID: [UInt8], signCount: UInt32, isBackedUp: Bool, at date: Date) throws -> Bool { throw Failure() }
         func isEmailTaken(_ email: String) throws -> Bool { throw Failure() }
     }
 
@@ -113,6 +119,12 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func removeExpiredPendingSignups(at now: Date) throws -> Int { 0 }
         func spendProof(_ challenge: String, until expiresAt: Date) throws -> Bool { true }
         func removeExpiredProofs(at now: Date) throws -> Int { 0 }
+        func userHandle(ofAccount id: Int64) throws -> [UInt8] { [] }
+        func account(withUserHandle handle: [UInt8]) throws -> Account? { nil }
+        func addPasskey(_ passkey: Passkey) throws {}
+        func passkey(credentialID: [UInt8]) throws -> Passkey? { nil }
+        func passkeys(ofAccount id: Int64) throws -> [Passkey] { [] }
+        func recordPasskeyUse(credentialID: [UInt8], signCount: UInt32, isBackedUp: Bool, at date: Date) throws -> Bool { false }
         func isEmailTaken(_ email: String) throws -> Bool { false }
         struct UnusedInTheseTests: Error {}
     }
@@ -155,6 +167,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testTheOutboxHoldsEachAccountsEventUntilItIsDelivered() throws { try contract().theOutboxHoldsEachAccountsEventUntilItIsDelivered() }
     func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
     func testAProofOfWorkIsSpentOnce() throws { try contract().aProofOfWorkIsSpentOnce() }
+    func testPasskeysBelongToTheirAccounts() throws { try contract().passkeysBelongToTheirAccounts() }
     func testReservingAgainSkipsNamesAlreadyThere() throws { try contract().reservingAgainSkipsNamesAlreadyThere() }
     func testAccountsReadBackAsStored() throws { try contract().accountsReadBackAsStored() }
     func testAFormCreatesOneAccount() throws { try contract().aFormCreatesOneAccount() }
