@@ -249,7 +249,9 @@ let package = Package(
         .testTarget(
             name: "WebAuthnTests",
             dependencies: ["WebAuthn", "CBORDecoder", .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "_CryptoExtras", package: "swift-crypto")]
+                           .product(name: "_CryptoExtras", package: "swift-crypto")],
+            exclude: ["Fixtures/README.md", "Fixtures/capture.py"],
+            resources: [.copy("Fixtures/chromium-virtual-authenticator.json")]
         ),
         .testTarget(name: "LiveSignupClientTests", dependencies: ["LiveSignupClient", "FormWire", "SignupWire"]),
         .testTarget(name: "UsernameSafetyTests", dependencies: ["UsernameSafety"]),
