@@ -261,3 +261,19 @@ def loopback_request(port, address, method, path, form=None):
         return response.status, {k.lower(): v for k, v in response.getheaders()}, text
     finally:
         connection.close()
+
+
+def metric(server, name, **labels):
+    """The sum of the samples of `name` on /metrics that carry these labels (0 when none)."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("GET", "/metrics")
+    text = connection.getresponse().read().decode()
+    connection.close()
+    total = 0.0
+    for line in text.splitlines():
+        match = re.match(r"([a-z_]+)(?:\{(.*)\})? (\S+)$", line)
+        if match and match.group(1) == name:
+            found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2) or ""))
+            if all(found.get(key) == value for key, value in labels.items()):
+                total += float(match.group(3))
+    return total

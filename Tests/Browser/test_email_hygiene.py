@@ -22,7 +22,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD, wait_for, loopback_request
+from conftest import ROOT, SERVER, STRONG_PASSWORD, wait_for, loopback_request, metric
 from dns_server import TestDNSServer
 from test_accessibility import audit
 
@@ -255,22 +255,6 @@ def crowds():
     yield make
     for crowd in made:
         crowd.close()
-
-
-def metric(server, name, **labels):
-    """The sum of the samples of `name` on /metrics that carry these labels (0 when none)."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    connection.request("GET", "/metrics")
-    text = connection.getresponse().read().decode()
-    connection.close()
-    total = 0.0
-    for line in text.splitlines():
-        match = re.match(r"([a-z_]+)(?:\{(.*)\})? (\S+)$", line)
-        if match and match.group(1) == name:
-            found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2) or ""))
-            if all(found.get(key) == value for key, value in labels.items()):
-                total += float(match.group(3))
-    return total
 
 
 def lookups(server, result):

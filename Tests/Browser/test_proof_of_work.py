@@ -35,7 +35,7 @@ import altcha
 import pytest
 from selenium.webdriver.common.by import By
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD, Server, wait_for, loopback_request
+from conftest import ROOT, SERVER, STRONG_PASSWORD, Server, wait_for, loopback_request, metric
 from test_accessibility import audit
 
 KEY = "livesignup-test-proof-key-2026"  # the key as text: the server's bytes, altcha's hmac_key
@@ -192,22 +192,6 @@ def assert_genuine(challenge, token, cost):
     assert parameters["form"] == binding(token), "bound to its form's token"
     assert parameters["cost"] == str(cost)
     assert time.time() < int(parameters["expires"]) <= time.time() + 24 * 3600
-
-
-def metric(server, name, **labels):
-    """The sum of the samples of `name` on /metrics that carry these labels (0 when none)."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    connection.request("GET", "/metrics")
-    text = connection.getresponse().read().decode()
-    connection.close()
-    total = 0.0
-    for line in text.splitlines():
-        match = re.match(r"([a-z_]+)(?:\{(.*)\})? (\S+)$", line)
-        if match and match.group(1) == name:
-            found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2) or ""))
-            if all(found.get(key) == value for key, value in labels.items()):
-                total += float(match.group(3))
-    return total
 
 
 def proof_results(server):
