@@ -266,12 +266,11 @@ def test_the_browsers_solution_passes_the_altcha_verifier_and_a_typing_person_ne
 
     # Whether the status ever shows: kept in sessionStorage, which outlives the navigation.
     driver.execute_script(WATCH_STATUS)
-    loaded = time.monotonic()
     browser.fill_valid("ada_browser")
     browser.until(browser.button_enabled, "ready to sign up")
-    # Selenium types a little faster than people do: a person takes at least the plausible 3 s.
-    assert wait_for(lambda: time.monotonic() - loaded > 3.2, 5)
-    assert form.get_attribute("data-proof") == "solved"
+    # However fast the typing, the proof is judged at the price its page was served at (haste
+    # raises only the next forms' price), so no wait for "a person's speed" is needed here.
+    assert wait_for(lambda: form.get_attribute("data-proof") == "solved", WAIT)
     browser.button().click()
     browser.until(lambda: driver.current_url.endswith("/welcome"), "the welcome page")
     assert driver.execute_script("return sessionStorage.getItem('proof-status-shown')") is None, \
@@ -597,12 +596,9 @@ def test_a_bot_pays_more_per_account_as_it_goes_while_a_person_elsewhere_pays_th
         if index == len(addresses) // 2 - 1:
             # Mid-attack, every bot network at its highest price: a person elsewhere.
             mid_attack = person.form()
-            served = time.monotonic()
     bot_seconds = time.monotonic() - started
 
     assert mid_attack.challenge["maxnumber"] == BOT_BASE, "a person elsewhere pays the base price"
-    # The person typed while the bot went on (at least the plausible 3 s; bounded).
-    assert wait_for(lambda: time.monotonic() - served > 3.2, 10)
     assert person.challenge_for(mid_attack.token)["maxnumber"] == BOT_BASE, "still, after the attack"
     status, headers, page = person.sign_up(mid_attack.token, "person_amid", solve(mid_attack.challenge))
     assert (status, headers.get("location")) == (303, "/welcome"), (status, form_error(page))
