@@ -133,6 +133,8 @@ public struct SignupPolicy: Sendable {
                                          confirm: confirm)
         for declared in declaredFields { checklists[declared.field] = declared.rules.requirements }
         self.checklists = checklists
+        emailDeliverabilityRule = Self.deliverabilityRule(emailDeliverable, email: email, checker: mailDomains)
+        passwordBreachCandidateRule = Self.breachCandidateRule(passwordBreach, minimum: settings.passwordMinimumLength)
     }
 
     private static func passwordRules(_ settings: Policy, commonPasswords: CommonPasswords) -> FieldRules<PasswordCandidate> {
@@ -296,12 +298,14 @@ public struct SignupPolicy: Sendable {
 
     /// The asynchronous `email.deliverable` rule, if DNS checks are on. Only addresses that
     /// pass the email's own rules are looked up (one question per debounced address).
-    public var emailDeliverabilityRule: AsyncRule<String>? {
-        guard let emailDeliverable, let checker = mailDomains else { return nil }
-        let rules = email
-        return AsyncRule(
-            id: emailDeliverable.id, text: emailDeliverable.text,
-            isEligible: { rules.allMet(by: $0) }, check: { checker.state(of: $0) })
+    /// Built once in `init`: every evaluation (every keystroke) reads it.
+    public let emailDeliverabilityRule: AsyncRule<String>?
+
+    private static func deliverabilityRule(_ requirement: Requirement?, email rules: FieldRules<String>,
+                                           checker: MailDomainChecker?) -> AsyncRule<String>? {
+        guard let requirement, let checker else { return nil }
+        return AsyncRule(id: requirement.id, text: requirement.text,
+                         isEligible: { rules.allMet(by: $0) }, check: { checker.state(of: $0) })
     }
 
     /// What the email field says when `email.deliverable` is unmet.
@@ -326,14 +330,15 @@ public struct SignupPolicy: Sendable {
             check: { checker.state(of: $0) })
     }
 
-    /// The same rule over the password's candidate, for evaluating its field.
-    var passwordBreachCandidateRule: AsyncRule<PasswordCandidate>? {
-        guard let passwordBreach else { return nil }
-        let minimum = settings.passwordMinimumLength
-        return AsyncRule(
-            id: passwordBreach.id, text: passwordBreach.text,
-            isEligible: { TextLength.codePoints($0.password) >= minimum },
-            check: { _ in Empty().eraseToAnyPublisher() })
+    /// The same rule over the password's candidate, for evaluating its field; built once in
+    /// `init`, since every evaluation (every keystroke) reads it.
+    let passwordBreachCandidateRule: AsyncRule<PasswordCandidate>?
+
+    private static func breachCandidateRule(_ requirement: Requirement?, minimum: Int) -> AsyncRule<PasswordCandidate>? {
+        guard let requirement else { return nil }
+        return AsyncRule(id: requirement.id, text: requirement.text,
+                         isEligible: { TextLength.codePoints($0.password) >= minimum },
+                         check: { _ in Empty().eraseToAnyPublisher() })
     }
 
     /// 3861 as "3,861" (or "3.861" with "." as the separator).

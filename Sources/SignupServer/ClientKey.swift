@@ -8,4 +8,14 @@ enum ClientKey {
         let prefix = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
         return prefix.joined(separator: ":") + "::/64"
     }
+
+    /// The network a client key is in: the /24 of an IPv4 address, the /48 of an IPv6 /64
+    /// (whose key spells its four groups out, so one network has one spelling).
+    static func network(ofKey key: String) -> String {
+        if key.contains(":") {
+            return key.split(separator: ":", omittingEmptySubsequences: false).prefix(3).joined(separator: ":") + "::/48"
+        }
+        let octets = key.split(separator: ".")
+        return octets.count == 4 ? octets.prefix(3).joined(separator: ".") + ".0/24" : key
+    }
 }

@@ -51,11 +51,11 @@ struct ProofOfWorkGate: Sendable {
     /// rest of the sign-up then fails). `issuedAt` is when the form's page was served.
     func check(_ field: String?, token: String, addressKey: String, issuedAt: Date?) throws(Refusal) -> Verdict {
         let now = now()
-        // The price this proof must reach, before this very post adds to it: a hasty form
-        // raises what the next ones cost, not its own.
-        let required = pricing.cost(forAddressKey: addressKey)
-        if let issuedAt, now.timeIntervalSince(issuedAt) < settings.plausibleSeconds {
-            pricing.record(.implausiblyFast, addressKey: addressKey)
+        // A hasty form raises what the next ones cost, not its own: recorded once this one is judged.
+        defer {
+            if let issuedAt, now.timeIntervalSince(issuedAt) < settings.plausibleSeconds {
+                pricing.record(.implausiblyFast, addressKey: addressKey)
+            }
         }
         guard let field, !field.isEmpty else {
             do throws(LimitExceeded) {
@@ -82,6 +82,7 @@ struct ProofOfWorkGate: Sendable {
         }
         guard isFirstUse else { throw refused(.replayed) }
         // One level of lag: the price may have risen while the person typed.
+        let required = pricing.cost(forAddressKey: addressKey)
         guard proof.cost.multipliedReportingOverflow(by: max(1, settings.levelFactor)).partialValue >= required else {
             throw refused(.tooCheap)
         }
@@ -110,7 +111,7 @@ extension ProofOfWorkGate.Refusal {
             error.retryAfter = 10
             return error.response
         case .proof(let reason):
-            return APIError(status: reason.status, code: reason.textKey == "error.proof_stale" ? "proof_stale" : "proof_refused",
+            return APIError(status: reason.status, code: reason.isStale ? "proof_stale" : "proof_refused",
                             message: message, reason: reason.rawValue).response
         }
     }
@@ -122,7 +123,44 @@ extension ProofOfWorkGate.Refusal {
     }
 }
 
+/// A concern whose forms may carry a proof of work (sign-up; sign-in and codes after
+/// failures): who is asking decides the price, and whether a refusal is a page or JSON.
+protocol ChargesProofs: AnswersWithPages {
+    /// This request's client (set per request by `asking`).
+    var clientKey: String { get set }
+    /// Whether this request asked for JSON (a program).
+    var answersJSON: Bool { get set }
+}
+
+extension ChargesProofs {
+    /// The same routes, answering this request's client.
+    func asking(_ request: SignupRequest) -> Self {
+        var routes = self
+        routes.clientKey = request.clientKey
+        routes.answersJSON = ProofOfWorkGate.Refusal.wantsJSON(request.http)
+        return routes
+    }
+
+    /// What a refused proof says, in the sign-up's words (`error.*`, "nothing was saved") or the
+    /// sign-in's (`signin.*`, also the code form's). A spent budget is counted here, once.
+    func proofRefusalMessage(_ refusal: ProofOfWorkGate.Refusal, signingIn: Bool) -> String {
+        switch refusal {
+        case .overBudget(let exceeded):
+            refusals.count(exceeded)
+            return text(signingIn ? "signin.no_javascript" : "error.no_javascript")
+                .replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds))
+        case .storeUnavailable:
+            return text(signingIn ? "signin.unavailable" : "error.unavailable")
+        case .proof(let reason):
+            return text(signingIn ? (reason.isStale ? "signin.proof_stale" : "signin.proof_refused") : reason.textKey)
+        }
+    }
+}
+
 extension ProofOfWorkRefusal {
+    /// Whether a fresh challenge is all it takes (the page that comes back has one).
+    var isStale: Bool { self == .expired || self == .tooCheap }
+
     /// The status a refused proof is answered with: 400 for what no browser sends, 403 for
     /// a proof that is not this form's to use, 409 for one the server's state overtook (the
     /// page that comes back carries a fresh challenge).
@@ -134,11 +172,6 @@ extension ProofOfWorkRefusal {
         }
     }
 
-    /// The catalog text the page says it with.
-    var textKey: String {
-        switch self {
-        case .expired, .tooCheap: "error.proof_stale"
-        case .malformed, .forged, .foreignForm, .replayed: "error.proof_refused"
-        }
-    }
+    /// The catalog text the sign-up page says it with.
+    var textKey: String { isStale ? "error.proof_stale" : "error.proof_refused" }
 }

@@ -77,17 +77,7 @@ final class ProofOfWorkPricing: @unchecked Sendable {
 
     /// The keys a client's pressure is kept under: its address key and its network.
     static func keys(forAddressKey addressKey: String) -> [String] {
-        ["a " + addressKey, "n " + network(of: addressKey)]
-    }
-
-    /// The /24 of an IPv4 address, the /48 of an IPv6 one (address keys are already /64s).
-    static func network(of addressKey: String) -> String {
-        if addressKey.contains(":") {
-            let groups = addressKey.split(separator: ":", omittingEmptySubsequences: false)
-            return groups.prefix(3).joined(separator: ":") + "::/48"
-        }
-        let octets = addressKey.split(separator: ".")
-        return octets.count == 4 ? octets.prefix(3).joined(separator: ".") + ".0/24" : addressKey
+        ["a " + addressKey, "n " + ClientKey.network(ofKey: addressKey)]
     }
 
     func record(_ event: Event, addressKey: String) {

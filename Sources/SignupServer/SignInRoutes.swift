@@ -9,7 +9,7 @@ import SignupDomain
 /// each further try must wait (429 with `Retry-After`); every failure is logged (the name
 /// and address, never the password); and guesses wait in their own hashing lane, so they
 /// cannot delay sign-ups. `GET /welcome` is the signed-in person's page.
-struct SignInRoutes: CarriesReturnTo, Sendable {
+struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     var pages: Pages
     let refusals: Refusals
     let store: any AccountStore
@@ -49,11 +49,7 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
 
     func signIn(_ request: SignupRequest) -> HTTPResponse {
         switch answering(request.http) {
-        case .success(let posted):
-            var routes = posted.routes
-            routes.clientKey = request.clientKey
-            routes.answersJSON = ProofOfWorkGate.Refusal.wantsJSON(request.http)
-            return routes.signIn(posted.form, from: request)
+        case .success(let posted): return posted.routes.asking(request).signIn(posted.form, from: request)
         case .failure(let error): return error.response
         }
     }
@@ -133,16 +129,7 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
     }
 
     private func signInProofRefused(_ refusal: ProofOfWorkGate.Refusal, username: String) -> HTTPResponse {
-        let message: String
-        switch refusal {
-        case .overBudget(let exceeded):
-            refusals.count(exceeded)
-            message = text("signin.no_javascript").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds))
-        case .storeUnavailable:
-            message = text("signin.unavailable")
-        case .proof(let reason):
-            message = text(reason.textKey == "error.proof_stale" ? "signin.proof_stale" : "signin.proof_refused")
-        }
+        let message = proofRefusalMessage(refusal, signingIn: true)
         if answersJSON { return refusal.json(message: message) }
         switch refusal {
         case .overBudget(let exceeded):
@@ -176,9 +163,8 @@ struct SignInRoutes: CarriesReturnTo, Sendable {
 
     /// `GET /signin`: the form, carrying a valid `return_to` along.
     func signInForm(_ request: SignupRequest) -> HTTPResponse {
-        var routes = speaking(visitorLanguage(request.http))
+        var routes = speaking(visitorLanguage(request.http)).asking(request)
         routes.returnTarget = returnTo.requestedTarget(of: request.http)
-        routes.clientKey = request.clientKey
         return routes.signInPage(username: "", error: nil, status: .ok)
     }
 

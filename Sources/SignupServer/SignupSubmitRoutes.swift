@@ -5,7 +5,7 @@ import ReactiveValidation
 import SignupDomain
 
 /// `POST /signup`: the plain form post that creates an account, with or without JavaScript.
-struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
+struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     var pages: Pages
     let refusals: Refusals
     let sessions: FormSessionRegistry
@@ -35,11 +35,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
 
     func submit(_ request: SignupRequest) -> HTTPResponse {
         switch answering(request.http) {
-        case .success(let posted):
-            var routes = posted.routes
-            routes.clientKey = request.clientKey
-            routes.answersJSON = ProofOfWorkGate.Refusal.wantsJSON(request.http)
-            return routes.submit(posted.form, from: request)
+        case .success(let posted): return posted.routes.asking(request).submit(posted.form, from: request)
         case .failure(let error): return error.response
         }
     }
@@ -228,10 +224,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
     /// (never the password), under the same token.
     func changeAddress(_ request: SignupRequest) -> HTTPResponse {
         switch answering(request.http) {
-        case .success(let posted):
-            var routes = posted.routes
-            routes.clientKey = request.clientKey
-            return routes.changeAddress(posted.form)
+        case .success(let posted): return posted.routes.asking(request).changeAddress(posted.form)
         case .failure(let error): return error.response
         }
     }
@@ -259,8 +252,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
     /// A proof of work refused, or none and the budget without JavaScript spent: the form
     /// again with what was typed, a fresh challenge, and why.
     private func proofRefused(_ refusal: ProofOfWorkGate.Refusal, values: [SignupField: String], token: String) -> HTTPResponse {
-        if case .overBudget(let exceeded) = refusal { refusals.count(exceeded) }
-        let message = proofRefusalText(refusal)
+        let message = proofRefusalMessage(refusal, signingIn: false)
         if answersJSON { return refusal.json(message: message) }
         switch refusal {
         case .overBudget(let exceeded):
@@ -270,16 +262,6 @@ struct SignupSubmitRoutes: CarriesReturnTo, Sendable {
             return unavailable(values: values, token: token)
         case .proof(let reason):
             return rerender(values: values, evaluation: nil, token: token, status: reason.status, formError: message)
-        }
-    }
-
-    /// What a refused proof's page says.
-    private func proofRefusalText(_ refusal: ProofOfWorkGate.Refusal) -> String {
-        switch refusal {
-        case .overBudget(let exceeded):
-            return text("error.no_javascript").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds))
-        case .storeUnavailable: return text("error.unavailable")
-        case .proof(let reason): return text(reason.textKey)
         }
     }
 

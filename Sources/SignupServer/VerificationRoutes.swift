@@ -15,7 +15,7 @@ import SignupDomain
 ///
 /// A code works once, until it expires, and only until 5 wrong ones were typed; a wrong,
 /// expired or used code leaves everyone else's sign-ups as they were.
-struct VerificationRoutes: AnswersWithPages, Sendable {
+struct VerificationRoutes: ChargesProofs, Sendable {
     var pages: Pages
     let refusals: Refusals
     let proofs: AddressProofs
@@ -31,6 +31,8 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
     let proofOfWork: ProofOfWorkGate?
     /// This request's client (set per request): whether its code pays a proof.
     var clientKey = ""
+    /// Whether this request asked for JSON (a program): refused proofs are answered in it.
+    var answersJSON = false
 
     private var settings: EmailVerificationSettings { proofs.settings }
 
@@ -38,8 +40,7 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
 
     func page(_ context: SignupRequest) -> HTTPResponse {
         let request = context.http
-        var routes = speaking(visitorLanguage(request))
-        routes.clientKey = context.clientKey
+        let routes = speaking(visitorLanguage(request)).asking(context)
         if let link = request.queryValue("link") { return routes.linkPage(link) }
         guard let token = request.queryValue("token") else { return routes.expired() }
         let pending: PendingSignup?
@@ -73,8 +74,7 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
     func verify(_ request: SignupRequest) -> HTTPResponse {
         switch answeringForm(request.http) {
         case .success(let (speaking, form)):
-            var routes = speaking
-            routes.clientKey = request.clientKey
+            let routes = speaking.asking(request)
             if let link = form["link"], !link.isEmpty { return routes.verify(link: link) }
             return routes.verify(token: form["token"] ?? "", typed: form["code"] ?? "", altcha: form[ProofOfWorkGate.field])
         case .failure(let error):
@@ -214,17 +214,16 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
     }
 
     private func proofRefused(_ refusal: ProofOfWorkGate.Refusal, pending: PendingSignup, typed: String) -> HTTPResponse {
+        let message = proofRefusalMessage(refusal, signingIn: true)
+        if answersJSON { return refusal.json(message: message) }
         switch refusal {
         case .overBudget(let exceeded):
-            refusals.count(exceeded)
-            return codePage(pending, code: typed,
-                            formError: text("signin.no_javascript").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds)),
-                            status: .tooManyRequests, retryAfter: exceeded.retryAfterSeconds)
+            return codePage(pending, code: typed, formError: message, status: .tooManyRequests,
+                            retryAfter: exceeded.retryAfterSeconds)
         case .storeUnavailable:
-            return unavailable(VerificationProofUnavailable())
+            return unavailable(refusal)
         case .proof(let reason):
-            let key = reason.textKey == "error.proof_stale" ? "signin.proof_stale" : "signin.proof_refused"
-            return codePage(pending, code: typed, formError: text(key), status: reason.status)
+            return codePage(pending, code: typed, formError: message, status: reason.status)
         }
     }
 
@@ -267,7 +266,3 @@ struct VerificationRoutes: AnswersWithPages, Sendable {
     }
 }
 
-/// The store could not say whether a proof of work was used before.
-private struct VerificationProofUnavailable: Error, CustomStringConvertible {
-    var description: String { "the account store could not record a proof of work" }
-}

@@ -148,12 +148,7 @@ final class VerificationProofOfWorkTests: XCTestCase {
         server = try TestServer { [outbox] configuration in
             configuration.emailVerification = EmailVerificationSettings(
                 mail: MailSettings(transport: outbox, from: "Tests <noreply@example.org>"))
-            var settings = ProofOfWorkSettings()
-            settings.baseCost = 500
-            settings.plausibleSeconds = 0
-            configuration.proofOfWork = settings
-            configuration.limits = .none
-            configuration.limits.noJavaScriptSignups = Rate(burst: 1, perSecond: 1.0 / 3600)
+            configuration.askCheapProofs()
         }
     }
 
@@ -184,6 +179,12 @@ final class VerificationProofOfWorkTests: XCTestCase {
         let garbage = try await server.request("POST", "/verify", body: FormURLEncoder.encode([
             ("token", form.token), ("code", code), ("altcha", "!!!")]))
         XCTAssertEqual(garbage.status, 400, "a broken proof is refused before the code is compared")
+        let asProgram = try await server.request("POST", "/verify", body: FormURLEncoder.encode([
+            ("token", form.token), ("code", code), ("altcha", "!!!")]), headers: ["Accept": "application/json"])
+        XCTAssertEqual(asProgram.status, 400)
+        let body = try JSONDecoder().decode(ErrorBody.self, from: Data(asProgram.body.utf8))
+        XCTAssertEqual(body.error, "proof_refused")
+        XCTAssertEqual(body.reason, "malformed")
         XCTAssertNil(try server.store.account(named: "proving_ada"))
         let proof = try await FormSession(client: server.client, token: form.token).proofOfWork()
         let proved = try await server.request("POST", "/verify", body: FormURLEncoder.encode([

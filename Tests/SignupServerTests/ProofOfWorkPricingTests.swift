@@ -43,11 +43,13 @@ final class ProofOfWorkPricingTests: XCTestCase {
         let (pricing, _) = pricing()
         for host in 1...14 { pricing.record(.signup, addressKey: "203.0.113.\(host)") }
         XCTAssertEqual(pricing.level(forAddressKey: "203.0.113.200"), 3, "a fresh address in a busy /24")
-        for host in 1...14 { pricing.record(.signup, addressKey: "2001:db8:aa:\(host)::") }
-        XCTAssertEqual(pricing.level(forAddressKey: "2001:db8:aa:ff::"), 3, "a busy IPv6 /48")
-        XCTAssertEqual(pricing.level(forAddressKey: "2001:db8:bb:1::"), 0, "the /48 next door")
-        XCTAssertEqual(ProofOfWorkPricing.network(of: "2001:db8:aa:ff::"), "2001:db8:aa::/48")
-        XCTAssertEqual(ProofOfWorkPricing.network(of: "203.0.113.9"), "203.0.113.0/24")
+        // IPv6 clients as their keys spell them (ClientKey: the /64, four groups).
+        for host in 1...14 { pricing.record(.signup, addressKey: ClientKey.of("2001:db8:aa:\(host)::1")) }
+        XCTAssertEqual(pricing.level(forAddressKey: ClientKey.of("2001:db8:aa:ff::9")), 3, "a busy IPv6 /48")
+        XCTAssertEqual(pricing.level(forAddressKey: ClientKey.of("2001:db8:bb:1::1")), 0, "the /48 next door")
+        XCTAssertEqual(ClientKey.network(ofKey: ClientKey.of("2001:db8:0:ff::1")), "2001:db8:0::/48")
+        XCTAssertEqual(ClientKey.network(ofKey: ClientKey.of("2001:db8::1")), "2001:db8:0::/48", "one network, one spelling")
+        XCTAssertEqual(ClientKey.network(ofKey: "203.0.113.9"), "203.0.113.0/24")
     }
 
     func testHastyFormsAndFailedSignInsCountAndThePriceFallsBackWhenThePressureEnds() {

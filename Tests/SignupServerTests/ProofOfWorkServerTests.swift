@@ -12,12 +12,7 @@ final class ProofOfWorkServerTests: XCTestCase {
 
     override func setUpWithError() throws {
         server = try TestServer { configuration in
-            var settings = ProofOfWorkSettings()
-            settings.baseCost = 500
-            settings.plausibleSeconds = 0
-            configuration.proofOfWork = settings
-            configuration.limits = .none
-            configuration.limits.noJavaScriptSignups = Rate(burst: 1, perSecond: 1.0 / 3600)
+            configuration.askCheapProofs()
         }
     }
 

@@ -105,3 +105,16 @@ private final class RedirectRefuser: NSObject, URLSessionTaskDelegate, @unchecke
         completionHandler(nil)
     }
 }
+
+extension SignupApplication.Configuration {
+    /// Proofs of work on at a price a test pays in milliseconds, without the haste rule; no
+    /// limits but the budget for posts without a proof: one an hour, so its second use is over it.
+    mutating func askCheapProofs() {
+        var settings = ProofOfWorkSettings()
+        settings.baseCost = 500
+        settings.plausibleSeconds = 0
+        proofOfWork = settings
+        limits = .none
+        limits.noJavaScriptSignups = Rate(burst: 1, perSecond: 1.0 / 3600)
+    }
+}
