@@ -40,9 +40,13 @@ public struct NewAccount: Sendable {
     public let profile: [String: ProfileValue]
     /// Writes `account.created` to the outbox in the same transaction (webhooks configured).
     public let announce: Bool
+    /// A passkey made on the sign-up form, stored with the account (its user handle becomes
+    /// the account's). An account with a passkey and no password has `Account.unusablePasswordHash`.
+    public let passkey: NewPasskey?
 
     public init(username: String, email: String, passwordHash: String, formToken: String,
-                profile: [String: ProfileValue] = [:], announce: Bool = false) {
+                profile: [String: ProfileValue] = [:], announce: Bool = false, passkey: NewPasskey? = nil) {
+        self.passkey = passkey
         self.username = username
         self.email = email
         self.passwordHash = passwordHash

@@ -28,10 +28,13 @@ public struct PendingSignup: Sendable, Equatable {
     /// The code, the link and the username's hold end here.
     public let expiresAt: Date
     public let createdAt: Date
+    /// The passkey made on the form, if any: stored with the account once the address is proved.
+    public let passkey: NewPasskey?
 
     public init(formToken: String, username: String, email: String, passwordHash: String,
                 profile: [String: ProfileValue], language: String, returnTo: String, codeHash: String,
-                linkHash: String, wrongTries: Int, codesSent: Int, lastSentAt: Date, expiresAt: Date, createdAt: Date) {
+                linkHash: String, wrongTries: Int, codesSent: Int, lastSentAt: Date, expiresAt: Date, createdAt: Date, passkey: NewPasskey? = nil) {
+        self.passkey = passkey
         self.formToken = formToken
         self.username = username
         self.email = email
@@ -51,16 +54,18 @@ public struct PendingSignup: Sendable, Equatable {
     /// A sign-up that starts now: no wrong tries, one code sent.
     public static func starting(formToken: String, username: String, email: String, passwordHash: String,
                                 profile: [String: ProfileValue], language: String, returnTo: String,
-                                codeHash: String, linkHash: String, at now: Date, lifetime: TimeInterval) -> PendingSignup {
+                                codeHash: String, linkHash: String, at now: Date, lifetime: TimeInterval,
+                                passkey: NewPasskey? = nil) -> PendingSignup {
         PendingSignup(formToken: formToken, username: username, email: email, passwordHash: passwordHash,
                       profile: profile, language: language, returnTo: returnTo, codeHash: codeHash, linkHash: linkHash,
-                      wrongTries: 0, codesSent: 1, lastSentAt: now, expiresAt: now.addingTimeInterval(lifetime), createdAt: now)
+                      wrongTries: 0, codesSent: 1, lastSentAt: now, expiresAt: now.addingTimeInterval(lifetime), createdAt: now,
+                      passkey: passkey)
     }
 
     /// The account this sign-up becomes once proved.
     public func newAccount(announce: Bool) -> NewAccount {
         NewAccount(username: username, email: email, passwordHash: passwordHash, formToken: formToken,
-                   profile: profile, announce: announce)
+                   profile: profile, announce: announce, passkey: passkey)
     }
 }
 

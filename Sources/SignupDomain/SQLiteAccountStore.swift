@@ -182,6 +182,10 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 table.column("last_used_at", .datetime)
             }
         }
+        migrator.registerMigration("v12: passkeys made on sign-up forms") { db in
+            // JSON (`NewPasskey.json`), "" for none: a passkey waiting, with its sign-up, for a proved address.
+            try db.alter(table: "pending_signups") { table in table.add(column: "passkey", .text).notNull().defaults(to: "") }
+        }
         return migrator
     }
 
@@ -234,17 +238,38 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                     arguments: [account.username, Username.canonical(account.username), account.email,
                                 account.passwordHash, account.formToken, ProfileValue.json(account.profile)])
                 let id = db.lastInsertedRowID
+                if let passkey = account.passkey { try Self.insert(passkey, forAccount: id, db) }
                 guard let stored = try Self.fetchAccounts(db, where: "id = ?", [id]).first else {
                     throw DatabaseError(message: "the new account could not be read back")
                 }
                 if account.announce { try Self.enqueue(OutboxEvent.accountCreated(stored), db) }
                 return stored
             }
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY
+                    && error.message?.contains("passkeys") == true {
+            throw PasskeyError.credentialExists
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             // The message names the index that refused the row.
             if error.message?.contains("form_token") == true { throw AccountCreationError.formAlreadyUsed }
             throw AccountCreationError.usernameTaken
         }
+    }
+
+    /// A sign-up's passkey, in the transaction that makes its account: the user handle it was
+    /// made for becomes the account's.
+    private static func insert(_ passkey: NewPasskey, forAccount id: Int64, _ db: Database) throws {
+        try db.execute(sql: "UPDATE users SET user_handle = ? WHERE id = ?", arguments: [Data(passkey.userHandle), id])
+        try insert(passkey.passkey(accountID: id), db)
+    }
+
+    private static func insert(_ passkey: Passkey, _ db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO passkeys (credential_id, user_id, public_key, algorithm, sign_count, transports,
+                                  backup_eligible, backed_up, created_at, last_used_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [Data(passkey.credentialID), passkey.accountID, Data(passkey.publicKey), passkey.algorithm,
+                             Int64(passkey.signCount), Passkey.joined(passkey.transports), passkey.isBackupEligible,
+                             passkey.isBackedUp, passkey.createdAt, passkey.lastUsedAt])
     }
 
     public func reserveUsernames(_ usernames: [String]) throws {
@@ -382,12 +407,13 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             if try Self.isUsernameTaken(canonical, at: now, db) { throw AccountCreationError.usernameTaken }
             try db.execute(sql: """
                 INSERT INTO pending_signups (form_token, username, username_canonical, email, password_hash, profile,
-                    language, return_to, code_hash, link_hash, wrong_tries, codes_sent, last_sent_at, expires_at, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    language, return_to, code_hash, link_hash, wrong_tries, codes_sent, last_sent_at, expires_at, created_at,
+                    passkey)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [pending.formToken, pending.username, canonical, pending.email, pending.passwordHash,
                                  ProfileValue.json(pending.profile), pending.language, pending.returnTo, pending.codeHash,
                                  pending.linkHash, pending.wrongTries, pending.codesSent, pending.lastSentAt,
-                                 pending.expiresAt, pending.createdAt])
+                                 pending.expiresAt, pending.createdAt, NewPasskey.json(pending.passkey)])
             try Self.enqueue(mail, db)
         }
     }
@@ -439,12 +465,17 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                                      EmailAddress.canonical(pending.email), now, pending.passwordHash, formToken,
                                      ProfileValue.json(pending.profile), now])
                 let id = db.lastInsertedRowID
+                if let passkey = pending.passkey { try Self.insert(passkey, forAccount: id, db) }
                 guard let stored = try Self.fetchAccounts(db, where: "id = ?", [id]).first else {
                     throw DatabaseError(message: "the new account could not be read back")
                 }
                 if announce { try Self.enqueue(OutboxEvent.accountCreated(stored), db) }
                 return stored
             }
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY
+                    && error.message?.contains("passkeys") == true {
+            try cancelPendingSignup(formToken: formToken)
+            throw PasskeyError.credentialExists
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             // The transaction rolled back; the pending sign-up can never complete now, so it goes.
             try cancelPendingSignup(formToken: formToken)
@@ -489,13 +520,7 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 throw PasskeyError.unknownAccount
             }
             do {
-                try db.execute(sql: """
-                    INSERT INTO passkeys (credential_id, user_id, public_key, algorithm, sign_count, transports,
-                                          backup_eligible, backed_up, created_at, last_used_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [Data(passkey.credentialID), passkey.accountID, Data(passkey.publicKey), passkey.algorithm,
-                                     Int64(passkey.signCount), Passkey.joined(passkey.transports), passkey.isBackupEligible,
-                                     passkey.isBackedUp, passkey.createdAt, passkey.lastUsedAt])
+                try Self.insert(passkey, db)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw PasskeyError.credentialExists
             }
@@ -563,7 +588,8 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             formToken: row["form_token"], username: row["username"], email: row["email"], passwordHash: row["password_hash"],
             profile: ProfileValue.profile(fromJSON: row["profile"]), language: row["language"], returnTo: row["return_to"],
             codeHash: row["code_hash"], linkHash: row["link_hash"], wrongTries: row["wrong_tries"], codesSent: row["codes_sent"],
-            lastSentAt: row["last_sent_at"], expiresAt: row["expires_at"], createdAt: row["created_at"])
+            lastSentAt: row["last_sent_at"], expiresAt: row["expires_at"], createdAt: row["created_at"],
+            passkey: try NewPasskey.fromJSON(row["passkey"]))
     }
 
     // MARK: Outbox

@@ -175,6 +175,10 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             """,
             "CREATE INDEX passkeys_user ON passkeys (user_id)",
         ]),
+        // A passkey made on a sign-up form waits with its pending sign-up (JSON, "" for none).
+        (11, "passkeys made on sign-up forms", [
+            "ALTER TABLE pending_signups ADD COLUMN passkey TEXT NOT NULL DEFAULT ''",
+        ]),
     ]
 
     private func migrate() throws {
@@ -266,6 +270,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                     guard let stored = try await Self.accounts(rows).first else {
                         throw StorageFault("PostgreSQL stored the account but returned no row.")
                     }
+                    if let passkey = account.passkey { try await Self.insert(passkey, forAccount: stored.id, connection, logger) }
                     if account.announce { try await Self.enqueue(OutboxEvent.accountCreated(stored), connection, logger) }
                     return stored
                 }
@@ -278,6 +283,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             // What went wrong inside the transaction, said as the other calls say it.
             if let refused = error.closureError as? PSQLError, refused.serverInfo?[.sqlState] == "23505" {
                 if refused.serverInfo?[.constraintName] == "users_form_token" { throw AccountCreationError.formAlreadyUsed }
+                if refused.serverInfo?[.constraintName] == "passkeys_pkey" { throw PasskeyError.credentialExists }
                 throw AccountCreationError.usernameTaken
             }
             if let fault = error.closureError as? StorageFault { throw fault }
@@ -443,11 +449,12 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 // Another form's live hold on the name: the unique index refuses the row.
                 try await connection.query("""
                     INSERT INTO pending_signups (form_token, username, username_canonical, email, password_hash, profile,
-                        language, return_to, code_hash, link_hash, wrong_tries, codes_sent, last_sent_at, expires_at, created_at)
+                        language, return_to, code_hash, link_hash, wrong_tries, codes_sent, last_sent_at, expires_at, created_at,
+                        passkey)
                     VALUES (\(pending.formToken), \(pending.username), \(canonical), \(pending.email), \(pending.passwordHash),
                         \(ProfileValue.json(pending.profile))::jsonb, \(pending.language), \(pending.returnTo), \(pending.codeHash),
                         \(pending.linkHash), \(pending.wrongTries), \(pending.codesSent), \(pending.lastSentAt),
-                        \(pending.expiresAt), \(pending.createdAt))
+                        \(pending.expiresAt), \(pending.createdAt), \(NewPasskey.json(pending.passkey)))
                     """, logger: logger)
                 try await Self.enqueue(mail, connection, logger)
             }
@@ -516,11 +523,12 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                     guard let stored = try await Self.accounts(rows).first else {
                         throw StorageFault("PostgreSQL stored the account but returned no row.")
                     }
+                    if let passkey = pending.passkey { try await Self.insert(passkey, forAccount: stored.id, connection, logger) }
                     if announce { try await Self.enqueue(OutboxEvent.accountCreated(stored), connection, logger) }
                     return stored
                 }
             }
-        } catch let refusal as AccountCreationError {
+        } catch let refusal where refusal is AccountCreationError || refusal is PasskeyError {
             // The transaction rolled back; the pending sign-up can never complete now, so it goes.
             try cancelPendingSignup(formToken: formToken)
             throw refusal
@@ -563,6 +571,22 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 WHERE user_handle = \(handle)
                 """)).first
         }
+    }
+
+    /// A sign-up's passkey, in the transaction that makes its account: the user handle it was
+    /// made for becomes the account's.
+    private static func insert(_ new: NewPasskey, forAccount id: Int64, _ connection: PostgresConnection,
+                               _ logger: Logger) async throws {
+        let passkey = new.passkey(accountID: id)
+        let credential = Data(passkey.credentialID), key = Data(passkey.publicKey), handle = Data(new.userHandle)
+        let transports = Passkey.joined(passkey.transports), count = Int64(passkey.signCount), algorithm = passkey.algorithm
+        try await connection.query("UPDATE users SET user_handle = \(handle) WHERE id = \(id)", logger: logger)
+        try await connection.query("""
+            INSERT INTO passkeys (credential_id, user_id, public_key, algorithm, sign_count, transports,
+                                  backup_eligible, backed_up, created_at, last_used_at)
+            VALUES (\(credential), \(id), \(key), \(algorithm), \(count), \(transports),
+                    \(passkey.isBackupEligible), \(passkey.isBackedUp), \(passkey.createdAt), \(passkey.lastUsedAt))
+            """, logger: logger)
     }
 
     public func addPasskey(_ passkey: Passkey) throws {
@@ -663,16 +687,17 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
 
     private static let pendingColumns = """
         form_token, username, email, password_hash, profile::text, language, return_to, code_hash, link_hash, \
-        wrong_tries, codes_sent, last_sent_at, expires_at, created_at
+        wrong_tries, codes_sent, last_sent_at, expires_at, created_at, passkey
         """
 
     private static func pending(_ rows: PostgresRowSequence) async throws -> PendingSignup? {
-        for try await (token, username, email, hash, profile, language, returnTo, codeHash, linkHash, tries, sent, lastSent, expires, created)
-            in rows.decode((String, String, String, String, String, String, String, String, String, Int, Int, Date, Date, Date).self) {
+        for try await (token, username, email, hash, profile, language, returnTo, codeHash, linkHash, tries, sent, lastSent, expires, created, passkey)
+            in rows.decode((String, String, String, String, String, String, String, String, String, Int, Int, Date, Date, Date, String).self) {
             return PendingSignup(formToken: token, username: username, email: email, passwordHash: hash,
                                  profile: ProfileValue.profile(fromJSON: profile), language: language, returnTo: returnTo,
                                  codeHash: codeHash, linkHash: linkHash, wrongTries: tries, codesSent: sent,
-                                 lastSentAt: lastSent, expiresAt: expires, createdAt: created)
+                                 lastSentAt: lastSent, expiresAt: expires, createdAt: created,
+                                 passkey: try NewPasskey.fromJSON(passkey))
         }
         return nil
     }
@@ -681,12 +706,13 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
     /// `AccountCreationError` (the constraint's name says which).
     @discardableResult
     private func creating<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) throws -> T {
-        func refusal(_ error: PSQLError) -> AccountCreationError? {
+        func refusal(_ error: PSQLError) -> (any Error)? {
             guard error.serverInfo?[.sqlState] == "23505" else { return nil }
             switch error.serverInfo?[.constraintName] {
-            case "users_form_token"?: return .formAlreadyUsed
-            case "users_email_canonical"?: return .emailTaken
-            default: return .usernameTaken
+            case "users_form_token"?: return AccountCreationError.formAlreadyUsed
+            case "users_email_canonical"?: return AccountCreationError.emailTaken
+            case "passkeys_pkey"?: return PasskeyError.credentialExists
+            default: return AccountCreationError.usernameTaken
             }
         }
         do {

@@ -303,6 +303,49 @@ public struct AccountStoreContract {
                       file: file, line: line)
     }
 
+    /// A passkey made on the sign-up form arrives with its account, in one transaction: the
+    /// account takes the user handle it was made for; a credential id already stored refuses
+    /// the whole account (no account without its passkey); a pending sign-up keeps its passkey
+    /// until the address is proved.
+    public func signUpPasskeysArriveWithTheirAccounts(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        func made(_ id: [UInt8], handle: UInt8) -> NewPasskey {
+            NewPasskey(credentialID: id, publicKey: [0xA5, 0x01, 0x02, handle], algorithm: -7, signCount: 0,
+                       transports: ["internal"], isBackupEligible: true, isBackedUp: true,
+                       userHandle: Array(repeating: handle, count: 32), createdAt: now)
+        }
+        let passkey = made([0x51, 0x01], handle: 7)
+        let ada = try store.createAccount(NewAccount(username: "ada_signup_passkey", email: "ada@example.org",
+                                                     passwordHash: Account.unusablePasswordHash, formToken: UUID().uuidString,
+                                                     passkey: passkey))
+        XCTAssertEqual(ada.passwordHash, Account.unusablePasswordHash, file: file, line: line)
+        XCTAssertEqual(try store.passkeys(ofAccount: ada.id), [passkey.passkey(accountID: ada.id)], file: file, line: line)
+        XCTAssertEqual(try store.userHandle(ofAccount: ada.id), passkey.userHandle, "the handle it was made for",
+                       file: file, line: line)
+        XCTAssertEqual(try store.account(withUserHandle: passkey.userHandle)?.id, ada.id, file: file, line: line)
+
+        let copy = made([0x51, 0x01], handle: 8)
+        XCTAssertThrowsError(try store.createAccount(NewAccount(
+            username: "eve_copies", email: "eve@example.org", passwordHash: Account.unusablePasswordHash,
+            formToken: UUID().uuidString, passkey: copy)), "a credential id is one account's", file: file, line: line) {
+            XCTAssertEqual($0 as? PasskeyError, .credentialExists, file: file, line: line)
+        }
+        XCTAssertFalse(try store.isUsernameTaken("eve_copies", at: now), "no account without its passkey", file: file, line: line)
+
+        let waiting = made([0x51, 0x02], handle: 9)
+        let pending = PendingSignup.starting(formToken: "pk-1", username: "bob_waits", email: "bob@example.org",
+                                             passwordHash: Account.unusablePasswordHash, profile: [:], language: "en",
+                                             returnTo: "", codeHash: "c", linkHash: "l-pk-1", at: now, lifetime: 1800,
+                                             passkey: waiting)
+        try store.startPendingSignup(pending, mail: Self.mail(at: now), at: now)
+        XCTAssertEqual(try store.pendingSignup(formToken: "pk-1", at: now)?.passkey, waiting, file: file, line: line)
+        XCTAssertNil(try store.passkey(credentialID: waiting.credentialID), "not before the proof", file: file, line: line)
+        let bob = try XCTUnwrap(try store.completePendingSignup(formToken: "pk-1", at: now.addingTimeInterval(60), announce: false),
+                                file: file, line: line)
+        XCTAssertEqual(try store.passkeys(ofAccount: bob.id), [waiting.passkey(accountID: bob.id)], file: file, line: line)
+        XCTAssertEqual(try store.account(withUserHandle: waiting.userHandle)?.id, bob.id, file: file, line: line)
+    }
+
     /// A proof of work is spent once, whichever instance (here: thread) tries first, and is
     /// forgotten only when its challenge has expired anyway.
     public func aProofOfWorkIsSpentOnce(file: StaticString = #filePath, line: UInt = #line) throws {

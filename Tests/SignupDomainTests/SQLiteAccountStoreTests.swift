@@ -168,6 +168,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
     func testAProofOfWorkIsSpentOnce() throws { try contract().aProofOfWorkIsSpentOnce() }
     func testPasskeysBelongToTheirAccounts() throws { try contract().passkeysBelongToTheirAccounts() }
+    func testSignUpPasskeysArriveWithTheirAccounts() throws { try contract().signUpPasskeysArriveWithTheirAccounts() }
     func testReservingAgainSkipsNamesAlreadyThere() throws { try contract().reservingAgainSkipsNamesAlreadyThere() }
     func testAccountsReadBackAsStored() throws { try contract().accountsReadBackAsStored() }
     func testAFormCreatesOneAccount() throws { try contract().aFormCreatesOneAccount() }

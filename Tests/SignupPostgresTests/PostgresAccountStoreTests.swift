@@ -31,6 +31,7 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
     func testAProofOfWorkIsSpentOnce() throws { try contract().aProofOfWorkIsSpentOnce() }
     func testPasskeysBelongToTheirAccounts() throws { try contract().passkeysBelongToTheirAccounts() }
+    func testSignUpPasskeysArriveWithTheirAccounts() throws { try contract().signUpPasskeysArriveWithTheirAccounts() }
 
     // MARK: PostgreSQL's own
 
