@@ -166,6 +166,7 @@ let package = Package(
                 "OutsideHTTP",
                 "OutsideMail",
                 "OutsideDNS",
+                "WebAuthn",
                 "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),

@@ -108,6 +108,8 @@ function showMissing() {
   missingList.textContent = "";
   // Each field in page order: its message if it shows one, else "Label: requirement" per unmet one.
   Array.prototype.forEach.call(form.querySelectorAll("[data-message]"), function (slot) {
+    // Fields the chosen credential put away (passwords, or the passkey step) are not missing.
+    if (slot.closest("[hidden]")) { return; }
     var field = slot.getAttribute("data-message");
     var input = inputFor(field);
     var label = input && labelFor(input);
@@ -191,6 +193,59 @@ function differsFromPage(input) {
   return input.value !== input.defaultValue;
 }
 
+/* ---------- password or passkey ----------
+   Where the browser can make a passkey, the form offers one instead of the password fields.
+   The choice is an edit like any other (field "credential"): the server swaps the checklist
+   and says so in the stream (the "credential" event), which is what the page shows. */
+
+var credentialInput = form.querySelector('input[name="credential"]');
+var passkeyStep = form.querySelector("[data-passkey-step]");
+var passkeyChoice = form.querySelector("[data-passkey-choice]");
+var passkeyStatus = form.querySelector("[data-passkey-status]");
+var passkeysUsable = false;
+
+function setCredential(method) {
+  if (credentialInput) { credentialInput.value = method; }
+  var passkey = method === "passkey";
+  ["password", "confirm"].forEach(function (field) {
+    var box = form.querySelector('[data-field="' + field + '"]');
+    if (box) { box.hidden = passkey; }
+  });
+  if (passkeyStep) { passkeyStep.hidden = !passkey; }
+  if (passkeyChoice) { passkeyChoice.hidden = passkey || !passkeysUsable; }
+}
+
+function chooseCredential(method, focus) {
+  setCredential(method);
+  send("credential", true);
+  if (focus) { focus.focus(); }
+}
+
+if (passkeyStep && window.LiveSignupPasskeys) {
+  LiveSignupPasskeys.available.then(function (yes) {
+    passkeysUsable = yes;
+    setCredential(credentialInput ? credentialInput.value : "password");
+  });
+  var createButton = passkeyStep.querySelector("[data-passkey-create]");
+  if (passkeyChoice) {
+    passkeyChoice.querySelector("[data-use-passkey]").addEventListener("click", function () {
+      chooseCredential("passkey", createButton);
+    });
+  }
+  passkeyStep.querySelector("[data-use-password]").addEventListener("click", function () {
+    chooseCredential("password", inputFor("password"));
+  });
+  createButton.addEventListener("click", function () {
+    setText(passkeyStatus, pageText("passkey-waiting"));
+    // The server marks passkey.created met in the stream once it has checked the answer.
+    LiveSignupPasskeys.createForForm(token, LANG).then(function () {
+      setText(passkeyStatus, pageText("passkey-created"));
+    }, function (err) {
+      setText(passkeyStatus, LiveSignupPasskeys.explain(err, pageText("passkey-cancelled")));
+    });
+  });
+}
+
 /* ---------- outgoing edits ---------- */
 
 var seq = {};
@@ -239,6 +294,7 @@ function slowDown(response) {
   }
 }
 
+seq.credential = 0;
 FIELDS.forEach(function (field) {
   var input = inputFor(field);
   if (!input) { return; }
@@ -282,6 +338,8 @@ function resend(all) {
       send(field, !!touched[field]);
     }
   });
+  // A new session starts with a password: a passkey choice is told again.
+  if (all && credentialInput && credentialInput.value === "passkey") { send("credential", true); }
 }
 
 /* ---------- applying server state ---------- */
@@ -451,6 +509,7 @@ function renew() {
     if (tokenInput) { tokenInput.value = token; } // a plain submit uses it too
     if (window.LiveSignupProof) { LiveSignupProof.renew(form, token); } // bound to the old token
     FIELDS.forEach(function (field) { seq[field] = 0; });
+    seq.credential = 0;
     stale = false;
     lost = true;
   });
@@ -497,6 +556,7 @@ function connect() {
   });
 
   on(es, "snapshot", function (d) {
+    if (d.credential) { setCredential(d.credential); }
     each(d.requirements, setRequirement);
     each(d.messages, setMessage);
     if (d.strength) { setStrength(d.strength); }
@@ -510,6 +570,7 @@ function connect() {
   on(es, "strength", setStrength);
   on(es, "submit", function (d) { setSubmit(!!d.enabled); });
   on(es, "suggestion", function (d) { setSuggestion(d.field, d.value); });
+  on(es, "credential", function (d) { setCredential(d.method); });
 }
 
 window.addEventListener("online", function () {

@@ -7,6 +7,22 @@ import Combine
 import OpenCombineShim
 #endif
 
+/// Which credential the person chose, and whether the passkey exists yet: an input of the
+/// evaluation like the fields' values.
+public struct CredentialChoice: Equatable, Sendable {
+    public var method: CredentialMethod
+    /// A passkey was made on this form and verified by the server.
+    public var passkeyCreated: Bool
+
+    public init(method: CredentialMethod, passkeyCreated: Bool = false) {
+        self.method = method
+        self.passkeyCreated = passkeyCreated
+    }
+
+    /// The form as it starts: a password.
+    public static let password = CredentialChoice(method: .password)
+}
+
 /// The sign-up form's requirement states, field verdicts and password strength for one set
 /// of inputs. The live view model and the submit check both build it, so they can never
 /// disagree.
@@ -21,6 +37,8 @@ public struct FormEvaluation: Equatable, Sendable {
     /// A likely correction of a field's value ("Did you mean ada@gmail.com?"), for fields
     /// whose problems are shown. Never a problem: it does not touch `isValid`.
     public let suggestions: [SignupField: String]
+    /// Password or passkey: whose requirements `requirementStates` holds.
+    public let credential: CredentialMethod
 
     /// Each field's shown problem, in page order.
     public var problems: [(field: SignupField, message: String)] {
@@ -38,13 +56,15 @@ public struct FormEvaluation: Equatable, Sendable {
         confirm: FieldEvaluation<PasswordConfirmation>,
         declared: [FieldEvaluation<String>],
         shownFields: Set<SignupField>,
-        suggestions: [SignupField: String]
+        suggestions: [SignupField: String],
+        credential: CredentialChoice
     ) {
+        // With a passkey, the password fields and their checklist leave the form and
+        // `passkey.created` takes their place; everything else is judged as always.
+        let usesPasskey = credential.method == .passkey
         var states: [String: RequirementState] = [:]
-        let evaluations: [(SignupField, [RequirementState])] = [
-            (.username, username.states), (.email, email.states),
-            (.password, password.states), (.confirm, confirm.states),
-        ]
+        var evaluations: [(SignupField, [RequirementState])] = [(.username, username.states), (.email, email.states)]
+        if !usesPasskey { evaluations += [(.password, password.states), (.confirm, confirm.states)] }
         for (field, fieldStates) in evaluations {
             for (requirement, state) in zip(policy.requirements(for: field), fieldStates) {
                 states[requirement.id] = state
@@ -58,14 +78,22 @@ public struct FormEvaluation: Equatable, Sendable {
                 extraMessages: policy.emailDeliverable == nil ? []
                     : [email.states.last == .unmet ? policy.deliverableMessage(for: email.value) : ""],
                 isShown: shownFields.contains(.email)),
-            .password: policy.password.validation(
+        ]
+        if usesPasskey {
+            states[policy.passkeyCreated.id] = credential.passkeyCreated ? .met : .unmet
+            validations[.password] = .idle
+            validations[.confirm] = .idle
+            validations[.passkey] = credential.passkeyCreated ? .valid
+                : shownFields.contains(.passkey) ? .invalid(reason: policy.passkeyMissingMessage) : .idle
+        } else {
+            validations[.password] = policy.password.validation(
                 of: password,
                 // Built only when the breach rule is the one unmet: it reads the remembered count.
                 extraMessages: policy.passwordBreach == nil ? []
                     : [password.states.last == .unmet ? policy.breachMessage(for: password.value.password) : ""],
-                isShown: shownFields.contains(.password)),
-            .confirm: policy.confirm.validation(of: confirm, isShown: shownFields.contains(.confirm)),
-        ]
+                isShown: shownFields.contains(.password))
+            validations[.confirm] = policy.confirm.validation(of: confirm, isShown: shownFields.contains(.confirm))
+        }
         var declaredValid = true
         for (field, evaluation) in zip(policy.declaredFields, declared) {
             for (requirement, state) in zip(field.rules.requirements, evaluation.states) {
@@ -76,10 +104,12 @@ public struct FormEvaluation: Equatable, Sendable {
         }
         requirementStates = states
         fieldValidations = validations
-        strength = password.value.strength
-        isValid = username.allMet && email.allMet && password.allMet && confirm.allMet && declaredValid
-        fieldOrder = policy.fieldOrder
+        strength = usesPasskey ? .none : password.value.strength
+        let credentialMet = usesPasskey ? credential.passkeyCreated : password.allMet && confirm.allMet
+        isValid = username.allMet && email.allMet && credentialMet && declaredValid
+        fieldOrder = usesPasskey ? policy.passkeyFieldOrder : policy.fieldOrder
         self.suggestions = suggestions
+        self.credential = credential.method
     }
 }
 
@@ -92,7 +122,8 @@ extension FormEvaluation {
                 ($0.rawValue, fieldValidations[$0]?.message ?? "")
             }),
             strength: strength, submitEnabled: isValid,
-            suggestions: suggestions.isEmpty ? [:] : Dictionary(uniqueKeysWithValues: suggestions.map { ($0.key.rawValue, $0.value) }))
+            suggestions: suggestions.isEmpty ? [:] : Dictionary(uniqueKeysWithValues: suggestions.map { ($0.key.rawValue, $0.value) }),
+            credential: credential)
     }
 }
 
@@ -111,7 +142,7 @@ extension SignupPolicy {
         inPageOrder values: [String],
         availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
         breachAnswer: AsyncAnswer<String>? = nil, deliverableAnswer: AsyncAnswer<String>? = nil,
-        cache: FormEvaluationCache? = nil
+        cache: FormEvaluationCache? = nil, credential: CredentialChoice = .password
     ) -> FormEvaluation {
         func value(at position: Int?) -> String {
             guard let position, position < values.count else { return "" }
@@ -139,7 +170,8 @@ extension SignupPolicy {
                     password: candidate.password, confirm: confirm.canonicallyComposed)),
                 declared: declaredFields.map { $0.rules.evaluate(value(at: $0.position)) },
                 shownFields: shownFields,
-                suggestions: suggests ? emailSuggestion(for: email).map { [.email: $0] } ?? [:] : [:])
+                suggestions: suggests ? emailSuggestion(for: email).map { [.email: $0] } ?? [:] : [:],
+                credential: credential)
         }
         let candidate = cache.candidates.candidate(in: self, password: password, username: username, email: email)
         let confirmation = PasswordConfirmation(password: candidate.password, confirm: confirm.canonicallyComposed)
@@ -162,7 +194,8 @@ extension SignupPolicy {
             },
             shownFields: shownFields,
             suggestions: suggests ? cache.emailSuggestion.value(for: email) { emailSuggestion(for: email) }
-                .map { [.email: $0] } ?? [:] : [:])
+                .map { [.email: $0] } ?? [:] : [:],
+            credential: credential)
     }
 
     /// The same with the values by field (a field left out is empty).
@@ -170,10 +203,11 @@ extension SignupPolicy {
         values: [SignupField: String],
         availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
         breachAnswer: AsyncAnswer<String>? = nil, deliverableAnswer: AsyncAnswer<String>? = nil,
-        cache: FormEvaluationCache? = nil
+        cache: FormEvaluationCache? = nil, credential: CredentialChoice = .password
     ) -> FormEvaluation {
         evaluate(inPageOrder: fieldOrder.map { values[$0] ?? "" }, availability: availability, answer: answer,
-                 shownFields: shownFields, breachAnswer: breachAnswer, deliverableAnswer: deliverableAnswer, cache: cache)
+                 shownFields: shownFields, breachAnswer: breachAnswer, deliverableAnswer: deliverableAnswer, cache: cache,
+                 credential: credential)
     }
 
     /// The same for the built-in four alone (declared fields empty).
@@ -241,10 +275,11 @@ extension SignupPolicy {
     /// answer for its username (`met` free, `unmet` taken). The submit check uses this.
     /// `breach` is `password.breached`'s state for `password` (`breachStateNow`), when a
     /// breach source is configured; `deliverable` is `email.deliverable`'s, when DNS checks
-    /// are on.
+    /// are on. `credential` is the credential the form chose, with whether its session holds
+    /// a verified passkey.
     public func evaluateSubmission(
         values: [SignupField: String], usernameAvailability: RequirementState, breach: RequirementState? = nil,
-        deliverable: RequirementState? = nil
+        deliverable: RequirementState? = nil, credential: CredentialChoice = .password
     ) -> FormEvaluation {
         // The answer is already known, so the rule's check is never run.
         let availability = usernameAvailabilityRule { _ in Empty().eraseToAnyPublisher() }
@@ -253,7 +288,8 @@ extension SignupPolicy {
             availability: availability, answer: AsyncAnswer(value: values[.username] ?? "", state: usernameAvailability),
             shownFields: everyField,
             breachAnswer: breach.map { AsyncAnswer(value: values[.password] ?? "", state: $0) },
-            deliverableAnswer: deliverable.map { AsyncAnswer(value: values[.email] ?? "", state: $0) })
+            deliverableAnswer: deliverable.map { AsyncAnswer(value: values[.email] ?? "", state: $0) },
+            credential: credential)
     }
 
     /// The same for the built-in four alone (declared fields empty).

@@ -38,6 +38,8 @@ public enum PolicyText: String, CaseIterable, Sendable {
     case passwordEmpty = "password.empty"
     case confirmMatchText = "confirm.match.text"
     case confirmMatchMessage = "confirm.match.message"
+    case passkeyCreatedText = "passkey.created.text"
+    case passkeyCreatedMessage = "passkey.created.message"
     case confirmEmpty = "confirm.empty"
     case strengthVeryWeak = "strength.very_weak"
     case strengthWeak = "strength.weak"

@@ -29,6 +29,10 @@ public struct SignupField: RawRepresentable, Hashable, Sendable, Codable, Custom
     public static let password = SignupField(rawValue: "password")
     public static let confirm = SignupField(rawValue: "confirm")
 
+    /// Not a field of the policy: the one step that replaces the password fields when the
+    /// person signs up with a passkey. Its message slot and error-summary link carry this name.
+    public static let passkey = SignupField(rawValue: "passkey")
+
     /// The fields every account needs, in the presets' page order.
     public static let builtIn: [SignupField] = [.username, .email, .password, .confirm]
 

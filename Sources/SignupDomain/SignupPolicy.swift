@@ -28,6 +28,20 @@ public struct SignupPolicy: Sendable {
     /// asynchronously, after the email's own rules pass.
     public let emailDeliverable: Requirement?
     public let mailDomains: MailDomainChecker?
+    /// `passkey.created`: the checklist's one requirement in place of the password's when the
+    /// person signs up with a passkey.
+    public let passkeyCreated: Requirement
+    /// Under the passkey step once problems are shown and no passkey was made.
+    public let passkeyMissingMessage: String
+    /// The form's fields in page order when the person chose a passkey: the passkey step
+    /// where the password fields were.
+    public let passkeyFieldOrder: [SignupField]
+    /// Every requirement either credential may show, in the order events go out: the
+    /// password's checklist, then `passkey.created`, where the page has them.
+    public let liveRequirementOrder: [String]
+    /// Every field either credential may show, in page order (the passkey step right after
+    /// the password fields): the order of `message` events.
+    public let liveFieldOrder: [SignupField]
     private let usernameProblem: (@Sendable (String) -> String?)?
     private let commonPasswordsOverride: CommonPasswords?
     private let reservedCanonicalNames: Set<String>
@@ -123,7 +137,14 @@ public struct SignupPolicy: Sendable {
         fieldOrder = fields.map(\.field)
         let positions = Dictionary(uniqueKeysWithValues: fields.enumerated().map { ($0.element.field, $0.offset) })
         self.positions = positions
-        everyField = Set(fieldOrder)
+        everyField = Set(fieldOrder + [.passkey])
+        passkeyCreated = Requirement(id: "passkey.created", text: texts(.passkeyCreatedText))
+        passkeyMissingMessage = texts(.passkeyCreatedMessage)
+        passkeyFieldOrder = Self.passkeyOrder(fieldOrder)
+        let lastPasswordField = fieldOrder.lastIndex { $0 == .password || $0 == .confirm }
+        liveFieldOrder = fieldOrder.enumerated().flatMap { position, field in
+            position == lastPasswordField ? [field, .passkey] : [field]
+        }
         builtInPositions = (positions[.username], positions[.email], positions[.password], positions[.confirm])
         declaredFields = fields.enumerated().compactMap { position, field in
             field.rules.map { DeclaredField(position: position, field: field.field, rules: $0) }
@@ -133,8 +154,30 @@ public struct SignupPolicy: Sendable {
                                          confirm: confirm)
         for declared in declaredFields { checklists[declared.field] = declared.rules.requirements }
         self.checklists = checklists
+        liveRequirementOrder = Self.liveOrder(fieldOrder: fieldOrder, checklists: checklists, passkey: passkeyCreated.id)
         emailDeliverabilityRule = Self.deliverabilityRule(emailDeliverable, email: email, checker: mailDomains)
         passwordBreachCandidateRule = Self.breachCandidateRule(passwordBreach, minimum: settings.passwordMinimumLength)
+    }
+
+    /// `fieldOrder` with the password fields replaced by the passkey step (at the password's place).
+    private static func passkeyOrder(_ fieldOrder: [SignupField]) -> [SignupField] {
+        var order: [SignupField] = []
+        for field in fieldOrder {
+            if field == .password { order.append(.passkey) } else if field != .confirm { order.append(field) }
+        }
+        return order
+    }
+
+    /// Every requirement in page order, `passkey.created` right after the last password field's.
+    private static func liveOrder(fieldOrder: [SignupField], checklists: [SignupField: [Requirement]],
+                                  passkey: String) -> [String] {
+        let lastPasswordField = fieldOrder.lastIndex { $0 == .password || $0 == .confirm }
+        var order: [String] = []
+        for (position, field) in fieldOrder.enumerated() {
+            order += (checklists[field] ?? []).map(\.id)
+            if position == lastPasswordField { order.append(passkey) }
+        }
+        return order
     }
 
     private static func passwordRules(_ settings: Policy, commonPasswords: CommonPasswords) -> FieldRules<PasswordCandidate> {

@@ -34,6 +34,8 @@ public final class SignupViewModel {
     @Published public var touchedFields: Set<SignupField> = []
     /// After a submit attempt every field's problems are shown.
     @Published public var submitAttempted = false
+    /// Password or passkey, and whether the passkey was made: the checklist follows it.
+    @Published public var credential = CredentialChoice.password
 
     /// The built-in fields' inputs by name, as the source articles' view models spell them.
     public var username: String {
@@ -111,7 +113,7 @@ public final class SignupViewModel {
         // invalid). Availability answers arrive later, on the scheduler, never mid-edit.
         let cache = FormEvaluationCache()
         let values = Publishers.CombineLatestMany(inputs.map(\.$value))
-        let visibility = Publishers.CombineLatest($touchedFields, $submitAttempted)
+        let visibility = Publishers.CombineLatest3($touchedFields, $submitAttempted, $credential)
         Publishers.CombineLatest4(
             values,
             usernameInput.latestAnswers(for: availability, debounce: availabilityDebounce, scheduler: scheduler),
@@ -123,7 +125,8 @@ public final class SignupViewModel {
                 inPageOrder: values,
                 availability: availability, answer: answer,
                 shownFields: visibility.1 ? policy.everyField : visibility.0,
-                breachAnswer: outsideAnswers.0, deliverableAnswer: outsideAnswers.1, cache: cache)
+                breachAnswer: outsideAnswers.0, deliverableAnswer: outsideAnswers.1, cache: cache,
+                credential: visibility.2)
         }
         .removeDuplicates()
         .sink { [weak self] evaluation in self?.form = evaluation }

@@ -30,13 +30,13 @@ struct AddressProofs: Sendable {
     /// Stores the pending sign-up and its mail. Throws `AccountCreationError` (name taken
     /// meanwhile, form used) or a store error.
     func start(username: String, email: String, passwordHash: String, profile: [String: ProfileValue], formToken: String,
-               language: Languages.Language, returnTo: String?) throws {
+               language: Languages.Language, returnTo: String?, passkey: NewPasskey? = nil) throws {
         let time = now()
         let proof = try makeProof(for: email, formToken: formToken, language: language, at: time)
         let pending = PendingSignup.starting(
             formToken: formToken, username: username, email: email, passwordHash: passwordHash, profile: profile,
             language: language.tag, returnTo: returnTo ?? "", codeHash: proof.codeHash, linkHash: proof.linkHash,
-            at: time, lifetime: settings.codeLifetime)
+            at: time, lifetime: settings.codeLifetime, passkey: passkey)
         try store.startPendingSignup(pending, mail: proof.mail, at: time)
         delivery.nudge()
     }

@@ -38,8 +38,8 @@ final class FormSession: @unchecked Sendable {
             var initial = policy.initialEvaluation.snapshot(rev: 0)
             initial.language = language
             self.initialSnapshot = initial
-            self.requirementOrder = policy.allRequirements.map(\.id)
-            self.fieldOrder = policy.fieldOrder.map(\.rawValue)
+            self.requirementOrder = policy.liveRequirementOrder
+            self.fieldOrder = policy.liveFieldOrder.map(\.rawValue)
             self.availabilityDebounce = availabilityDebounce
             self.metrics = metrics
         }
@@ -62,6 +62,10 @@ final class FormSession: @unchecked Sendable {
     private var nextEventID = 1
     private var streams: [ObjectIdentifier: EventStream] = [:]
     private var accountUsername: String?
+    /// The registration options last sent (`POST /passkeys/options`), until a response uses them.
+    private var passkeyOffer: PasskeyOffer?
+    /// The passkey made on this form and verified: stored with the account it creates.
+    private var madePasskey: NewPasskey?
 
     /// Written on `queue`, read by the registry's sweeper from any thread.
     private let activity: ActivityClock
@@ -123,6 +127,62 @@ final class FormSession: @unchecked Sendable {
         }
     }
 
+    /// Password or passkey (the `credential` edit), unless a newer choice was applied.
+    func chooseCredential(_ method: CredentialMethod, seq: UInt64) -> EditReceipt {
+        queue.sync {
+            activity.touch()
+            let key = SignupField(rawValue: CredentialMethod.fieldName)
+            if let last = lastAppliedSeq[key], seq <= last { return EditReceipt(rev: rev, applied: false) }
+            lastAppliedSeq[key] = seq
+            rev += 1
+            let viewModel = activeViewModel()
+            if viewModel.credential.method != method { viewModel.credential.method = method }
+            return EditReceipt(rev: rev, applied: true)
+        }
+    }
+
+    /// What a registration response is checked against: the challenge sent, the user handle
+    /// the credential is made for, and until when.
+    struct PasskeyOffer {
+        let challenge: [UInt8]
+        let userHandle: [UInt8]
+        let expiresAt: Date
+    }
+
+    /// Remembers the options just sent, replacing earlier ones.
+    func offerPasskey(_ offer: PasskeyOffer) {
+        queue.sync {
+            activity.touch()
+            passkeyOffer = offer
+        }
+    }
+
+    /// The username as typed so far: it names the passkey in the person's password manager.
+    var typedUsername: String { queue.sync { viewModel?.username ?? "" } }
+
+    /// The offer a registration response answers, taken: each works once.
+    func takePasskeyOffer() -> PasskeyOffer? {
+        queue.sync {
+            activity.touch()
+            defer { passkeyOffer = nil }
+            return passkeyOffer
+        }
+    }
+
+    /// A verified passkey for this form: `passkey.created` is met and the form's credential
+    /// is the passkey.
+    func acceptPasskey(_ passkey: NewPasskey) {
+        queue.sync {
+            activity.touch()
+            madePasskey = passkey
+            rev += 1
+            activeViewModel().credential = CredentialChoice(method: .passkey, passkeyCreated: true)
+        }
+    }
+
+    /// The passkey made on this form, if any.
+    var passkey: NewPasskey? { queue.sync { madePasskey } }
+
     /// Starts a stream with the reconnect delay and a full snapshot, then sends it changes.
     func attach(_ stream: EventStream, retryMilliseconds: Int) {
         queue.sync {
@@ -147,12 +207,13 @@ final class FormSession: @unchecked Sendable {
     /// Puts the session in the state of a page re-rendered after a failed submit: what was
     /// typed kept, passwords empty (never sent back), every problem shown. The re-rendered
     /// page is a new page view whose script counts seqs from zero again.
-    func prepareForResubmission(values: [SignupField: String]) {
+    func prepareForResubmission(values: [SignupField: String], credential: CredentialMethod = .password) {
         queue.sync {
             activity.touch()
             rev += 1
             lastAppliedSeq = [:]
             let viewModel = activeViewModel()
+            viewModel.credential = CredentialChoice(method: credential, passkeyCreated: madePasskey != nil)
             // Values before visibility, as in `apply`: no intermediate state shows a
             // problem of a value that is already gone.
             for input in viewModel.inputs {

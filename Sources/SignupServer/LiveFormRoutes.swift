@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import SignupWire
 
 /// The live form: `GET /` (the page with a fresh token), `POST /sessions` (a fresh token for
 /// an old page), `GET /events` (its stream) and `POST /fields` (each edit). The typing path:
@@ -150,10 +151,22 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
         for name in ["field", "value", "seq"] where form[name] == nil {
             return APIError.missingParameter(name).response
         }
-        guard let field = policy.field(named: form["field"]!) else {
-            let known = policy.fieldOrder.map(\.rawValue).joined(separator: ", ")
-            return APIError(status: .badRequest, code: "unknown_field",
-                            message: "Unknown field '\(form["field"]!)'. Expected one of: \(known).").response
+        // A field's value, or the credential the person chose (password or passkey).
+        let field: SignupField?, credential: CredentialMethod?
+        if form["field"] == CredentialMethod.fieldName {
+            guard let method = CredentialMethod(rawValue: form["value"]!) else {
+                let known = CredentialMethod.allCases.map(\.rawValue).joined(separator: " or ")
+                return APIError(status: .badRequest, code: "invalid_credential",
+                                message: "The credential must be \(known), not '\(form["value"]!)'.").response
+            }
+            (field, credential) = (nil, method)
+        } else {
+            guard let named = policy.field(named: form["field"]!) else {
+                let known = (policy.fieldOrder.map(\.rawValue) + [CredentialMethod.fieldName]).joined(separator: ", ")
+                return APIError(status: .badRequest, code: "unknown_field",
+                                message: "Unknown field '\(form["field"]!)'. Expected one of: \(known).").response
+            }
+            (field, credential) = (named, nil)
         }
         guard let seq = UInt64(form["seq"]!) else {
             return APIError(status: .badRequest, code: "invalid_seq",
@@ -176,7 +189,8 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
             return refusals.limited(error)
         }
         let touched = form["touched"] == "1" || form["touched"] == "true"
-        let result = session.apply(field: field, value: form["value"]!, seq: seq, touched: touched)
+        let result = field.map { session.apply(field: $0, value: form["value"]!, seq: seq, touched: touched) }
+            ?? session.chooseCredential(credential!, seq: seq)
         if result.applied { metrics.edits.increment() }
         var response = HTTPResponse.json(result.json, status: .accepted)
         response.headers.add("X-Rev", String(result.rev))

@@ -54,6 +54,10 @@ struct PageRenderer: Sendable {
         var suggestions: [SignupField: String] = [:]
         /// The form's proof-of-work challenge as JSON, "" when proofs are off.
         var challenge: String = ""
+        /// Password or passkey, as the person chose on this form.
+        var credential = CredentialMethod.password
+        /// A passkey was made on this form (its session holds it).
+        var passkeyCreated = false
 
         var hasErrors: Bool { !errors.isEmpty || !formError.isEmpty }
     }
@@ -62,6 +66,18 @@ struct PageRenderer: Sendable {
         let policy = language.policy
         let catalog = language.catalog
         func text(_ key: String) -> String { catalog[key] ?? key }
+        // The passkey step follows the last password field; the choice comes before the first.
+        let usesPasskey = page.credential == .passkey
+        let lastPasswordField = policy.fieldOrder.last { $0 == .password || $0 == .confirm }
+        let passkeyState = page.requirementStates[policy.passkeyCreated.id] ?? (page.passkeyCreated ? .met : .unmet)
+        let passkeyMessage = page.messages[.passkey] ?? ""
+        let passkeyStep: [String: Any] = [
+            "hidden": !usesPasskey,
+            "requirement": ["id": policy.passkeyCreated.id, "text": policy.passkeyCreated.text,
+                            "state": passkeyState.rawValue, "stateText": text("state.\(passkeyState.rawValue)")],
+            "message": passkeyMessage,
+            "hasMessage": !passkeyMessage.isEmpty,
+        ]
         let fields: [[String: Any]] = policy.fields.map { formField in
             let field = formField.field
             let kind = formField.kind
@@ -115,6 +131,10 @@ struct PageRenderer: Sendable {
                 // never fewer), so nobody types past what the server accepts.
                 "textMaxLength": kind == .text ? formField.declaration.maximumLength ?? DeclaredFieldRules.longestText : 0,
                 "passwordRules": Self.passwordRules(policy.settings),
+                "hiddenForPasskey": usesPasskey && (field == .password || field == .confirm),
+                "offersPasskey": field == .password,
+                // false when there is none: Mustache shows a section for a nil inside `Any`.
+                "passkeyStep": field == lastPasswordField ? passkeyStep : false,
                 "requirements": policy.requirements(for: field).map { requirement -> [String: Any] in
                     let state = page.requirementStates[requirement.id] ?? .unmet
                     return ["id": requirement.id, "text": requirement.text,
@@ -159,6 +179,8 @@ struct PageRenderer: Sendable {
             "strength": ["score": page.strength.score, "label": strengthLabel,
                          "warning": page.strength.warning, "suggestions": page.strength.suggestions],
             "policyName": policy.name,
+            "credential": page.credential.rawValue,
+            "passkeyScriptURL": assets.url(for: "passkey.js"),
             "submitLabel": text("page.submit"),
         ]
         return library.render(context, withTemplate: "signup") ?? ""
@@ -272,10 +294,16 @@ struct PageRenderer: Sendable {
         language.tag == Languages.fallback ? "" : "?lang=\(language.tag)"
     }
 
-    func renderWelcome(username: String, language: Languages.Language, assets: StaticAssets) -> String {
+    /// `passkeys`: how many the account has (nil when the store could not say: nothing shown).
+    func renderWelcome(username: String, passkeys: Int? = nil, language: Languages.Language, assets: StaticAssets) -> String {
         var context = common(language, assets: assets)
         context["pageTitle"] = language.catalog["welcome.title"] ?? ""
         context["heading"] = (language.catalog["welcome.heading"] ?? "").replacingOccurrences(of: "{name}", with: username)
+        context["passkeyScriptURL"] = assets.url(for: "passkey.js")
+        context["passkeys"] = passkeys ?? -1
+        context["hasPasskeys"] = (passkeys ?? 0) > 0
+        context["passkeyCount"] = (language.catalog["welcome.passkey_count"] ?? "")
+            .replacingOccurrences(of: "{count}", with: String(passkeys ?? 0))
         return library.render(context, withTemplate: "welcome") ?? ""
     }
 
@@ -284,6 +312,7 @@ struct PageRenderer: Sendable {
     func renderSignIn(username: String, errorMessage: String?, returnTo: String?, language: Languages.Language,
                       assets: StaticAssets, proof: (token: String, challenge: String)? = nil) -> String {
         var context = common(language, assets: assets)
+        context["passkeyScriptURL"] = assets.url(for: "passkey.js")
         context["hasChallenge"] = proof != nil
         context["token"] = proof?.token ?? ""
         context["challenge"] = proof?.challenge ?? ""

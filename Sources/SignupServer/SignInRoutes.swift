@@ -172,7 +172,12 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
 
     func welcome(_ request: HTTPRequest) -> HTTPResponse {
         guard let account = signedInAccount(request) else { return redirect(to: "/signin") }
-        return html(renderer.renderWelcome(username: account.username, language: language, assets: assets), status: .ok)
+        // The page works without the count (a store that cannot answer just hides it).
+        let passkeys = try? store.passkeys(ofAccount: account.id).count
+        var response = html(renderer.renderWelcome(username: account.username, passkeys: passkeys, language: language,
+                                                   assets: assets), status: .ok)
+        response.headers.add("Cache-Control", "no-store")
+        return response
     }
 
     // MARK: POST /signout

@@ -249,6 +249,13 @@ public final class SignupApplication: Sendable {
                                    metrics: metrics, logger: logger, webhooks: webhooks, now: configuration.now,
                                    proofOfWork: proofOfWork)
             },
+            passkeys: PasskeyRoutes(
+                pages: pages, refusals: refusals, sessions: sessions, store: store, signedIn: signedIn, limiters: limiters,
+                metrics: metrics, logger: logger, returnTo: returnTo, sameOrigin: sameOrigin,
+                challenges: PasskeyChallenges(
+                    key: try store.secret(named: "passkey-challenge-key", createdBy: PasskeyChallenges.makeKey),
+                    store: store, lifetime: 300, now: configuration.now),
+                now: configuration.now),
             operations: OperationsRoutes(
                 health: HealthChecks(store: store, isStopping: { stopping.withLock { $0 } }),
                 metricsExport: configuration.metricsExport.map { export in

@@ -51,6 +51,16 @@ final class SignupMetrics: Sendable {
 
     func proofChallenge(level: Int) { proofChallenges[min(max(level, 0), proofChallenges.count - 1)].increment() }
 
+    /// Passkey ceremonies by ceremony (`register` on the sign-up form, `signin`, `add` to an
+    /// account) and result: `accepted`, or the refusal's reason (`PasskeyRefusal.reasons`).
+    private let passkeys = PasskeyRoutes.Ceremony.allCases.reduce(into: [PasskeyRoutes.Ceremony: [String: Counter]]()) { all, ceremony in
+        all[ceremony] = (["accepted"] + PasskeyRefusal.reasons).reduce(into: [String: Counter]()) {
+            $0[$1] = Counter(label: "livesignup_passkeys_total", dimensions: [("ceremony", ceremony.rawValue), ("result", $1)])
+        }
+    }
+
+    func passkey(_ ceremony: PasskeyRoutes.Ceremony, _ result: String) { passkeys[ceremony]?[result]?.increment() }
+
     /// What became of one outbox attempt.
     enum DeliveryOutcome {
         case delivered, retried, parked

@@ -17,6 +17,7 @@ struct SignupRoutes: HTTPResponder {
     let signIn: SignInRoutes
     /// Nil when addresses are not proved (`--email-verification off`): `/verify` is then 404.
     let verification: VerificationRoutes?
+    let passkeys: PasskeyRoutes
     let operations: OperationsRoutes
     /// For the pages answered before a handler (403 cross-site, 503 restarting).
     let pages: Pages
@@ -101,6 +102,12 @@ struct SignupRoutes: HTTPResponder {
         Route(["POST"], "/signout", answers: .page) { routes, request in
             routes.signIn.speaking(routes.signIn.visitorLanguage(request.http)).signOut(request.http)
         },
+        Route(["POST"], "/passkeys/options", answers: .json, limits: [.pages]) { $0.passkeys.registrationOptions($1) },
+        Route(["POST"], "/passkeys/register", answers: .json) { $0.passkeys.register($1) },
+        Route(["POST"], "/passkeys/signin/options", answers: .json, limits: [.pages]) { $0.passkeys.signInOptions($1) },
+        Route(["POST"], "/passkeys/signin", answers: .json, limits: [.signins], outcome: .signin) { $0.passkeys.signIn($1) },
+        Route(["POST"], "/account/passkeys/options", answers: .json, limits: [.pages]) { $0.passkeys.addOptions($1) },
+        Route(["POST"], "/account/passkeys", answers: .json) { $0.passkeys.add($1) },
         Route(["GET"], "/auth", answers: .json) { routes, request in routes.signIn.forwardAuth(request.http) },
         Route(["GET"], "/healthz", answers: .json) { routes, _ in routes.operations.liveness() },
         Route(["GET"], "/readyz", answers: .json) { routes, _ in routes.operations.readiness() },

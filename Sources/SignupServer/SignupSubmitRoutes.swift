@@ -3,6 +3,7 @@ import Logging
 import MicroHTTPD
 import ReactiveValidation
 import SignupDomain
+import SignupWire
 
 /// `POST /signup`: the plain form post that creates an account, with or without JavaScript.
 struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
@@ -32,10 +33,22 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     var clientKey = ""
     /// Whether this request asked for JSON (a program): refused proofs are answered in it.
     var answersJSON = false
+    /// The credential this request's form chose (set per request).
+    var credential = CredentialMethod.password
 
     func submit(_ request: SignupRequest) -> HTTPResponse {
         switch answering(request.http) {
-        case .success(let posted): return posted.routes.asking(request).submit(posted.form, from: request)
+        case .success(let posted):
+            var routes = posted.routes.asking(request)
+            // Password (the default, and a form without JavaScript) or a passkey made on the form.
+            let posted = posted.form
+            guard let method = posted[CredentialMethod.fieldName].map({ CredentialMethod(rawValue: $0) }) ?? .password else {
+                let known = CredentialMethod.allCases.map(\.rawValue).joined(separator: " or ")
+                return APIError(status: .badRequest, code: "invalid_credential",
+                                message: "The credential must be \(known), not '\(posted[CredentialMethod.fieldName]!)'.").response
+            }
+            routes.credential = method
+            return routes.submit(posted, from: request)
         case .failure(let error): return error.response
         }
     }
@@ -43,9 +56,10 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     private func submit(_ form: URLEncodedForm, from request: SignupRequest) -> HTTPResponse {
         let clientKey = request.clientKey
         // Every declared field's value (a checkbox left unticked is not posted: ""). One
-        // normal form for passwords, so the same password typed either way verifies.
+        // normal form for passwords, so the same password typed either way verifies. With a
+        // passkey, passwords are not part of the sign-up (whatever a browser filled in).
         let values = Dictionary(uniqueKeysWithValues: policy.fieldOrder.map { field in
-            let value = form[field.rawValue] ?? ""
+            let value = field.isSecret && credential == .passkey ? "" : form[field.rawValue] ?? ""
             return (field, field.isSecret ? value.canonicallyComposed : value)
         })
         let username = values[.username] ?? ""
@@ -130,8 +144,11 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     /// hashed.
     private func checked(values: [SignupField: String], availability: RequirementState, breach: RequirementState?,
                          deliverable: RequirementState?, token: String, clientKey: String, session: FormSession?) -> HTTPResponse {
-        let evaluation = policy.evaluateSubmission(values: values, usernameAvailability: availability, breach: breach,
-                                                   deliverable: deliverable)
+        // The passkey made on this form, if any: with a password it is kept as well.
+        let passkey = session?.passkey
+        let evaluation = policy.evaluateSubmission(
+            values: values, usernameAvailability: availability, breach: breach, deliverable: deliverable,
+            credential: CredentialChoice(method: credential, passkeyCreated: passkey != nil))
         guard evaluation.isValid else {
             metrics.signup(availability == .unmet ? "taken" : "invalid")
             return rerender(values: values, evaluation: evaluation, token: token, status: .unprocessableContent)
@@ -146,10 +163,15 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
                 return slowDown(error, values: values, token: token)
             }
         }
+        if credential == .passkey {
+            // Nothing to hash: the account cannot be signed in to with a password.
+            return finishSignup(.success(Account.unusablePasswordHash), values: values, token: token, session: session,
+                                passkey: passkey)
+        }
         return .later { [self] respond in
             do throws(HashingRefusal) {
                 try hashing.hash(password, client: clientKey) { result in
-                    respond(finishSignup(result, values: values, token: token, session: session))
+                    respond(finishSignup(result, values: values, token: token, session: session, passkey: passkey))
                 }
             } catch {
                 respond(hashingRefused(error, values: values, token: token))
@@ -159,7 +181,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
 
     /// Stores the account once its password is hashed (runs on the hashing queue).
     private func finishSignup(_ hash: Result<String, Error>, values: [SignupField: String],
-                              token: String, session: FormSession?) -> HTTPResponse {
+                              token: String, session: FormSession?, passkey: NewPasskey?) -> HTTPResponse {
         let passwordHash: String
         switch hash {
         case .success(let value): passwordHash = value
@@ -174,7 +196,8 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             proofOfWork?.pricing.record(.signup, addressKey: clientKey)
             if let proofs {
                 try proofs.start(username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
-                                 profile: profile(of: values), formToken: token, language: language, returnTo: returnTarget)
+                                 profile: profile(of: values), formToken: token, language: language, returnTo: returnTarget,
+                                 passkey: passkey)
                 metrics.signup("pending")
                 logger.info("Sign-up waiting for its address to be proved")
                 var query = "?token=\(token)"
@@ -183,7 +206,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             }
             let account = try store.createAccount(NewAccount(
                 username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
-                formToken: token, profile: profile(of: values), announce: webhooks != nil))
+                formToken: token, profile: profile(of: values), announce: webhooks != nil, passkey: passkey))
             webhooks?.nudge()
             session?.markAccountCreated(username: account.username)
             metrics.signup("created")
@@ -200,6 +223,10 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
         } catch AccountCreationError.formAlreadyUsed {
             metrics.signup("already_used")
             return alreadyUsed(values: values)
+        } catch PasskeyError.credentialExists {
+            metrics.signup("invalid")
+            return rerender(values: values, evaluation: nil, token: token, status: .conflict,
+                            formError: text("passkey.error.exists"))
         } catch AccountCreationError.usernameTaken {
             metrics.signup("taken")
             // Someone else got the name between the check and the insert.
@@ -311,7 +338,8 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     ) -> HTTPResponse {
         // The page that comes back counts its edits from zero again: its session (if the
         // token has one) must forget the old sequence numbers, or they would shadow them.
-        if let token { sessions.existingSession(for: token)?.prepareForResubmission(values: values) }
+        let session = token.flatMap { sessions.existingSession(for: $0) }
+        session?.prepareForResubmission(values: values, credential: credential)
         let states = evaluation?.requirementStates ?? policy.initialEvaluation.requirementStates
         let problems = errors ?? evaluation?.problems ?? []
         var page = PageRenderer.SignupPage(
@@ -324,6 +352,8 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             formError: formError,
             returnTo: returnTarget ?? "",
             suggestions: evaluation?.suggestions ?? [:])
+        page.credential = credential
+        page.passkeyCreated = session?.passkey != nil
         // A fresh challenge: the one this form posted is spent (or was refused).
         page.challenge = proofOfWork?.challenge(for: page.token, addressKey: clientKey).json ?? ""
         var headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()

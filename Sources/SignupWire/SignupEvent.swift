@@ -15,6 +15,9 @@ public enum SignupEvent: Equatable, Sendable {
     /// A likely correction of a field's value ("Did you mean ada@gmail.com?"); `value` is ""
     /// when the field no longer has one. Never blocks the form.
     case suggestion(field: String, value: String, rev: Int)
+    /// The person chose another credential: the checklist now holds that credential's
+    /// requirements (the password's, or `passkey.created`). Sent before their states.
+    case credential(CredentialMethod, rev: Int)
     /// An event name this client does not know. The protocol may add names; surfacing them
     /// instead of failing keeps old clients working against newer servers.
     case unknown(ServerSentEvent)
@@ -24,7 +27,7 @@ public enum SignupEvent: Equatable, Sendable {
         switch self {
         case .snapshot(let snapshot): snapshot.rev
         case .requirement(_, _, let rev), .message(_, _, let rev), .strength(_, let rev),
-             .submit(_, let rev), .suggestion(_, _, let rev):
+             .submit(_, let rev), .suggestion(_, _, let rev), .credential(_, let rev):
             rev
         case .unknown: nil
         }
@@ -39,6 +42,7 @@ public enum SignupEvent: Equatable, Sendable {
         case .strength: "strength"
         case .submit: "submit"
         case .suggestion: "suggestion"
+        case .credential: "credential"
         case .unknown(let event): event.type
         }
     }
@@ -74,6 +78,11 @@ public enum SignupEvent: Equatable, Sendable {
             json.key("rev"); json.int(rev)
             json.key("value"); json.string(value)
             json.endObject()
+        case .credential(let method, let rev):
+            json.beginObject()
+            json.key("method"); json.string(method.rawValue)
+            json.key("rev"); json.int(rev)
+            json.endObject()
         case .unknown(let event):
             return event.data
         }
@@ -103,6 +112,9 @@ public enum SignupEvent: Equatable, Sendable {
         case "suggestion":
             let payload = try Self.decode(SuggestionPayload.self, from: event)
             self = .suggestion(field: payload.field, value: payload.value, rev: payload.rev)
+        case "credential":
+            let payload = try Self.decode(CredentialPayload.self, from: event)
+            self = .credential(payload.method, rev: payload.rev)
         default:
             self = .unknown(event)
         }
@@ -134,6 +146,11 @@ public enum SignupEvent: Equatable, Sendable {
     private struct SuggestionPayload: Codable {
         var field: String
         var value: String
+        var rev: Int
+    }
+
+    private struct CredentialPayload: Codable {
+        var method: CredentialMethod
         var rev: Int
     }
 

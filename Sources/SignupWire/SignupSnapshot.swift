@@ -18,6 +18,9 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
     /// Field name to a likely correction of its value ("Did you mean …?"): only fields that
     /// have one. Empty from servers that predate suggestions.
     public var suggestions: [String: String]
+    /// Password or passkey: which credential's checklist `requirements` holds. `password`
+    /// from servers that predate passkeys.
+    public var credential: CredentialMethod
 
     public init(
         rev: Int,
@@ -26,8 +29,10 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
         strength: PasswordStrength,
         submitEnabled: Bool,
         language: String? = nil,
-        suggestions: [String: String] = [:]
+        suggestions: [String: String] = [:],
+        credential: CredentialMethod = .password
     ) {
+        self.credential = credential
         self.language = language
         self.suggestions = suggestions
         self.rev = rev
@@ -38,7 +43,7 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case rev, requirements, messages, strength, submit, suggestions
+        case rev, requirements, messages, strength, submit, suggestions, credential
         case language = "lang"
     }
 
@@ -47,11 +52,13 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
     }
 
     /// What changed from `previous` to `self`, as events carrying `self.rev`, in the
-    /// protocol's order: requirements (in `requirementOrder`), messages (in `fieldOrder`),
-    /// suggestions (in `fieldOrder`; "" when one went away), strength, submit. Nothing
-    /// unchanged is sent again.
+    /// protocol's order: the credential (first, so a page swaps its checklist before the new
+    /// one's states arrive), requirements (in `requirementOrder`; only those `self` holds),
+    /// messages (in `fieldOrder`), suggestions (in `fieldOrder`; "" when one went away),
+    /// strength, submit. Nothing unchanged is sent again.
     public func changes(since previous: SignupSnapshot, requirementOrder: [String], fieldOrder: [String]) -> [SignupEvent] {
         var events: [SignupEvent] = []
+        if credential != previous.credential { events.append(.credential(credential, rev: rev)) }
         for id in requirementOrder {
             if let state = requirements[id], state != previous.requirements[id] {
                 events.append(.requirement(id: id, state: state, rev: rev))
@@ -76,6 +83,7 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
     /// The snapshot event's payload, keys sorted, written directly (see `JSONWriter`).
     public func write(to json: inout JSONWriter) {
         json.beginObject()
+        json.key("credential"); json.string(credential.rawValue)
         if let language { json.key("lang"); json.string(language) }
         json.key("messages")
         json.beginObject()
@@ -114,6 +122,7 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
         try submit.encode(submitEnabled, forKey: .enabled)
         try container.encodeIfPresent(language, forKey: .language)
         try container.encode(suggestions, forKey: .suggestions)
+        try container.encode(credential, forKey: .credential)
     }
 
     // Hand-written only to flatten `submit.enabled`; unknown keys are ignored as usual.
@@ -127,5 +136,6 @@ public struct SignupSnapshot: Codable, Equatable, Sendable {
         submitEnabled = try submit.decode(Bool.self, forKey: .enabled)
         language = try container.decodeIfPresent(String.self, forKey: .language)
         suggestions = try container.decodeIfPresent([String: String].self, forKey: .suggestions) ?? [:]
+        credential = try container.decodeIfPresent(CredentialMethod.self, forKey: .credential) ?? .password
     }
 }

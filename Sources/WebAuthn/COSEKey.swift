@@ -14,6 +14,12 @@ public struct WebAuthnError: Error, Equatable, Sendable, CustomStringConvertible
         self.code = code
         self.detail = detail
     }
+
+    /// Every code the checks here use (a fixed set, e.g. for a metric's labels).
+    public static let codes = ["malformed", "wrong_type", "wrong_challenge", "wrong_origin", "bad_client_data", "wrong_rp_id",
+                               "user_not_present", "user_not_verified", "bad_attestation", "bad_signature", "sign_count",
+                               "unknown_credential", "wrong_user", "unsupported_algorithm", "bad_key",
+                               "bad_authenticator_data"]
 }
 
 /// A credential public key in COSE form (RFC 9052/9053, as WebAuthn carries it), for the

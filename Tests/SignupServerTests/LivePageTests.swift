@@ -37,7 +37,12 @@ final class LivePageTests: XCTestCase {
         XCTAssertEqual(requirementIDs.map(\.0), [
             "username.length", "username.charset", "username.available", "email.format",
             "password.length", "password.uppercase", "password.common", "password.strength", "confirm.match",
-        ])
+            "passkey.created",
+        ], "the passkey's step follows the passwords, put away until the person chooses it")
+        XCTAssertTrue(html.contains(#"<div class="field field-passkey" data-passkey-step hidden>"#))
+        XCTAssertTrue(html.contains(#"<input type="hidden" name="credential" value="password">"#))
+        XCTAssertTrue(html.contains(#"<p class="passkey-choice" data-passkey-choice hidden>"#),
+                      "offered only where the script finds WebAuthn")
         XCTAssertTrue(requirementIDs.allSatisfy { $0.1 == "unmet" })
         XCTAssertTrue(html.contains("4 to 32 characters"))
         XCTAssertTrue(html.contains("At least 8 characters"))

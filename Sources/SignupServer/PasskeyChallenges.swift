@@ -1,0 +1,95 @@
+import Crypto
+import Foundation
+import MicroHTTPD
+import SignupDomain
+import WebAuthn
+
+/// Why a passkey ceremony was refused: the reason's code (the log, the metric's `result`, the
+/// JSON's `reason`), the status, and the catalog text the person reads.
+struct PasskeyRefusal: Error, Sendable {
+    let reason: String
+    let status: HTTPStatus
+    /// A key of the text catalog.
+    let text: String
+    /// What exactly was wrong, for the log (never shown: it may help an attacker).
+    let detail: String
+
+    static func malformed(_ detail: String) -> PasskeyRefusal {
+        PasskeyRefusal(reason: "malformed", status: .badRequest, text: "passkey.error.refused", detail: detail)
+    }
+
+    static func expired(_ detail: String) -> PasskeyRefusal {
+        PasskeyRefusal(reason: "expired", status: .conflict, text: "passkey.error.expired", detail: detail)
+    }
+
+    /// A check of WebAuthn's ceremony failed; `text` is what the person reads.
+    static func verification(_ error: WebAuthnError, text: String, status: HTTPStatus) -> PasskeyRefusal {
+        PasskeyRefusal(reason: error.code, status: status, text: text, detail: error.detail)
+    }
+
+    /// Every reason there is: the metric's label values (a fixed set).
+    static let reasons = ["expired", "replayed", "forged", "exists", "unavailable", "username_first", "signed_out"]
+        + WebAuthnError.codes
+}
+
+/// Challenges for the ceremonies that have no form session (signing in, adding a passkey to
+/// an account): signed by the server, so any instance behind a proxy checks them, bound to
+/// what they are for, short-lived, and spent once through the store (the table proofs of work
+/// use), so a response cannot be replayed on this instance or another.
+///
+/// A challenge is 56 bytes: 16 random, the expiry (8, big-endian Unix seconds), and the first
+/// 32 of HMAC-SHA-256(key, purpose ‖ 0 ‖ random ‖ expiry).
+struct PasskeyChallenges: Sendable {
+    static let keyLength = 32
+    static let length = 56
+    /// Bytes, not a `SymmetricKey` (which is not Sendable): made into one per use.
+    let key: [UInt8]
+    let store: any AccountStore
+    /// How long a ceremony may take (WebAuthn's `timeout` says the same to the browser).
+    let lifetime: TimeInterval
+    let now: @Sendable () -> Date
+
+    static func makeKey() -> [UInt8] { (0..<keyLength).map { _ in UInt8.random(in: .min ... .max) } }
+
+    func make(for purpose: String) -> [UInt8] {
+        let random = (0..<16).map { _ in UInt8.random(in: .min ... .max) }
+        let expiry = UInt64(max(0, now().addingTimeInterval(lifetime).timeIntervalSince1970.rounded(.up)))
+        let body = random + withUnsafeBytes(of: expiry.bigEndian, Array.init)
+        return body + mac(body, purpose: purpose)
+    }
+
+    /// Checks that `challenge` is one of ours, for `purpose`, not expired, and spends it.
+    func spend(_ challenge: [UInt8], for purpose: String) throws(PasskeyRefusal) {
+        guard challenge.count == Self.length else {
+            throw PasskeyRefusal(reason: "forged", status: .unauthorized, text: "passkey.error.refused",
+                                 detail: "a challenge of \(challenge.count) bytes")
+        }
+        let body = Array(challenge[0..<24])
+        guard constantTimeEqual(mac(body, purpose: purpose), Array(challenge[24...])) else {
+            throw PasskeyRefusal(reason: "forged", status: .unauthorized, text: "passkey.error.refused",
+                                 detail: "a challenge this server did not sign for \(purpose)")
+        }
+        let expiry = body[16..<24].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let expiresAt = Date(timeIntervalSince1970: TimeInterval(expiry))
+        guard expiresAt > now() else { throw .expired("the challenge expired at \(expiresAt)") }
+        let spent: Bool
+        do {
+            spent = try store.spendProof("passkey:" + Base64URL.encode(challenge), until: expiresAt)
+        } catch {
+            throw PasskeyRefusal(reason: "unavailable", status: .serviceUnavailable, text: "signin.unavailable",
+                                 detail: "the store could not record the challenge as used: \(error)")
+        }
+        guard spent else {
+            throw PasskeyRefusal(reason: "replayed", status: .conflict, text: "passkey.error.expired",
+                                 detail: "the challenge was used already")
+        }
+    }
+
+    private func mac(_ body: [UInt8], purpose: String) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: Array(purpose.utf8) + [0] + body, using: SymmetricKey(data: key)))
+    }
+
+    private func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.count == b.count && zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}

@@ -1,0 +1,368 @@
+import Foundation
+import Logging
+import MicroHTTPD
+import SignupDomain
+import SignupWire
+import WebAuthn
+
+/// Passkeys (WebAuthn): made on the sign-up form (`POST /passkeys/options`, `/passkeys/register`),
+/// signed in with (`/passkeys/signin/options`, `/passkeys/signin`) and added to a signed-in
+/// account (`/account/passkeys/options`, `/account/passkeys`). The page's script calls them
+/// with `fetch`; every answer is JSON, every refusal names its reason (the log, the metric,
+/// the body's `reason`) and says in the person's language what to do.
+struct PasskeyRoutes: CarriesReturnTo, Sendable {
+    var pages: Pages
+    let refusals: Refusals
+    let sessions: FormSessionRegistry
+    let store: any AccountStore
+    let signedIn: SignedInUsers
+    let limiters: ClientLimiters
+    let metrics: SignupMetrics
+    let logger: Logger
+    let returnTo: ReturnTo
+    let sameOrigin: SameOriginPolicy
+    let challenges: PasskeyChallenges
+    let now: @Sendable () -> Date
+    var returnTarget: String?
+
+    /// The ceremonies a metric counts separately.
+    enum Ceremony: String, CaseIterable, Sendable {
+        case register, signin, add
+    }
+
+    /// This site as WebAuthn names it for `request`: its origins (the configured public ones,
+    /// then the one the request names) and, as the id, the host of the first.
+    func relyingParty(for request: HTTPRequest) -> RelyingParty {
+        let origins = sameOrigin.siteOrigins(for: request)
+        let host = origins.lazy.compactMap { URLComponents(string: $0)?.host }.first ?? "localhost"
+        // URLComponents keeps an IPv6 literal's brackets; an rp id has none (and browsers
+        // refuse IP addresses as rp ids anyway, so such a site gets a readable refusal).
+        return RelyingParty(id: host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), origins: origins)
+    }
+
+    private var timeoutMilliseconds: Int { Int(challenges.lifetime * 1000) }
+
+    // MARK: Sign-up form
+
+    /// `POST /passkeys/options`: creation options for the form's passkey, bound to its session.
+    func registrationOptions(_ request: SignupRequest) -> HTTPResponse {
+        let routes: PasskeyRoutes, form: URLEncodedForm
+        switch answering(request.http) {
+        case .success(let posted): (routes, form) = posted
+        case .failure(let error): return error.response
+        }
+        do throws(LimitExceeded) {
+            try limiters.pages.admit(request.clientKey)
+        } catch {
+            return refusals.limited(error)
+        }
+        guard let token = form["token"] ?? request.http.queryValue("token"), !token.isEmpty else {
+            return APIError.missingParameter("token").response
+        }
+        guard let session = sessions.existingSession(for: token) else { return APIError.unknownSession.response }
+        let username = session.typedUsername
+        guard !username.isEmpty else {
+            return routes.refused(PasskeyRefusal(reason: "username_first", status: .conflict, text: "passkey.error.username_first",
+                                                 detail: "no username typed yet"), ceremony: .register, client: request.client)
+        }
+        let offer = FormSession.PasskeyOffer(
+            challenge: (0..<32).map { _ in UInt8.random(in: .min ... .max) },
+            userHandle: (0..<32).map { _ in UInt8.random(in: .min ... .max) },
+            expiresAt: now().addingTimeInterval(challenges.lifetime))
+        session.offerPasskey(offer)
+        let options = CreationOptions(
+            relyingParty: relyingParty(for: request.http), name: policy.settings.serviceName, userHandle: offer.userHandle,
+            userName: username, challenge: offer.challenge, timeoutMilliseconds: timeoutMilliseconds)
+        return Self.json(options.json, status: .ok)
+    }
+
+    /// `POST /passkeys/register`: the browser's new credential for the form. Verified, it is
+    /// kept with the session (stored with the account it creates) and `passkey.created` is met.
+    func register(_ request: SignupRequest) -> HTTPResponse {
+        let routes: PasskeyRoutes, form: URLEncodedForm
+        switch answering(request.http) {
+        case .success(let posted): (routes, form) = posted
+        case .failure(let error): return error.response
+        }
+        guard let token = form["token"] ?? request.http.queryValue("token"), !token.isEmpty else {
+            return APIError.missingParameter("token").response
+        }
+        guard let text = form["response"] else { return APIError.missingParameter("response").response }
+        guard let session = sessions.existingSession(for: token) else { return APIError.unknownSession.response }
+        do throws(PasskeyRefusal) {
+            // Taken first: whatever this response is, the challenge it answers is spent.
+            guard let offer = session.takePasskeyOffer() else { throw .expired("no options were sent to this form, or they were used") }
+            guard offer.expiresAt > now() else { throw .expired("the options expired at \(offer.expiresAt)") }
+            let made = try routes.verifiedRegistration(text, challenge: offer.challenge, request: request.http)
+            if try routes.isStored(made.credentialID) {
+                throw PasskeyRefusal(reason: "exists", status: .conflict, text: "passkey.error.exists",
+                                     detail: "the credential id is stored already")
+            }
+            session.acceptPasskey(NewPasskey(
+                credentialID: made.credentialID, publicKey: made.publicKey, algorithm: made.algorithm.rawValue,
+                signCount: made.signCount, transports: made.transports, isBackupEligible: made.isBackupEligible,
+                isBackedUp: made.isBackedUp, userHandle: offer.userHandle, createdAt: now()))
+            metrics.passkey(.register, "accepted")
+            logger.info("Passkey made on a sign-up form", metadata: ["client": "\(request.client)",
+                                                                   "algorithm": "\(made.algorithm)", "format": "\(made.attestationFormat)"])
+            return Self.json("{\"created\":true}", status: .created)
+        } catch {
+            return routes.refused(error, ceremony: .register, client: request.client)
+        }
+    }
+
+    // MARK: Signing in
+
+    /// `POST /passkeys/signin/options`: a signed, single-use challenge for a discoverable
+    /// sign-in (the button, or the browser's autofill on the username field).
+    func signInOptions(_ request: SignupRequest) -> HTTPResponse {
+        do throws(LimitExceeded) {
+            try limiters.pages.admit(request.clientKey)
+        } catch {
+            return refusals.limited(error)
+        }
+        let options = RequestOptions(relyingParty: relyingParty(for: request.http),
+                                     challenge: challenges.make(for: "signin"), timeoutMilliseconds: timeoutMilliseconds)
+        return Self.json(options.json, status: .ok)
+    }
+
+    /// `POST /passkeys/signin`: the assertion checked (signature over the authenticator data
+    /// and the client data's hash, the counter, the user handle); the same signed-in session
+    /// as a password's, answered as `{"location": …}` for the script to follow.
+    func signIn(_ request: SignupRequest) -> HTTPResponse {
+        let routes: PasskeyRoutes, form: URLEncodedForm
+        switch answering(request.http) {
+        case .success(let posted): (routes, form) = posted
+        case .failure(let error): return error.response
+        }
+        do throws(LimitExceeded) {
+            try limiters.signinFailuresPerAddress.ensureNotExhausted(request.clientKey)
+        } catch {
+            metrics.signin("rate_limited")
+            return refusals.limited(error)
+        }
+        guard let text = form["response"] else { return APIError.missingParameter("response").response }
+        do throws(PasskeyRefusal) {
+            let (account, passkey) = try routes.verifiedAssertion(text, request: request.http)
+            let cookie: String
+            do {
+                cookie = try signedIn.signIn(account)
+            } catch {
+                throw routes.unavailable("the signed-in session could not be stored: \(error)")
+            }
+            metrics.signin("success")
+            metrics.passkey(.signin, "accepted")
+            logger.info("Signed in with a passkey", metadata: ["account": "\(account.id)", "client": "\(request.client)",
+                                                               "transports": "\(passkey.transports.joined(separator: ","))"])
+            let location = routes.returnTarget ?? "/welcome" + PageRenderer.languageQuery(language)
+            var json = JSONWriter()
+            json.beginObject(); json.key("location"); json.string(location); json.endObject()
+            var response = Self.json(json.text, status: .ok)
+            response.headers.add("Set-Cookie", cookie)
+            return response
+        } catch {
+            if error.status == .unauthorized || error.status == .unprocessableContent {
+                _ = limiters.signinFailuresPerAddress.take(request.clientKey)
+                metrics.signin("failure")
+            }
+            return routes.refused(error, ceremony: .signin, client: request.client)
+        }
+    }
+
+    // MARK: A signed-in account
+
+    /// `POST /account/passkeys/options`: creation options for one more passkey of the
+    /// signed-in account (its user handle; its passkeys excluded, so one authenticator is not
+    /// registered twice).
+    func addOptions(_ request: SignupRequest) -> HTTPResponse {
+        do throws(LimitExceeded) {
+            try limiters.pages.admit(request.clientKey)
+        } catch {
+            return refusals.limited(error)
+        }
+        let routes = speaking(visitorLanguage(request.http))
+        do throws(PasskeyRefusal) {
+            let account = try routes.signedInAccount(request.http)
+            let handle: [UInt8], existing: [Passkey]
+            do {
+                handle = try store.userHandle(ofAccount: account.id)
+                existing = try store.passkeys(ofAccount: account.id)
+            } catch {
+                throw routes.unavailable("the account's passkeys could not be read: \(error)")
+            }
+            let options = CreationOptions(
+                relyingParty: relyingParty(for: request.http), name: policy.settings.serviceName, userHandle: handle,
+                userName: account.username, challenge: challenges.make(for: "add:\(account.id)"),
+                timeoutMilliseconds: timeoutMilliseconds, excluding: existing.map { ($0.credentialID, $0.transports) })
+            return Self.json(options.json, status: .ok)
+        } catch {
+            return routes.refused(error, ceremony: .add, client: request.client)
+        }
+    }
+
+    /// `POST /account/passkeys`: the new credential, verified and stored with the account.
+    func add(_ request: SignupRequest) -> HTTPResponse {
+        let routes: PasskeyRoutes, form: URLEncodedForm
+        switch answering(request.http) {
+        case .success(let posted): (routes, form) = posted
+        case .failure(let error): return error.response
+        }
+        guard let text = form["response"] else { return APIError.missingParameter("response").response }
+        do throws(PasskeyRefusal) {
+            let account = try routes.signedInAccount(request.http)
+            let challenge: [UInt8]
+            do throws(WebAuthnError) {
+                challenge = try WebAuthnCeremony.challenge(inClientData: try RegistrationResponse.decode(json: text).response.clientDataJSON)
+            } catch {
+                throw routes.verificationRefusal(error, signingIn: false)
+            }
+            try challenges.spend(challenge, for: "add:\(account.id)")
+            let made = try routes.verifiedRegistration(text, challenge: challenge, request: request.http)
+            let count: Int
+            do {
+                try store.addPasskey(Passkey(
+                    credentialID: made.credentialID, accountID: account.id, publicKey: made.publicKey,
+                    algorithm: made.algorithm.rawValue, signCount: made.signCount, transports: made.transports,
+                    isBackupEligible: made.isBackupEligible, isBackedUp: made.isBackedUp, createdAt: now()))
+                count = try store.passkeys(ofAccount: account.id).count
+            } catch PasskeyError.credentialExists {
+                throw PasskeyRefusal(reason: "exists", status: .conflict, text: "passkey.error.exists",
+                                     detail: "the credential id is stored already")
+            } catch {
+                throw routes.unavailable("the passkey could not be stored: \(error)")
+            }
+            metrics.passkey(.add, "accepted")
+            logger.info("Passkey added to an account", metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+            return Self.json("{\"added\":true,\"passkeys\":\(count)}", status: .created)
+        } catch {
+            return routes.refused(error, ceremony: .add, client: request.client)
+        }
+    }
+
+    // MARK: Checks
+
+    /// A registration response checked against `challenge` and this site.
+    private func verifiedRegistration(_ text: String, challenge: [UInt8],
+                                      request: HTTPRequest) throws(PasskeyRefusal) -> VerifiedRegistration {
+        do throws(WebAuthnError) {
+            let (id, response) = try RegistrationResponse.decode(json: text)
+            let made = try WebAuthnCeremony.verifyRegistration(response, expectedChallenge: challenge,
+                                                               relyingParty: relyingParty(for: request))
+            guard made.credentialID == id else {
+                throw WebAuthnError("bad_authenticator_data", "the credential id differs from the authenticator data's")
+            }
+            return made
+        } catch {
+            throw verificationRefusal(error, signingIn: false)
+        }
+    }
+
+    /// An assertion checked: its challenge is ours and unspent, its credential stored, its
+    /// signature, counter and user handle right. Returns the account it signs in.
+    private func verifiedAssertion(_ text: String, request: HTTPRequest) throws(PasskeyRefusal) -> (Account, Passkey) {
+        let response: AssertionResponse, challenge: [UInt8]
+        do throws(WebAuthnError) {
+            response = try AssertionResponse(json: text)
+            challenge = try WebAuthnCeremony.challenge(inClientData: response.clientDataJSON)
+        } catch {
+            throw verificationRefusal(error, signingIn: true)
+        }
+        try challenges.spend(challenge, for: "signin")
+        let passkey: Passkey?, handle: [UInt8], account: Account?
+        do {
+            passkey = try store.passkey(credentialID: response.credentialID)
+            guard let passkey else {
+                throw PasskeyRefusal(reason: "unknown_credential", status: .unauthorized, text: "passkey.error.unknown",
+                                     detail: "no stored passkey has this credential id")
+            }
+            handle = try store.userHandle(ofAccount: passkey.accountID)
+            account = try store.account(withUserHandle: handle)
+        } catch let refusal as PasskeyRefusal {
+            throw refusal
+        } catch {
+            throw unavailable("the passkey could not be read: \(error)")
+        }
+        guard let passkey, let account else { throw unavailable("a passkey without its account") }
+        let verified: VerifiedAssertion
+        do throws(WebAuthnError) {
+            verified = try WebAuthnCeremony.verifyAssertion(
+                response, expectedChallenge: challenge, relyingParty: relyingParty(for: request),
+                credential: StoredCredential(id: passkey.credentialID, publicKey: passkey.publicKey,
+                                             signCount: passkey.signCount, userHandle: handle))
+        } catch {
+            throw verificationRefusal(error, signingIn: true)
+        }
+        let recorded: Bool
+        do {
+            recorded = try store.recordPasskeyUse(credentialID: passkey.credentialID, signCount: verified.signCount,
+                                                  isBackedUp: verified.isBackedUp, at: now())
+        } catch {
+            throw unavailable("the passkey's use could not be recorded: \(error)")
+        }
+        // Another sign-in got there first with a counter as high: one of them is a clone.
+        guard recorded else {
+            throw verificationRefusal(WebAuthnError("sign_count", "another sign-in recorded this counter first"), signingIn: true)
+        }
+        return (account, passkey)
+    }
+
+    private func verificationRefusal(_ error: WebAuthnError, signingIn: Bool) -> PasskeyRefusal {
+        if error.code == "malformed" {
+            return PasskeyRefusal(reason: "malformed", status: .badRequest, text: "passkey.error.refused", detail: error.detail)
+        }
+        return signingIn ? .verification(error, text: "signin.passkey_failed", status: .unauthorized)
+            : .verification(error, text: "passkey.error.refused", status: .unprocessableContent)
+    }
+
+    private func isStored(_ credentialID: [UInt8]) throws(PasskeyRefusal) -> Bool {
+        do {
+            return try store.passkey(credentialID: credentialID) != nil
+        } catch {
+            throw unavailable("the store could not be asked about the credential: \(error)")
+        }
+    }
+
+    private func signedInAccount(_ request: HTTPRequest) throws(PasskeyRefusal) -> Account {
+        let account: Account?
+        do {
+            account = try signedIn.account(cookieHeader: request.headers["Cookie"])
+        } catch {
+            throw unavailable("the signed-in session could not be read: \(error)")
+        }
+        guard let account else {
+            throw PasskeyRefusal(reason: "signed_out", status: .unauthorized, text: "passkey.error.signed_out",
+                                 detail: "no signed-in session")
+        }
+        return account
+    }
+
+    private func unavailable(_ detail: String) -> PasskeyRefusal {
+        PasskeyRefusal(reason: "unavailable", status: .serviceUnavailable, text: "signin.unavailable", detail: detail)
+    }
+
+    /// The JSON refusal: `{"error":"passkey_refused","reason":…,"message":…}` (a store that
+    /// cannot answer is `unavailable`, 503 with `Retry-After`), its line in the log, its count.
+    private func refused(_ refusal: PasskeyRefusal, ceremony: Ceremony, client: String) -> HTTPResponse {
+        metrics.passkey(ceremony, refusal.reason)
+        if refusal.reason == "unavailable" {
+            logger.error("Passkey \(ceremony.rawValue) failed: the account store is unavailable",
+                         metadata: ["detail": "\(refusal.detail)"])
+            var error = APIError(status: .serviceUnavailable, code: "unavailable", message: text(refusal.text))
+            error.retryAfter = 5
+            return error.response
+        }
+        logger.notice("Passkey \(ceremony.rawValue) refused",
+                      metadata: ["reason": "\(refusal.reason)", "detail": "\(refusal.detail)", "client": "\(client)"])
+        var error = APIError(status: refusal.status, code: "passkey_refused", message: text(refusal.text))
+        error.reason = refusal.reason
+        var response = error.response
+        response.headers.add("Cache-Control", "no-store")
+        return response
+    }
+
+    private static func json(_ body: String, status: HTTPStatus) -> HTTPResponse {
+        var response = HTTPResponse.json(body, status: status)
+        response.headers.add("Cache-Control", "no-store")
+        return response
+    }
+}
