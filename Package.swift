@@ -223,6 +223,12 @@ let package = Package(
         ),
         // What every account store must do, run by each engine's tests; and a throwaway
         // PostgreSQL cluster on loopback for the tests that need one.
+        // A software passkey authenticator for whole ceremonies without a browser.
+        .target(
+            name: "WebAuthnTestSupport",
+            dependencies: ["WebAuthn", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/WebAuthnTestSupport"
+        ),
         .target(
             name: "AccountStoreTestSupport",
             dependencies: ["SignupDomain"],
@@ -268,7 +274,8 @@ let package = Package(
         .testTarget(
             name: "SignupServerTests",
             dependencies: [
-                "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport",
+                "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport", "WebAuthnTestSupport",
+                "WebAuthn",
                 "AccountStoreTestSupport", "SignupPostgres", "OutsideMail",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),

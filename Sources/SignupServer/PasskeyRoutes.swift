@@ -59,9 +59,10 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
         guard let token = form["token"] ?? request.http.queryValue("token"), !token.isEmpty else {
             return APIError.missingParameter("token").response
         }
-        guard let session = sessions.existingSession(for: token) else { return APIError.unknownSession.response }
-        let username = session.typedUsername
-        guard !username.isEmpty else {
+        // A form nobody typed in has no session yet, and so no username either.
+        let session = sessions.existingSession(for: token)
+        guard session != nil || sessions.acceptsForLiveUse(token) else { return APIError.unknownSession.response }
+        guard let session, case let username = session.typedUsername, !username.isEmpty else {
             return routes.refused(PasskeyRefusal(reason: "username_first", status: .conflict, text: "passkey.error.username_first",
                                                  detail: "no username typed yet"), ceremony: .register, client: request.client)
         }
