@@ -204,9 +204,14 @@ var passkeyChoice = form.querySelector("[data-passkey-choice]");
 var passkeyStatus = form.querySelector("[data-passkey-status]");
 var passkeysUsable = false;
 
+var plainAction = form.getAttribute("action") || "/signup";
+
 function setCredential(method) {
   if (credentialInput) { credentialInput.value = method; }
   var passkey = method === "passkey";
+  // The passkey waits in the form's session, on the instance that minted its token: the
+  // token in the URL lets a proxy in front of several instances send the sign-up there.
+  form.setAttribute("action", passkey ? plainAction + "?token=" + encodeURIComponent(token) : plainAction);
   ["password", "confirm"].forEach(function (field) {
     var box = form.querySelector('[data-field="' + field + '"]');
     if (box) { box.hidden = passkey; }

@@ -220,6 +220,9 @@ def test_sign_up_with_a_passkey_and_no_password_then_sign_in_with_it(site, perso
     verified, registration = cross_check_registration(person, site)
     audit(person, "passkey-created-en")
 
+    # The passkey waits in this form's session: the sign-up names the form's token in its URL,
+    # so a proxy in front of several instances sends it to the instance that holds it.
+    assert person.css("form[data-signup]").get_dom_attribute("action").startswith("/signup?token=")
     person.button().click()
     person.until(lambda: "/welcome" in person.driver.current_url, "signed up")
     account_id, password_hash = stored_account(site, "ada_passkey")
@@ -258,6 +261,7 @@ def test_a_second_profile_without_the_credential_cannot_sign_in(site, person):
         other.css("[data-passkey-signin-button]").click()
         other.until(lambda: other.shown("[data-passkey-error]"), "a readable refusal")
         assert "password" in other.css("[data-passkey-error]").text.lower()
+        audit(other, "signin-passkey-refused-en")
         assert "/signin" in other.driver.current_url
         assert other.driver.get_cookie("livesignup_auth") is None
     finally:
