@@ -4,6 +4,7 @@ import LiveSignupClient
 import OutsideMail
 import SignupDomain
 @testable import SignupServer
+import WebAuthnTestSupport
 import XCTest
 
 /// What the black-box tests (Tests/Browser/test_email_verification.py, against aiosmtpd)
@@ -43,6 +44,36 @@ final class EmailVerificationTests: XCTestCase {
         XCTAssertTrue(sent, "the mail went out")
         let text = try XCTUnwrap(outbox.messages(to: address).last?.text)
         return try XCTUnwrap(text.firstMatch(of: #/\n\s+(\d{6})\n/#)).1.description
+    }
+
+    /// A passkey made on the form waits with the pending sign-up, and arrives with the
+    /// account once the address is proved.
+    func testAPasskeySignUpProvesItsAddressFirst() async throws {
+        let form = try await server.client.openForm()
+        _ = try await form.edit("username", to: "keyed_ada")
+        _ = try await form.edit("credential", to: "passkey")
+        let options = try await server.request("POST", "/passkeys/options?token=\(form.token)",
+                                                body: FormURLEncoder.encode([("token", form.token)]))
+        XCTAssertEqual(options.status, 200, options.body)
+        let authenticator = SoftwareAuthenticator()
+        let registration = try authenticator.register(options: options.body, origin: server.baseURL.absoluteString
+            .trimmingCharacters(in: CharacterSet(charactersIn: "/")))
+        let made = try await server.request("POST", "/passkeys/register?token=\(form.token)",
+                                            body: FormURLEncoder.encode([("token", form.token), ("response", registration)]))
+        XCTAssertEqual(made.status, 201, made.body)
+        let pending = try await server.request("POST", "/signup", body: FormURLEncoder.encode([
+            ("token", form.token), ("username", "keyed_ada"), ("email", "keyed@example.org"), ("credential", "passkey"),
+        ]))
+        XCTAssertEqual(pending.headers["location"], "/verify?token=\(form.token)", pending.body)
+        XCTAssertNil(try server.store.passkey(credentialID: authenticator.credentialID), "not before the proof")
+
+        let proved = try await server.request("POST", "/verify", body: FormURLEncoder.encode(
+            [("token", form.token), ("code", try await code(for: "keyed@example.org"))]))
+        XCTAssertEqual(proved.status, 303)
+        let account = try XCTUnwrap(try server.store.account(named: "keyed_ada"))
+        XCTAssertEqual(account.passwordHash, Account.unusablePasswordHash)
+        XCTAssertNotNil(account.emailVerifiedAt)
+        XCTAssertEqual(try server.store.passkeys(ofAccount: account.id).map(\.credentialID), [authenticator.credentialID])
     }
 
     func testACodeExpiresWithItsHoldAndTheNameIsFreeAgain() async throws {
