@@ -196,49 +196,61 @@ function differsFromPage(input) {
 /* ---------- password or passkey ----------
    Where the browser can make a passkey, the form offers one instead of the password fields.
    The choice is an edit like any other (field "credential"): the server swaps the checklist
-   and says so in the stream (the "credential" event), which is what the page shows. */
+   and says so in the stream (the "credential" event). The page swaps its fields to match:
+   the passkey's step (a <template> until then) takes the password fields' place in the form,
+   so the form holds the checklist of the credential chosen and posts no password with a
+   passkey. */
 
 var credentialInput = form.querySelector('input[name="credential"]');
-var passkeyStep = form.querySelector("[data-passkey-step]");
+var stepTemplate = form.querySelector("template[data-passkey-step]");
+var passkeyStep = stepTemplate && stepTemplate.content.firstElementChild;
 var passkeyChoice = form.querySelector("[data-passkey-choice]");
-var passkeyStatus = form.querySelector("[data-passkey-status]");
+var passkeyStatus = passkeyStep && passkeyStep.querySelector("[data-passkey-status]");
+var passwordBoxes = ["password", "confirm"].map(function (field) {
+  var box = form.querySelector('[data-field="' + field + '"]');
+  return box && { box: box, mark: document.createComment(field) };
+}).filter(Boolean);
 var passkeysUsable = false;
-
 var plainAction = form.getAttribute("action") || "/signup";
 
 function setCredential(method) {
+  if (method === "passkey" && !passkeysUsable) { method = "password"; }
   if (credentialInput) { credentialInput.value = method; }
   var passkey = method === "passkey";
   // The passkey waits in the form's session, on the instance that minted its token: the
   // token in the URL lets a proxy in front of several instances send the sign-up there.
   form.setAttribute("action", passkey ? plainAction + "?token=" + encodeURIComponent(token) : plainAction);
-  ["password", "confirm"].forEach(function (field) {
-    var box = form.querySelector('[data-field="' + field + '"]');
-    if (box) { box.hidden = passkey; }
-  });
-  if (passkeyStep) { passkeyStep.hidden = !passkey; }
+  if (passkeyStep && passkey && !passkeyStep.isConnected) {
+    stepTemplate.parentNode.insertBefore(passkeyStep, stepTemplate);
+    passwordBoxes.forEach(function (entry) { entry.box.replaceWith(entry.mark); });
+  } else if (passkeyStep && !passkey && passkeyStep.isConnected) {
+    passwordBoxes.forEach(function (entry) { entry.mark.replaceWith(entry.box); });
+    passkeyStep.remove();
+  }
   if (passkeyChoice) { passkeyChoice.hidden = passkey || !passkeysUsable; }
 }
 
+// `focus` names where the person goes next, found once the fields are swapped.
 function chooseCredential(method, focus) {
   setCredential(method);
   send("credential", true);
-  if (focus) { focus.focus(); }
+  var target = focus();
+  if (target) { target.focus(); }
 }
 
 if (passkeyStep && window.LiveSignupPasskeys) {
+  var createButton = passkeyStep.querySelector("[data-passkey-create]");
   LiveSignupPasskeys.available.then(function (yes) {
     passkeysUsable = yes;
     setCredential(credentialInput ? credentialInput.value : "password");
   });
-  var createButton = passkeyStep.querySelector("[data-passkey-create]");
   if (passkeyChoice) {
     passkeyChoice.querySelector("[data-use-passkey]").addEventListener("click", function () {
-      chooseCredential("passkey", createButton);
+      chooseCredential("passkey", function () { return createButton; });
     });
   }
   passkeyStep.querySelector("[data-use-password]").addEventListener("click", function () {
-    chooseCredential("password", inputFor("password"));
+    chooseCredential("password", function () { return inputFor("password"); });
   });
   createButton.addEventListener("click", function () {
     setText(passkeyStatus, pageText("passkey-waiting"));

@@ -194,7 +194,8 @@ window.LiveSignupPasskeys = {
   var offered = null; // the browser's own offer (conditional create), withdrawn before the button asks
 
   function add(mediation, signal) {
-    return create("/account/passkeys/options", "/account/passkeys", { lang: lang }, mediation, signal);
+    // The server tells the two apart: the browser's own offer may come without "user present".
+    return create("/account/passkeys/options", "/account/passkeys", { lang: lang, mediation: mediation }, mediation, signal);
   }
 
   available.then(function (yes) {

@@ -72,7 +72,7 @@ public struct FieldDeclaration: Sendable, Equatable {
     /// edit protocol's (`field`, `value`, `seq`, `touched`), and the ones the next features
     /// post (`code`, `altcha`, `return_to`, `passkey`).
     public static let reservedNames: Set<String> = [
-        "token", "lang", "field", "value", "seq", "touched", "code", "altcha", "return_to", "passkey", "submit",
+        "token", "lang", "field", "value", "seq", "touched", "code", "altcha", "return_to", "passkey", "credential", "response", "submit",
     ]
 
     /// The field's own text for `key` in `language`, if the declaration gives one.

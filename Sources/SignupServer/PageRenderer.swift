@@ -67,12 +67,12 @@ struct PageRenderer: Sendable {
         let catalog = language.catalog
         func text(_ key: String) -> String { catalog[key] ?? key }
         // The passkey step follows the last password field; the choice comes before the first.
-        let usesPasskey = page.credential == .passkey
         let lastPasswordField = policy.fieldOrder.last { $0 == .password || $0 == .confirm }
         let passkeyState = page.requirementStates[policy.passkeyCreated.id] ?? (page.passkeyCreated ? .met : .unmet)
         let passkeyMessage = page.messages[.passkey] ?? ""
+        // In a <template>: the page's script puts it in the form in place of the password
+        // fields when the person chooses a passkey (a page without WebAuthn never shows it).
         let passkeyStep: [String: Any] = [
-            "hidden": !usesPasskey,
             "requirement": ["id": policy.passkeyCreated.id, "text": policy.passkeyCreated.text,
                             "state": passkeyState.rawValue, "stateText": text("state.\(passkeyState.rawValue)")],
             "message": passkeyMessage,
@@ -131,7 +131,6 @@ struct PageRenderer: Sendable {
                 // never fewer), so nobody types past what the server accepts.
                 "textMaxLength": kind == .text ? formField.declaration.maximumLength ?? DeclaredFieldRules.longestText : 0,
                 "passwordRules": Self.passwordRules(policy.settings),
-                "hiddenForPasskey": usesPasskey && (field == .password || field == .confirm),
                 "offersPasskey": field == .password,
                 // false when there is none: Mustache shows a section for a nil inside `Any`.
                 "passkeyStep": field == lastPasswordField ? passkeyStep : false,

@@ -60,14 +60,19 @@ struct PasskeyChallenges: Sendable {
 
     /// Checks that `challenge` is one of ours, for `purpose`, not expired, and spends it.
     func spend(_ challenge: [UInt8], for purpose: String) throws(PasskeyRefusal) {
+        _ = try spend(challenge, forOneOf: [purpose])
+    }
+
+    /// The same for a challenge made for one of `purposes`; returns which.
+    func spend(_ challenge: [UInt8], forOneOf purposes: [String]) throws(PasskeyRefusal) -> String {
         guard challenge.count == Self.length else {
             throw PasskeyRefusal(reason: "forged", status: .unauthorized, text: "passkey.error.refused",
                                  detail: "a challenge of \(challenge.count) bytes")
         }
         let body = Array(challenge[0..<24])
-        guard constantTimeEqual(mac(body, purpose: purpose), Array(challenge[24...])) else {
+        guard let purpose = purposes.first(where: { constantTimeEqual(mac(body, purpose: $0), Array(challenge[24...])) }) else {
             throw PasskeyRefusal(reason: "forged", status: .unauthorized, text: "passkey.error.refused",
-                                 detail: "a challenge this server did not sign for \(purpose)")
+                                 detail: "a challenge this server did not sign for \(purposes.joined(separator: " or "))")
         }
         let expiry = body[16..<24].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let expiresAt = Date(timeIntervalSince1970: TimeInterval(expiry))
@@ -83,6 +88,7 @@ struct PasskeyChallenges: Sendable {
             throw PasskeyRefusal(reason: "replayed", status: .conflict, text: "passkey.error.expired",
                                  detail: "the challenge was used already")
         }
+        return purpose
     }
 
     private func mac(_ body: [UInt8], purpose: String) -> [UInt8] {

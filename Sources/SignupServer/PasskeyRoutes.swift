@@ -172,16 +172,26 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
 
     // MARK: A signed-in account
 
-    /// `POST /account/passkeys/options`: creation options for one more passkey of the
-    /// signed-in account (its user handle; its passkeys excluded, so one authenticator is not
-    /// registered twice).
+    /// The purposes of an added passkey's challenge: asked for with the button, or by the
+    /// browser's own offer (`mediation=conditional`), whose authenticator may not set UP.
+    private static func addPurpose(_ account: Account, conditional: Bool) -> String {
+        (conditional ? "add-conditional:" : "add:") + String(account.id)
+    }
+
+    /// `POST /account/passkeys/options` (`mediation=conditional` for the browser's own offer):
+    /// creation options for one more passkey of the signed-in account (its user handle; its
+    /// passkeys excluded, so one authenticator is not registered twice).
     func addOptions(_ request: SignupRequest) -> HTTPResponse {
         do throws(LimitExceeded) {
             try limiters.pages.admit(request.clientKey)
         } catch {
             return refusals.limited(error)
         }
-        let routes = speaking(visitorLanguage(request.http))
+        let routes: PasskeyRoutes, form: URLEncodedForm
+        switch answering(request.http) {
+        case .success(let posted): (routes, form) = posted
+        case .failure(let error): return error.response
+        }
         do throws(PasskeyRefusal) {
             let account = try routes.signedInAccount(request.http)
             let handle: [UInt8], existing: [Passkey]
@@ -193,7 +203,8 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
             }
             let options = CreationOptions(
                 relyingParty: relyingParty(for: request.http), name: policy.settings.serviceName, userHandle: handle,
-                userName: account.username, challenge: challenges.make(for: "add:\(account.id)"),
+                userName: account.username,
+                challenge: challenges.make(for: Self.addPurpose(account, conditional: form["mediation"] == "conditional")),
                 timeoutMilliseconds: timeoutMilliseconds, excluding: existing.map { ($0.credentialID, $0.transports) })
             return Self.json(options.json, status: .ok)
         } catch {
@@ -217,8 +228,9 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
             } catch {
                 throw routes.verificationRefusal(error, signingIn: false)
             }
-            try challenges.spend(challenge, for: "add:\(account.id)")
-            let made = try routes.verifiedRegistration(text, challenge: challenge, request: request.http)
+            let purpose = try challenges.spend(challenge, forOneOf: [true, false].map { Self.addPurpose(account, conditional: $0) })
+            let made = try routes.verifiedRegistration(text, challenge: challenge, request: request.http,
+                                                       requireUserPresence: purpose != Self.addPurpose(account, conditional: true))
             let count: Int
             do {
                 try store.addPasskey(Passkey(
@@ -243,12 +255,13 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     // MARK: Checks
 
     /// A registration response checked against `challenge` and this site.
-    private func verifiedRegistration(_ text: String, challenge: [UInt8],
-                                      request: HTTPRequest) throws(PasskeyRefusal) -> VerifiedRegistration {
+    private func verifiedRegistration(_ text: String, challenge: [UInt8], request: HTTPRequest,
+                                      requireUserPresence: Bool = true) throws(PasskeyRefusal) -> VerifiedRegistration {
         do throws(WebAuthnError) {
             let (id, response) = try RegistrationResponse.decode(json: text)
             let made = try WebAuthnCeremony.verifyRegistration(response, expectedChallenge: challenge,
-                                                               relyingParty: relyingParty(for: request))
+                                                               relyingParty: relyingParty(for: request),
+                                                               requireUserPresence: requireUserPresence)
             guard made.credentialID == id else {
                 throw WebAuthnError("bad_authenticator_data", "the credential id differs from the authenticator data's")
             }

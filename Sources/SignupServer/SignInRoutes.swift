@@ -92,14 +92,15 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             metrics.signin("unavailable")
             return signInPage(username: username, error: text("signin.unavailable"), status: .serviceUnavailable)
         }
-        // Unknown names are verified against a fixed hash too, so the answer takes as long
-        // whether or not the account exists.
-        let hash = account?.passwordHash ?? placeholderHash
+        // Unknown names, and accounts without a password (passkeys only, reserved names), are
+        // verified against a fixed hash too, so the answer takes as long whichever it is.
+        let hash = account.map { $0.passwordHash == Account.unusablePasswordHash ? placeholderHash : $0.passwordHash }
+            ?? placeholderHash
         return .later { [self] respond in
             do throws(HashingRefusal) {
                 try hashing.verify(password, against: hash, client: clientKey) { outcome in
                     switch outcome {
-                    case .success(true) where account != nil:
+                    case .success(true) where account != nil && account!.passwordHash != Account.unusablePasswordHash:
                         limiters.signinFailuresPerAccount.reset(accountKey)
                         do {
                             let cookie = try signedIn.signIn(account!)

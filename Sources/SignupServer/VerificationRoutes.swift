@@ -160,6 +160,12 @@ struct VerificationRoutes: ChargesProofs, Sendable {
         } catch AccountCreationError.usernameTaken, AccountCreationError.formAlreadyUsed {
             metrics.verification("expired")
             return expired()
+        } catch PasskeyError.credentialExists {
+            // The form's passkey belongs to another account by now; the pending sign-up is gone.
+            metrics.verification("expired")
+            logger.notice("A proved sign-up's passkey is another account's; nothing was made")
+            return pages.problem(title: text("verify.link_title"), message: text("verify.passkey_exists"),
+                                 code: "passkey_exists", linkText: text("page.footer_link"), status: .conflict)
         } catch {
             return unavailable(error)
         }

@@ -92,9 +92,12 @@ public enum WebAuthnCeremony {
     public static let knownAttestationFormats: Set<String> = ["none", "packed", "tpm", "android-key",
                                                              "android-safetynet", "fido-u2f", "apple"]
 
+    /// - Parameter requireUserPresence: false only for a conditional create (the browser saves
+    ///   a passkey by itself after a password sign-in), where §7.1 lets the authenticator
+    ///   leave UP unset.
     public static func verifyRegistration(
         _ response: RegistrationResponse, expectedChallenge: [UInt8], relyingParty: RelyingParty,
-        requireUserVerification: Bool = false
+        requireUserVerification: Bool = false, requireUserPresence: Bool = true
     ) throws(WebAuthnError) -> VerifiedRegistration {
         try checkClientData(response.clientDataJSON, type: "webauthn.create", challenge: expectedChallenge,
                             relyingParty: relyingParty)
@@ -115,7 +118,8 @@ public enum WebAuthnCeremony {
             throw WebAuthnError("bad_attestation", "a 'none' attestation with a statement")
         }
         let data = try AuthenticatorData(authenticatorBytes)
-        try checkAuthenticator(data, relyingParty: relyingParty, requireUserVerification: requireUserVerification)
+        try checkAuthenticator(data, relyingParty: relyingParty, requireUserVerification: requireUserVerification,
+                               requireUserPresence: requireUserPresence)
         guard let credential = data.credential else {
             throw WebAuthnError("bad_authenticator_data", "a registration without its credential")
         }
@@ -190,11 +194,12 @@ public enum WebAuthnCeremony {
     }
 
     private static func checkAuthenticator(_ data: AuthenticatorData, relyingParty: RelyingParty,
-                                           requireUserVerification: Bool) throws(WebAuthnError) {
+                                           requireUserVerification: Bool,
+                                           requireUserPresence: Bool = true) throws(WebAuthnError) {
         guard data.rpIDHash == relyingParty.idHash else {
             throw WebAuthnError("wrong_rp_id", "the credential is scoped to another site")
         }
-        guard data.flags.contains(.userPresent) else {
+        guard data.flags.contains(.userPresent) || !requireUserPresence else {
             throw WebAuthnError("user_not_present", "the authenticator did not see the person (UP not set)")
         }
         if requireUserVerification, !data.flags.contains(.userVerified) {

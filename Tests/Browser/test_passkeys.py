@@ -160,7 +160,7 @@ def choose_passkey(page, username):
     page.type("email", f"{username}@example.com", leave=True)
     page.until(lambda: page.shown("[data-use-passkey]"), "the passkey choice is offered")
     page.css("[data-use-passkey]").click()
-    page.until(lambda: page.shown("[data-passkey-step]"), "the passkey step shows")
+    page.until(lambda: page.shown('[data-field-step="passkey"]'), "the passkey step shows")
 
 
 def create_passkey(page):
@@ -201,8 +201,8 @@ def sign_out(page):
 
 def test_sign_up_with_a_passkey_and_no_password_then_sign_in_with_it(site, person):
     choose_passkey(person, "ada_passkey")
-    # The password fields left; passkey.created took the checklist's place of theirs.
-    assert not person.shown('[data-field="password"]') and not person.shown('[data-field="confirm"]')
+    # The password fields left the form; passkey.created took their checklist's place.
+    assert not person.driver.find_elements(By.CSS_SELECTOR, '[data-field="password"], [data-field="confirm"]')
     visible = person.visible_requirements()
     assert "passkey.created" in visible and not any(r.startswith(("password.", "confirm.")) for r in visible)
     assert person.state("passkey.created") == "unmet"
@@ -213,6 +213,15 @@ def test_sign_up_with_a_passkey_and_no_password_then_sign_in_with_it(site, perso
     missing = person.css("[data-missing-list]").text
     assert "A passkey for this site" in missing and "Password" not in missing
     audit(person, "passkey-step-en")
+    # Back to a password and back again: the fields and their checklist follow the choice.
+    person.css("[data-use-password]").click()
+    person.until(lambda: person.shown('[data-field="password"]'), "the password fields are back")
+    person.until_state("password.length", "unmet")
+    assert not person.driver.find_elements(By.CSS_SELECTOR, '[data-requirement="passkey.created"]')
+    assert person.driver.switch_to.active_element == person.field("password"), "focus goes to the password"
+    person.css("[data-use-passkey]").click()
+    person.until(lambda: person.shown('[data-field-step="passkey"]'), "the passkey step again")
+    assert person.driver.switch_to.active_element == person.css("[data-passkey-create]"), "focus on Create a passkey"
 
     create_passkey(person)
     person.until(lambda: person.submit_enabled() == "true", "Sign up is enabled once the passkey exists")
@@ -301,7 +310,7 @@ def test_german_passkey_pages_have_no_violations(site, person):
     person.until(lambda: person.shown("[data-use-passkey]"), "offered")
     assert person.css("[data-use-passkey]").text == "Passkey statt Passwort verwenden"
     person.css("[data-use-passkey]").click()
-    person.until(lambda: person.shown("[data-passkey-step]"), "the step shows")
+    person.until(lambda: person.shown('[data-field-step="passkey"]'), "the step shows")
     audit(person, "passkey-step-de")
     create_passkey(person)
     assert person.css("[data-passkey-status]").text.startswith("Passkey erstellt")

@@ -78,11 +78,10 @@ final class PasskeyServerTests: XCTestCase {
         _ = try await form.edit("username", to: "ada_keys", touched: true)
         _ = try await form.edit("email", to: "ada@example.org", touched: true)
         _ = try await form.edit(CredentialMethod.fieldName, to: "passkey")
-        let swapped = await events.wait { $0.contains { if case .credential(.passkey, _) = $0 { true } else { false } } }
-        let index = try XCTUnwrap(swapped.firstIndex { if case .credential = $0 { true } else { false } })
-        let after = swapped[index...]
-        XCTAssertTrue(after.contains { if case .requirement("passkey.created", .unmet, _) = $0 { true } else { false } },
-                      "passkey.created follows the credential event: \(after)")
+        let swapped = await events.wait { $0.contains { if case .requirement("passkey.created", .unmet, _) = $0 { true } else { false } } }
+        let credential = try XCTUnwrap(swapped.firstIndex { if case .credential(.passkey, _) = $0 { true } else { false } })
+        let created = try XCTUnwrap(swapped.firstIndex { if case .requirement("passkey.created", _, _) = $0 { true } else { false } })
+        XCTAssertLessThan(credential, created, "the checklist swaps before its states arrive: \(swapped)")
 
         let reconnect = EventCollector(form.events())
         let snapshot = await reconnect.wait(forCount: 1)
@@ -166,8 +165,22 @@ final class PasskeyServerTests: XCTestCase {
         XCTAssertEqual(again.status, 409, "its challenge was spent")
         XCTAssertEqual(try reason(again), "replayed")
 
+        // The browser's own offer (conditional create) may come without "user present"; only
+        // a challenge asked for that way accepts it.
+        let unattended = SoftwareAuthenticator()
+        unattended.flags = 0x04
+        let buttonOptions = try await post("/account/passkeys/options", [], cookie: cookie)
+        let pressed = try await post("/account/passkeys", [("response", try unattended.register(
+            options: buttonOptions.body, origin: Self.site))], cookie: cookie)
+        XCTAssertEqual(pressed.status, 422)
+        XCTAssertEqual(try reason(pressed), "user_not_present")
+        let offerOptions = try await post("/account/passkeys/options", [("mediation", "conditional")], cookie: cookie)
+        let offered = try await post("/account/passkeys", [("response", try unattended.register(
+            options: offerOptions.body, origin: Self.site))], cookie: cookie)
+        XCTAssertEqual(offered.status, 201, offered.body)
+
         let welcome = try await server.request("GET", "/welcome", headers: ["Cookie": cookie])
-        XCTAssertTrue(welcome.body.contains(#"data-passkeys="1""#))
+        XCTAssertTrue(welcome.body.contains(#"data-passkeys="2""#))
         let account = try XCTUnwrap(try server.store.account(named: "hopper"))
         let signedIn = try await signIn(with: authenticator, handle: try server.store.userHandle(ofAccount: account.id))
         XCTAssertEqual(signedIn.status, 200, signedIn.body)
