@@ -20,9 +20,7 @@ extension RegistrationResponse {
             }
         }
         let body: Body = try decodeJSON(text)
-        let id = try bytes(body.id, "id")
-        guard try bytes(body.rawId, "rawId") == id else { throw malformed("id and rawId differ") }
-        guard body.type == "public-key" else { throw malformed("the type is '\(body.type)', not 'public-key'") }
+        let id = try checkedCredentialID(id: body.id, rawId: body.rawId, type: body.type)
         // Transports are hints for later sign-ins; a browser's list is short and plain.
         let transports = (body.response.transports ?? []).filter { $0.count <= 32 && $0.allSatisfy { $0.isLetter || $0 == "-" } }
         return (id, RegistrationResponse(
@@ -49,9 +47,7 @@ extension AssertionResponse {
             }
         }
         let body: Body = try decodeJSON(text)
-        let id = try bytes(body.id, "id")
-        guard try bytes(body.rawId, "rawId") == id else { throw malformed("id and rawId differ") }
-        guard body.type == "public-key" else { throw malformed("the type is '\(body.type)', not 'public-key'") }
+        let id = try checkedCredentialID(id: body.id, rawId: body.rawId, type: body.type)
         self.init(credentialID: id,
                   clientDataJSON: try bytes(body.response.clientDataJSON, "clientDataJSON"),
                   authenticatorData: try bytes(body.response.authenticatorData, "authenticatorData"),
@@ -162,6 +158,14 @@ private func decodeJSON<T: Decodable>(_ text: String) throws(WebAuthnError) -> T
     } catch {
         throw malformed("the response is not the JSON WebAuthn defines (\(error))")
     }
+}
+
+/// The credential id both JSON forms carry twice (`id`, `rawId`), for a `public-key` credential.
+private func checkedCredentialID(id: String, rawId: String, type: String) throws(WebAuthnError) -> [UInt8] {
+    let decoded = try bytes(id, "id")
+    guard try bytes(rawId, "rawId") == decoded else { throw malformed("id and rawId differ") }
+    guard type == "public-key" else { throw malformed("the type is '\(type)', not 'public-key'") }
+    return decoded
 }
 
 private func bytes(_ text: String, _ name: String) throws(WebAuthnError) -> [UInt8] {

@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "Tests/Browser"))
 from conftest import SERVER, make_driver
-from selenium.webdriver.common.virtual_authenticator import VirtualAuthenticatorOptions
+from test_passkeys import add_authenticator
 database = Path(tempfile.mkdtemp()) / "capture.sqlite"
 srv = subprocess.Popen([str(SERVER), "--port", "0", "--database", str(database),
     "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"), "--log-level", "warning"],
@@ -22,13 +22,7 @@ d = make_driver()
 fixtures = {}
 try:
     d.get(f"http://localhost:{port}/")
-    opts = VirtualAuthenticatorOptions()
-    opts.protocol = VirtualAuthenticatorOptions.Protocol.CTAP2
-    opts.transport = VirtualAuthenticatorOptions.Transport.INTERNAL
-    opts.has_resident_key = True
-    opts.has_user_verification = True
-    opts.is_user_verified = True
-    d.add_virtual_authenticator(opts)
+    add_authenticator(d)
     for alg in (-7, -257):
         reg = d.execute_async_script("""
           var done = arguments[arguments.length - 1], alg = arguments[0];
