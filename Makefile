@@ -90,7 +90,9 @@ browser-deps:
 # the peer, interleaved: make bench PEER=../shared/peers/hummingbird/signup-peer/.build/release/signup-peer
 # RUNS=3 and SCENARIOS=typing,idle narrow or widen it. Nothing else may run on the machine.
 RUNS ?= 2
-SCENARIOS ?= ceiling,typing,saturation,idle,streams,instances
+# The Hummingbird peer, when it is built beside the project (../shared/peers/hummingbird).
+PEER ?= $(wildcard ../shared/peers/hummingbird/signup-peer/.build/release/signup-peer)
+SCENARIOS ?= ceiling,typing,connection,saturation,idle,streams,instances
 bench: deps
 	swift build -c release --scratch-path .build-bench --product signup-server $(SWIFT_BUILD_FLAGS)
 	$(MAKE) --no-print-directory -C Benchmarks/loadgen

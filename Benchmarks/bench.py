@@ -7,9 +7,14 @@ Scenarios, each run RUNS times, alternating LiveSignup and the peer (A, B, A, B)
 server pinned to CPU 0 and every load generator to CPU 1:
 
 1. typing: 200 people typing at 5 keys/s (about 1,000 edits/s) through the native generator
-   (Benchmarks/loadgen): server CPU per edit, p50/p99 edit→event, events per edit.
+   (Benchmarks/loadgen), open-loop (up to 4 connections a person): server CPU per edit,
+   p50/p99 edit→event, events per edit; LiveSignup, the peer and the no-logic floor.
+1b. connection: the same with one keep-alive connection a person (a browser's shape).
 2. saturation: the highest offered rate (people × 5 keys/s) the server sustains on one core
-   with p99 edit→event ≤ 50 ms and at least 97 % of the offered edits answered.
+   with p99 edit→event ≤ 50 ms and at least 97 % of the offered edits answered, in both shapes.
+
+Every simulated person comes from a loopback address of its own (127.0.X.Y) and LiveSignup
+runs with its default limits on: the configuration operators run.
 3. idle: 2,000 and 10,000 sessions with their event streams open: memory per session
    (RSS growth from a started server / sessions), server CPU while idle.
 4. streams: 19,000 idle streams in one process: how many connect, server CPU.
@@ -53,45 +58,71 @@ def result_line(output):
     raise RuntimeError("no RESULT line in:\n" + output[-2000:])
 
 
-def typing(port, pid, people, window, warmup=4.0, rate=KEYS_PER_SECOND, token_in_url=False):
+# The two load shapes (issue 24): `open` is issue 11's open-loop shape (up to 4 keep-alive
+# POST connections per person, a keystroke never waits); `connection` is a browser's: one
+# keep-alive connection per person, a keystroke waits while it is busy. Both come from a
+# loopback address per person (127.0.X.Y), so LiveSignup runs with its default limits on,
+# as operators run it.
+SHAPES = {"open": 4, "connection": 1}
+
+
+def typing(port, pid, people, window, warmup=4.0, rate=KEYS_PER_SECOND, token_in_url=False, shape="open"):
     """The native generator against a running server; returns its RESULT. `token_in_url`:
     edits go to /fields?token=… as the page sends them (needed behind nginx with several
     instances; the peer reads the body only)."""
     command = ["taskset", "-c", "1", str(LOADGEN), "--port", str(port), "--people", str(people),
                "--rate", str(rate), "--warmup", str(warmup), "--window", str(window),
-               "--server-pid", str(pid), "--token-in-url", "1" if token_in_url else "0"]
+               "--server-pid", str(pid), "--token-in-url", "1" if token_in_url else "0",
+               "--post-connections", str(SHAPES[shape]), "--spread-addresses", "1"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=warmup + window + 90)
     if done.returncode != 0:
         log(done.stderr[-2000:])
     return result_line(done.stdout)
 
 
+class Stub:
+    """The no-logic floor (Benchmarks/loadgen/stub_server.c), pinned to CPU 0."""
+
+    def start(self):
+        self.proc = subprocess.Popen(["taskset", "-c", "0", str(STUB), "--port", "0"], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        self.port = int(line.split("127.0.0.1:")[1].split()[0])
+        self.pid = self.proc.pid
+        return self
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
 class Servers:
-    """Starts LiveSignup or the peer, pinned to CPU 0, with a fresh database."""
+    """Starts LiveSignup (its default limits on), the peer, or the floor, pinned to CPU 0,
+    each with a fresh database."""
 
     def __init__(self, binary, peer_binary):
-        self.binaries = {"livesignup": binary, "peer": peer_binary}
+        self.binaries = {"livesignup": binary, "peer": peer_binary, "floor": STUB}
 
     @property
     def names(self):
         return [name for name, path in self.binaries.items() if path]
 
     def start(self, name):
-        peer = name == "peer"
-        extra = [] if peer else bl.LIMITS_OFF
-        return bl.Server(self.binaries[name], extra_args=extra, peer=peer, cpus="0").start()
+        if name == "floor":
+            return Stub().start()
+        return bl.Server(self.binaries[name], peer=name == "peer", cpus="0").start()
 
 
-def run_typing(servers, runs, window):
+def run_typing(servers, runs, window, shape):
+    """200 people typing at 5 keys/s in `shape`: LiveSignup, the peer and the floor in turn."""
     rows = {name: [] for name in servers.names}
     for run in range(runs):
         for name in servers.names:
             server = servers.start(name)
             try:
-                result = typing(server.port, server.pid, 200, window)
+                result = typing(server.port, server.pid, 200, window, shape=shape)
             finally:
                 server.stop()
-            log(f"typing {name} run {run + 1}: {summary(result)}")
+            log(f"typing ({shape}) {name} run {run + 1}: {summary(result)}")
             rows[name].append(result)
     return rows
 
@@ -105,7 +136,7 @@ def sustains(result):
             and result.get("errors", 0) == 0 and result.get("non_202", 0) == 0)
 
 
-def find_saturation(start_server, low_people=200, step=200, window=8.0, limit=6000, token_in_url=False):
+def find_saturation(start_server, low_people=200, step=200, window=8.0, limit=6000, token_in_url=False, shape="open"):
     """Raises the number of typists in steps until the bound breaks, then halves the step
     twice around the edge. Returns (highest sustained edits/s, the results tried)."""
     tried = []
@@ -114,7 +145,7 @@ def find_saturation(start_server, low_people=200, step=200, window=8.0, limit=60
     def attempt(people):
         server = start_server()
         try:
-            result = typing(server.port, server.pid, people, window, warmup=3.0, token_in_url=token_in_url)
+            result = typing(server.port, server.pid, people, window, warmup=3.0, token_in_url=token_in_url, shape=shape)
         finally:
             server.stop()
         ok = sustains(result)
@@ -148,12 +179,12 @@ def find_saturation(start_server, low_people=200, step=200, window=8.0, limit=60
     return best, tried
 
 
-def run_saturation(servers, runs):
-    rows = {name: [] for name in servers.names}
+def run_saturation(servers, runs, shape):
+    rows = {name: [] for name in servers.names if name != "floor"}
     for run in range(runs):
-        for name in servers.names:
-            log(f"saturation {name} run {run + 1}")
-            best, tried = find_saturation(lambda: servers.start(name))
+        for name in rows:
+            log(f"saturation ({shape}) {name} run {run + 1}")
+            best, tried = find_saturation(lambda: servers.start(name), shape=shape)
             rows[name].append({"edits_per_s": best, "tried": tried})
     return rows
 
@@ -186,9 +217,9 @@ def run_instances(binary, window):
 
 
 def run_idle(servers, binary_for, runs, streams, quick=True):
-    rows = {name: [] for name in servers.names}
+    rows = {name: [] for name in servers.names if name != "floor"}
     for run in range(runs):
-        for name in servers.names:
+        for name in rows:
             command = [sys.executable, str(HERE / "idle_streams.py"), binary_for[name], "--streams", str(streams),
                        "--server-cpus", "0", "--window", "10", "--quick", "--open-timeout", "120"]
             if name == "peer":
@@ -257,14 +288,16 @@ def ratio(ours, theirs):
 def table(measures, args, commit, machine):
     lines = [
         f"Commit `{commit}`, {machine}, {time.strftime('%Y-%m-%d')}; `{' '.join(args.command)}`.",
-        f"Medians of {args.runs} alternating runs (LiveSignup, peer, LiveSignup, peer, …); servers on CPU 0, "
-        "load on CPU 1.",
+        f"Medians of {args.runs} alternating runs (LiveSignup, peer, floor, LiveSignup, …); servers on CPU 0, "
+        "load on CPU 1; LiveSignup with its default limits, each simulated person from its own loopback "
+        "address. Floor: `Benchmarks/loadgen/stub_server.c`, the protocol with no logic.",
         "",
-        "| measure | LiveSignup | peer | ratio |",
-        "| --- | --- | --- | --- |",
+        "| measure | LiveSignup | peer | floor | LiveSignup / peer | LiveSignup / floor |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
-    for label, ours, theirs, digits in measures:
-        lines.append(f"| {label} | {fmt(ours, digits)} | {fmt(theirs, digits)} | {ratio(ours, theirs)} |")
+    for label, ours, theirs, floor, digits in measures:
+        lines.append(f"| {label} | {fmt(ours, digits)} | {fmt(theirs, digits)} | {fmt(floor, digits)} "
+                     f"| {ratio(ours, theirs)} | {ratio(ours, floor)} |")
     return "\n".join(lines)
 
 
@@ -274,7 +307,7 @@ def main():
     parser.add_argument("--peer", default=None, help="the Hummingbird peer's signup-peer binary")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--window", type=float, default=15.0, help="typing window, seconds")
-    parser.add_argument("--scenarios", default="ceiling,typing,saturation,idle,streams,instances")
+    parser.add_argument("--scenarios", default="ceiling,typing,connection,saturation,idle,streams,instances")
     parser.add_argument("--write-readme", action="store_true")
     args = parser.parse_args()
     args.command = ["python3", "Benchmarks/bench.py", *sys.argv[1:]]
@@ -294,9 +327,12 @@ def main():
     if "ceiling" in scenarios:
         keep("ceiling", run_ceiling())
     if "typing" in scenarios:
-        keep("typing", run_typing(servers, args.runs, args.window))
+        keep("typing", run_typing(servers, args.runs, args.window, "open"))
+    if "connection" in scenarios:
+        keep("connection", run_typing(servers, args.runs, args.window, "connection"))
     if "saturation" in scenarios:
-        keep("saturation", run_saturation(servers, args.runs))
+        keep("saturation", run_saturation(servers, args.runs, "open"))
+        keep("saturation_connection", run_saturation(servers, args.runs, "connection"))
     if "idle" in scenarios:
         keep("idle2000", run_idle(servers, binary_for, args.runs, 2000))
         keep("idle10000", run_idle(servers, binary_for, args.runs, 10000))
@@ -310,22 +346,26 @@ def main():
         return median([pick(row) for row in rows])
 
     def both(label, key, pick, digits=1):
-        return (label, med(key, "livesignup", pick), med(key, "peer", pick), digits)
+        return (label, med(key, "livesignup", pick), med(key, "peer", pick), med(key, "floor", pick), digits)
 
     measures = []
-    if "typing" in raw:
+    for key, name in (("typing", "open-loop typing (≤ 4 connections a person)"),
+                      ("connection", "typing on one keep-alive connection a person")):
+        if key not in raw:
+            continue
         measures += [
-            both("typing, 200 people × 5 keys/s: edits/s", "typing", lambda r: r["edits_per_s"], 0),
-            both("typing: server CPU per edit, µs", "typing", lambda r: r.get("server_cpu_us_per_edit")),
-            both("typing: p50 edit→event, ms", "typing", lambda r: r["latency_ms"]["p50"], 2),
-            both("typing: p99 edit→event, ms", "typing", lambda r: r["latency_ms"]["p99"], 2),
-            both("typing: edits that changed nothing visible, %", "typing",
+            both(f"{name}, 200 people × 5 keys/s: edits/s", key, lambda r: r["edits_per_s"], 0),
+            both(f"{name}: server CPU per edit, µs", key, lambda r: r.get("server_cpu_us_per_edit")),
+            both(f"{name}: p50 edit→event, ms", key, lambda r: r["latency_ms"]["p50"], 2),
+            both(f"{name}: p99 edit→event, ms", key, lambda r: r["latency_ms"]["p99"], 2),
+            both(f"{name}: edits that changed nothing visible, %", key,
                  lambda r: 100 * r["edits_without_event"] / max(1, r["edits_without_event"] + r["latency_ms"]["n"])),
-            both("typing: errors + non-202", "typing", lambda r: r.get("errors", 0) + r.get("non_202", 0), 0),
+            both(f"{name}: errors + non-202", key, lambda r: r.get("errors", 0) + r.get("non_202", 0), 0),
         ]
-    if "saturation" in raw:
-        measures.append(both(f"highest edits/s on one core with p99 ≤ {P99_BOUND_MS:.0f} ms", "saturation",
-                             lambda r: r["edits_per_s"], 0))
+    for key, name in (("saturation", "open-loop"), ("saturation_connection", "one connection a person")):
+        if key in raw:
+            measures.append(both(f"{name}: highest edits/s on one core with p99 ≤ {P99_BOUND_MS:.0f} ms", key,
+                                 lambda r: r["edits_per_s"], 0))
     for key, count in (("idle2000", 2000), ("idle10000", 10000)):
         if key in raw:
             measures += [
@@ -346,13 +386,13 @@ def main():
             latency = row["typing"].get("latency_ms") or {}
             measures += [
                 (f"PostgreSQL, {label}: highest edits/s with p99 ≤ {P99_BOUND_MS:.0f} ms (all server processes on CPU 0)",
-                 row["saturation"], None, 0),
-                (f"PostgreSQL, {label}: p99 edit→event at ~1,000 edits/s, ms", latency.get("p99"), None, 2),
+                 row["saturation"], None, None, 0),
+                (f"PostgreSQL, {label}: p99 edit→event at ~1,000 edits/s, ms", latency.get("p99"), None, None, 2),
             ]
     if "ceiling" in raw:
         best, _ = raw["ceiling"]
         measures.append(("generator ceiling against the no-logic stub, edits/s (p99 ≤ 50 ms)",
-                         best, None, 0))
+                         None, None, best, 0))
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE.parent).stdout.strip()

@@ -115,6 +115,14 @@ static int opt_token_in_url;
 
 static char host_header[64];    /* "127.0.0.1:PORT" */
 static struct sockaddr_in server_addr;
+/* POST connections per person (1..MAX_POST). With fewer than MAX_POST a keystroke that finds
+ * them all busy waits for one (as a browser queues on its connection) instead of counting as
+ * an error; its latency still runs from the moment it is written. */
+static int opt_post_conns = MAX_POST;
+/* Each person's sockets from a loopback address of its own (127.0.X.Y), so per-address limits
+ * see 200 people as 200 clients, as they would on the internet. */
+static int opt_spread = 0;
+static long n_queued;
 static int epfd;
 
 static long n_sent, n_answered, n_non202, n_errors, n_without_event;
@@ -420,6 +428,16 @@ static struct conn *conn_open(struct person *p, enum kind kind, const char **err
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* small requests, no Nagle wait */
+    if (opt_spread) {
+        long i = p - people;
+        struct sockaddr_in source = {.sin_family = AF_INET, .sin_port = 0};
+        source.sin_addr.s_addr = htonl(0x7F000000u | (uint32_t)(1 + i / 254) << 8 | (uint32_t)(1 + i % 254));
+        if (bind(fd, (struct sockaddr *)&source, sizeof source) < 0) {
+            *err = strerror(errno);
+            close(fd);
+            return NULL;
+        }
+    }
     int connecting = 0;
     if (connect(fd, (struct sockaddr *)&server_addr, sizeof server_addr) < 0) {
         if (errno != EINPROGRESS) {
@@ -523,8 +541,24 @@ static void start_typing(struct person *p, double now)
     type_due(p, now);
 }
 
-static void send_key(struct person *p)
+/* Sends the next keystroke; 0 when it must wait for a connection (--post-connections). */
+static int send_key(struct person *p)
 {
+    /* An idle keep-alive connection, else a new one, else the pool is exhausted. */
+    struct conn *c = NULL;
+    int free_slot = -1;
+    for (int i = 0; i < opt_post_conns; i++) {
+        if (p->posts[i] && !p->posts[i]->busy) {
+            c = p->posts[i];
+            break;
+        }
+        if (!p->posts[i] && free_slot < 0)
+            free_slot = i;
+    }
+    if (!c && free_slot < 0 && opt_post_conns < MAX_POST) {
+        n_queued++;
+        return 0;
+    }
     int f = p->field, full = p->vlen[f];
     int touched = p->pos == full;           /* the last step of each field is the blur */
     int len = touched ? full : p->pos + 1;
@@ -537,29 +571,19 @@ static void send_key(struct person *p)
     if (in_window)
         window_keys++;
 
-    /* An idle keep-alive connection, else a new one, else the pool is exhausted. */
-    struct conn *c = NULL;
-    int free_slot = -1;
-    for (int i = 0; i < MAX_POST; i++) {
-        if (p->posts[i] && !p->posts[i]->busy) {
-            c = p->posts[i];
-            n_sent++;
-            break;
-        }
-        if (!p->posts[i] && free_slot < 0)
-            free_slot = i;
-    }
-    if (!c) {
+    if (c) {
+        n_sent++;
+    } else {
         if (free_slot < 0) {
             count_error("POST /fields: %d connections busy", MAX_POST);
-            return;
+            return 1;
         }
         n_sent++; /* from here the edit counts as sent, even if its connect fails */
         const char *err = NULL;
         c = conn_open(p, K_POST, &err);
         if (!c) {
             count_error("POST /fields: connect: %s", err);
-            return;
+            return 1;
         }
         p->posts[free_slot] = c;
     }
@@ -578,6 +602,7 @@ static void send_key(struct person *p)
     c->sent_set = 0;
     c->counted = in_window;
     conn_send(c, req, (size_t)rlen);
+    return 1;
 }
 
 /* Sends every keystroke that is due (open-loop: late ones go at once), then sleeps until
@@ -599,7 +624,8 @@ static void type_due(struct person *p, double now)
             lag_over_1ms += lag > 0.001;
             lag_over_10ms += lag > 0.010;
         }
-        send_key(p);
+        if (!send_key(p))
+            return; /* waits for its connection: post_done carries on */
         if (p->state != P_TYPING)
             return;
     }
@@ -788,7 +814,9 @@ static void post_done(struct conn *c, double now)
     }
     if (c->close_after)
         conn_kill(c);
-    if (p->state == P_DRAIN && p->outstanding == 0)
+    if (p->state == P_TYPING && opt_post_conns < MAX_POST)
+        type_due(p, mono()); /* keystrokes that waited for this connection */
+    else if (p->state == P_DRAIN && p->outstanding == 0)
         enter_grace(p, mono());
 }
 
@@ -1284,6 +1312,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: typing_load --port P [--people N] [--rate K] [--warmup S] [--window S]\n"
             "                   [--server-pid PID] [--timeout S] [--token-in-url 0|1]\n"
+            "                   [--post-connections 1..4] [--spread-addresses 0|1]\n"
             "N people type a sign-up form at K keys/s each, open-loop, against 127.0.0.1:P.\n"
             "Last stdout line: RESULT {json}.\n");
     exit(2);
@@ -1312,11 +1341,15 @@ int main(int argc, char **argv)
             opt_timeout = atof(v);
         else if (!strcmp(a, "--token-in-url"))
             opt_token_in_url = atoi(v);
+        else if (!strcmp(a, "--post-connections"))
+            opt_post_conns = atoi(v);
+        else if (!strcmp(a, "--spread-addresses"))
+            opt_spread = atoi(v);
         else
             usage();
     }
     if (opt_port <= 0 || opt_port > 65535 || opt_people <= 0 || !(opt_rate > 0) || opt_window <= 0 ||
-        opt_warmup < 0)
+        opt_warmup < 0 || opt_post_conns < 1 || opt_post_conns > MAX_POST)
         usage();
     if (opt_timeout < 0)
         opt_timeout = opt_warmup + opt_window + 30;
@@ -1463,6 +1496,7 @@ int main(int argc, char **argv)
             opt_people, opt_rate, opt_people * opt_rate, window_keys / (w1 - w0 > 0 ? w1 - w0 : 1e-9));
     fprintf(o, "\"edits_per_s\": %.1f, \"window_s\": %.1f, \"window_sent\": %ld, ", window_ok / elapsed, elapsed,
             window_sent);
+    fprintf(o, "\"queued\": %ld, ", n_queued);
     fprintf(o, "\"sent\": %ld, \"answered\": %ld, \"non_202\": %ld, \"errors\": %ld, \"error_kinds\": {", n_sent,
             n_answered, n_non202, n_errors);
     for (int i = 0; i < n_kinds; i++) {
