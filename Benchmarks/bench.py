@@ -109,7 +109,10 @@ class Servers:
     def start(self, name):
         if name == "floor":
             return Stub().start()
-        return bl.Server(self.binaries[name], peer=name == "peer", cpus="0").start()
+        if name == "peer":
+            return bl.Server(self.binaries[name], peer=True, cpus="0").start()
+        # The defaults operators run: limits on, and the info level, so one access line per request.
+        return bl.Server(self.binaries[name], extra_args=["--log-level", "info"], cpus="0").start()
 
 
 def run_typing(servers, runs, window, shape):

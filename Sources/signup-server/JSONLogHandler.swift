@@ -10,8 +10,6 @@ struct JSONLogHandler: LogHandler {
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
 
-    private static let output = Locked(FileHandle.standardError)
-
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
@@ -30,7 +28,7 @@ struct JSONLogHandler: LogHandler {
         guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         else { return }
         line.append(UInt8(ascii: "\n"))
-        Self.output.withLock { $0.write(line) }
+        BufferedLogOutput.standardError.write(String(decoding: line, as: UTF8.self), urgent: event.level >= .warning)
     }
 
     /// RFC 3339 with milliseconds, UTC.

@@ -109,10 +109,12 @@ struct OperationOptions: ParsableArguments {
     func bootstrapLogging() throws -> (logger: Logger, accessLogger: Logger?) {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let json = logFormat == "json"
+        // Lines are written in batches by a thread of their own; whatever waits is written at exit.
+        atexit { BufferedLogOutput.standardError.flush() }
         LoggingSystem.bootstrap { label in
             var handler: any LogHandler = json
                 ? JSONLogHandler(label: label)
-                : StreamLogHandler.standardError(label: label)
+                : TextLogHandler(label: label, output: .standardError)
             handler.logLevel = level
             return handler
         }

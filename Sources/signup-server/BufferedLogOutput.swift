@@ -1,0 +1,164 @@
+import Foundation
+import Logging
+
+/// Standard error, written in batches by a thread of its own: a log line costs the request
+/// thread that makes it a copy into memory, not a `write(2)` with the stream's lock held.
+/// The access log writes a line per request, so under typing load this was a quarter of
+/// the server's CPU per edit (Benchmarks/README.md, issue 24).
+///
+/// Lines stay in order. Warnings and worse are written at once, with everything before
+/// them, so a crash right after one loses nothing that explains it; so is everything at
+/// exit. Memory is bounded: past `capacity` bytes waiting (standard error blocked, a log
+/// shipper stuck), lines are dropped and counted, and the count is written when writing
+/// resumes.
+final class BufferedLogOutput: @unchecked Sendable {
+    static let standardError = BufferedLogOutput(descriptor: STDERR_FILENO)
+
+    /// How long lines gather before they are written (a batch under load, one line when quiet).
+    let interval: TimeInterval
+    let capacity: Int
+    private let descriptor: Int32
+    private let state = NSCondition()
+    // Guarded by `state`.
+    private var pending: [UInt8] = []
+    private var dropped = 0
+    private var writerStarted = false
+    /// Held while a batch is taken and written, so batches never overtake each other.
+    private let writing = NSLock()
+
+    init(descriptor: Int32, interval: TimeInterval = 0.05, capacity: Int = 1 << 20) {
+        self.descriptor = descriptor
+        self.interval = interval
+        self.capacity = capacity
+        pending.reserveCapacity(64 * 1024)
+    }
+
+    /// Queues `line` (which ends in a newline); `urgent` writes it, and all before it, now.
+    func write(_ line: String, urgent: Bool) {
+        state.lock()
+        if pending.count + line.utf8.count > capacity {
+            dropped += 1
+        } else {
+            pending.append(contentsOf: line.utf8)
+        }
+        if !writerStarted {
+            writerStarted = true
+            let thread = Thread { [self] in writeForever() }
+            thread.name = "log-writer"
+            thread.start()
+        }
+        state.signal()
+        state.unlock()
+        if urgent { flush() }
+    }
+
+    /// Writes everything queued, on the caller's thread.
+    func flush() {
+        writing.lock()
+        defer { writing.unlock() }
+        state.lock()
+        var batch = pending
+        pending.removeAll(keepingCapacity: true)
+        let lost = dropped
+        dropped = 0
+        state.unlock()
+        if lost > 0 {
+            batch = Array("\(lost) log lines were dropped: standard error was not keeping up\n".utf8) + batch
+        }
+        writeAll(batch)
+    }
+
+    private func writeForever() {
+        while true {
+            state.lock()
+            while pending.isEmpty { state.wait() }
+            state.unlock()
+            // Let a batch gather: under load this is many lines per write.
+            Thread.sleep(forTimeInterval: interval)
+            flush()
+        }
+    }
+
+    private func writeAll(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Foundation.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return  // standard error is gone: nothing else to tell it
+                }
+            }
+        }
+    }
+}
+
+/// swift-log's plain text lines (`StreamLogHandler`'s format, so nothing changes for whoever
+/// reads them), written through `BufferedLogOutput`.
+struct TextLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+    let output: BufferedLogOutput
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        // The access log's loggers carry no metadata of their own: its lines skip the merge.
+        var merged = metadata.isEmpty ? event.metadata ?? [:] : metadata.merging(event.metadata ?? [:]) { $1 }
+        if let error = event.error {
+            merged["error.message"] = "\(error)"
+            merged["error.type"] = "\(String(reflecting: type(of: error)))"
+        }
+        var line = LogTimestamp.now()
+        line.reserveCapacity(160)
+        line += " "
+        line += event.level.rawValue
+        line += " "
+        line += label
+        line += ":"
+        for key in merged.keys.sorted() {
+            line += " "
+            line += key
+            line += "="
+            line += merged[key]!.description
+        }
+        line += " ["
+        line += event.source
+        line += "] "
+        line += event.message.description
+        line += "\n"
+        output.write(line, urgent: event.level >= .warning)
+    }
+}
+
+/// `StreamLogHandler`'s timestamp (local time, "%Y-%m-%dT%H:%M:%S%z"), made once a second:
+/// `localtime` and `strftime` per line showed in the access log's profile.
+enum LogTimestamp {
+    private static let last = NSLock()
+    nonisolated(unsafe) private static var second: time_t = -1
+    nonisolated(unsafe) private static var text = ""
+
+    static func now() -> String {
+        var current = time(nil)
+        last.lock()
+        defer { last.unlock() }
+        if current != second {
+            var local = tm()
+            var buffer = [CChar](repeating: 0, count: 64)
+            if localtime_r(&current, &local) != nil, strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &local) > 0 {
+                text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            } else {
+                text = "<unknown>"
+            }
+            second = current
+        }
+        return text
+    }
+}
