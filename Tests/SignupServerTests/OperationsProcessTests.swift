@@ -137,6 +137,25 @@ final class OperationsProcessTests: XCTestCase {
         XCTAssertFalse(server.log.contains("$argon2id$"), "no hash in the log")
     }
 
+    /// Access lines are written in batches by a thread of their own: while the server runs
+    /// they still arrive within moments, whole and in the order of the requests.
+    func testAccessLinesArriveInOrderWhileTheServerRuns() async throws {
+        let server = try ServerProcess(logLevel: "info")
+        defer { server.removeData() }
+        try await server.start()
+        let paths = ["/healthz", "/readyz", "/nowhere", "/healthz"]
+        for path in paths { _ = try get(server.port, path) }
+        let log = server.logReader
+        let arrived = await Condition.wait(timeout: 5) {
+            log().split(separator: "\n").filter { $0.contains("livesignup.access") }.count == paths.count
+        }
+        XCTAssertTrue(arrived, "written while the server runs: \(server.log)")
+        let routes = server.log.split(separator: "\n").filter { $0.contains("livesignup.access") }
+            .compactMap { $0.firstMatch(of: #/route=(\S+)/#).map { String($0.1) } }
+        XCTAssertEqual(routes, ["/healthz", "/readyz", "other", "/healthz"], "whole lines, in order")
+        _ = await server.stop(with: SIGTERM)
+    }
+
     func testJSONLogsAreOneObjectPerLine() async throws {
         let server = try ServerProcess(arguments: ["--log-format", "json"], logLevel: "info")
         defer { server.removeData() }

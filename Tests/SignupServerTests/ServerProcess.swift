@@ -74,6 +74,11 @@ final class ServerProcess {
 
     /// Everything the process wrote to standard error so far (its log).
     var log: String { errorText.text }
+    /// The log as it grows, readable from a `@Sendable` wait.
+    var logReader: @Sendable () -> String {
+        let buffer = errorText
+        return { buffer.text }
+    }
 
     var databasePath: String { databaseDirectory.appendingPathComponent("db.sqlite").path }
 
