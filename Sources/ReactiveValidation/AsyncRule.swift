@@ -11,6 +11,10 @@ public struct AsyncRule<Value>: Sendable {
     public let isEligible: @Sendable (Value) -> Bool
     /// Answers `met` or `unmet` for a value (or `pending` if it could not tell).
     public let check: @Sendable (Value) -> AnyPublisher<RequirementState, Never>
+    /// `isEligible` is exactly "the field's own rules and checks all pass" (a rule made by
+    /// `FieldRules.asyncRule`): an evaluation that has just judged them uses that verdict
+    /// instead of judging the value twice (the username's twice was an ICU spoof check too).
+    public let isEligibleWhenFieldPasses: Bool
 
     public init(
         id: String,
@@ -18,9 +22,16 @@ public struct AsyncRule<Value>: Sendable {
         isEligible: @escaping @Sendable (Value) -> Bool,
         check: @escaping @Sendable (Value) -> AnyPublisher<RequirementState, Never>
     ) {
-        self.requirement = Requirement(id: id, text: text)
+        self.init(requirement: Requirement(id: id, text: text), isEligible: isEligible, check: check,
+                  isEligibleWhenFieldPasses: false)
+    }
+
+    init(requirement: Requirement, isEligible: @escaping @Sendable (Value) -> Bool,
+         check: @escaping @Sendable (Value) -> AnyPublisher<RequirementState, Never>, isEligibleWhenFieldPasses: Bool) {
+        self.requirement = requirement
         self.isEligible = isEligible
         self.check = check
+        self.isEligibleWhenFieldPasses = isEligibleWhenFieldPasses
     }
 
     public var id: String { requirement.id }

@@ -1,3 +1,9 @@
+#if canImport(Combine)
+import Combine
+#else
+import OpenCombineShim
+#endif
+
 /// A field's synchronous rules in priority order, plus what to say while it is empty.
 public struct FieldRules<Value>: Sendable {
     public let rules: [Rule<Value>]
@@ -23,6 +29,17 @@ public struct FieldRules<Value>: Sendable {
         checks.allSatisfy { $0.isPassed(value) } && rules.allSatisfy { $0.isMet(value) }
     }
 
+    /// An asynchronous rule asked only about values that pass every rule and check of this
+    /// field (e.g. "not already taken" after the username's own rules). Evaluate it with
+    /// these rules: their verdict is reused, not judged again.
+    public func asyncRule(
+        id: String, text: String, check: @escaping @Sendable (Value) -> AnyPublisher<RequirementState, Never>
+    ) -> AsyncRule<Value> {
+        let rules = self
+        return AsyncRule(requirement: Requirement(id: id, text: text), isEligible: { rules.allMet(by: $0) },
+                         check: check, isEligibleWhenFieldPasses: true)
+    }
+
     /// The message of the first check `value` fails, if any.
     @inlinable public func failedCheckMessage(for value: Value) -> String? {
         checks.first { !$0.isPassed(value) }.map { $0.message(value) }
@@ -37,8 +54,12 @@ extension FieldRules where Value: Equatable {
         _ value: Value, asyncRule: AsyncRule<Value>? = nil, answer: AsyncAnswer<Value>? = nil
     ) -> FieldEvaluation<Value> {
         var states = rules.map { $0.state(for: value) }
+        let failedCheck = failedCheckMessage(for: value)
         if let asyncRule {
-            if !asyncRule.isEligible(value) {
+            let isEligible = asyncRule.isEligibleWhenFieldPasses
+                ? failedCheck == nil && states.allSatisfy { $0 == .met }
+                : asyncRule.isEligible(value)
+            if !isEligible {
                 states.append(.unmet)
             } else if let answer, answer.value == value {
                 states.append(answer.state)
@@ -46,7 +67,7 @@ extension FieldRules where Value: Equatable {
                 states.append(.pending)
             }
         }
-        return FieldEvaluation(value: value, states: states, failedCheckMessage: failedCheckMessage(for: value))
+        return FieldEvaluation(value: value, states: states, failedCheckMessage: failedCheck)
     }
 
     /// The field's verdict for an evaluation, given whether problems may be shown yet.

@@ -308,10 +308,7 @@ public struct SignupPolicy: Sendable {
     public func usernameAvailabilityRule(
         check: @escaping @Sendable (String) -> AnyPublisher<RequirementState, Never>
     ) -> AsyncRule<String> {
-        let rules = username
-        return AsyncRule(
-            id: usernameAvailability.id, text: usernameAvailability.text,
-            isEligible: { rules.allMet(by: $0) }, check: check)
+        username.asyncRule(id: usernameAvailability.id, text: usernameAvailability.text, check: check)
     }
 
     /// Every requirement of the form, field by field in page order.
@@ -347,8 +344,7 @@ public struct SignupPolicy: Sendable {
     private static func deliverabilityRule(_ requirement: Requirement?, email rules: FieldRules<String>,
                                            checker: MailDomainChecker?) -> AsyncRule<String>? {
         guard let requirement, let checker else { return nil }
-        return AsyncRule(id: requirement.id, text: requirement.text,
-                         isEligible: { rules.allMet(by: $0) }, check: { checker.state(of: $0) })
+        return rules.asyncRule(id: requirement.id, text: requirement.text, check: { checker.state(of: $0) })
     }
 
     /// What the email field says when `email.deliverable` is unmet.
