@@ -265,7 +265,13 @@ extension SignupPolicy {
     /// The form as a page view starts: every field empty, nothing shown, no answer yet.
     /// A session whose person has not typed has exactly this state, so it needs no view
     /// model until the first edit.
+    /// Evaluated once, when the policy is made: every view model starts from it, and it was
+    /// a whole evaluation (the strength estimate of "" included) per page view that was typed in.
     public var initialEvaluation: FormEvaluation {
+        initialState ?? evaluateInitialState()
+    }
+
+    func evaluateInitialState() -> FormEvaluation {
         evaluate(values: [:],
                  availability: usernameAvailabilityRule { _ in Empty().eraseToAnyPublisher() },
                  answer: nil, shownFields: [])

@@ -60,6 +60,8 @@ public struct SignupPolicy: Sendable {
     let builtInPositions: (username: Int?, email: Int?, password: Int?, confirm: Int?)
     /// The fields the policy declares beyond the built-in four, with their rules, in page order.
     let declaredFields: [DeclaredField]
+    /// `initialEvaluation`, made once at the end of `init` (nil only while it is being made).
+    var initialState: FormEvaluation?
 
     struct DeclaredField: Sendable {
         let position: Int
@@ -157,6 +159,7 @@ public struct SignupPolicy: Sendable {
         liveRequirementOrder = Self.liveOrder(fieldOrder: fieldOrder, checklists: checklists, passkey: passkeyCreated.id)
         emailDeliverabilityRule = Self.deliverabilityRule(emailDeliverable, email: email, checker: mailDomains)
         passwordBreachCandidateRule = Self.breachCandidateRule(passwordBreach, minimum: settings.passwordMinimumLength)
+        initialState = evaluateInitialState()
     }
 
     /// `fieldOrder` with the password fields replaced by the passkey step (at the password's place).
