@@ -36,6 +36,7 @@ final class BufferedLogOutput: @unchecked Sendable {
     /// Queues `line` (which ends in a newline); `urgent` writes it, and all before it, now.
     func write(_ line: String, urgent: Bool) {
         state.lock()
+        let wasEmpty = pending.isEmpty
         if pending.count + line.utf8.count > capacity {
             dropped += 1
         } else {
@@ -47,7 +48,9 @@ final class BufferedLogOutput: @unchecked Sendable {
             thread.name = "log-writer"
             thread.start()
         }
-        state.signal()
+        // The writer is woken by a batch's first line and by a full batch only: a wake-up per
+        // line would cost the thread switch the batching is there to save.
+        if wasEmpty || pending.count >= Self.batchBytes { state.signal() }
         state.unlock()
         if urgent { flush() }
     }
@@ -68,16 +71,20 @@ final class BufferedLogOutput: @unchecked Sendable {
         writeAll(batch)
     }
 
+    /// A batch is written `interval` after its first line, or as soon as it holds
+    /// `batchBytes`: many lines per write under load, one line soon when quiet.
     private func writeForever() {
         while true {
             state.lock()
             while pending.isEmpty { state.wait() }
+            let due = Date(timeIntervalSinceNow: interval)
+            while pending.count < Self.batchBytes, state.wait(until: due) {}
             state.unlock()
-            // Let a batch gather: under load this is many lines per write.
-            Thread.sleep(forTimeInterval: interval)
             flush()
         }
     }
+
+    private static let batchBytes = 64 * 1024
 
     private func writeAll(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { buffer in

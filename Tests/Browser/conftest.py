@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import tempfile
+import threading
 import urllib.parse
 import time
 from pathlib import Path
@@ -98,14 +99,20 @@ class ProcessReadings:
         return len(list(Path(f"/proc/{self.pid}/fd").iterdir()))
 
 
+_NEVER_SET = threading.Event()
+
+
 def wait_for(condition, timeout, interval=0.05):
-    """Polls `condition` until it holds or `timeout` seconds pass; returns whether it held."""
+    """Checks `condition` until it holds or `timeout` seconds pass; returns whether it held.
+    Between checks it waits at most `interval`, and never past the deadline."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         if condition():
             return True
-        time.sleep(interval)
-    return condition()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return condition()
+        _NEVER_SET.wait(min(interval, remaining))
 
 
 @pytest.fixture
