@@ -108,8 +108,6 @@ function showMissing() {
   missingList.textContent = "";
   // Each field in page order: its message if it shows one, else "Label: requirement" per unmet one.
   Array.prototype.forEach.call(form.querySelectorAll("[data-message]"), function (slot) {
-    // Fields the chosen credential put away (passwords, or the passkey step) are not missing.
-    if (slot.closest("[hidden]")) { return; }
     var field = slot.getAttribute("data-message");
     var input = inputFor(field);
     var label = input && labelFor(input);

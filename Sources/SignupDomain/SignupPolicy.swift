@@ -33,8 +33,10 @@ public struct SignupPolicy: Sendable {
     public let passkeyCreated: Requirement
     /// Under the passkey step once problems are shown and no passkey was made.
     public let passkeyMissingMessage: String
-    /// The form's fields in page order when the person chose a passkey: the passkey step
-    /// where the password fields were.
+    /// The field the passkey's step follows on the page (the last password field).
+    public let passkeyStepFollows: SignupField?
+    /// The form's fields in page order when the person chose a passkey: the password fields
+    /// gone, the passkey's step after where the last of them was.
     public let passkeyFieldOrder: [SignupField]
     /// Every requirement either credential may show, in the order events go out: the
     /// password's checklist, then `passkey.created`, where the page has them.
@@ -142,11 +144,12 @@ public struct SignupPolicy: Sendable {
         everyField = Set(fieldOrder + [.passkey])
         passkeyCreated = Requirement(id: "passkey.created", text: texts(.passkeyCreatedText))
         passkeyMissingMessage = texts(.passkeyCreatedMessage)
-        passkeyFieldOrder = Self.passkeyOrder(fieldOrder)
-        let lastPasswordField = fieldOrder.lastIndex { $0 == .password || $0 == .confirm }
-        liveFieldOrder = fieldOrder.enumerated().flatMap { position, field in
-            position == lastPasswordField ? [field, .passkey] : [field]
-        }
+        // The passkey's step stands right after the last password field, wherever the
+        // policy puts the password fields; both orders follow from that one place.
+        let passkeyStepFollows = fieldOrder.last { $0 == .password || $0 == .confirm }
+        self.passkeyStepFollows = passkeyStepFollows
+        liveFieldOrder = fieldOrder.flatMap { $0 == passkeyStepFollows ? [$0, .passkey] : [$0] }
+        passkeyFieldOrder = liveFieldOrder.filter { !$0.isSecret }
         builtInPositions = (positions[.username], positions[.email], positions[.password], positions[.confirm])
         declaredFields = fields.enumerated().compactMap { position, field in
             field.rules.map { DeclaredField(position: position, field: field.field, rules: $0) }
@@ -156,31 +159,13 @@ public struct SignupPolicy: Sendable {
                                          confirm: confirm)
         for declared in declaredFields { checklists[declared.field] = declared.rules.requirements }
         self.checklists = checklists
-        liveRequirementOrder = Self.liveOrder(fieldOrder: fieldOrder, checklists: checklists, passkey: passkeyCreated.id)
+        let passkeyCreatedID = passkeyCreated.id
+        liveRequirementOrder = liveFieldOrder.flatMap { field in
+            field == .passkey ? [passkeyCreatedID] : (checklists[field] ?? []).map(\.id)
+        }
         emailDeliverabilityRule = Self.deliverabilityRule(emailDeliverable, email: email, checker: mailDomains)
         passwordBreachCandidateRule = Self.breachCandidateRule(passwordBreach, minimum: settings.passwordMinimumLength)
         initialState = evaluateInitialState()
-    }
-
-    /// `fieldOrder` with the password fields replaced by the passkey step (at the password's place).
-    private static func passkeyOrder(_ fieldOrder: [SignupField]) -> [SignupField] {
-        var order: [SignupField] = []
-        for field in fieldOrder {
-            if field == .password { order.append(.passkey) } else if field != .confirm { order.append(field) }
-        }
-        return order
-    }
-
-    /// Every requirement in page order, `passkey.created` right after the last password field's.
-    private static func liveOrder(fieldOrder: [SignupField], checklists: [SignupField: [Requirement]],
-                                  passkey: String) -> [String] {
-        let lastPasswordField = fieldOrder.lastIndex { $0 == .password || $0 == .confirm }
-        var order: [String] = []
-        for (position, field) in fieldOrder.enumerated() {
-            order += (checklists[field] ?? []).map(\.id)
-            if position == lastPasswordField { order.append(passkey) }
-        }
-        return order
     }
 
     private static func passwordRules(_ settings: Policy, commonPasswords: CommonPasswords) -> FieldRules<PasswordCandidate> {

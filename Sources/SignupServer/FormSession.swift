@@ -110,33 +110,36 @@ final class FormSession: @unchecked Sendable {
     /// Applies an edit unless a newer one for the same field was already applied. The
     /// receipt has its rev, or the current rev when it was stale and ignored.
     func apply(field: SignupField, value: String, seq: UInt64, touched: Bool) -> EditReceipt {
-        queue.sync {
-            activity.touch()
-            if let last = lastAppliedSeq[field], seq <= last {
-                return EditReceipt(rev: rev, applied: false)
-            }
-            lastAppliedSeq[field] = seq
-            // Bump first: events caused by this edit carry its rev.
-            rev += 1
-            let viewModel = activeViewModel()
+        edit(field, seq: seq) { viewModel in
             // The value first, then the visibility: the one intermediate state (new value,
             // problems not yet shown) is never wrong, only incomplete.
             if viewModel.value(of: field) != value { viewModel.setValue(value, for: field) }
             if touched && !viewModel.touchedFields.contains(field) { viewModel.touchedFields.insert(field) }
-            return EditReceipt(rev: rev, applied: true)
         }
     }
 
     /// Password or passkey (the `credential` edit), unless a newer choice was applied.
     func chooseCredential(_ method: CredentialMethod, seq: UInt64) -> EditReceipt {
+        edit(Self.credentialEdit, seq: seq) { viewModel in
+            if viewModel.credential.method != method { viewModel.credential.method = method }
+        }
+    }
+
+    /// The `credential` edit's sequence numbers are kept beside the fields'.
+    private static let credentialEdit = SignupField(rawValue: CredentialMethod.fieldName)
+
+    /// Applies one edit of `key` unless a newer one was applied already; its events carry
+    /// the new rev.
+    private func edit(_ key: SignupField, seq: UInt64, _ change: (SignupViewModel) -> Void) -> EditReceipt {
         queue.sync {
             activity.touch()
-            let key = SignupField(rawValue: CredentialMethod.fieldName)
-            if let last = lastAppliedSeq[key], seq <= last { return EditReceipt(rev: rev, applied: false) }
+            if let last = lastAppliedSeq[key], seq <= last {
+                return EditReceipt(rev: rev, applied: false)
+            }
             lastAppliedSeq[key] = seq
+            // Bump first: events caused by this edit carry its rev.
             rev += 1
-            let viewModel = activeViewModel()
-            if viewModel.credential.method != method { viewModel.credential.method = method }
+            change(activeViewModel())
             return EditReceipt(rev: rev, applied: true)
         }
     }

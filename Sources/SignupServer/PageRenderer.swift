@@ -66,8 +66,7 @@ struct PageRenderer: Sendable {
         let policy = language.policy
         let catalog = language.catalog
         func text(_ key: String) -> String { catalog[key] ?? key }
-        // The passkey step follows the last password field; the choice comes before the first.
-        let lastPasswordField = policy.fieldOrder.last { $0 == .password || $0 == .confirm }
+        // The passkey step follows the last password field; the choice comes before the password.
         let passkeyState = page.requirementStates[policy.passkeyCreated.id] ?? (page.passkeyCreated ? .met : .unmet)
         let passkeyMessage = page.messages[.passkey] ?? ""
         // In a <template>: the page's script puts it in the form in place of the password
@@ -133,7 +132,7 @@ struct PageRenderer: Sendable {
                 "passwordRules": Self.passwordRules(policy.settings),
                 "offersPasskey": field == .password,
                 // false when there is none: Mustache shows a section for a nil inside `Any`.
-                "passkeyStep": field == lastPasswordField ? passkeyStep : false,
+                "passkeyStep": field == policy.passkeyStepFollows ? passkeyStep : false,
                 "requirements": policy.requirements(for: field).map { requirement -> [String: Any] in
                     let state = page.requirementStates[requirement.id] ?? .unmet
                     return ["id": requirement.id, "text": requirement.text,

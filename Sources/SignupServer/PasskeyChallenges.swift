@@ -22,6 +22,10 @@ struct PasskeyRefusal: Error, Sendable {
         PasskeyRefusal(reason: "expired", status: .conflict, text: "passkey.error.expired", detail: detail)
     }
 
+    /// The credential id is another passkey's already.
+    static let exists = PasskeyRefusal(reason: "exists", status: .conflict, text: "passkey.error.exists",
+                                       detail: "the credential id is stored already")
+
     /// A check of WebAuthn's ceremony failed; `text` is what the person reads.
     static func verification(_ error: WebAuthnError, text: String, status: HTTPStatus) -> PasskeyRefusal {
         PasskeyRefusal(reason: error.code, status: status, text: text, detail: error.detail)

@@ -42,15 +42,23 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
 
     private var timeoutMilliseconds: Int { Int(challenges.lifetime * 1000) }
 
+    /// The posted form, and these routes speaking its language with its `return_to`; a body
+    /// that is not a form is answered as every route answers it.
+    private func posted(_ request: SignupRequest, _ handle: (PasskeyRoutes, URLEncodedForm) -> HTTPResponse) -> HTTPResponse {
+        switch answering(request.http) {
+        case .success(let posted): handle(posted.routes, posted.form)
+        case .failure(let error): error.response
+        }
+    }
+
     // MARK: Sign-up form
 
     /// `POST /passkeys/options`: creation options for the form's passkey, bound to its session.
     func registrationOptions(_ request: SignupRequest) -> HTTPResponse {
-        let routes: PasskeyRoutes, form: URLEncodedForm
-        switch answering(request.http) {
-        case .success(let posted): (routes, form) = posted
-        case .failure(let error): return error.response
-        }
+        posted(request) { routes, form in routes.registrationOptions(form, request) }
+    }
+
+    private func registrationOptions(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
         do throws(LimitExceeded) {
             try limiters.pages.admit(request.clientKey)
         } catch {
@@ -63,7 +71,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
         let session = sessions.existingSession(for: token)
         guard session != nil || sessions.acceptsForLiveUse(token) else { return APIError.unknownSession.response }
         guard let session, case let username = session.typedUsername, !username.isEmpty else {
-            return routes.refused(PasskeyRefusal(reason: "username_first", status: .conflict, text: "passkey.error.username_first",
+            return refused(PasskeyRefusal(reason: "username_first", status: .conflict, text: "passkey.error.username_first",
                                                  detail: "no username typed yet"), ceremony: .register, client: request.client)
         }
         let offer = FormSession.PasskeyOffer(
@@ -80,11 +88,10 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     /// `POST /passkeys/register`: the browser's new credential for the form. Verified, it is
     /// kept with the session (stored with the account it creates) and `passkey.created` is met.
     func register(_ request: SignupRequest) -> HTTPResponse {
-        let routes: PasskeyRoutes, form: URLEncodedForm
-        switch answering(request.http) {
-        case .success(let posted): (routes, form) = posted
-        case .failure(let error): return error.response
-        }
+        posted(request) { routes, form in routes.register(form, request) }
+    }
+
+    private func register(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
         guard let token = form["token"] ?? request.http.queryValue("token"), !token.isEmpty else {
             return APIError.missingParameter("token").response
         }
@@ -94,11 +101,8 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
             // Taken first: whatever this response is, the challenge it answers is spent.
             guard let offer = session.takePasskeyOffer() else { throw .expired("no options were sent to this form, or they were used") }
             guard offer.expiresAt > now() else { throw .expired("the options expired at \(offer.expiresAt)") }
-            let made = try routes.verifiedRegistration(text, challenge: offer.challenge, request: request.http)
-            if try routes.isStored(made.credentialID) {
-                throw PasskeyRefusal(reason: "exists", status: .conflict, text: "passkey.error.exists",
-                                     detail: "the credential id is stored already")
-            }
+            let made = try verifiedRegistration(decodedRegistration(text), challenge: offer.challenge, request: request.http)
+            if try isStored(made.credentialID) { throw .exists }
             session.acceptPasskey(NewPasskey(
                 credentialID: made.credentialID, publicKey: made.publicKey, algorithm: made.algorithm.rawValue,
                 signCount: made.signCount, transports: made.transports, isBackupEligible: made.isBackupEligible,
@@ -108,7 +112,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
                                                                    "algorithm": "\(made.algorithm)", "format": "\(made.attestationFormat)"])
             return Self.json("{\"created\":true}", status: .created)
         } catch {
-            return routes.refused(error, ceremony: .register, client: request.client)
+            return refused(error, ceremony: .register, client: request.client)
         }
     }
 
@@ -131,11 +135,10 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     /// and the client data's hash, the counter, the user handle); the same signed-in session
     /// as a password's, answered as `{"location": …}` for the script to follow.
     func signIn(_ request: SignupRequest) -> HTTPResponse {
-        let routes: PasskeyRoutes, form: URLEncodedForm
-        switch answering(request.http) {
-        case .success(let posted): (routes, form) = posted
-        case .failure(let error): return error.response
-        }
+        posted(request) { routes, form in routes.signIn(form, request) }
+    }
+
+    private func signIn(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
         do throws(LimitExceeded) {
             try limiters.signinFailuresPerAddress.ensureNotExhausted(request.clientKey)
         } catch {
@@ -144,18 +147,18 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
         }
         guard let text = form["response"] else { return APIError.missingParameter("response").response }
         do throws(PasskeyRefusal) {
-            let (account, passkey) = try routes.verifiedAssertion(text, request: request.http)
+            let (account, passkey) = try verifiedAssertion(text, request: request.http)
             let cookie: String
             do {
                 cookie = try signedIn.signIn(account)
             } catch {
-                throw routes.unavailable("the signed-in session could not be stored: \(error)")
+                throw unavailable("the signed-in session could not be stored: \(error)")
             }
             metrics.signin("success")
             metrics.passkey(.signin, "accepted")
             logger.info("Signed in with a passkey", metadata: ["account": "\(account.id)", "client": "\(request.client)",
                                                                "transports": "\(passkey.transports.joined(separator: ","))"])
-            let location = routes.returnTarget ?? "/welcome" + PageRenderer.languageQuery(language)
+            let location = returnTarget ?? "/welcome" + PageRenderer.languageQuery(language)
             var json = JSONWriter()
             json.beginObject(); json.key("location"); json.string(location); json.endObject()
             var response = Self.json(json.text, status: .ok)
@@ -166,7 +169,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
                 _ = limiters.signinFailuresPerAddress.take(request.clientKey)
                 metrics.signin("failure")
             }
-            return routes.refused(error, ceremony: .signin, client: request.client)
+            return refused(error, ceremony: .signin, client: request.client)
         }
     }
 
@@ -182,24 +185,23 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     /// creation options for one more passkey of the signed-in account (its user handle; its
     /// passkeys excluded, so one authenticator is not registered twice).
     func addOptions(_ request: SignupRequest) -> HTTPResponse {
+        posted(request) { routes, form in routes.addOptions(form, request) }
+    }
+
+    private func addOptions(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
         do throws(LimitExceeded) {
             try limiters.pages.admit(request.clientKey)
         } catch {
             return refusals.limited(error)
         }
-        let routes: PasskeyRoutes, form: URLEncodedForm
-        switch answering(request.http) {
-        case .success(let posted): (routes, form) = posted
-        case .failure(let error): return error.response
-        }
         do throws(PasskeyRefusal) {
-            let account = try routes.signedInAccount(request.http)
+            let account = try signedInAccount(request.http)
             let handle: [UInt8], existing: [Passkey]
             do {
                 handle = try store.userHandle(ofAccount: account.id)
                 existing = try store.passkeys(ofAccount: account.id)
             } catch {
-                throw routes.unavailable("the account's passkeys could not be read: \(error)")
+                throw unavailable("the account's passkeys could not be read: \(error)")
             }
             let options = CreationOptions(
                 relyingParty: relyingParty(for: request.http), name: policy.settings.serviceName, userHandle: handle,
@@ -208,29 +210,29 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
                 timeoutMilliseconds: timeoutMilliseconds, excluding: existing.map { ($0.credentialID, $0.transports) })
             return Self.json(options.json, status: .ok)
         } catch {
-            return routes.refused(error, ceremony: .add, client: request.client)
+            return refused(error, ceremony: .add, client: request.client)
         }
     }
 
     /// `POST /account/passkeys`: the new credential, verified and stored with the account.
     func add(_ request: SignupRequest) -> HTTPResponse {
-        let routes: PasskeyRoutes, form: URLEncodedForm
-        switch answering(request.http) {
-        case .success(let posted): (routes, form) = posted
-        case .failure(let error): return error.response
-        }
+        posted(request) { routes, form in routes.add(form, request) }
+    }
+
+    private func add(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
         guard let text = form["response"] else { return APIError.missingParameter("response").response }
         do throws(PasskeyRefusal) {
-            let account = try routes.signedInAccount(request.http)
+            let account = try signedInAccount(request.http)
+            let registration = try decodedRegistration(text)
             let challenge: [UInt8]
             do throws(WebAuthnError) {
-                challenge = try WebAuthnCeremony.challenge(inClientData: try RegistrationResponse.decode(json: text).response.clientDataJSON)
+                challenge = try WebAuthnCeremony.challenge(inClientData: registration.response.clientDataJSON)
             } catch {
-                throw routes.verificationRefusal(error, signingIn: false)
+                throw verificationRefusal(error, signingIn: false)
             }
             let purpose = try challenges.spend(challenge, forOneOf: [true, false].map { Self.addPurpose(account, conditional: $0) })
-            let made = try routes.verifiedRegistration(text, challenge: challenge, request: request.http,
-                                                       requireUserPresence: purpose != Self.addPurpose(account, conditional: true))
+            let made = try verifiedRegistration(registration, challenge: challenge, request: request.http,
+                                                requireUserPresence: purpose != Self.addPurpose(account, conditional: true))
             let count: Int
             do {
                 try store.addPasskey(Passkey(
@@ -239,30 +241,37 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
                     isBackupEligible: made.isBackupEligible, isBackedUp: made.isBackedUp, createdAt: now()))
                 count = try store.passkeys(ofAccount: account.id).count
             } catch PasskeyError.credentialExists {
-                throw PasskeyRefusal(reason: "exists", status: .conflict, text: "passkey.error.exists",
-                                     detail: "the credential id is stored already")
+                throw PasskeyRefusal.exists
             } catch {
-                throw routes.unavailable("the passkey could not be stored: \(error)")
+                throw unavailable("the passkey could not be stored: \(error)")
             }
             metrics.passkey(.add, "accepted")
             logger.info("Passkey added to an account", metadata: ["account": "\(account.id)", "client": "\(request.client)"])
             return Self.json("{\"added\":true,\"passkeys\":\(count)}", status: .created)
         } catch {
-            return routes.refused(error, ceremony: .add, client: request.client)
+            return refused(error, ceremony: .add, client: request.client)
         }
     }
 
     // MARK: Checks
 
-    /// A registration response checked against `challenge` and this site.
-    private func verifiedRegistration(_ text: String, challenge: [UInt8], request: HTTPRequest,
-                                      requireUserPresence: Bool = true) throws(PasskeyRefusal) -> VerifiedRegistration {
+    /// A registration response as the browser's JSON carries it, with its credential id.
+    private func decodedRegistration(_ text: String) throws(PasskeyRefusal) -> (id: [UInt8], response: RegistrationResponse) {
         do throws(WebAuthnError) {
-            let (id, response) = try RegistrationResponse.decode(json: text)
-            let made = try WebAuthnCeremony.verifyRegistration(response, expectedChallenge: challenge,
+            return try RegistrationResponse.decode(json: text)
+        } catch {
+            throw verificationRefusal(error, signingIn: false)
+        }
+    }
+
+    /// A registration response checked against `challenge` and this site.
+    private func verifiedRegistration(_ registration: (id: [UInt8], response: RegistrationResponse), challenge: [UInt8],
+                                      request: HTTPRequest, requireUserPresence: Bool = true) throws(PasskeyRefusal) -> VerifiedRegistration {
+        do throws(WebAuthnError) {
+            let made = try WebAuthnCeremony.verifyRegistration(registration.response, expectedChallenge: challenge,
                                                                relyingParty: relyingParty(for: request),
                                                                requireUserPresence: requireUserPresence)
-            guard made.credentialID == id else {
+            guard made.credentialID == registration.id else {
                 throw WebAuthnError("bad_authenticator_data", "the credential id differs from the authenticator data's")
             }
             return made
@@ -282,21 +291,20 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
             throw verificationRefusal(error, signingIn: true)
         }
         try challenges.spend(challenge, for: "signin")
-        let passkey: Passkey?, handle: [UInt8], account: Account?
+        let found: (passkey: Passkey, handle: [UInt8], account: Account?)?
         do {
-            passkey = try store.passkey(credentialID: response.credentialID)
-            guard let passkey else {
-                throw PasskeyRefusal(reason: "unknown_credential", status: .unauthorized, text: "passkey.error.unknown",
-                                     detail: "no stored passkey has this credential id")
+            found = try store.passkey(credentialID: response.credentialID).map { passkey in
+                let handle = try store.userHandle(ofAccount: passkey.accountID)
+                return (passkey, handle, try store.account(withUserHandle: handle))
             }
-            handle = try store.userHandle(ofAccount: passkey.accountID)
-            account = try store.account(withUserHandle: handle)
-        } catch let refusal as PasskeyRefusal {
-            throw refusal
         } catch {
             throw unavailable("the passkey could not be read: \(error)")
         }
-        guard let passkey, let account else { throw unavailable("a passkey without its account") }
+        guard let (passkey, handle, account) = found else {
+            throw PasskeyRefusal(reason: "unknown_credential", status: .unauthorized, text: "passkey.error.unknown",
+                                 detail: "no stored passkey has this credential id")
+        }
+        guard let account else { throw unavailable("a passkey without its account") }
         let verified: VerifiedAssertion
         do throws(WebAuthnError) {
             verified = try WebAuthnCeremony.verifyAssertion(

@@ -8,24 +8,17 @@ extension RegistrationResponse {
     /// A `RegistrationResponseJSON`, with its credential id.
     /// - Throws: `WebAuthnError("malformed")` naming what is missing or malformed.
     public static func decode(json text: String) throws(WebAuthnError) -> (id: [UInt8], response: RegistrationResponse) {
-        struct Body: Decodable {
-            let id: String
-            let rawId: String
-            let type: String
-            let response: Inner
-            struct Inner: Decodable {
-                let clientDataJSON: String
-                let attestationObject: String
-                let transports: [String]?
-            }
+        struct Inner: Decodable {
+            let clientDataJSON: String
+            let attestationObject: String
+            let transports: [String]?
         }
-        let body: Body = try decodeJSON(text)
-        let id = try checkedCredentialID(id: body.id, rawId: body.rawId, type: body.type)
+        let (id, body) = try decodeCredential(text, Inner.self)
         // Transports are hints for later sign-ins; a browser's list is short and plain.
-        let transports = (body.response.transports ?? []).filter { $0.count <= 32 && $0.allSatisfy { $0.isLetter || $0 == "-" } }
+        let transports = (body.transports ?? []).filter { $0.count <= 32 && $0.allSatisfy { $0.isLetter || $0 == "-" } }
         return (id, RegistrationResponse(
-            clientDataJSON: try bytes(body.response.clientDataJSON, "clientDataJSON"),
-            attestationObject: try bytes(body.response.attestationObject, "attestationObject"),
+            clientDataJSON: try bytes(body.clientDataJSON, "clientDataJSON"),
+            attestationObject: try bytes(body.attestationObject, "attestationObject"),
             transports: Array(transports.prefix(8))))
     }
 }
@@ -34,25 +27,18 @@ extension AssertionResponse {
     /// An `AuthenticationResponseJSON`.
     /// - Throws: `WebAuthnError("malformed")` naming what is missing or malformed.
     public init(json text: String) throws(WebAuthnError) {
-        struct Body: Decodable {
-            let id: String
-            let rawId: String
-            let type: String
-            let response: Inner
-            struct Inner: Decodable {
-                let clientDataJSON: String
-                let authenticatorData: String
-                let signature: String
-                let userHandle: String?
-            }
+        struct Inner: Decodable {
+            let clientDataJSON: String
+            let authenticatorData: String
+            let signature: String
+            let userHandle: String?
         }
-        let body: Body = try decodeJSON(text)
-        let id = try checkedCredentialID(id: body.id, rawId: body.rawId, type: body.type)
+        let (id, body) = try decodeCredential(text, Inner.self)
         self.init(credentialID: id,
-                  clientDataJSON: try bytes(body.response.clientDataJSON, "clientDataJSON"),
-                  authenticatorData: try bytes(body.response.authenticatorData, "authenticatorData"),
-                  signature: try bytes(body.response.signature, "signature"),
-                  userHandle: try body.response.userHandle.map { handle throws(WebAuthnError) in try bytes(handle, "userHandle") })
+                  clientDataJSON: try bytes(body.clientDataJSON, "clientDataJSON"),
+                  authenticatorData: try bytes(body.authenticatorData, "authenticatorData"),
+                  signature: try bytes(body.signature, "signature"),
+                  userHandle: try body.userHandle.map { handle throws(WebAuthnError) in try bytes(handle, "userHandle") })
     }
 }
 
@@ -160,12 +146,22 @@ private func decodeJSON<T: Decodable>(_ text: String) throws(WebAuthnError) -> T
     }
 }
 
-/// The credential id both JSON forms carry twice (`id`, `rawId`), for a `public-key` credential.
-private func checkedCredentialID(id: String, rawId: String, type: String) throws(WebAuthnError) -> [UInt8] {
-    let decoded = try bytes(id, "id")
-    guard try bytes(rawId, "rawId") == decoded else { throw malformed("id and rawId differ") }
-    guard type == "public-key" else { throw malformed("the type is '\(type)', not 'public-key'") }
-    return decoded
+/// Both JSON forms: a `public-key` credential whose id comes twice (`id`, `rawId`, the same
+/// bytes) and whose `response` is the ceremony's own.
+private struct CredentialJSON<Response: Decodable>: Decodable {
+    let id: String
+    let rawId: String
+    let type: String
+    let response: Response
+}
+
+/// A credential's id and its `response`, checked as both forms need.
+private func decodeCredential<Response: Decodable>(_ text: String, _: Response.Type) throws(WebAuthnError) -> ([UInt8], Response) {
+    let body: CredentialJSON<Response> = try decodeJSON(text)
+    let id = try bytes(body.id, "id")
+    guard try bytes(body.rawId, "rawId") == id else { throw malformed("id and rawId differ") }
+    guard body.type == "public-key" else { throw malformed("the type is '\(body.type)', not 'public-key'") }
+    return (id, body.response)
 }
 
 private func bytes(_ text: String, _ name: String) throws(WebAuthnError) -> [UInt8] {

@@ -130,11 +130,11 @@ struct TextLogHandler: LogHandler {
         line += " "
         line += label
         line += ":"
-        for key in merged.keys.sorted() {
+        for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
             line += " "
             line += key
             line += "="
-            line += merged[key]!.description
+            line += value.description
         }
         line += " ["
         line += event.source

@@ -251,12 +251,14 @@ class Page:
         self.type("confirm", password, leave=True)
 
 
-def loopback_request(port, address, method, path, form=None):
+def loopback_request(port, address, method, path, form=None, host=None):
     """One request to the server on `port` from the loopback source address `address`
     (127.0.X.Y: a person of their own for the per-address limits), as a same-site page would
-    send it. Returns (status, headers with lower-case names, body text)."""
+    send it; `host` names the site another way (e.g. "localhost:PORT", in Host and Origin).
+    Returns (status, headers with lower-case names, body text)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(address, 0))
-    headers = {"Origin": f"http://127.0.0.1:{port}"}
+    site = host or f"127.0.0.1:{port}"
+    headers = {"Origin": f"http://{site}", "Host": site}
     body = None
     if form is not None:
         body = urllib.parse.urlencode(form)

@@ -11,7 +11,6 @@ import base64
 import http.client
 import json
 import sqlite3
-import urllib.parse
 
 import pytest
 import webauthn
@@ -129,13 +128,10 @@ def person(site):
 
 
 def post_as_the_site(site, address, path, form):
-    """A POST from loopback `address` naming the site as the browser does (Host localhost,
-    Origin http://localhost:PORT): the origin a passkey was made for."""
-    connection = http.client.HTTPConnection("127.0.0.1", site.port, timeout=30, source_address=(address, 0))
-    connection.request("POST", path, body=urllib.parse.urlencode(form), headers={
-        "Host": f"localhost:{site.port}", "Origin": site.base, "Content-Type": "application/x-www-form-urlencoded"})
-    response = connection.getresponse()
-    return response.status, response.read().decode()
+    """A POST naming the site as the browser does (Host localhost, Origin http://localhost:PORT):
+    the origin a passkey was made for. Returns (status, body)."""
+    status, _, body = loopback_request(site.port, address, "POST", path, form, host=f"localhost:{site.port}")
+    return status, body
 
 
 def database(site):
@@ -166,6 +162,14 @@ def choose_passkey(page, username):
 def create_passkey(page):
     page.css("[data-passkey-create]").click()
     page.until_state("passkey.created", "met")
+
+
+def sign_up_with_passkey(page, username):
+    choose_passkey(page, username)
+    create_passkey(page)
+    page.until(lambda: page.submit_enabled() == "true", "ready")
+    page.button().click()
+    page.until(lambda: "/welcome" in page.driver.current_url, "signed up")
 
 
 def cross_check_registration(page, site):
@@ -256,11 +260,7 @@ def test_sign_up_with_a_passkey_and_no_password_then_sign_in_with_it(site, perso
 
 
 def test_a_second_profile_without_the_credential_cannot_sign_in(site, person):
-    choose_passkey(person, "bob_passkey")
-    create_passkey(person)
-    person.until(lambda: person.submit_enabled() == "true", "ready")
-    person.button().click()
-    person.until(lambda: "/welcome" in person.driver.current_url, "signed up")
+    sign_up_with_passkey(person, "bob_passkey")
 
     other = PasskeyPage(make_driver(), site.base)
     try:
@@ -339,11 +339,7 @@ def with_origin(parts, origin):
 
 
 def test_mutated_sign_ins_are_refused_by_name_and_disturb_nobody(site, person):
-    choose_passkey(person, "eve_target")
-    create_passkey(person)
-    person.until(lambda: person.submit_enabled() == "true", "ready")
-    person.button().click()
-    person.until(lambda: "/welcome" in person.driver.current_url, "signed up")
+    sign_up_with_passkey(person, "eve_target")
     sign_out(person)
 
     # A control person typing on another form meanwhile.

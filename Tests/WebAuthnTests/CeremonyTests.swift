@@ -54,7 +54,7 @@ final class CeremonyTests: XCTestCase {
                                                        requireUserVerification: requireUV)
             return "accepted"
         } catch {
-            return error.code
+            return listed(error)
         }
     }
 
@@ -104,7 +104,7 @@ final class CeremonyTests: XCTestCase {
                 _ = try WebAuthnCeremony.verifyAssertion(response, expectedChallenge: challenge, relyingParty: site, credential: stored)
                 return "accepted"
             } catch {
-                return error.code
+                return listed(error)
             }
         }
         let verified = try WebAuthnCeremony.verifyAssertion(try assertion(counter: 4), expectedChallenge: challenge,

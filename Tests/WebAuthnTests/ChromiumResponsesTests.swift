@@ -86,7 +86,7 @@ final class ChromiumResponsesTests: XCTestCase {
                                                            relyingParty: site ?? RelyingParty(id: record.rpId, origins: [record.origin]))
                 return "accepted"
             } catch {
-                return error.code
+                return listed(error)
             }
         }
         let original = RegistrationResponse(clientDataJSON: clientData, attestationObject: attestation)
@@ -111,7 +111,7 @@ final class ChromiumResponsesTests: XCTestCase {
                                                         relyingParty: site, credential: stored)
                 return "accepted"
             } catch {
-                return error.code
+                return listed(error)
             }
         }
         XCTAssertEqual(assertionRefusal(try assertionResponse(record)), "accepted")
