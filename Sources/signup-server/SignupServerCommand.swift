@@ -112,13 +112,14 @@ struct Serve: ParsableCommand {
         logger.info("Started", metadata: ["version": "\(SignupServerCommand.version)",
                                           "public": "\(configuration.publicDirectory.path)",
                                           "templates": "\(configuration.templatesDirectory.path)"])
-        // Scripts and tests read this line to learn the port (e.g. with --port 0).
-        FileHandle.standardOutput.write(Data("LiveSignup listening on http://\(server.host):\(app.port)\n".utf8))
-
+        // Before the line below: whoever reads it may signal at once (a test, a supervisor),
+        // and a signal before the handlers would kill the process instead of stopping it.
         ShutdownSignals.install {
             app.stop()
             Foundation.exit(0)
         }
+        // Scripts and tests read this line to learn the port (e.g. with --port 0).
+        FileHandle.standardOutput.write(Data("LiveSignup listening on http://\(server.host):\(app.port)\n".utf8))
         dispatchMain()
     }
 }
