@@ -40,14 +40,28 @@ public final class EventStream: Sendable {
 
     /// Queues one event. `data` may span lines; each becomes its own `data:` line.
     public func send(event: String? = nil, data: String, id: String? = nil) {
-        var text = ""
-        if let id { text += "id: \(Self.singleLine(id))\n" }
-        if let event { text += "event: \(Self.singleLine(event))\n" }
-        for line in data.split(separator: "\n", omittingEmptySubsequences: false) {
-            text += "data: \(line)\n"
+        // Built as bytes: splitting and appending Strings walks characters, and cost more
+        // than making the event's JSON (every event of every stream comes through here).
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(data.utf8.count + 48)
+        if let id { Self.appendField("id", id, to: &bytes) }
+        if let event { Self.appendField("event", event, to: &bytes) }
+        // Lines end at LF, CR or CRLF, as an event stream's parser reads them.
+        let text = data.utf8
+        var lineStart = text.startIndex
+        while true {
+            let lineEnd = text[lineStart...].firstIndex { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") } ?? text.endIndex
+            bytes.append(contentsOf: "data: ".utf8)
+            bytes.append(contentsOf: text[lineStart..<lineEnd])
+            bytes.append(UInt8(ascii: "\n"))
+            guard lineEnd < text.endIndex else { break }
+            lineStart = text.index(after: lineEnd)
+            if text[lineEnd] == UInt8(ascii: "\r"), lineStart < text.endIndex, text[lineStart] == UInt8(ascii: "\n") {
+                lineStart = text.index(after: lineStart)
+            }
         }
-        text += "\n"
-        write(Array(text.utf8))
+        bytes.append(UInt8(ascii: "\n"))
+        write(bytes)
     }
 
     /// Tells the client how many milliseconds to wait before reconnecting.
@@ -57,7 +71,20 @@ public final class EventStream: Sendable {
 
     /// A comment line: ignored by clients, but proves the connection is alive.
     public func sendComment(_ comment: String) {
-        write(Array(": \(Self.singleLine(comment))\n\n".utf8))
+        var bytes: [UInt8] = []
+        Self.appendField("", comment, to: &bytes)
+        bytes.append(UInt8(ascii: "\n"))
+        write(bytes)
+    }
+
+    /// "name: value\n", the value on one line: a line break in it would end the field early.
+    private static func appendField(_ name: String, _ value: String, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: name.utf8)
+        bytes.append(contentsOf: ": ".utf8)
+        for byte in value.utf8 where byte != UInt8(ascii: "\n") && byte != UInt8(ascii: "\r") {
+            bytes.append(byte)
+        }
+        bytes.append(UInt8(ascii: "\n"))
     }
 
     /// Ends the stream after the pending bytes are written.
@@ -97,10 +124,6 @@ public final class EventStream: Sendable {
         guard state.isSuspended, let connection = state.connection else { return }
         state.isSuspended = false
         MHD_resume_connection(connection)
-    }
-
-    private static func singleLine(_ text: String) -> String {
-        text.contains(where: \.isNewline) ? String(text.filter { !$0.isNewline }) : text
     }
 
     // MARK: Called by the daemon

@@ -43,17 +43,26 @@ extension String {
     }
 
     /// The text without leading and trailing spaces and tabs, A–Z lowercased: the
-    /// normal form of a media type or a transfer coding. (Foundation's
-    /// `trimmingCharacters(in:)` bridges through NSString and cost 5 % of an edit.)
+    /// normal form of a media type or a transfer coding.
+    var asciiTrimmedLowercased: String { Substring(self).asciiTrimmedLowercased }
+
+    static func asciiLowercase(_ byte: UInt8) -> UInt8 {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+    }
+}
+
+extension Substring {
+    /// See `String.asciiTrimmedLowercased`. (Foundation's `trimmingCharacters(in:)` bridges
+    /// through NSString; a text already in normal form, the usual case, is copied as is.)
     var asciiTrimmedLowercased: String {
         let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
         let bytes = utf8
         guard let first = bytes.firstIndex(where: { !isBlank($0) }),
               let last = bytes.lastIndex(where: { !isBlank($0) }) else { return "" }
-        return String(decoding: bytes[first...last].map(Self.asciiLowercase), as: UTF8.self)
-    }
-
-    private static func asciiLowercase(_ byte: UInt8) -> UInt8 {
-        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+        let trimmed = bytes[first...last]
+        guard trimmed.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else {
+            return String(Substring(trimmed))
+        }
+        return String(decoding: trimmed.map(String.asciiLowercase), as: UTF8.self)
     }
 }

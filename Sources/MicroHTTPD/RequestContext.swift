@@ -53,11 +53,13 @@ final class RequestContext {
 
     /// The raw path: the target up to its query.
     var rawPath: String {
-        String(rawTarget.prefix { $0 != "?" })
+        guard let query = rawTarget.utf8.firstIndex(of: UInt8(ascii: "?")) else { return rawTarget }
+        return String(rawTarget[..<query])
     }
 
     var request: HTTPRequest {
-        HTTPRequest(method: method, path: PercentDecoding.decode(rawPath), rawPath: rawPath, query: query,
+        let rawPath = rawPath
+        return HTTPRequest(method: method, path: PercentDecoding.decode(rawPath), rawPath: rawPath, query: query,
                     headers: headers, body: body, bodyExceededLimit: bodyExceededLimit,
                     version: version, remoteAddress: remoteAddress)
     }

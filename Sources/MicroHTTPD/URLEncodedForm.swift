@@ -21,12 +21,22 @@ public struct URLEncodedForm: Sendable {
     }
 
     public init(decoding body: [UInt8]) throws(DecodingError) {
+        // One pass over the bytes, without the slices and arrays `split` would make: every
+        // field edit is decoded here.
         var fields: [(String, String)] = []
-        for pair in body.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
-            let name = try Self.decodeComponent(parts[0])
-            let value = parts.count > 1 ? try Self.decodeComponent(parts[1]) : ""
-            fields.append((name, value))
+        var pairStart = 0
+        while pairStart < body.count {
+            let pairEnd = body[pairStart...].firstIndex(of: UInt8(ascii: "&")) ?? body.count
+            if pairEnd > pairStart {
+                let pair = body[pairStart..<pairEnd]
+                if let equals = pair.firstIndex(of: UInt8(ascii: "=")) {
+                    fields.append((try Self.decodeComponent(pair[..<equals]),
+                                   try Self.decodeComponent(pair[(equals + 1)...])))
+                } else {
+                    fields.append((try Self.decodeComponent(pair), ""))
+                }
+            }
+            pairStart = pairEnd + 1
         }
         self.fields = fields
     }
@@ -37,6 +47,11 @@ public struct URLEncodedForm: Sendable {
     }
 
     static func decodeComponent(_ bytes: ArraySlice<UInt8>) throws(DecodingError) -> String {
+        // Most components (a token, a field name, a typed value) are plain ASCII with nothing
+        // escaped: they become a string as they are.
+        if !bytes.contains(where: { $0 >= 0x80 || $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) {
+            return String(decoding: bytes, as: UTF8.self)
+        }
         var decoded: [UInt8] = []
         decoded.reserveCapacity(bytes.count)
         var index = bytes.startIndex

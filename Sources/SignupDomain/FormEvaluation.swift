@@ -62,7 +62,8 @@ public struct FormEvaluation: Equatable, Sendable {
         // With a passkey, the password fields and their checklist leave the form and
         // `passkey.created` takes their place; everything else is judged as always.
         let usesPasskey = credential.method == .passkey
-        var states: [String: RequirementState] = [:]
+        // Sized once: grown from empty it was rehashed four times in every evaluation.
+        var states = [String: RequirementState](minimumCapacity: policy.liveRequirementOrder.count)
         var evaluations: [(SignupField, [RequirementState])] = [(.username, username.states), (.email, email.states)]
         if !usesPasskey { evaluations += [(.password, password.states), (.confirm, confirm.states)] }
         for (field, fieldStates) in evaluations {

@@ -58,14 +58,25 @@ struct SignupRoutes: HTTPResponder {
             "method": "\(request.method)", "route": "\(route)", "status": "\(status)",
             "duration_ms": "\(Self.milliseconds(seconds))", "client": "\(client)",
         ]
-        // Enough to follow one form through the log, never enough to use it; only
-        // letters and digits, so a made-up "token" cannot inject anything into a log line.
-        // The instance id before the dot is skipped: it is the same on every line.
-        if let token = Self.token(in: request) {
-            let signed = token.lastIndex(of: ".").map { token[token.index(after: $0)...] } ?? token
-            metadata["token"] = "\(String(signed.prefix(6).filter { $0.isASCII && ($0.isLetter || $0.isNumber) }))"
-        }
+        if let token = Self.loggedToken(of: request) { metadata["token"] = "\(token)" }
         accessLog.info("request", metadata: metadata)
+    }
+
+    /// What the access line shows of a request's form token: enough to follow one form
+    /// through the log, never enough to use it. The 6 characters after the last dot (the
+    /// instance id before it is the same on every line), letters and digits only, so a
+    /// made-up "token" cannot inject anything into a log line. Bytes, not characters: this
+    /// runs for every request.
+    static func loggedToken(of request: HTTPRequest) -> String? {
+        func shown<Bytes: BidirectionalCollection<UInt8>>(_ token: Bytes) -> String {
+            let signed = token.lastIndex(of: UInt8(ascii: ".")).map { token[token.index(after: $0)...] } ?? token[...]
+            let kept = signed.prefix(6).filter {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20)
+            }
+            return String(decoding: kept, as: UTF8.self)
+        }
+        if let token = request.queryValue("token") { return shown(token.utf8) }
+        return token(in: request).map(shown)
     }
 
     /// "3.41": two decimals without Foundation's `String(format:)`, which costs microseconds.
@@ -115,10 +126,9 @@ struct SignupRoutes: HTTPResponder {
         Route(["GET"], "/static/", prefix: true, answers: .json) { $0.operations.staticAsset($1.http) },
     ])
 
-    /// The form token a request carries (query or urlencoded body), found without decoding
-    /// the whole body a second time.
-    static func token(in request: HTTPRequest) -> Substring? {
-        if let token = request.queryValue("token") { return Substring(token) }
+    /// The form token an urlencoded body carries, as sent, found without decoding the body
+    /// a second time.
+    static func token(in request: HTTPRequest) -> ArraySlice<UInt8>? {
         guard request.method == "POST", !request.body.isEmpty else { return nil }
         let body = request.body
         let key = Array("token=".utf8)
@@ -128,8 +138,7 @@ struct SignupRoutes: HTTPResponder {
             if (index == 0 || body[index - 1] == UInt8(ascii: "&")) && body[index..<index + key.count].elementsEqual(key) {
                 let start = index + key.count
                 let end = body[start...].firstIndex(of: UInt8(ascii: "&")) ?? body.count
-                // Up to the longest instance id, its dot and the 6 characters that are logged.
-                return Substring(String(decoding: body[start..<min(end, start + 6 + 1 + InstanceID.maximumLength)], as: UTF8.self))
+                return body[start..<end]
             }
             index += 1
         }

@@ -28,7 +28,7 @@ struct JSONLogHandler: LogHandler {
         guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         else { return }
         line.append(UInt8(ascii: "\n"))
-        BufferedLogOutput.standardError.write(String(decoding: line, as: UTF8.self), urgent: event.level >= .warning)
+        BufferedLogOutput.standardError.write([UInt8](line), urgent: event.level >= .warning)
     }
 
     /// RFC 3339 with milliseconds, UTC.
