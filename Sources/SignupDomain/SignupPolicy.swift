@@ -9,7 +9,12 @@ import OpenCombineShim
 
 /// Every rule of the sign-up form, built from a `Policy`'s settings. The page's checklist,
 /// the live events, the server-side submit check and the tests all read this one value.
-public struct SignupPolicy: Sendable {
+///
+/// A class, though nothing in it changes after `init`: every edit's evaluation and every
+/// request handler reads it, and as a struct of some thirty fields each read was a copy
+/// with a retain and a release per field. (`@unchecked` for `initialState` alone, which is
+/// written once, at the end of `init`, before anyone else can see the policy.)
+public final class SignupPolicy: @unchecked Sendable {
     /// The settings these rules were built from.
     public let settings: Policy
     public let username: FieldRules<String>
@@ -63,7 +68,7 @@ public struct SignupPolicy: Sendable {
     /// The fields the policy declares beyond the built-in four, with their rules, in page order.
     let declaredFields: [DeclaredField]
     /// `initialEvaluation`, made once at the end of `init` (nil only while it is being made).
-    var initialState: FormEvaluation?
+    private(set) var initialState: FormEvaluation?
 
     struct DeclaredField: Sendable {
         let position: Int
