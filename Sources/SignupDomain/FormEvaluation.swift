@@ -27,8 +27,16 @@ public struct CredentialChoice: Equatable, Sendable {
 /// of inputs. The live view model and the submit check both build it, so they can never
 /// disagree.
 public struct FormEvaluation: Equatable, Sendable {
-    public let requirementStates: [String: RequirementState]
-    public let fieldValidations: [SignupField: FieldValidation]
+    /// The requirement ids this evaluation has states for, in the order the policy fixes for
+    /// its credential (one array shared by every evaluation), and their states (nil for a
+    /// requirement its field gave no state). Arrays, not a dictionary: every keystroke builds
+    /// an evaluation and compares it with the last (`removeDuplicates`), and hashing the ids
+    /// cost more than judging the values.
+    private let requirementIDs: [String]
+    private let states: [RequirementState?]
+    /// The fields with a verdict (the policy's, shared) and their verdicts.
+    private let validatedFields: [SignupField]
+    private let validations: [FieldValidation]
     public let strength: PasswordStrength
     /// True when every requirement is met and no field failed a check off the checklist.
     public let isValid: Bool
@@ -40,10 +48,29 @@ public struct FormEvaluation: Equatable, Sendable {
     /// Password or passkey: whose requirements `requirementStates` holds.
     public let credential: CredentialMethod
 
+    /// Every requirement's state by id.
+    public var requirementStates: [String: RequirementState] {
+        var byID = [String: RequirementState](minimumCapacity: states.count)
+        for (id, state) in zip(requirementIDs, states) {
+            if let state { byID[id] = state }
+        }
+        return byID
+    }
+
+    /// Every field's verdict by field.
+    public var fieldValidations: [SignupField: FieldValidation] {
+        Dictionary(zip(validatedFields, validations), uniquingKeysWith: { $1 })
+    }
+
+    /// One field's verdict (nil for a field the form does not judge with this credential).
+    public func validation(of field: SignupField) -> FieldValidation? {
+        validatedFields.lastIndex(of: field).map { validations[$0] }
+    }
+
     /// Each field's shown problem, in page order.
     public var problems: [(field: SignupField, message: String)] {
         fieldOrder.compactMap { field in
-            let message = fieldValidations[field]?.message ?? ""
+            let message = validation(of: field)?.message ?? ""
             return message.isEmpty ? nil : (field, message)
         }
     }
@@ -62,49 +89,56 @@ public struct FormEvaluation: Equatable, Sendable {
         // With a passkey, the password fields and their checklist leave the form and
         // `passkey.created` takes their place; everything else is judged as always.
         let usesPasskey = credential.method == .passkey
-        // Sized once: grown from empty it was rehashed four times in every evaluation.
-        var states = [String: RequirementState](minimumCapacity: policy.liveRequirementOrder.count)
-        var evaluations: [(SignupField, [RequirementState])] = [(.username, username.states), (.email, email.states)]
-        if !usesPasskey { evaluations += [(.password, password.states), (.confirm, confirm.states)] }
-        for (field, fieldStates) in evaluations {
-            for (requirement, state) in zip(policy.requirements(for: field), fieldStates) {
-                states[requirement.id] = state
-            }
+        let order = usesPasskey ? policy.evaluationOrder.passkey : policy.evaluationOrder.password
+        var states: [RequirementState?] = []
+        states.reserveCapacity(order.requirementIDs.count)
+        /// A field's states, one per requirement of its checklist (`count`), in checklist order.
+        func add(_ fieldStates: [RequirementState], count: Int) {
+            for index in 0..<count { states.append(index < fieldStates.count ? fieldStates[index] : nil) }
         }
-        var validations: [SignupField: FieldValidation] = [
-            .username: policy.username.validation(
-                of: username, extraMessages: [policy.usernameTakenMessage], isShown: shownFields.contains(.username)),
-            .email: policy.email.validation(
-                of: email,
-                extraMessages: policy.emailDeliverable == nil ? []
-                    : [email.states.last == .unmet ? policy.deliverableMessage(for: email.value) : ""],
-                isShown: shownFields.contains(.email)),
-        ]
+        let counts = policy.builtInRequirementCounts
+        add(username.states, count: counts.username)
+        add(email.states, count: counts.email)
         if usesPasskey {
-            states[policy.passkeyCreated.id] = credential.passkeyCreated ? .met : .unmet
-            validations[.password] = .idle
-            validations[.confirm] = .idle
-            validations[.passkey] = credential.passkeyCreated ? .valid
-                : shownFields.contains(.passkey) ? .invalid(reason: policy.passkeyMissingMessage) : .idle
+            states.append(credential.passkeyCreated ? .met : .unmet)
         } else {
-            validations[.password] = policy.password.validation(
+            add(password.states, count: counts.password)
+            add(confirm.states, count: counts.confirm)
+        }
+        // In the order of `SignupPolicy.evaluationOrder`'s fields.
+        var validations: [FieldValidation] = []
+        validations.reserveCapacity(order.fields.count)
+        validations.append(policy.username.validation(
+            of: username, extraMessages: [policy.usernameTakenMessage], isShown: shownFields.contains(.username)))
+        validations.append(policy.email.validation(
+            of: email,
+            extraMessages: policy.emailDeliverable == nil ? []
+                : [email.states.last == .unmet ? policy.deliverableMessage(for: email.value) : ""],
+            isShown: shownFields.contains(.email)))
+        if usesPasskey {
+            validations.append(.idle)
+            validations.append(.idle)
+            validations.append(credential.passkeyCreated ? .valid
+                : shownFields.contains(.passkey) ? .invalid(reason: policy.passkeyMissingMessage) : .idle)
+        } else {
+            validations.append(policy.password.validation(
                 of: password,
                 // Built only when the breach rule is the one unmet: it reads the remembered count.
                 extraMessages: policy.passwordBreach == nil ? []
                     : [password.states.last == .unmet ? policy.breachMessage(for: password.value.password) : ""],
-                isShown: shownFields.contains(.password))
-            validations[.confirm] = policy.confirm.validation(of: confirm, isShown: shownFields.contains(.confirm))
+                isShown: shownFields.contains(.password)))
+            validations.append(policy.confirm.validation(of: confirm, isShown: shownFields.contains(.confirm)))
         }
         var declaredValid = true
         for (field, evaluation) in zip(policy.declaredFields, declared) {
-            for (requirement, state) in zip(field.rules.requirements, evaluation.states) {
-                states[requirement.id] = state
-            }
-            validations[field.field] = field.rules.validation(of: evaluation, isShown: shownFields.contains(field.field))
+            add(evaluation.states, count: field.rules.rules.count)
+            validations.append(field.rules.validation(of: evaluation, isShown: shownFields.contains(field.field)))
             declaredValid = declaredValid && evaluation.allMet
         }
-        requirementStates = states
-        fieldValidations = validations
+        requirementIDs = order.requirementIDs
+        self.states = states
+        validatedFields = order.fields
+        self.validations = validations
         strength = usesPasskey ? .none : password.value.strength
         let credentialMet = usesPasskey ? credential.passkeyCreated : password.allMet && confirm.allMet
         isValid = username.allMet && email.allMet && credentialMet && declaredValid
@@ -120,7 +154,7 @@ extension FormEvaluation {
         SignupSnapshot(
             rev: rev, requirements: requirementStates,
             messages: Dictionary(uniqueKeysWithValues: fieldOrder.map {
-                ($0.rawValue, fieldValidations[$0]?.message ?? "")
+                ($0.rawValue, validation(of: $0)?.message ?? "")
             }),
             strength: strength, submitEnabled: isValid,
             suggestions: suggestions.isEmpty ? [:] : Dictionary(uniqueKeysWithValues: suggestions.map { ($0.key.rawValue, $0.value) }),

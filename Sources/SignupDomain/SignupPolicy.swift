@@ -67,6 +67,17 @@ public final class SignupPolicy: @unchecked Sendable {
     let builtInPositions: (username: Int?, email: Int?, password: Int?, confirm: Int?)
     /// The fields the policy declares beyond the built-in four, with their rules, in page order.
     let declaredFields: [DeclaredField]
+    /// The order in which a `FormEvaluation` keeps its requirement states and field verdicts,
+    /// with a password and with a passkey: the built-in fields' (username, email, then the
+    /// password and confirmation, or `passkey.created`), then the declared fields'. Made once,
+    /// shared by every evaluation.
+    let evaluationOrder: (password: EvaluationOrder, passkey: EvaluationOrder)
+    struct EvaluationOrder: Sendable {
+        let requirementIDs: [String]
+        let fields: [SignupField]
+    }
+    /// How many requirements each built-in field's checklist has.
+    let builtInRequirementCounts: (username: Int, email: Int, password: Int, confirm: Int)
     /// `initialEvaluation`, made once at the end of `init` (nil only while it is being made).
     private(set) var initialState: FormEvaluation?
 
@@ -165,6 +176,17 @@ public final class SignupPolicy: @unchecked Sendable {
         for declared in declaredFields { checklists[declared.field] = declared.rules.requirements }
         self.checklists = checklists
         let passkeyCreatedID = passkeyCreated.id
+        func ids(_ field: SignupField) -> [String] { (checklists[field] ?? []).map(\.id) }
+        let declaredIDs = declaredFields.flatMap { $0.rules.requirements.map(\.id) }
+        let declaredNames = declaredFields.map(\.field)
+        evaluationOrder = (
+            password: EvaluationOrder(
+                requirementIDs: ids(.username) + ids(.email) + ids(.password) + ids(.confirm) + declaredIDs,
+                fields: [.username, .email, .password, .confirm] + declaredNames),
+            passkey: EvaluationOrder(
+                requirementIDs: ids(.username) + ids(.email) + [passkeyCreatedID] + declaredIDs,
+                fields: [.username, .email, .password, .confirm, .passkey] + declaredNames))
+        builtInRequirementCounts = (ids(.username).count, ids(.email).count, ids(.password).count, ids(.confirm).count)
         liveRequirementOrder = liveFieldOrder.flatMap { field in
             field == .passkey ? [passkeyCreatedID] : (checklists[field] ?? []).map(\.id)
         }

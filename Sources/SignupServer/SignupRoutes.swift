@@ -54,11 +54,12 @@ struct SignupRoutes: HTTPResponder {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000_000
         metrics.request(route: route, status: status, seconds: seconds)
         guard accessLog.logLevel <= .info else { return }
+        // The values as they are (`.string`), not interpolated into new strings.
         var metadata: Logger.Metadata = [
-            "method": "\(request.method)", "route": "\(route)", "status": "\(status)",
-            "duration_ms": "\(Self.milliseconds(seconds))", "client": "\(client)",
+            "method": .string(request.method), "route": .string(route), "status": .string(String(status)),
+            "duration_ms": .string(Self.milliseconds(seconds)), "client": .string(client),
         ]
-        if let token = Self.loggedToken(of: request) { metadata["token"] = "\(token)" }
+        if let token = Self.loggedToken(of: request) { metadata["token"] = .string(token) }
         accessLog.info("request", metadata: metadata)
     }
 
