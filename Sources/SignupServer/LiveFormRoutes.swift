@@ -48,11 +48,7 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
 
     /// A fresh token for a page whose token the server no longer accepts (too old).
     func newSession(_ request: SignupRequest) -> HTTPResponse {
-        do throws(LimitExceeded) {
-            try limiters.pages.admit(request.clientKey)
-        } catch {
-            return refusals.limited(error)
-        }
+        if let refused = refusals.refusal(by: limiters.pages, of: request.clientKey) { return refused }
         let token = sessions.mintToken()
         // The old page's challenge was bound to its old token: a new one comes along.
         let challenge = proofOfWork.map { ",\"challenge\":" + $0.challenge(for: token, addressKey: request.clientKey).json } ?? ""
@@ -66,11 +62,7 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
     /// A fresh proof-of-work challenge for a genuine form token, at the client's price (the
     /// page's script asks when its challenge no longer fits; programs ask before a sign-up).
     func challenge(_ request: SignupRequest) -> HTTPResponse {
-        do throws(LimitExceeded) {
-            try limiters.pages.admit(request.clientKey)
-        } catch {
-            return refusals.limited(error)
-        }
+        if let refused = refusals.refusal(by: limiters.pages, of: request.clientKey) { return refused }
         guard let proofOfWork else {
             return APIError(status: .notFound, code: "proofs_off", message: "This server asks for no proof of work.").response
         }
@@ -141,55 +133,47 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
         case .failure(let error): return error.response
         }
         // The token may come in the URL as well (`/fields?token=…`, so a proxy can route by
-        // it); if both carry one they must agree.
-        let queryToken = request.queryValue("token")
-        if let queryToken, let bodyToken = form["token"], queryToken != bodyToken {
+        // it); if both carry one they must agree. Each parameter is looked up once.
+        let queryToken = request.queryValue("token"), bodyToken = form["token"]
+        if let queryToken, let bodyToken, queryToken != bodyToken {
             return APIError(status: .badRequest, code: "token_mismatch",
                             message: "The token in the URL and the token in the body differ; send one token.").response
         }
-        guard let token = form["token"] ?? queryToken else { return APIError.missingParameter("token").response }
-        for name in ["field", "value", "seq"] where form[name] == nil {
-            return APIError.missingParameter(name).response
-        }
+        guard let token = bodyToken ?? queryToken else { return APIError.missingParameter("token").response }
+        guard let fieldName = form["field"] else { return APIError.missingParameter("field").response }
+        guard let value = form["value"] else { return APIError.missingParameter("value").response }
+        guard let seqText = form["seq"] else { return APIError.missingParameter("seq").response }
         // A field's value, or the credential the person chose (password or passkey).
         let field: SignupField?, credential: CredentialMethod?
-        if form["field"] == CredentialMethod.fieldName {
-            guard let method = CredentialMethod(rawValue: form["value"]!) else {
+        if fieldName == CredentialMethod.fieldName {
+            guard let method = CredentialMethod(rawValue: value) else {
                 let known = CredentialMethod.allCases.map(\.rawValue).joined(separator: " or ")
                 return APIError(status: .badRequest, code: "invalid_credential",
-                                message: "The credential must be \(known), not '\(form["value"]!)'.").response
+                                message: "The credential must be \(known), not '\(value)'.").response
             }
             (field, credential) = (nil, method)
         } else {
-            guard let named = policy.field(named: form["field"]!) else {
+            guard let named = policy.field(named: fieldName) else {
                 let known = (policy.fieldOrder.map(\.rawValue) + [CredentialMethod.fieldName]).joined(separator: ", ")
                 return APIError(status: .badRequest, code: "unknown_field",
-                                message: "Unknown field '\(form["field"]!)'. Expected one of: \(known).").response
+                                message: "Unknown field '\(fieldName)'. Expected one of: \(known).").response
             }
             (field, credential) = (named, nil)
         }
-        guard let seq = UInt64(form["seq"]!) else {
+        guard let seq = UInt64(seqText) else {
             return APIError(status: .badRequest, code: "invalid_seq",
                             message: "'seq' must be a non-negative whole number, counting up with each edit of a field.").response
         }
-        do throws(LimitExceeded) {
-            try limiters.editsPerAddress.admit(context.clientKey)
-        } catch {
-            return refusals.limited(error)
-        }
+        if let refused = refusals.refusal(by: limiters.editsPerAddress, of: context.clientKey) { return refused }
         let session: FormSession
         switch lookUpSession(token, client: client, language: request.queryValue("lang")) {
         case .success(let found): session = found
         case .failure(let error): return error.response
         }
         // Per form only once the token is known genuine, so made-up tokens fill no table.
-        do throws(LimitExceeded) {
-            try limiters.editsPerSession.admit(token)
-        } catch {
-            return refusals.limited(error)
-        }
-        let touched = form["touched"] == "1" || form["touched"] == "true"
-        let result = field.map { session.apply(field: $0, value: form["value"]!, seq: seq, touched: touched) }
+        if let refused = refusals.refusal(by: limiters.editsPerSession, of: token) { return refused }
+        let touched = form["touched"].map { $0 == "1" || $0 == "true" } ?? false
+        let result = field.map { session.apply(field: $0, value: value, seq: seq, touched: touched) }
             ?? session.chooseCredential(credential!, seq: seq)
         if result.applied { metrics.edits.increment() }
         var response = HTTPResponse.json(result.json, status: .accepted)

@@ -59,11 +59,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     }
 
     private func registrationOptions(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
-        do throws(LimitExceeded) {
-            try limiters.pages.admit(request.clientKey)
-        } catch {
-            return refusals.limited(error)
-        }
+        if let refused = refusals.refusal(by: limiters.pages, of: request.clientKey) { return refused }
         guard let token = form["token"] ?? request.http.queryValue("token"), !token.isEmpty else {
             return APIError.missingParameter("token").response
         }
@@ -121,11 +117,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     /// `POST /passkeys/signin/options`: a signed, single-use challenge for a discoverable
     /// sign-in (the button, or the browser's autofill on the username field).
     func signInOptions(_ request: SignupRequest) -> HTTPResponse {
-        do throws(LimitExceeded) {
-            try limiters.pages.admit(request.clientKey)
-        } catch {
-            return refusals.limited(error)
-        }
+        if let refused = refusals.refusal(by: limiters.pages, of: request.clientKey) { return refused }
         let options = RequestOptions(relyingParty: relyingParty(for: request.http),
                                      challenge: challenges.make(for: "signin"), timeoutMilliseconds: timeoutMilliseconds)
         return Self.json(options.json, status: .ok)
@@ -189,11 +181,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     }
 
     private func addOptions(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
-        do throws(LimitExceeded) {
-            try limiters.pages.admit(request.clientKey)
-        } catch {
-            return refusals.limited(error)
-        }
+        if let refused = refusals.refusal(by: limiters.pages, of: request.clientKey) { return refused }
         do throws(PasskeyRefusal) {
             let account = try signedInAccount(request.http)
             let handle: [UInt8], existing: [Passkey]

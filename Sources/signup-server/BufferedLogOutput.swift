@@ -25,6 +25,9 @@ final class BufferedLogOutput: @unchecked Sendable {
     private var writerStarted = false
     /// Held while a batch is taken and written, so batches never overtake each other.
     private let writing = NSLock()
+    /// The emptied buffer of the last batch written, which `pending` becomes next (guarded
+    /// by `writing`).
+    private var spare: [UInt8] = []
 
     init(descriptor: Int32, interval: TimeInterval = 0.05, capacity: Int = 1 << 20) {
         self.descriptor = descriptor
@@ -33,12 +36,8 @@ final class BufferedLogOutput: @unchecked Sendable {
         pending.reserveCapacity(64 * 1024)
     }
 
-    /// Queues `line` (which ends in a newline); `urgent` writes it, and all before it, now.
-    func write(_ line: String, urgent: Bool) {
-        write(Array(line.utf8), urgent: urgent)
-    }
-
-    /// Queues the bytes of one line (ending in a newline); see `write(_:urgent:)`.
+    /// Queues the bytes of one line (ending in a newline); `urgent` writes it, and all before
+    /// it, now.
     func write(_ line: [UInt8], urgent: Bool) {
         state.lock()
         let wasEmpty = pending.isEmpty
@@ -64,16 +63,20 @@ final class BufferedLogOutput: @unchecked Sendable {
     func flush() {
         writing.lock()
         defer { writing.unlock() }
+        // The two buffers trade places, so the request threads' lock is held for a swap, not
+        // for a copy of the batch.
+        var batch = spare
         state.lock()
-        var batch = pending
-        pending.removeAll(keepingCapacity: true)
+        swap(&batch, &pending)
         let lost = dropped
         dropped = 0
         state.unlock()
         if lost > 0 {
-            batch = Array("\(lost) log lines were dropped: standard error was not keeping up\n".utf8) + batch
+            writeAll(Array("\(lost) log lines were dropped: standard error was not keeping up\n".utf8))
         }
         writeAll(batch)
+        batch.removeAll(keepingCapacity: true)
+        spare = batch
     }
 
     /// A batch is written `interval` after its first line, or as soon as it holds
