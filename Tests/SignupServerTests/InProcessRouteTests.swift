@@ -77,6 +77,20 @@ final class InProcessRouteTests: XCTestCase {
         XCTAssertEqual(unknown.status, .notFound)
     }
 
+    /// The access line shows 6 letters or digits of a form token (after its last dot), from
+    /// the query or the body as sent: a made-up token cannot put anything else into a line.
+    func testTheAccessLineShowsSixLettersOrDigitsOfAToken() {
+        func shown(query: String? = nil, body: String = "") -> String? {
+            SignupRoutes.loggedToken(of: HTTPRequest(
+                method: "POST", path: "/fields", query: query.map { [("token", $0)] } ?? [], body: Array(body.utf8)))
+        }
+        XCTAssertEqual(shown(body: "field=f&token=inst.abcDEF123&seq=1"), "abcDEF")
+        XCTAssertEqual(shown(query: "inst-1.9f8e7d6c"), "9f8e7d")
+        XCTAssertEqual(shown(body: "xtoken=nope&token=a.b.%0Ax=y1\u{7}"), "0Axy", "after the last dot, escapes and signs dropped")
+        XCTAssertEqual(shown(body: "token=é.ü\nz=1"), "z1", "non-ASCII, line breaks and signs dropped")
+        XCTAssertNil(shown(body: "field=f&seq=1"))
+    }
+
     func testACrossSitePostIsRefusedInTheFormatItsRowSays() async throws {
         let app = try makeApp()
         let foreign = [("Origin", "https://evil.example"), ("Host", "127.0.0.1")]
