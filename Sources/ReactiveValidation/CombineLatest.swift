@@ -9,31 +9,46 @@ import OpenCombineShim
 #endif
 
 #if !canImport(Combine)
+// Each operator's per-value work (storing an upstream's value, building the output tuple) is
+// a closure made in its `@inlinable` initializer: the initializer is specialized where a view
+// model calls it, with the concrete types, so these closures are too. Made in
+// `receive(subscriber:)`, which OpenCombine's `subscribe` calls through the protocol, they ran
+// as unspecialized generic code that looked up `Optional<T>`'s and the tuples' metadata on
+// every keystroke (about a tenth of an edit's instructions, issue 24). The latest values are
+// kept in a struct rather than a tuple for the same reason: a tuple crossing from concrete into
+// generic code goes through a thunk that takes it apart element by element, with a metadata
+// look-up for each element's `Optional`.
 extension Publishers {
     /// Emits a pair of the latest values of both upstreams once each has produced one, and
     /// again whenever either produces another. Finishes when both finish; fails when either does.
     public struct CombineLatest<A: Publisher, B: Publisher>: Publisher where A.Failure == B.Failure {
         public typealias Output = (A.Output, B.Output)
         public typealias Failure = A.Failure
+        @usableFromInline typealias Latest = LatestValues2<A.Output, B.Output>
 
         public let a: A
         public let b: B
+        @usableFromInline let combine: (inout Latest) -> Output?
+        @usableFromInline let storeA: (inout Latest, A.Output) -> Void
+        @usableFromInline let storeB: (inout Latest, B.Output) -> Void
 
-        public init(_ a: A, _ b: B) {
+        @inlinable public init(_ a: A, _ b: B) {
             self.a = a
             self.b = b
+            combine = { latest in
+                guard let a = latest.a, let b = latest.b else { return nil }
+                return (a, b)
+            }
+            storeA = { $0.a = $1 }
+            storeB = { $0.b = $1 }
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            let inner = CombineLatestSubscription<(A.Output?, B.Output?), Output, Failure>(
-                downstream: AnySubscriber(subscriber), latest: (nil, nil), upstreamCount: 2
-            ) { latest in
-                guard let a = latest.0, let b = latest.1 else { return nil }
-                return (a, b)
-            }
+            let inner = CombineLatestSubscription<Latest, Output, Failure>(
+                downstream: AnySubscriber(subscriber), latest: Latest(), upstreamCount: 2, combine: combine)
             subscriber.receive(subscription: inner)
-            a.subscribe(inner.slot(0) { $0.0 = $1 })
-            b.subscribe(inner.slot(1) { $0.1 = $1 })
+            a.subscribe(inner.slot(0, store: storeA))
+            b.subscribe(inner.slot(1, store: storeB))
         }
     }
 
@@ -42,28 +57,36 @@ extension Publishers {
     where A.Failure == B.Failure, B.Failure == C.Failure {
         public typealias Output = (A.Output, B.Output, C.Output)
         public typealias Failure = A.Failure
+        @usableFromInline typealias Latest = LatestValues3<A.Output, B.Output, C.Output>
 
         public let a: A
         public let b: B
         public let c: C
+        @usableFromInline let combine: (inout Latest) -> Output?
+        @usableFromInline let storeA: (inout Latest, A.Output) -> Void
+        @usableFromInline let storeB: (inout Latest, B.Output) -> Void
+        @usableFromInline let storeC: (inout Latest, C.Output) -> Void
 
-        public init(_ a: A, _ b: B, _ c: C) {
+        @inlinable public init(_ a: A, _ b: B, _ c: C) {
             self.a = a
             self.b = b
             self.c = c
+            combine = { latest in
+                guard let a = latest.a, let b = latest.b, let c = latest.c else { return nil }
+                return (a, b, c)
+            }
+            storeA = { $0.a = $1 }
+            storeB = { $0.b = $1 }
+            storeC = { $0.c = $1 }
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            let inner = CombineLatestSubscription<(A.Output?, B.Output?, C.Output?), Output, Failure>(
-                downstream: AnySubscriber(subscriber), latest: (nil, nil, nil), upstreamCount: 3
-            ) { latest in
-                guard let a = latest.0, let b = latest.1, let c = latest.2 else { return nil }
-                return (a, b, c)
-            }
+            let inner = CombineLatestSubscription<Latest, Output, Failure>(
+                downstream: AnySubscriber(subscriber), latest: Latest(), upstreamCount: 3, combine: combine)
             subscriber.receive(subscription: inner)
-            a.subscribe(inner.slot(0) { $0.0 = $1 })
-            b.subscribe(inner.slot(1) { $0.1 = $1 })
-            c.subscribe(inner.slot(2) { $0.2 = $1 })
+            a.subscribe(inner.slot(0, store: storeA))
+            b.subscribe(inner.slot(1, store: storeB))
+            c.subscribe(inner.slot(2, store: storeC))
         }
     }
 
@@ -72,48 +95,82 @@ extension Publishers {
     where A.Failure == B.Failure, B.Failure == C.Failure, C.Failure == D.Failure {
         public typealias Output = (A.Output, B.Output, C.Output, D.Output)
         public typealias Failure = A.Failure
+        @usableFromInline typealias Latest = LatestValues4<A.Output, B.Output, C.Output, D.Output>
 
         public let a: A
         public let b: B
         public let c: C
         public let d: D
+        @usableFromInline let combine: (inout Latest) -> Output?
+        @usableFromInline let storeA: (inout Latest, A.Output) -> Void
+        @usableFromInline let storeB: (inout Latest, B.Output) -> Void
+        @usableFromInline let storeC: (inout Latest, C.Output) -> Void
+        @usableFromInline let storeD: (inout Latest, D.Output) -> Void
 
-        public init(_ a: A, _ b: B, _ c: C, _ d: D) {
+        @inlinable public init(_ a: A, _ b: B, _ c: C, _ d: D) {
             self.a = a
             self.b = b
             self.c = c
             self.d = d
+            combine = { latest in
+                guard let a = latest.a, let b = latest.b, let c = latest.c, let d = latest.d else { return nil }
+                return (a, b, c, d)
+            }
+            storeA = { $0.a = $1 }
+            storeB = { $0.b = $1 }
+            storeC = { $0.c = $1 }
+            storeD = { $0.d = $1 }
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            let inner = CombineLatestSubscription<(A.Output?, B.Output?, C.Output?, D.Output?), Output, Failure>(
-                downstream: AnySubscriber(subscriber), latest: (nil, nil, nil, nil), upstreamCount: 4
-            ) { latest in
-                guard let a = latest.0, let b = latest.1, let c = latest.2, let d = latest.3 else { return nil }
-                return (a, b, c, d)
-            }
+            let inner = CombineLatestSubscription<Latest, Output, Failure>(
+                downstream: AnySubscriber(subscriber), latest: Latest(), upstreamCount: 4, combine: combine)
             subscriber.receive(subscription: inner)
-            a.subscribe(inner.slot(0) { $0.0 = $1 })
-            b.subscribe(inner.slot(1) { $0.1 = $1 })
-            c.subscribe(inner.slot(2) { $0.2 = $1 })
-            d.subscribe(inner.slot(3) { $0.3 = $1 })
+            a.subscribe(inner.slot(0, store: storeA))
+            b.subscribe(inner.slot(1, store: storeB))
+            c.subscribe(inner.slot(2, store: storeC))
+            d.subscribe(inner.slot(3, store: storeD))
         }
     }
 }
 
+/// The latest value of each of two upstreams; nil until that upstream has produced one.
+@usableFromInline struct LatestValues2<A, B> {
+    @usableFromInline var a: A?
+    @usableFromInline var b: B?
+    @inlinable init() {}
+}
+
+/// The latest value of each of three upstreams; nil until that upstream has produced one.
+@usableFromInline struct LatestValues3<A, B, C> {
+    @usableFromInline var a: A?
+    @usableFromInline var b: B?
+    @usableFromInline var c: C?
+    @inlinable init() {}
+}
+
+/// The latest value of each of four upstreams; nil until that upstream has produced one.
+@usableFromInline struct LatestValues4<A, B, C, D> {
+    @usableFromInline var a: A?
+    @usableFromInline var b: B?
+    @usableFromInline var c: C?
+    @usableFromInline var d: D?
+    @inlinable init() {}
+}
+
 extension Publisher {
-    public func combineLatest<P: Publisher>(_ other: P) -> Publishers.CombineLatest<Self, P>
+    @inlinable public func combineLatest<P: Publisher>(_ other: P) -> Publishers.CombineLatest<Self, P>
     where Failure == P.Failure {
         Publishers.CombineLatest(self, other)
     }
 
-    public func combineLatest<P: Publisher, T>(
+    @inlinable public func combineLatest<P: Publisher, T>(
         _ other: P, _ transform: @escaping (Output, P.Output) -> T
     ) -> Publishers.Map<Publishers.CombineLatest<Self, P>, T> where Failure == P.Failure {
         Publishers.CombineLatest(self, other).map(transform)
     }
 
-    public func combineLatest<P: Publisher, Q: Publisher>(
+    @inlinable public func combineLatest<P: Publisher, Q: Publisher>(
         _ p: P, _ q: Q
     ) -> Publishers.CombineLatest3<Self, P, Q> where Failure == P.Failure, P.Failure == Q.Failure {
         Publishers.CombineLatest3(self, p, q)
@@ -126,7 +183,7 @@ extension Publisher {
 ///
 /// One flat subscription per operator: `CombineLatest4` used to nest three pairwise
 /// subscriptions and a `map`, and a view model's keystroke went through every layer (with a
-/// lock and a type-erased call each). `Latest` is a tuple of optionals, one per upstream;
+/// lock and a type-erased call each). `Latest` holds the latest value of each upstream;
 /// `combine` turns it into the output once every upstream has produced a value.
 ///
 /// Values are delivered while holding a recursive lock: downstream sees values one at a time
@@ -136,7 +193,7 @@ extension Publisher {
     @usableFromInline let lock = NSRecursiveLock()
     @usableFromInline var downstream: AnySubscriber<Output, Failure>?
     @usableFromInline var latest: Latest
-    @usableFromInline let combine: (Latest) -> Output?
+    @usableFromInline let combine: (inout Latest) -> Output?
     @usableFromInline var upstreams: [Subscription?]
     @usableFromInline var finished: [Bool]
     @usableFromInline var demand = Subscribers.Demand.none
@@ -146,7 +203,7 @@ extension Publisher {
     @usableFromInline let combineIdentifier = CombineIdentifier()
 
     @inlinable init(downstream: AnySubscriber<Output, Failure>, latest: Latest, upstreamCount: Int,
-         combine: @escaping (Latest) -> Output?) {
+         combine: @escaping (inout Latest) -> Output?) {
         self.downstream = downstream
         self.latest = latest
         self.combine = combine
@@ -198,7 +255,9 @@ extension Publisher {
 
     /// Call with the lock held.
     @inlinable func deliverLatest() {
-        guard let downstream, let output = combine(latest) else { return }
+        // `inout` only to read the latest values in place: passed by value, the class's stored
+        // latest values were copied (and destroyed) on every delivery.
+        guard let downstream, let output = combine(&latest) else { return }
         guard demand > 0 else {
             hasUndelivered = true
             return

@@ -18,29 +18,48 @@ extension Publishers {
         public typealias Failure = Upstream.Failure
 
         public let upstreams: [Upstream]
+        /// Made here, where the initializer is specialized with the caller's types (see
+        /// `CombineLatest`): the per-value work then runs as concrete code.
+        @usableFromInline let combine: (inout Latest) -> Output?
+        @usableFromInline let store: (inout Latest, Int, Upstream.Output) -> Void
+        @usableFromInline typealias Latest = LatestValuesMany<Upstream.Output>
 
-        public init(_ upstreams: [Upstream]) {
+        @inlinable public init(_ upstreams: [Upstream]) {
             self.upstreams = upstreams
+            let count = upstreams.count
+            combine = { latest in
+                guard count > 0, latest.filled == count else { return nil }
+                return latest.values.map { $0! }
+            }
+            store = { latest, index, value in
+                if latest.values[index] == nil { latest.filled += 1 }
+                latest.values[index] = value
+            }
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let count = upstreams.count
-            // `filled` counts the slots that have a value, so the check per value is O(1).
-            let inner = CombineLatestSubscription<(values: [Upstream.Output?], filled: Int), Output, Failure>(
+            let inner = CombineLatestSubscription<Latest, Output, Failure>(
                 downstream: AnySubscriber(subscriber),
-                latest: (Array(repeating: nil, count: count), 0),
-                upstreamCount: count
-            ) { latest in
-                guard count > 0, latest.filled == count else { return nil }
-                return latest.values.map { $0! }
-            }
+                latest: Latest(count: count),
+                upstreamCount: count,
+                combine: combine)
             subscriber.receive(subscription: inner)
+            let store = store
             for (index, upstream) in upstreams.enumerated() {
-                upstream.subscribe(inner.slot(index) { latest, value in
-                    if latest.values[index] == nil { latest.filled += 1 }
-                    latest.values[index] = value
-                })
+                upstream.subscribe(inner.slot(index) { store(&$0, index, $1) })
             }
         }
+    }
+}
+
+/// The latest value of each upstream (nil until it has produced one), and how many have one,
+/// so the check per value is O(1). A struct rather than a tuple: see `LatestValues2`.
+@usableFromInline struct LatestValuesMany<Value> {
+    @usableFromInline var values: [Value?]
+    @usableFromInline var filled = 0
+
+    @inlinable init(count: Int) {
+        values = Array(repeating: nil, count: count)
     }
 }
