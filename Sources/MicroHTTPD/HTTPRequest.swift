@@ -49,12 +49,9 @@ public struct HTTPRequest: Sendable {
 
     /// The media type of the body without parameters, lower-cased ("application/json").
     public var mediaType: String? {
-        guard let contentType = headers["Content-Type"] else { return nil }
         // Bytes, not characters: grapheme breaking per character cost more than the rest
         // of decoding an edit's form.
-        let bytes = contentType.utf8
-        let essence = bytes.firstIndex(of: UInt8(ascii: ";")).map { Substring(contentType[..<$0]) } ?? Substring(contentType)
-        return essence.asciiTrimmedLowercased
+        headers["Content-Type"]?.asciiTrimmedLowercased(upTo: UInt8(ascii: ";"))
     }
 }
 

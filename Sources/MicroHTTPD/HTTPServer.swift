@@ -249,7 +249,9 @@ public final class HTTPServer: Sendable {
         }
         guard let mhdResponse else { return MHD_Result.NO }
         for (name, value) in response.headers {
-            _ = MHD_add_response_header(mhdResponse, name, value)
+            // `withCString` lends a native string's own bytes; passing the strings as they
+            // are made a C copy of each (`utf8CString`), two allocations per header.
+            _ = name.withCString { name in value.withCString { MHD_add_response_header(mhdResponse, name, $0) } }
         }
         let result = MHD_queue_response(connection, UInt32(response.status.code), mhdResponse)
         MHD_destroy_response(mhdResponse)

@@ -31,10 +31,11 @@ final class RequestContext {
         self.version = version
         headers = HTTPHeaders(Self.values(of: connection, kind: MHD_ValueKind.HEADER_KIND))
         query = Self.values(of: connection, kind: MHD_ValueKind.GET_ARGUMENT_KIND)
-        var address = [CChar](repeating: 0, count: 64)
-        if mhd_shim_client_address(connection, &address, address.count) == 0 {
-            remoteAddress = String(decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let address = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
+            mhd_shim_client_address(connection, buffer.baseAddress, buffer.count) == 0
+                ? String(cString: buffer.baseAddress!) : nil
         }
+        if let address { remoteAddress = address }
         if let declared = headers["Content-Length"].flatMap(Int.init), declared > maxBodyBytes {
             bodyExceededLimit = true
         }

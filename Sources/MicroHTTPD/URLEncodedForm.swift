@@ -21,24 +21,27 @@ public struct URLEncodedForm: Sendable {
     }
 
     public init(decoding body: [UInt8]) throws(DecodingError) {
-        // One pass over the bytes, without the slices and arrays `split` would make: every
-        // field edit is decoded here.
-        var fields: [(String, String)] = []
-        var pairStart = 0
-        while pairStart < body.count {
-            let pairEnd = body[pairStart...].firstIndex(of: UInt8(ascii: "&")) ?? body.count
-            if pairEnd > pairStart {
-                let pair = body[pairStart..<pairEnd]
-                if let equals = pair.firstIndex(of: UInt8(ascii: "=")) {
-                    fields.append((try Self.decodeComponent(pair[..<equals]),
-                                   try Self.decodeComponent(pair[(equals + 1)...])))
-                } else {
-                    fields.append((try Self.decodeComponent(pair), ""))
+        // One pass over the bytes in one buffer, without the slices and arrays `split` would
+        // make: every field edit is decoded here.
+        fields = try body.withUnsafeBufferPointer { (bytes) throws(DecodingError) in
+            var fields: [(name: String, value: String)] = []
+            fields.reserveCapacity(bytes.reduce(1) { $1 == UInt8(ascii: "&") ? $0 + 1 : $0 })
+            var pairStart = 0
+            while pairStart < bytes.count {
+                let pairEnd = bytes[pairStart...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.count
+                if pairEnd > pairStart {
+                    let pair = bytes[pairStart..<pairEnd]
+                    if let equals = pair.firstIndex(of: UInt8(ascii: "=")) {
+                        fields.append((try Self.decodeComponent(UnsafeBufferPointer(rebasing: pair[..<equals])),
+                                       try Self.decodeComponent(UnsafeBufferPointer(rebasing: pair[(equals + 1)...]))))
+                    } else {
+                        fields.append((try Self.decodeComponent(UnsafeBufferPointer(rebasing: pair)), ""))
+                    }
                 }
+                pairStart = pairEnd + 1
             }
-            pairStart = pairEnd + 1
+            return fields
         }
-        self.fields = fields
     }
 
     /// The first value with that name.
@@ -46,7 +49,7 @@ public struct URLEncodedForm: Sendable {
         fields.first { $0.name == name }?.value
     }
 
-    static func decodeComponent(_ bytes: ArraySlice<UInt8>) throws(DecodingError) -> String {
+    static func decodeComponent(_ bytes: UnsafeBufferPointer<UInt8>) throws(DecodingError) -> String {
         // Most components (a token, a field name, a typed value) are plain ASCII with nothing
         // escaped: they become a string as they are.
         if !bytes.contains(where: { $0 >= 0x80 || $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) {
@@ -54,15 +57,15 @@ public struct URLEncodedForm: Sendable {
         }
         var decoded: [UInt8] = []
         decoded.reserveCapacity(bytes.count)
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
+        var index = 0
+        while index < bytes.count {
             let byte = bytes[index]
             switch byte {
             case UInt8(ascii: "+"):
                 decoded.append(UInt8(ascii: " "))
                 index += 1
             case UInt8(ascii: "%"):
-                guard index + 2 < bytes.endIndex,
+                guard index + 2 < bytes.count,
                       let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
                 else { throw .invalidPercentEncoding }
                 decoded.append(high << 4 | low)

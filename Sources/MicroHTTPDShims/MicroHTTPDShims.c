@@ -215,24 +215,40 @@ int mhd_shim_connection_fd(struct MHD_Connection *connection) {
     return info ? (int) info->connect_fd : -1;
 }
 
+/* An IPv4 address in dotted decimal, as inet_ntop writes it. Every request's client address
+   is made here; glibc's inet_ntop formats IPv4 with sprintf, about 1,500 instructions. */
+static int write_ipv4(const unsigned char bytes[4], char *buffer, size_t capacity) {
+    char text[16];
+    size_t length = 0;
+    for (int part = 0; part < 4; part++) {
+        unsigned value = bytes[part];
+        if (part > 0) text[length++] = '.';
+        if (value >= 100) text[length++] = (char) ('0' + value / 100);
+        if (value >= 10) text[length++] = (char) ('0' + value / 10 % 10);
+        text[length++] = (char) ('0' + value % 10);
+    }
+    if (length + 1 > capacity) return -1;
+    memcpy(buffer, text, length);
+    buffer[length] = '\0';
+    return 0;
+}
+
 int mhd_shim_client_address(struct MHD_Connection *connection, char *buffer, size_t capacity) {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (info == NULL || info->client_addr == NULL || capacity == 0) return -1;
     const struct sockaddr *address = info->client_addr;
-    const void *bytes;
     if (address->sa_family == AF_INET) {
-        bytes = &((const struct sockaddr_in *) address)->sin_addr;
+        return write_ipv4((const unsigned char *) &((const struct sockaddr_in *) address)->sin_addr,
+                          buffer, capacity);
     } else if (address->sa_family == AF_INET6) {
         const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *) address;
         /* An IPv4 client on a dual-stack socket: show it as the IPv4 address it is. */
         if (IN6_IS_ADDR_V4MAPPED(&v6->sin6_addr))
-            return inet_ntop(AF_INET, &v6->sin6_addr.s6_addr[12], buffer, capacity) ? 0 : -1;
-        bytes = &v6->sin6_addr;
-    } else {
-        return -1;
+            return write_ipv4(&v6->sin6_addr.s6_addr[12], buffer, capacity);
+        return inet_ntop(AF_INET6, &v6->sin6_addr, buffer, capacity) ? 0 : -1;
     }
-    return inet_ntop(address->sa_family, bytes, buffer, capacity) ? 0 : -1;
+    return -1;
 }
 
 int mhd_shim_peer_has_gone(int fd) {

@@ -130,7 +130,14 @@ final class SignupMetrics: Sendable {
     private let signinResults: [String: Counter]
     private let rateLimitedByLimit: [RateLimitName: Counter]
     /// Request timers by "route status", made on first use.
-    private let requestTimers = Locked<[String: Metrics.Timer]>([:])
+    private let requestTimers = Locked<[RequestTimerKey: Metrics.Timer]>([:])
+
+    /// A request timer's dimensions as they are: a key made by interpolating them cost a
+    /// string per request.
+    private struct RequestTimerKey: Hashable {
+        let route: String
+        let status: Int
+    }
 
     /// `pending`: valid, and a code went to the address (`--email-verification required`);
     /// `created` is counted when the account is made, at once or when the address is proved.
@@ -156,7 +163,7 @@ final class SignupMetrics: Sendable {
 
     /// Records one request's duration under its route (a fixed set, never the raw path) and status.
     func request(route: String, status: Int, seconds: Double) {
-        let key = "\(route) \(status)"
+        let key = RequestTimerKey(route: route, status: status)
         let timer = requestTimers.withLock { timers in
             if let timer = timers[key] { return timer }
             let timer = Metrics.Timer(label: "livesignup_http_request_duration_seconds",

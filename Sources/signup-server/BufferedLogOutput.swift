@@ -134,25 +134,39 @@ struct TextLogHandler: LogHandler {
         // Bytes, not a String: appending to a String checks every seam for characters
         // that join across it, which made the access line cost more than routing the edit.
         var line: [UInt8] = []
-        line.reserveCapacity(192)
-        line.append(contentsOf: LogTimestamp.now().utf8)
+        line.reserveCapacity(256)
+        line.appendUTF8(LogTimestamp.now())
         line.append(UInt8(ascii: " "))
-        line.append(contentsOf: event.level.rawValue.utf8)
+        line.appendUTF8(event.level.rawValue)
         line.append(UInt8(ascii: " "))
-        line.append(contentsOf: label.utf8)
+        line.appendUTF8(label)
         line.append(UInt8(ascii: ":"))
         for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
             line.append(UInt8(ascii: " "))
-            line.append(contentsOf: key.utf8)
+            line.appendUTF8(key)
             line.append(UInt8(ascii: "="))
-            line.append(contentsOf: value.description.utf8)
+            if case .string(let text) = value {
+                line.appendUTF8(text)  // an access line's every value: no `description` copy
+            } else {
+                line.appendUTF8(value.description)
+            }
         }
-        line.append(contentsOf: " [".utf8)
-        line.append(contentsOf: event.source.utf8)
-        line.append(contentsOf: "] ".utf8)
-        line.append(contentsOf: event.message.description.utf8)
+        line.appendUTF8(" [")
+        line.appendUTF8(event.source)
+        line.appendUTF8("] ")
+        line.appendUTF8(event.message.description)
         line.append(UInt8(ascii: "\n"))
         output.write(line, urgent: event.level >= .warning)
+    }
+}
+
+extension [UInt8] {
+    /// Appends a string's UTF-8 bytes from its own storage, one copy of a buffer:
+    /// `append(contentsOf: text.utf8)` walks the view's indices (a third more instructions
+    /// per access line, measured with callgrind).
+    mutating func appendUTF8(_ text: String) {
+        var text = text
+        text.withUTF8 { append(contentsOf: $0) }
     }
 }
 

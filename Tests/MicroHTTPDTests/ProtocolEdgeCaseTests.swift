@@ -88,6 +88,17 @@ final class ProtocolEdgeCaseTests: XCTestCase {
         XCTAssertTrue(plain.contains("path=/static/app.js raw=/static/app.js from=127.0.0.1"), plain)
     }
 
+    /// The client address (limits and the access line key on it) is the dotted form of the
+    /// connection's source, for one-, two- and three-digit parts and zeros inside.
+    func testTheClientAddressIsTheConnectionsSourceInDottedDecimal() throws {
+        for address in ["127.0.0.1", "127.0.10.200", "127.100.0.9", "127.255.254.99", "127.1.20.0"] {
+            let connection = try RawHTTPConnection(port: server.port, from: address)
+            connection.send("GET /who HTTP/1.0\r\n\r\n")
+            XCTAssertTrue(connection.readUntilClosed())
+            XCTAssertTrue(connection.received.hasSuffix(" from=\(address)"), connection.received)
+        }
+    }
+
     func testHeadOfAnEventStreamHasHeadersAndNoBody() throws {
         let answer = try exchange("HEAD /stream HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
         XCTAssertTrue(answer.text.hasPrefix("HTTP/1.1 200 "), answer.text)

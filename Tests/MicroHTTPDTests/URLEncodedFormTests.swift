@@ -18,6 +18,12 @@ final class URLEncodedFormTests: XCTestCase {
         XCTAssertEqual(form.fields.map(\.name), ["x", "y", "x"])
     }
 
+    func testEmptyPairsAreSkippedAndAnEscapeMayEndTheBody() throws {
+        XCTAssertEqual(try decode(""), [:])
+        XCTAssertEqual(try URLEncodedForm(decoding: Array("&&a=%41&&=x&".utf8)).fields.map { "\($0.name)=\($0.value)" },
+                       ["a=A", "=x"])
+    }
+
     func testRejectsBrokenEscapesAndInvalidUTF8() {
         for body in ["a=%", "a=%4", "a=%zz", "a=%G0"] {
             XCTAssertThrowsError(try decode(body)) { XCTAssertEqual($0 as? URLEncodedForm.DecodingError, .invalidPercentEncoding, body) }
