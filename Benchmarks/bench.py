@@ -268,7 +268,8 @@ def run_ceiling(window=8.0, people=1000):
 
 def summary(result):
     latency = result.get("latency_ms") or {}
-    return (f"{result.get('edits_per_s')} edits/s, {result.get('server_cpu_us_per_edit')} µs/edit, "
+    return (f"{result.get('edits_per_s')} edits/s, {result.get('server_cpu_us_per_edit')} µs/edit "
+            f"({result.get('server_kernel_us_per_edit')} in the kernel), "
             f"p50 {latency.get('p50')} / p99 {latency.get('p99')} ms, non-202 {result.get('non_202')}, "
             f"errors {result.get('errors')}, generator CPU {result.get('generator_cpu_percent')} %")
 
@@ -359,6 +360,7 @@ def main():
         measures += [
             both(f"{name}, 200 people × 5 keys/s: edits/s", key, lambda r: r["edits_per_s"], 0),
             both(f"{name}: server CPU per edit, µs", key, lambda r: r.get("server_cpu_us_per_edit")),
+            both(f"{name}: of which in the kernel, µs", key, lambda r: r.get("server_kernel_us_per_edit")),
             both(f"{name}: p50 edit→event, ms", key, lambda r: r["latency_ms"]["p50"], 2),
             both(f"{name}: p99 edit→event, ms", key, lambda r: r["latency_ms"]["p99"], 2),
             both(f"{name}: edits that changed nothing visible, %", key,

@@ -1240,6 +1240,10 @@ static void conn_writable(struct conn *c)
 
 /* ------------------------------------------------------------------ reporting */
 
+/* The kernel's share (stime) of the last proc_cpu_seconds reading: what a server spends in
+   system calls, beside what its own code costs. */
+static double proc_last_kernel_seconds;
+
 static double proc_cpu_seconds(long pid, int *ok)
 {
     char path[64], text[2048];
@@ -1259,6 +1263,7 @@ static double proc_cpu_seconds(long pid, int *ok)
     if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
         return 0;
     *ok = 1;
+    proc_last_kernel_seconds = (double)stime / (double)sysconf(_SC_CLK_TCK);
     return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
 }
 
@@ -1394,7 +1399,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "typing_load: %d people x %.2f keys/s = %.0f edits/s offered, warm-up %.1f s, window %.1f s\n",
             opt_people, opt_rate, opt_people * opt_rate, opt_warmup, opt_window);
 
-    double cpu0 = 0, cpu1 = 0, self0 = 0, self1 = 0, w0 = 0, w1 = 0;
+    double cpu0 = 0, cpu1 = 0, kernel0 = 0, kernel1 = 0, self0 = 0, self1 = 0, w0 = 0, w1 = 0;
     int server_ok0 = 0, server_ok1 = 0, window_started = 0, window_ended = 0, timed_out = 0;
     double next_progress = t_start + 5;
     /* Small batches: timers (keystrokes) are only looked at between batches, so a big
@@ -1408,8 +1413,10 @@ int main(int argc, char **argv)
             in_window = 1;
             w0 = now;
             self0 = self_cpu_seconds();
-            if (opt_server_pid)
+            if (opt_server_pid) {
                 cpu0 = proc_cpu_seconds(opt_server_pid, &server_ok0);
+                kernel0 = proc_last_kernel_seconds;
+            }
             fprintf(stderr, "window started\n");
         }
         if (window_started && !window_ended && now >= t_window_end) {
@@ -1417,8 +1424,10 @@ int main(int argc, char **argv)
             in_window = 0;
             w1 = now;
             self1 = self_cpu_seconds();
-            if (opt_server_pid)
+            if (opt_server_pid) {
                 cpu1 = proc_cpu_seconds(opt_server_pid, &server_ok1);
+                kernel1 = proc_last_kernel_seconds;
+            }
             fprintf(stderr, "window ended; draining\n");
         }
         while (heap_n && heap[0]->timer_at <= now) {
@@ -1473,14 +1482,18 @@ int main(int argc, char **argv)
     if (!window_started) { /* stopped before the window: report an empty one */
         w0 = now;
         self0 = self_cpu_seconds();
-        if (opt_server_pid)
+        if (opt_server_pid) {
             cpu0 = proc_cpu_seconds(opt_server_pid, &server_ok0);
+            kernel0 = proc_last_kernel_seconds;
+        }
     }
     if (!window_ended) {
         w1 = now;
         self1 = self_cpu_seconds();
-        if (opt_server_pid)
+        if (opt_server_pid) {
             cpu1 = proc_cpu_seconds(opt_server_pid, &server_ok1);
+            kernel1 = proc_last_kernel_seconds;
+        }
     }
     /* Forms cut short by the time limit are scored with what arrived. */
     for (int i = 0; i < opt_people; i++)
@@ -1516,8 +1529,10 @@ int main(int argc, char **argv)
         double cpu = cpu1 - cpu0;
         fprintf(o, ", \"server_cpu_percent\": %.1f, \"server_cpu_us_per_edit\": %.1f", cpu / elapsed * 100,
                 cpu / (double)(window_ok > 0 ? window_ok : 1) * 1e6);
+        fprintf(o, ", \"server_kernel_us_per_edit\": %.1f",
+                (kernel1 - kernel0) / (double)(window_ok > 0 ? window_ok : 1) * 1e6);
     } else {
-        fputs(", \"server_cpu_percent\": null, \"server_cpu_us_per_edit\": null", o);
+        fputs(", \"server_cpu_percent\": null, \"server_cpu_us_per_edit\": null, \"server_kernel_us_per_edit\": null", o);
     }
     fprintf(o, ", \"key_lag_ms\": {\"max\": %.2f, \"over_1ms\": %ld, \"over_10ms\": %ld}", lag_max * 1000,
             lag_over_1ms, lag_over_10ms);

@@ -23,4 +23,20 @@ final class EventStreamBytesTests: XCTestCase {
         stream.sendComment("pi\nng")
         XCTAssertEqual(pendingText(of: stream), "id: 12\nevent: message\ndata: {\"é\":1}\n\n: ping\n\n")
     }
+
+    /// A batch (one edit's changes) is the same bytes as its events sent one by one, in order,
+    /// and an empty batch sends nothing.
+    func testABatchIsItsEventsInOrder() {
+        let single = EventStream(), batch = EventStream()
+        single.send(event: "requirement", data: "{\"id\":\"a\"}", id: "3")
+        single.send(event: "strength", data: "x\ny", id: "4")
+        single.send(data: "")
+        batch.send([])
+        batch.send([EventStream.Event(name: "requirement", data: "{\"id\":\"a\"}", id: "3"),
+                    EventStream.Event(name: "strength", data: "x\ny", id: "4"),
+                    EventStream.Event(data: "")])
+        let expected = "id: 3\nevent: requirement\ndata: {\"id\":\"a\"}\n\nid: 4\nevent: strength\ndata: x\ndata: y\n\ndata: \n\n"
+        XCTAssertEqual(pendingText(of: single), expected)
+        XCTAssertEqual(pendingText(of: batch), expected)
+    }
 }
