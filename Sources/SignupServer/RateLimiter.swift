@@ -27,9 +27,7 @@ final class RateLimiter: @unchecked Sendable {
     /// Spends `cost` from `key`'s bucket if it holds that much.
     func take(_ key: String, cost: Double = 1) -> Decision {
         guard !rate.isUnlimited else { return .allowed }
-        return lock.withLock {
-            var tokens = refilled(key)
-            defer { store(key, tokens) }
+        return withBucket(key) { tokens in
             guard tokens >= cost else { return .limited(retryAfter: (cost - tokens) / rate.perSecond) }
             tokens -= cost
             return .allowed
@@ -39,9 +37,8 @@ final class RateLimiter: @unchecked Sendable {
     /// Whether `take` would be allowed, without spending.
     func check(_ key: String, cost: Double = 1) -> Decision {
         guard !rate.isUnlimited else { return .allowed }
-        return lock.withLock {
-            let tokens = refilled(key)
-            return tokens >= cost ? .allowed : .limited(retryAfter: (cost - tokens) / rate.perSecond)
+        return withBucket(key) { tokens in
+            tokens >= cost ? .allowed : .limited(retryAfter: (cost - tokens) / rate.perSecond)
         }
     }
 
@@ -50,14 +47,10 @@ final class RateLimiter: @unchecked Sendable {
     /// For work that should be delayed rather than refused.
     func reserve(_ key: String, cost: Double = 1, maximumWait: TimeInterval) -> TimeInterval? {
         guard !rate.isUnlimited else { return 0 }
-        return lock.withLock {
-            let tokens = refilled(key)
+        return withBucket(key) { tokens in
             let wait = tokens >= cost ? 0 : (cost - tokens) / rate.perSecond
-            guard wait <= maximumWait else {
-                store(key, tokens)
-                return nil
-            }
-            store(key, tokens - cost)
+            guard wait <= maximumWait else { return nil }
+            tokens -= cost
             return wait
         }
     }
@@ -65,7 +58,7 @@ final class RateLimiter: @unchecked Sendable {
     /// Gives back what a reservation spent (the work was not done after all).
     func refund(_ key: String, cost: Double = 1) {
         guard !rate.isUnlimited else { return }
-        lock.withLock { store(key, min(rate.burst, refilled(key) + cost)) }
+        withBucket(key) { tokens in tokens = min(rate.burst, tokens + cost) }
     }
 
     /// Forgets the key: its bucket is full again.
@@ -76,21 +69,30 @@ final class RateLimiter: @unchecked Sendable {
     /// Keys currently tracked (for tests and metrics).
     var trackedKeys: Int { lock.withLock { buckets.count } }
 
-    // Called with `lock` held.
-    private func refilled(_ key: String) -> Double {
-        guard let bucket = buckets[key] else { return rate.burst }
-        let elapsed = max(0, now().timeIntervalSince(bucket.updated))
-        return min(rate.burst, bucket.tokens + elapsed * rate.perSecond)
-    }
-
-    // Called with `lock` held.
-    private func store(_ key: String, _ tokens: Double) {
-        if tokens >= rate.burst {
-            buckets[key] = nil
-            return
+    /// Runs `body` under the lock with `key`'s tokens as refilled now, and keeps what it
+    /// leaves: a full bucket is dropped (it carries no information), any other is stored.
+    /// The key is hashed once for an existing bucket: every edit passes two limiters, and
+    /// separate look-ups to read, test and write it hashed the client's address five times.
+    private func withBucket<Result>(_ key: String, _ body: (inout Double) -> Result) -> Result {
+        lock.withLock {
+            let date = now()
+            let index = buckets.index(forKey: key)
+            var tokens = rate.burst
+            if let index {
+                let bucket = buckets.values[index]
+                tokens = min(rate.burst, bucket.tokens + max(0, date.timeIntervalSince(bucket.updated)) * rate.perSecond)
+            }
+            let result = body(&tokens)
+            if tokens >= rate.burst {
+                if let index { buckets.remove(at: index) }
+            } else if let index {
+                buckets.values[index] = (tokens, date)
+            } else {
+                if buckets.count >= maximumKeys { prune() }
+                buckets[key] = (tokens, date)
+            }
+            return result
         }
-        if buckets[key] == nil, buckets.count >= maximumKeys { prune() }
-        buckets[key] = (tokens, now())
     }
 
     /// Drops the buckets that have refilled; if the table is still full, the half that were

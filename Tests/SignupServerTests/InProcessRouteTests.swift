@@ -91,6 +91,14 @@ final class InProcessRouteTests: XCTestCase {
         XCTAssertNil(shown(body: "field=f&seq=1"))
     }
 
+    func testTheAccessLineShowsADurationInMillisecondsWithTwoDecimals() {
+        let cases: [(Double, String)] = [(0, "0.00"), (0.000_01, "0.01"), (0.000_099, "0.10"), (0.0034, "3.40"),
+                                         (0.012_346, "12.35"), (1.5, "1500.00"), (-0.001, "0.00")]
+        for (seconds, shown) in cases {
+            XCTAssertEqual(SignupRoutes.milliseconds(seconds), shown, "\(seconds) s")
+        }
+    }
+
     func testACrossSitePostIsRefusedInTheFormatItsRowSays() async throws {
         let app = try makeApp()
         let foreign = [("Origin", "https://evil.example"), ("Host", "127.0.0.1")]

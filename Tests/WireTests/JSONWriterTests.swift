@@ -42,8 +42,10 @@ final class JSONWriterTests: XCTestCase {
     }
 
     func testEditReceiptMatchesItsCodableEncoding() {
-        for receipt in [EditReceipt(rev: 0, applied: false), EditReceipt(rev: 123_456, applied: true)] {
+        for receipt in [EditReceipt(rev: 0, applied: false), EditReceipt(rev: 123_456, applied: true),
+                        EditReceipt(rev: Int.max, applied: false), EditReceipt(rev: -7, applied: true)] {
             XCTAssertEqual(receipt.json, WireJSON.encode(receipt))
+            XCTAssertEqual(receipt.jsonBytes, Array(WireJSON.encode(receipt).utf8))
         }
     }
 
