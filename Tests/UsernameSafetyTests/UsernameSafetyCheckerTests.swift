@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import UsernameSafety
+@testable import UsernameSafety
 import XCTest
 
 /// ICU's spoof checker as the sign-up form uses it.
@@ -11,6 +11,19 @@ final class UsernameSafetyCheckerTests: XCTestCase {
         for name in ["alice", "Ada_Lovelace", "john.doe-42", "", "José", "Zoë"] {
             XCTAssertNil(checker.problem(in: name), name)
         }
+    }
+
+    /// Plain ASCII skips ICU; this holds only because ICU itself passes every ASCII
+    /// character, alone and among letters and digits.
+    func testICUPassesEveryASCIICharacterAsTheShortcutAssumes() {
+        for value in 1..<0x80 {
+            let character = String(UnicodeScalar(UInt8(value)))
+            for name in [character, "a\(character)1", "Ab\(character)\(character)9z", "0\(character)"] {
+                XCTAssertNil(checker.icuProblem(in: name), "ICU refuses \(name.debugDescription)")
+                XCTAssertNil(checker.problem(in: name), name.debugDescription)
+            }
+        }
+        XCTAssertEqual(checker.problem(in: "paypal\u{430}"), .mixedScripts, "one non-ASCII letter goes to ICU")
     }
 
     func testSingleScriptNamesInOtherAlphabetsPass() {
