@@ -9,7 +9,10 @@ import Foundation
 /// Safe to use from any thread: zxcvbn-c keeps no mutable global state (its dictionaries
 /// are read-only data) and allocates each call's results separately.
 public struct ZxcvbnEstimator: Sendable {
-    public init() {}
+    /// The feedback's word lists are loaded here, not by the first password that needs them.
+    public init() {
+        WordLists.prepare()
+    }
 
     /// - Parameters:
     ///   - userInputs: words the person's own details give away (username, email parts, the

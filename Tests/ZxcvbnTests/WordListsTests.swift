@@ -1,0 +1,38 @@
+import Foundation
+import XCTest
+@testable import Zxcvbn
+
+/// The feedback's word lists, read once (`WordLists.prepare`, called by every estimator).
+final class WordListsTests: XCTestCase {
+    /// The module's own files, as the repository holds them.
+    private static let resources = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Sources/Zxcvbn/Resources")
+
+    /// Each list holds every line of its file, in order, nothing split or merged: the loader
+    /// splits bytes, and this reads the same file line by line as text.
+    func testTheListsHoldEveryLineOfTheirFilesInOrder() throws {
+        for (name, list) in [("passwords", WordLists.commonPasswords), ("names", Array(WordLists.names))] {
+            let url = Self.resources.appendingPathComponent("\(name).txt")
+            let lines = try String(contentsOf: url, encoding: .utf8).components(separatedBy: "\n").filter { !$0.isEmpty }
+            if name == "passwords" {
+                XCTAssertEqual(list, lines)
+            } else {
+                XCTAssertEqual(Set(list), Set(lines))
+            }
+        }
+        XCTAssertEqual(WordLists.commonPasswords.count, 30_000)
+        XCTAssertEqual(WordLists.commonPasswords.prefix(3), ["123456", "password", "12345678"])
+        XCTAssertEqual(WordLists.passwordRanks["password"], 2)
+        XCTAssertTrue(WordLists.names.contains("warman"))
+    }
+
+    /// The advice that needs the lists (a name, a ranked common password) is the same after
+    /// `prepare` as on first use.
+    func testAdviceFromTheListsAfterPreparing() {
+        WordLists.prepare()
+        let estimator = ZxcvbnEstimator()
+        XCTAssertEqual(estimator.estimate("password").feedback.warning, "This is one of the 10 most used passwords")
+        XCTAssertFalse(estimator.estimate("jennifer").feedback.warning.isEmpty)
+    }
+}
