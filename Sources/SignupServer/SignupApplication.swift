@@ -85,6 +85,9 @@ public final class SignupApplication: Sendable {
         public var metricsExport: MetricsExport?
         /// Where the one-line-per-request access log goes (`info`); nil uses the app's logger.
         public var accessLogger: Logger?
+        /// Writes access lines without swift-log (the executable's text format does, the
+        /// same bytes for a fraction of the cost); nil sends them to `accessLogger`.
+        public var accessLines: (any AccessLineWriting)?
         /// The clock sessions expire and limits refill by; tests substitute one they can move.
         public var now: @Sendable () -> Date = { Date() }
         /// Runs work after a delay by the same clock: a live username look-up over its budget
@@ -278,7 +281,7 @@ public final class SignupApplication: Sendable {
             sameOrigin: sameOrigin,
             metrics: metrics,
             logger: logger,
-            accessLog: configuration.accessLogger ?? logger)
+            accessLines: configuration.accessLines ?? LoggerAccessLines(logger: configuration.accessLogger ?? logger))
         self.routes = routes
         server = HTTPServer(
             configuration: HTTPServerConfiguration(

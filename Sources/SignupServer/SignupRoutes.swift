@@ -26,8 +26,8 @@ struct SignupRoutes: HTTPResponder {
     let sameOrigin: SameOriginPolicy
     let metrics: SignupMetrics
     let logger: Logger
-    /// One line per request; its own logger so operators can route or silence it.
-    let accessLog: Logger
+    /// One line per request, on a logger of its own so operators can route or silence it.
+    let accessLines: any AccessLineWriting
 
     /// Every request: routed, then timed (metrics) and logged (one access line) once its
     /// answer is known, which for a deferred answer is when the work delivers it.
@@ -53,14 +53,10 @@ struct SignupRoutes: HTTPResponder {
     private func record(_ request: HTTPRequest, route: String, client: String, status: Int, started: UInt64) {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000_000
         metrics.request(route: route, status: status, seconds: seconds)
-        guard accessLog.logLevel <= .info else { return }
-        // The values as they are (`.string`), not interpolated into new strings.
-        var metadata: Logger.Metadata = [
-            "method": .string(request.method), "route": .string(route), "status": .string(String(status)),
-            "duration_ms": .string(Self.milliseconds(seconds)), "client": .string(client),
-        ]
-        if let token = Self.loggedToken(of: request) { metadata["token"] = .string(token) }
-        accessLog.info("request", metadata: metadata)
+        guard accessLines.isEnabled else { return }
+        accessLines.write(AccessLine(method: request.method, route: route, status: status,
+                                     durationMilliseconds: Self.milliseconds(seconds), client: client,
+                                     token: Self.loggedToken(of: request)))
     }
 
     /// What the access line shows of a request's form token: enough to follow one form

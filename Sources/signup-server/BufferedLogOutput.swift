@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SignupServer
 
 /// Standard error, written in batches by a thread of its own: a log line costs the request
 /// thread that makes it a copy into memory, not a `write(2)` with the stream's lock held.
@@ -157,6 +158,29 @@ struct TextLogHandler: LogHandler {
         line.appendUTF8(event.message.description)
         line.append(UInt8(ascii: "\n"))
         output.write(line, urgent: event.level >= .warning)
+    }
+}
+
+/// The access log in `TextLogHandler`'s format, written from each line's values: the same
+/// bytes as `Logger.info` through `TextLogHandler` with the line's metadata, without the
+/// dictionary swift-log's API needs.
+struct TextAccessLines: AccessLineWriting {
+    let label: String
+    let logLevel: Logger.Level
+    let output: BufferedLogOutput
+
+    var isEnabled: Bool { logLevel <= .info }
+
+    func write(_ access: AccessLine) {
+        var line: [UInt8] = []
+        line.reserveCapacity(192)
+        line.appendUTF8(LogTimestamp.now())
+        line.append(contentsOf: " info ".utf8)
+        line.appendUTF8(label)
+        line.append(UInt8(ascii: ":"))
+        access.appendText(to: &line)
+        line.append(UInt8(ascii: "\n"))
+        output.write(line, urgent: false)
     }
 }
 

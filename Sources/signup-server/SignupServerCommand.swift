@@ -99,6 +99,7 @@ struct Serve: ParsableCommand {
         configuration.signInIdleTimeout = TimeInterval(operations.signinIdleHours * 3600)
         configuration.metricsExport = metrics
         configuration.accessLogger = logging.accessLogger
+        configuration.accessLines = logging.accessLines
         if let hex = ProcessInfo.processInfo.environment["LIVESIGNUP_FORM_TOKEN_KEY"], !hex.isEmpty {
             configuration.formTokenKey = try LimitOptions.key(fromHex: hex)
         }

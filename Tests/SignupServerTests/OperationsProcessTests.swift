@@ -126,6 +126,11 @@ final class OperationsProcessTests: XCTestCase {
 
         let access = server.log.split(separator: "\n").filter { $0.contains("livesignup.access") }
         XCTAssertEqual(access.count, 3, server.log)
+        // Every line in swift-log's text format, keys sorted, as log parsers read it (the
+        // text format writes access lines without a logger: same bytes).
+        for line in access {
+            XCTAssertNotNil(line.wholeMatch(of: #/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} info livesignup\.access: client=127\.0\.0\.1 duration_ms=\d+\.\d\d method=(GET|POST) route=/\S* status=\d{3}( token=[A-Za-z0-9]{6})? \[SignupServer\] request/#), String(line))
+        }
         let signupLine = try XCTUnwrap(access.first { $0.contains("route=/signup") })
         // The instance id before the dot is the same on every line, so the log shows what follows.
         let signed = try XCTUnwrap(token.split(separator: ".").last)
