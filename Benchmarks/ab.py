@@ -5,7 +5,11 @@ peer, ...), medians at the end. A noisy shared machine makes a figure mean somet
 beside the other builds' from the same minutes.
 
     python3 Benchmarks/ab.py --build before=/tmp/ab/old/signup-server \
-        --build after=.build-bench/release/signup-server --peer PEER --runs 5
+        --build after=.build-bench/release/signup-server --peer PEER --runs 5 \
+        [--shape connection] [--operator-defaults]
+
+The generator always gives each person a loopback address of its own; `--operator-defaults`
+keeps LiveSignup's default limits on and its access log at `info`, as `make bench` does.
 """
 import argparse
 import statistics
@@ -23,6 +27,11 @@ def main():
     parser.add_argument("--peer", help="the Hummingbird peer's binary")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--window", type=float, default=15.0)
+    parser.add_argument("--shape", choices=sorted(bench.SHAPES), default="open",
+                        help="open-loop (up to 4 connections a person) or one keep-alive connection a person")
+    parser.add_argument("--operator-defaults", action="store_true",
+                        help="LiveSignup as operators run it (default limits, access log at info, a loopback "
+                             "address per person) instead of limits off at --log-level warning")
     args = parser.parse_args()
     builds = [tuple(entry.split("=", 1)) for entry in args.build]
     if args.peer:
@@ -31,9 +40,10 @@ def main():
     for run in range(args.runs):
         for name, binary in builds:
             peer = name == "peer"
-            server = bl.Server(binary, extra_args=[] if peer else bl.LIMITS_OFF, peer=peer, cpus="0").start()
+            ours = ["--log-level", "info"] if args.operator_defaults else bl.LIMITS_OFF
+            server = bl.Server(binary, extra_args=[] if peer else ours, peer=peer, cpus="0").start()
             try:
-                result = bench.typing(server.port, server.pid, 200, args.window)
+                result = bench.typing(server.port, server.pid, 200, args.window, shape=args.shape)
             finally:
                 server.stop()
             bench.log(f"run {run + 1} {name}: {bench.summary(result)}")
