@@ -22,7 +22,8 @@ public struct AccessLine: Sendable, Equatable {
     }
 
     /// The line's message: swift-log's `message`.
-    public static let message: Logger.Message = "request"
+    public static let message = Logger.Message(stringLiteral: messageText)
+    private static let messageText = "request"
     /// The module that writes it: swift-log's `source` (the module of the call site).
     public static let source = "SignupServer"
 
@@ -57,7 +58,8 @@ public struct AccessLine: Sendable, Equatable {
         if let token { field("token", token) }
         line.append(contentsOf: " [".utf8)
         line.append(contentsOf: Self.source.utf8)
-        line.append(contentsOf: "] request".utf8)
+        line.append(contentsOf: "] ".utf8)
+        line.append(contentsOf: Self.messageText.utf8)
     }
 }
 

@@ -26,7 +26,8 @@ struct SignupRoutes: HTTPResponder {
     let sameOrigin: SameOriginPolicy
     let metrics: SignupMetrics
     let logger: Logger
-    /// One line per request, on a logger of its own so operators can route or silence it.
+    /// The access log, one line per request: swift-log's `livesignup.access` logger (operators
+    /// route or silence it like any logger), or the process's direct writer of the same text.
     let accessLines: any AccessLineWriting
 
     /// Every request: routed, then timed (metrics) and logged (one access line) once its
