@@ -246,7 +246,8 @@ struct PageRenderer: Sendable {
     /// its proof-of-work challenge (some 200 bytes of JSON) this way, and appending Character
     /// by Character (grapheme breaking, a seam check per append) cost about 200,000
     /// instructions a page. The five characters escaped are ASCII, so no multi-byte character
-    /// is ever cut.
+    /// is ever cut; and a quote followed by a combining mark, one Character that no longer
+    /// compared equal to `"`, can no longer pass unescaped.
     static func escapeAttribute(_ text: String) -> String {
         var contiguous = text
         return contiguous.withUTF8 { bytes in
