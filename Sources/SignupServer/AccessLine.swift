@@ -1,7 +1,7 @@
 import Logging
 
 /// One request's access line: what an operator reads for every request, whatever writes it.
-public struct AccessLine: Sendable, Equatable {
+public struct AccessLine: Sendable {
     public var method: String
     /// The route's row name (a fixed set), never the raw path.
     public var route: String
@@ -22,8 +22,7 @@ public struct AccessLine: Sendable, Equatable {
     }
 
     /// The line's message: swift-log's `message`.
-    public static let message = Logger.Message(stringLiteral: messageText)
-    private static let messageText = "request"
+    public static let message: Logger.Message = "request"
     /// The module that writes it: swift-log's `source` (the module of the call site).
     public static let source = "SignupServer"
 
@@ -38,11 +37,10 @@ public struct AccessLine: Sendable, Equatable {
         return metadata
     }
 
-    /// What swift-log's text format (`StreamLogHandler`'s) writes after the label's colon:
-    /// ` key=value` for each key in key order, then ` [source] message`. Written straight
-    /// from the values: the keys are known and already in order, so no metadata dictionary
-    /// is built, hashed and sorted for a line per request.
-    public func appendText(to line: inout [UInt8]) {
+    /// The fields as swift-log's text format (`StreamLogHandler`'s) writes `metadata`:
+    /// ` key=value` for each key in key order. Written straight from the values: the keys are
+    /// known and already in order, so no dictionary is built, hashed and sorted per request.
+    public func appendFields(to line: inout [UInt8]) {
         func field(_ key: StaticString, _ value: String) {
             line.append(UInt8(ascii: " "))
             key.withUTF8Buffer { line.append(contentsOf: $0) }
@@ -56,10 +54,6 @@ public struct AccessLine: Sendable, Equatable {
         field("route", route)
         field("status", String(status))
         if let token { field("token", token) }
-        line.append(contentsOf: " [".utf8)
-        line.append(contentsOf: Self.source.utf8)
-        line.append(contentsOf: "] ".utf8)
-        line.append(contentsOf: Self.messageText.utf8)
     }
 }
 

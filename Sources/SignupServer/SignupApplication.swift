@@ -83,10 +83,9 @@ public final class SignupApplication: Sendable {
         public var maximumConcurrentHashes = max(1, ProcessInfo.processInfo.activeProcessorCount)
         /// `/metrics`: the Prometheus text and who may read it; nil answers `404` to everyone.
         public var metricsExport: MetricsExport?
-        /// Where the one-line-per-request access log goes (`info`); nil uses the app's logger.
-        public var accessLogger: Logger?
-        /// Writes access lines without swift-log (the executable's text format does, the
-        /// same bytes for a fraction of the cost); nil sends them to `accessLogger`.
+        /// Where the one-line-per-request access log goes: a logger of its own
+        /// (`LoggerAccessLines`), or the executable's direct writer of the same text; nil
+        /// sends the lines to the app's logger.
         public var accessLines: (any AccessLineWriting)?
         /// The clock sessions expire and limits refill by; tests substitute one they can move.
         public var now: @Sendable () -> Date = { Date() }
@@ -281,7 +280,7 @@ public final class SignupApplication: Sendable {
             sameOrigin: sameOrigin,
             metrics: metrics,
             logger: logger,
-            accessLines: configuration.accessLines ?? LoggerAccessLines(logger: configuration.accessLogger ?? logger))
+            accessLines: configuration.accessLines ?? LoggerAccessLines(logger: logger))
         self.routes = routes
         server = HTTPServer(
             configuration: HTTPServerConfiguration(

@@ -132,38 +132,48 @@ struct TextLogHandler: LogHandler {
             merged["error.message"] = "\(error)"
             merged["error.type"] = "\(String(reflecting: type(of: error)))"
         }
-        // Bytes, not a String: appending to a String checks every seam for characters
-        // that join across it, which made the access line cost more than routing the edit.
+        let line = Self.line(level: event.level, label: label, source: event.source, message: event.message.description) { line in
+            for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
+                line.append(UInt8(ascii: " "))
+                line.appendUTF8(key)
+                line.append(UInt8(ascii: "="))
+                if case .string(let text) = value {
+                    line.appendUTF8(text)  // most values: no `description` copy
+                } else {
+                    line.appendUTF8(value.description)
+                }
+            }
+        }
+        output.write(line, urgent: event.level >= .warning)
+    }
+
+    /// One line of swift-log's text format: `timestamp level label:`, the fields (` key=value`,
+    /// keys in order), ` [source] message` and a newline. Bytes, not a String: appending to a
+    /// String checks every seam for characters that join across it, which made the access
+    /// line cost more than routing the edit.
+    static func line(level: Logger.Level, label: String, source: String, message: String,
+                     fields: (inout [UInt8]) -> Void) -> [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(256)
         line.appendUTF8(LogTimestamp.now())
         line.append(UInt8(ascii: " "))
-        line.appendUTF8(event.level.rawValue)
+        line.appendUTF8(level.rawValue)
         line.append(UInt8(ascii: " "))
         line.appendUTF8(label)
         line.append(UInt8(ascii: ":"))
-        for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
-            line.append(UInt8(ascii: " "))
-            line.appendUTF8(key)
-            line.append(UInt8(ascii: "="))
-            if case .string(let text) = value {
-                line.appendUTF8(text)  // an access line's every value: no `description` copy
-            } else {
-                line.appendUTF8(value.description)
-            }
-        }
+        fields(&line)
         line.appendUTF8(" [")
-        line.appendUTF8(event.source)
+        line.appendUTF8(source)
         line.appendUTF8("] ")
-        line.appendUTF8(event.message.description)
+        line.appendUTF8(message)
         line.append(UInt8(ascii: "\n"))
-        output.write(line, urgent: event.level >= .warning)
+        return line
     }
 }
 
-/// The access log in `TextLogHandler`'s format, written from each line's values: the same
-/// bytes as `Logger.info` through `TextLogHandler` with the line's metadata, without the
-/// dictionary swift-log's API needs.
+/// The access log in `TextLogHandler`'s format, written from each line's values: the bytes
+/// `Logger.info` through `TextLogHandler` writes for the line's metadata, without the
+/// dictionary swift-log's API needs (built, hashed and sorted for every request).
 struct TextAccessLines: AccessLineWriting {
     let label: String
     let logLevel: Logger.Level
@@ -172,15 +182,9 @@ struct TextAccessLines: AccessLineWriting {
     var isEnabled: Bool { logLevel <= .info }
 
     func write(_ access: AccessLine) {
-        var line: [UInt8] = []
-        line.reserveCapacity(192)
-        line.appendUTF8(LogTimestamp.now())
-        line.append(contentsOf: " info ".utf8)
-        line.appendUTF8(label)
-        line.append(UInt8(ascii: ":"))
-        access.appendText(to: &line)
-        line.append(UInt8(ascii: "\n"))
-        output.write(line, urgent: false)
+        output.write(TextLogHandler.line(level: .info, label: label, source: AccessLine.source,
+                                         message: AccessLine.message.description) { access.appendFields(to: &$0) },
+                     urgent: false)
     }
 }
 

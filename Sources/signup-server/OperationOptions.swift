@@ -106,7 +106,7 @@ struct OperationOptions: ParsableArguments {
     }
 
     /// Sets up swift-log for the whole process (once) and returns the app's loggers.
-    func bootstrapLogging() throws -> (logger: Logger, accessLogger: Logger?, accessLines: (any AccessLineWriting)?) {
+    func bootstrapLogging() throws -> (logger: Logger, accessLines: any AccessLineWriting) {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let json = logFormat == "json"
         // Lines are written in batches by a thread of their own; whatever waits is written at exit.
@@ -126,8 +126,10 @@ struct OperationOptions: ParsableArguments {
         // `TextLogHandler` would write (a line per request: the metadata dictionary, its
         // sort and the handler's copies were a tenth of an edit's instructions). JSON lines
         // go through the logger.
-        let direct = json ? nil : TextAccessLines(label: access.label, logLevel: access.logLevel, output: .standardError)
-        return (Logger(label: "livesignup"), access, direct)
+        let lines: any AccessLineWriting = json
+            ? LoggerAccessLines(logger: access)
+            : TextAccessLines(label: access.label, logLevel: access.logLevel, output: .standardError)
+        return (Logger(label: "livesignup"), lines)
     }
 
     /// Sets up swift-metrics with Prometheus for the whole process (once).

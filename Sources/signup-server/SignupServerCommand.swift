@@ -98,7 +98,6 @@ struct Serve: ParsableCommand {
         configuration.signInLifetime = TimeInterval(operations.signinLifetimeHours * 3600)
         configuration.signInIdleTimeout = TimeInterval(operations.signinIdleHours * 3600)
         configuration.metricsExport = metrics
-        configuration.accessLogger = logging.accessLogger
         configuration.accessLines = logging.accessLines
         if let hex = ProcessInfo.processInfo.environment["LIVESIGNUP_FORM_TOKEN_KEY"], !hex.isEmpty {
             configuration.formTokenKey = try LimitOptions.key(fromHex: hex)

@@ -12,27 +12,25 @@ final class AccessLineTests: XCTestCase {
         AccessLine(method: "GET", route: "/", status: 429, durationMilliseconds: "12.05", client: "2001:db8::1", token: nil),
     ]
 
-    /// StreamLogHandler's text (swift-log's own format): each `key=value` sorted by key, then
-    /// the source in brackets and the message.
-    private func swiftLogText(_ metadata: Logger.Metadata, source: String, message: Logger.Message) -> String {
-        let pairs = metadata.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
-        return "\(pairs) [\(source)] \(message)"
+    /// How StreamLogHandler (swift-log's text format) writes metadata: ` key=value` for each
+    /// key, sorted by key.
+    private func swiftLogFields(_ metadata: Logger.Metadata) -> String {
+        metadata.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
     }
 
-    func testTheDirectTextIsSwiftLogsTextForTheSameMetadata() {
+    func testTheDirectFieldsAreSwiftLogsTextForTheSameMetadata() {
         for line in lines {
             var bytes: [UInt8] = []
-            line.appendText(to: &bytes)
-            XCTAssertEqual(String(decoding: bytes, as: UTF8.self),
-                           swiftLogText(line.metadata, source: AccessLine.source, message: AccessLine.message))
+            line.appendFields(to: &bytes)
+            XCTAssertEqual(String(decoding: bytes, as: UTF8.self), swiftLogFields(line.metadata))
         }
         XCTAssertEqual(Set(lines[0].metadata.keys), ["method", "route", "status", "duration_ms", "client", "token"])
         XCTAssertNil(lines[1].metadata["token"], "no token key without a token")
     }
 
     func testTheLoggerPathSendsAnInfoEventWithTheLinesMetadata() {
-        let captured = CapturedEvents()
-        var logger = Logger(label: "livesignup.access") { _ in CapturingHandler(events: captured) }
+        let captured = CapturedLog()
+        var logger = Logger(label: "livesignup.access") { _ in CapturingLogHandler(lines: captured) }
         logger.logLevel = .info
         let writer = LoggerAccessLines(logger: logger)
         XCTAssertTrue(writer.isEnabled)
@@ -47,22 +45,4 @@ final class AccessLineTests: XCTestCase {
         logger.logLevel = .notice  // --log-level notice, or --access-log off (critical)
         XCTAssertFalse(LoggerAccessLines(logger: logger).isEnabled, "no line is built above info")
     }
-}
-
-private final class CapturedEvents: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: [LogEvent] = []
-    func append(_ event: LogEvent) { lock.withLock { stored.append(event) } }
-    var events: [LogEvent] { lock.withLock { stored } }
-}
-
-private struct CapturingHandler: LogHandler {
-    let events: CapturedEvents
-    var logLevel: Logger.Level = .trace
-    var metadata: Logger.Metadata = [:]
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-    func log(event: LogEvent) { events.append(event) }
 }

@@ -45,13 +45,21 @@ final class SecretsTests: XCTestCase {
 final class CapturedLog: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
+    private var loggedEvents: [LogEvent] = []
 
     var all: [String] { lock.withLock { lines } }
+    /// The events themselves, for tests about a line's level, source or metadata.
+    var events: [LogEvent] { lock.withLock { loggedEvents } }
 
-    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    func append(_ line: String, event: LogEvent) {
+        lock.withLock {
+            lines.append(line)
+            loggedEvents.append(event)
+        }
+    }
 }
 
-/// Keeps every log line, metadata included, as text.
+/// Keeps every log line, metadata included, as text, and its event.
 struct CapturingLogHandler: LogHandler {
     let lines: CapturedLog
     var metadata: Logger.Metadata = [:]
@@ -64,6 +72,6 @@ struct CapturingLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         let error = event.error.map { " \($0)" } ?? ""
-        lines.append("\(event.level) \(event.message) \(metadata.merging(event.metadata ?? [:]) { $1 })\(error)")
+        lines.append("\(event.level) \(event.message) \(metadata.merging(event.metadata ?? [:]) { $1 })\(error)", event: event)
     }
 }
