@@ -13,19 +13,21 @@ public struct UsernameSafetyChecker: Sendable {
     /// The problem with `username`, or nil when it is fine (empty included: emptiness is
     /// the other rules' business).
     public func problem(in username: String) -> UsernameSafetyProblem? {
-        for scalar in username.unicodeScalars {
+        var isASCII = true
+        for scalar in username.unicodeScalars where scalar.value >= 0x80 {
+            // No ASCII character is a bidi control, default-ignorable or a format character:
+            // only the others are looked up.
+            isASCII = false
             if Self.bidiControls.contains(scalar.value) { return .bidiControl }
             if scalar.properties.isDefaultIgnorableCodePoint || scalar.properties.generalCategory == .format {
                 return .invisibleCharacter
             }
         }
-        guard !username.isEmpty else { return nil }
         // Plain ASCII is one script (Latin with Common), one digit system and no combining
         // marks: every check ICU runs here passes it (UsernameSafetyTests compares the two on
         // every ASCII character). Most usernames are, and ICU took about 14,000 instructions
-        // per keystroke to say so.
-        if username.utf8.allSatisfy({ $0 < 0x80 }) { return nil }
-        return icuProblem(in: username)
+        // per keystroke to say so. Empty is the other rules' business.
+        return isASCII ? nil : icuProblem(in: username)
     }
 
     /// ICU's verdict alone, for a username already free of bidi and invisible characters.
