@@ -197,13 +197,10 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
     }
 
     private static func isUsernameTaken(_ canonical: String, at now: Date, _ db: Database) throws -> Bool {
-        // A cached statement: this runs each time someone pauses typing a username, and
-        // compiling the SQL anew was most of its cost (some 200,000 instructions a look-up).
-        let statement = try db.cachedStatement(sql: """
+        try Bool.fetchOne(db, sql: """
             SELECT EXISTS(SELECT 1 FROM users WHERE username_canonical = ?)
                 OR EXISTS(SELECT 1 FROM pending_signups WHERE username_canonical = ? AND expires_at > ?)
-            """)
-        return try Bool.fetchOne(statement, arguments: [canonical, canonical, now]) ?? false
+            """, arguments: [canonical, canonical, now]) ?? false
     }
 
     public func isFormTokenUsed(_ formToken: String) throws -> Bool {
