@@ -75,6 +75,25 @@ public final class SignupPolicy: @unchecked Sendable {
     struct EvaluationOrder: Sendable {
         let requirementIDs: [String]
         let fields: [SignupField]
+        /// What a stream is told, read straight from an evaluation's arrays (see
+        /// `FormEvaluation.changes(since:rev:policy:)`): each of `liveRequirementOrder`'s ids
+        /// this credential has, with its position in `requirementIDs`...
+        let liveRequirements: [(id: String, position: Int)]
+        /// ...and each of `liveFieldOrder`'s fields with the position of its verdict in
+        /// `fields`, nil where this credential's page does not show the field (its message is "").
+        let liveMessages: [(field: String, position: Int?)]
+
+        init(requirementIDs: [String], fields: [SignupField], pageFields: [SignupField],
+             liveRequirementOrder: [String], liveFieldOrder: [SignupField]) {
+            self.requirementIDs = requirementIDs
+            self.fields = fields
+            // Requirement ids are unique in a policy (a field's name, then one rule kind).
+            let positions = Dictionary(requirementIDs.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { $1 })
+            liveRequirements = liveRequirementOrder.compactMap { id in positions[id].map { (id, $0) } }
+            liveMessages = liveFieldOrder.map { field in
+                (field.rawValue, pageFields.contains(field) ? fields.lastIndex(of: field) : nil)
+            }
+        }
     }
     /// How many requirements each built-in field's checklist has.
     let builtInRequirementCounts: (username: Int, email: Int, password: Int, confirm: Int)
@@ -179,17 +198,20 @@ public final class SignupPolicy: @unchecked Sendable {
         func ids(_ field: SignupField) -> [String] { (checklists[field] ?? []).map(\.id) }
         let declaredIDs = declaredFields.flatMap { $0.rules.requirements.map(\.id) }
         let declaredNames = declaredFields.map(\.field)
+        let liveRequirementOrder = liveFieldOrder.flatMap { field in
+            field == .passkey ? [passkeyCreatedID] : (checklists[field] ?? []).map(\.id)
+        }
+        self.liveRequirementOrder = liveRequirementOrder
         evaluationOrder = (
             password: EvaluationOrder(
                 requirementIDs: ids(.username) + ids(.email) + ids(.password) + ids(.confirm) + declaredIDs,
-                fields: [.username, .email, .password, .confirm] + declaredNames),
+                fields: [.username, .email, .password, .confirm] + declaredNames, pageFields: fieldOrder,
+                liveRequirementOrder: liveRequirementOrder, liveFieldOrder: liveFieldOrder),
             passkey: EvaluationOrder(
                 requirementIDs: ids(.username) + ids(.email) + [passkeyCreatedID] + declaredIDs,
-                fields: [.username, .email, .password, .confirm, .passkey] + declaredNames))
+                fields: [.username, .email, .password, .confirm, .passkey] + declaredNames, pageFields: passkeyFieldOrder,
+                liveRequirementOrder: liveRequirementOrder, liveFieldOrder: liveFieldOrder))
         builtInRequirementCounts = (ids(.username).count, ids(.email).count, ids(.password).count, ids(.confirm).count)
-        liveRequirementOrder = liveFieldOrder.flatMap { field in
-            field == .passkey ? [passkeyCreatedID] : (checklists[field] ?? []).map(\.id)
-        }
         emailDeliverabilityRule = Self.deliverabilityRule(emailDeliverable, email: email, checker: mailDomains)
         passwordBreachCandidateRule = Self.breachCandidateRule(passwordBreach, minimum: settings.passwordMinimumLength)
         initialState = evaluateInitialState()

@@ -25,9 +25,6 @@ final class FormSession: @unchecked Sendable {
         let language: String
         /// `policy.initialEvaluation` as a snapshot, computed once for every session.
         let initialSnapshot: SignupSnapshot
-        let requirementOrder: [String]
-        /// The form's field names in page order: the order of `message` events.
-        let fieldOrder: [String]
         let availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride
         let metrics: SignupMetrics?
 
@@ -38,8 +35,6 @@ final class FormSession: @unchecked Sendable {
             var initial = policy.initialEvaluation.snapshot(rev: 0)
             initial.language = language
             self.initialSnapshot = initial
-            self.requirementOrder = policy.liveRequirementOrder
-            self.fieldOrder = policy.liveFieldOrder.map(\.rawValue)
             self.availabilityDebounce = availabilityDebounce
             self.metrics = metrics
         }
@@ -57,8 +52,9 @@ final class FormSession: @unchecked Sendable {
     private var formSubscription: AnyCancellable?
     private var rev = 0
     private var lastAppliedSeq: [SignupField: UInt64] = [:]
-    /// What the streams were last told (its `rev` is the rev it was published at).
-    private var published: SignupSnapshot
+    /// What the streams were last told: the form as last published (nil until the view
+    /// model's first output; until then they were told `configuration.initialSnapshot`).
+    private var published: FormEvaluation?
     private var nextEventID = 1
     private var streams: [ObjectIdentifier: EventStream] = [:]
     private var accountUsername: String?
@@ -83,7 +79,6 @@ final class FormSession: @unchecked Sendable {
         // thousands of sessions waking at once (streams closing) spawn a thread each.
         self.queue = DispatchQueue(label: "form-session", target: .global())
         self.activity = ActivityClock(now: now)
-        self.published = configuration.initialSnapshot
     }
 
     /// The view model, built on first use. Its one output, the settled form, is diffed
@@ -99,10 +94,7 @@ final class FormSession: @unchecked Sendable {
             availabilityDebounce: configuration.availabilityDebounce)
         self.viewModel = viewModel
         formSubscription = viewModel.$form.sink { [weak self] form in
-            guard let self else { return }
-            var snapshot = form.snapshot(rev: rev)
-            snapshot.language = configuration.language
-            publish(snapshot)
+            self?.publish(form)
         }
         return viewModel
     }
@@ -191,7 +183,11 @@ final class FormSession: @unchecked Sendable {
         queue.sync {
             activity.touch()
             stream.send(retry: retryMilliseconds)
-            var snapshot = published
+            var snapshot = configuration.initialSnapshot
+            if let published {
+                snapshot = published.snapshot(rev: rev)
+                snapshot.language = configuration.language
+            }
             snapshot.rev = rev
             send([.snapshot(snapshot)], to: [stream])
             streams[ObjectIdentifier(stream)] = stream
@@ -242,11 +238,10 @@ final class FormSession: @unchecked Sendable {
     var lastActivity: Date { activity.last }
     var hasOpenStreams: Bool { activity.openStreams > 0 }
 
-    private func publish(_ snapshot: SignupSnapshot) {
-        let events = snapshot.changes(
-            since: published, requirementOrder: configuration.requirementOrder, fieldOrder: configuration.fieldOrder)
-        published = snapshot
-        send(events, to: streams.values)
+    private func publish(_ form: FormEvaluation) {
+        let previous = published ?? configuration.policy.initialEvaluation
+        published = form
+        send(form.changes(since: previous, rev: rev, policy: configuration.policy), to: streams.values)
     }
 
     /// One write per stream for all `events` (the changes of one edit): its connection is
