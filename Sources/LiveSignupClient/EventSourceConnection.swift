@@ -27,7 +27,7 @@ public final class EventSourceConnection: Sendable {
     ///   - maximumReconnectAttempts: after this many consecutive attempts that got no answer
     ///     the stream fails with `EventSourceError.gaveUp`; `nil` retries forever (the spec).
     ///   - configuration: copied; its idle timeout (`timeoutIntervalForRequest`, 60 s by
-    ///     default) must exceed the server's keep-alive interval (15 s).
+    ///     default) must exceed the server's keep-alive interval (`--heartbeat-seconds`, 15 s by default).
     public init(
         url: URL,
         headers: [String: String] = [:],

@@ -26,6 +26,9 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help("idle-timeout", "Seconds a connection may sit idle, also between the bytes of a slow request."))
     var idleTimeout = defaults.idleTimeoutSeconds
 
+    @Option(help: help("heartbeat-seconds", "Seconds between the `: ping` comments every open event stream gets, so proxies keep it open and a vanished client is found (1-3600; keep it below your proxy's read timeout)."))
+    var heartbeatSeconds = Int(defaults.heartbeatIntervalSeconds)
+
     @Option(help: help("connection-memory-kib", "KiB of memory each connection has for request and response headers; bigger headers are answered 431."))
     var connectionMemoryKib = defaults.connectionMemoryBytes / 1024
 
@@ -77,7 +80,7 @@ struct LimitOptions: ParsableArguments {
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("trusted-proxy", .repeatable), ("public-origin", .repeatable), ("return-to-allow", .repeatable),
         ("max-connections", .option), ("connections-per-address", .option), ("idle-timeout", .option),
-        ("connection-memory-kib", .option), ("max-sessions", .option), ("session-idle-minutes", .option), ("shutdown-grace", .option),
+        ("heartbeat-seconds", .option), ("connection-memory-kib", .option), ("max-sessions", .option), ("session-idle-minutes", .option), ("shutdown-grace", .option),
     ] + LimitSetting.allCases.map { ($0.flag, .option) }
 
     func validate() throws {
@@ -107,6 +110,11 @@ struct LimitOptions: ParsableArguments {
         for (flag, value) in counts where value < 0 {
             throw ValidationError("--\(flag) must not be negative.")
         }
+        // Under a second the pings would be most of an idle server's work; over an hour
+        // no proxy keeps a silent connection open (nginx's shipped config allows 1 h).
+        guard (1...3600).contains(heartbeatSeconds) else {
+            throw ValidationError("--heartbeat-seconds must be between 1 and 3600.")
+        }
         // Below 4 KiB a browser's ordinary request headers no longer fit; above 1 MiB
         // thousands of streams would pin gigabytes.
         guard (4...1024).contains(connectionMemoryKib) else {
@@ -126,6 +134,7 @@ struct LimitOptions: ParsableArguments {
         configuration.connectionsPerAddress = connectionsPerAddress
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.connectionMemoryBytes = connectionMemoryKib * 1024
+        configuration.heartbeatIntervalSeconds = Double(heartbeatSeconds)
         configuration.maximumSessions = maxSessions
         configuration.sessionIdleLifetime = TimeInterval(sessionIdleMinutes * 60)
         configuration.shutdownGrace = TimeInterval(shutdownGrace)

@@ -76,7 +76,7 @@ public final class RawHTTPConnection {
             if count <= 0 { return predicate(received) }
             received += String(decoding: buffer[0..<count], as: UTF8.self)
         }
-        return true
+        return predicate(received)
     }
 
     /// Whether the server has closed the connection, without waiting (any bytes it sent

@@ -26,6 +26,26 @@ final class ServerProcessTests: XCTestCase {
         XCTAssertTrue(connection.readUntilClosed(), "open streams are ended, not cut mid-event")
     }
 
+    func testHeartbeatSecondsSetsHowOftenAStreamIsPinged() async throws {
+        let server = try ServerProcess(arguments: ["--heartbeat-seconds", "1"])
+        defer { server.removeData() }
+        try await server.start()
+        let form = try await SignupClient(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!).openForm()
+        let connection = try RawHTTPConnection(port: server.port)
+        connection.send("GET /events?token=\(form.token) HTTP/1.0\r\n\r\n")
+        XCTAssertTrue(connection.read { $0.contains("event: snapshot") })
+        // Two pings within 4 s: at the default 15 s there would be none.
+        XCTAssertTrue(connection.read(timeout: 4) { $0.components(separatedBy: ": ping\n\n").count > 2 },
+                      "a ping every second")
+        _ = await server.stop(with: SIGTERM)
+
+        for value in ["0", "3601"] {
+            let (status, _, text) = try ServerProcess.run(["--port", "0", "--heartbeat-seconds", value])
+            XCTAssertNotEqual(status, 0)
+            XCTAssertTrue(text.contains("--heartbeat-seconds must be between 1 and 3600"), text)
+        }
+    }
+
     func testSIGINTAlsoStopsCleanly() async throws {
         let server = try ServerProcess()
         defer { server.removeData() }
