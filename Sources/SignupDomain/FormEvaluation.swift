@@ -169,14 +169,16 @@ extension FormEvaluation {
     /// diffing two snapshots' dictionaries cost about 5,000 instructions per edit (issue 24);
     /// `FormEvaluationChangesTests` checks the two agree. Both evaluations are `policy`'s.
     public func changes(since previous: FormEvaluation, rev: Int, policy: SignupPolicy) -> [SignupEvent] {
-        guard credential == previous.credential, requirementIDs == previous.requirementIDs,
-              validatedFields == previous.validatedFields else {
+        let order = credential == .passkey ? policy.evaluationOrder.passkey : policy.evaluationOrder.password
+        // Both in `order`'s shape (the arrays are the policy's own, so these compare buffers).
+        guard credential == previous.credential,
+              requirementIDs == order.requirementIDs, previous.requirementIDs == order.requirementIDs,
+              validatedFields == order.fields, previous.validatedFields == order.fields else {
             // The person switched between password and passkey (rare): the checklists differ.
             return snapshot(rev: rev).changes(
                 since: previous.snapshot(rev: rev), requirementOrder: policy.liveRequirementOrder,
                 fieldOrder: policy.liveFieldOrder.map(\.rawValue))
         }
-        let order = credential == .passkey ? policy.evaluationOrder.passkey : policy.evaluationOrder.password
         var events: [SignupEvent] = []
         for (id, position) in order.liveRequirements {
             if let state = states[position], state != previous.states[position] {
