@@ -26,14 +26,22 @@ public struct AccessLine: Sendable {
     /// The module that writes it: swift-log's `source` (the module of the call site).
     public static let source = "SignupServer"
 
+    /// Each field as key and value, keys in order: the one place the line's keys are named.
+    /// Both formats below are derived from it.
+    private func forEachField(_ body: (StaticString, String) -> Void) {
+        body("client", client)
+        body("duration_ms", durationMilliseconds)
+        body("method", method)
+        body("route", route)
+        body("status", String(status))
+        if let token { body("token", token) }
+    }
+
     /// The line as swift-log metadata; every format writes these keys.
     public var metadata: Logger.Metadata {
         // The values as they are (`.string`), not interpolated into new strings.
-        var metadata: Logger.Metadata = [
-            "method": .string(method), "route": .string(route), "status": .string(String(status)),
-            "duration_ms": .string(durationMilliseconds), "client": .string(client),
-        ]
-        if let token { metadata["token"] = .string(token) }
+        var metadata: Logger.Metadata = [:]
+        forEachField { key, value in metadata[key.description] = .string(value) }
         return metadata
     }
 
@@ -41,19 +49,13 @@ public struct AccessLine: Sendable {
     /// ` key=value` for each key in key order. Written straight from the values: the keys are
     /// known and already in order, so no dictionary is built, hashed and sorted per request.
     public func appendFields(to line: inout [UInt8]) {
-        func field(_ key: StaticString, _ value: String) {
+        forEachField { key, value in
             line.append(UInt8(ascii: " "))
             key.withUTF8Buffer { line.append(contentsOf: $0) }
             line.append(UInt8(ascii: "="))
             var value = value
             value.withUTF8 { line.append(contentsOf: $0) }
         }
-        field("client", client)
-        field("duration_ms", durationMilliseconds)
-        field("method", method)
-        field("route", route)
-        field("status", String(status))
-        if let token { field("token", token) }
     }
 }
 

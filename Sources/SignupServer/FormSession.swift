@@ -183,11 +183,8 @@ final class FormSession: @unchecked Sendable {
         queue.sync {
             activity.touch()
             stream.send(retry: retryMilliseconds)
-            var snapshot = configuration.initialSnapshot
-            if let published {
-                snapshot = published.snapshot(rev: rev)
-                snapshot.language = configuration.language
-            }
+            var snapshot = published?.snapshot(rev: rev) ?? configuration.initialSnapshot
+            snapshot.language = configuration.language
             snapshot.rev = rev
             send([.snapshot(snapshot)], to: [stream])
             streams[ObjectIdentifier(stream)] = stream
