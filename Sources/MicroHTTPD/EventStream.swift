@@ -2,12 +2,24 @@ import CMicroHTTPD
 import MicroHTTPDShims
 import Foundation
 
-/// One open `text/event-stream` response. Any thread may `send`; libmicrohttpd pulls the
-/// bytes from its own threads.
+/// One open `text/event-stream` response. Any thread may `send`.
 ///
 /// While nothing is pending the connection is suspended, so an idle stream costs no CPU and
-/// no thread; `send` resumes it. (Returning 0 from the content reader without suspending
-/// would make libmicrohttpd poll the reader in a busy loop.)
+/// no thread. (Returning 0 from the content reader without suspending would make
+/// libmicrohttpd poll the reader in a busy loop.) What is sent then goes one of two ways:
+///
+/// - **Straight to the socket**, from the sending thread, framed as the chunk libmicrohttpd
+///   would have made of it. Resuming costs more than the bytes: libmicrohttpd 0.9.75 walks
+///   its whole list of suspended connections on every loop that resumes one, so with
+///   thousands of idle streams open each edit's event paid for all of them (12,000 idle
+///   streams more than doubled an edit's CPU), and it wakes the daemon's thread for each.
+///   While suspended the connection is ours: libmicrohttpd suspends it only from the content
+///   reader, which it calls only when everything before is on the wire, and it neither
+///   writes nor closes a suspended connection. A socket that takes only part of the bytes
+///   keeps the rest here (`backlog`), and the hang-up watcher says when it can take more.
+/// - **Through libmicrohttpd** (resume, then its content reader pulls `pending`) when the
+///   stream cannot be written directly: before its first suspension, for an HTTP/1.0 client
+///   (no chunks), or without a hang-up watcher to wait for a slow reader with.
 public final class EventStream: Sendable {
     /// Bytes a slow client may fall behind by before the stream is closed; the client then
     /// reconnects and starts again from a snapshot instead of the server buffering forever.
@@ -23,7 +35,41 @@ public final class EventStream: Sendable {
         /// The connection's socket, only looked at while the connection is suspended (when
         /// libmicrohttpd cannot close it under us).
         var socket: Int32 = -1
+        /// Set when the stream may be written straight to its socket while suspended.
+        var direct: DirectWrites?
+        /// Chunks (framed, on their way to the socket) that it has not taken yet, from
+        /// `backlogOffset` on: they go before anything else, and only while suspended.
+        var backlog: [UInt8] = []
+        var backlogOffset = 0
+        /// The content reader ends the response with an error instead of its last chunk: the
+        /// wire may be in the middle of one of our chunks, or the client stopped reading.
+        var abandon = false
+        /// Chunks written straight to the socket (tests tell the two ways apart by it).
+        var directChunks = 0
         var terminationHandlers: [@Sendable () -> Void] = []
+
+        var backlogCount: Int { backlog.count - backlogOffset }
+    }
+
+    /// What tests look at: whether the connection is suspended, how many chunks went
+    /// straight to its socket, and how many bytes wait for the socket to take them.
+    var directWriteStatus: (isSuspended: Bool, directChunks: Int, backlogBytes: Int) {
+        state.withLock { ($0.isSuspended, $0.directChunks, $0.backlogCount) }
+    }
+
+    /// Tests: a small, fixed send buffer for the socket (no autotuning, which lets the
+    /// kernel take megabytes), so a client that does not read fills it soon.
+    func fixSocketSendBuffer(bytes: Int32) {
+        state.withLock { state in
+            var size = bytes
+            _ = setsockopt(state.socket, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+    }
+
+    /// Where a directly written stream waits for its socket to take more.
+    struct DirectWrites {
+        weak var watcher: HangUpWatcher?
+        let token: UInt64
     }
 
     private let state = Locked(State())
@@ -115,10 +161,12 @@ public final class EventStream: Sendable {
         bytes.append(UInt8(ascii: "\n"))
     }
 
-    /// Ends the stream after the pending bytes are written.
+    /// Ends the stream after the pending bytes are written. Chunks a slow client has not
+    /// taken yet are dropped with the connection: nothing may follow a partial chunk.
     public func close() {
         state.withLock { state in
             state.isClosed = true
+            if state.backlogCount > 0 { state.abandon = true }
             Self.resumeIfSuspended(&state)
         }
     }
@@ -136,6 +184,10 @@ public final class EventStream: Sendable {
     private func write(_ bytes: [UInt8]) {
         state.withLock { state in
             guard !state.isClosed else { return }
+            if state.isSuspended, state.direct != nil {
+                writeDirectly(bytes, &state)
+                return
+            }
             if state.pending.count - state.readOffset + bytes.count > pendingLimit {
                 // The client is not reading: drop it rather than grow without bound.
                 state.isClosed = true
@@ -143,6 +195,80 @@ public final class EventStream: Sendable {
                 state.pending.append(contentsOf: bytes)
             }
             Self.resumeIfSuspended(&state)
+        }
+    }
+
+    /// Sends `bytes` as one chunk while the connection is suspended (see the type's comment).
+    private func writeDirectly(_ bytes: [UInt8], _ state: inout State) {
+        // An empty chunk would end the response.
+        guard !bytes.isEmpty else { return }
+        let chunk = Self.chunk(bytes)
+        state.directChunks += 1
+        if state.backlogCount > 0 {
+            guard state.backlogCount + chunk.count <= pendingLimit else {
+                // The client is not reading: drop it rather than grow without bound.
+                state.isClosed = true
+                state.abandon = true
+                Self.resumeIfSuspended(&state)
+                return
+            }
+            state.backlog.append(contentsOf: chunk)
+            return
+        }
+        let sent = chunk.withUnsafeBytes { mhd_shim_send_now(state.socket, $0.baseAddress, $0.count) }
+        if sent == chunk.count { return }
+        guard sent >= 0 else {
+            // The client has gone (reset, broken pipe): end as for a hang-up. Nothing of this
+            // chunk went out, so libmicrohttpd's last chunk is well framed (and fails too).
+            state.isClosed = true
+            Self.resumeIfSuspended(&state)
+            return
+        }
+        state.backlog = Array(chunk[sent...])
+        state.backlogOffset = 0
+        state.direct?.watcher?.watchWritable(socket: state.socket, token: state.direct!.token, true)
+    }
+
+    /// `bytes` as one HTTP/1.1 chunk: its size in hex, CRLF, the bytes, CRLF.
+    static func chunk(_ bytes: [UInt8]) -> [UInt8] {
+        var chunk: [UInt8] = []
+        chunk.reserveCapacity(bytes.count + 12)
+        var digits = 0
+        while bytes.count >> (4 * digits) != 0 { digits += 1 }
+        for shift in stride(from: 4 * (max(digits, 1) - 1), through: 0, by: -4) {
+            chunk.append(Hexadecimal.digits[(bytes.count >> shift) & 0xF])
+        }
+        chunk.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n")])
+        chunk.append(contentsOf: bytes)
+        chunk.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n")])
+        return chunk
+    }
+
+    private enum Hexadecimal {
+        static let digits = Array("0123456789abcdef".utf8)
+    }
+
+    /// The socket can take more (the hang-up watcher's thread): the backlog goes on; once
+    /// it is all out, a stream closed meanwhile ends.
+    func socketIsWritable() {
+        state.withLock { state in
+            guard state.isSuspended, state.backlogCount > 0 else { return }
+            let sent = state.backlog.withUnsafeBytes { buffer in
+                mhd_shim_send_now(state.socket, buffer.baseAddress! + state.backlogOffset, state.backlogCount)
+            }
+            guard sent >= 0 else {
+                // Gone in the middle of a chunk: no last chunk can follow it.
+                state.isClosed = true
+                state.abandon = true
+                Self.resumeIfSuspended(&state)
+                return
+            }
+            state.backlogOffset += sent
+            guard state.backlogCount == 0 else { return }
+            state.backlog = []
+            state.backlogOffset = 0
+            state.direct?.watcher?.watchWritable(socket: state.socket, token: state.direct!.token, false)
+            if state.isClosed { Self.resumeIfSuspended(&state) }
         }
     }
 
@@ -156,10 +282,16 @@ public final class EventStream: Sendable {
 
     // MARK: Called by the daemon
 
-    func attach(to connection: OpaquePointer, socket: Int32) {
+    /// `direct`: how to wait for the socket when it may be written straight to (an HTTP/1.1
+    /// response, which libmicrohttpd sends in chunks), nil to leave every write to it.
+    func attach(to connection: OpaquePointer, socket: Int32, direct: DirectWrites? = nil) {
+        // Small writes leave at once: Nagle's algorithm would hold an event for the
+        // client's acknowledgement of the last one.
+        if direct != nil, socket >= 0 { mhd_shim_no_delay(socket) }
         state.withLock {
             $0.connection = connection
             $0.socket = socket
+            $0.direct = socket >= 0 ? direct : nil
         }
     }
 
@@ -183,6 +315,7 @@ public final class EventStream: Sendable {
     /// Fills `buffer` for libmicrohttpd; suspends the connection when nothing is pending.
     func read(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
         state.withLock { state in
+            if state.abandon { return Int(MHD_CONTENT_READER_END_WITH_ERROR) }
             let available = state.pending.count - state.readOffset
             if available > 0 {
                 let count = min(available, capacity)
@@ -217,6 +350,8 @@ public final class EventStream: Sendable {
             state.connection = nil
             state.socket = -1
             state.pending = []
+            state.backlog = []
+            state.backlogOffset = 0
             defer { state.terminationHandlers = [] }
             return state.terminationHandlers
         }

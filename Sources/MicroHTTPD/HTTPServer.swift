@@ -238,10 +238,17 @@ public final class HTTPServer: Sendable {
                 stream.terminate()
                 return queue(shutdownResponse(for: context.request), for: context, on: connection)
             }
-            stream.attach(to: connection, socket: mhd_shim_connection_fd(connection))
+            let token = mhd_shim_connection_socket_context(connection).map { UInt64(UInt(bitPattern: $0)) }
+            // libmicrohttpd sends an HTTP/1.1 client's stream in chunks (and an HTTP/1.0
+            // client's unframed, to the connection's end): only the first is written directly,
+            // and only with a watcher to wait for a slow reader with.
+            let direct = context.version == "HTTP/1.1"
+                ? hangUps.flatMap { watcher in token.map { EventStream.DirectWrites(watcher: watcher, token: $0) } }
+                : nil
+            stream.attach(to: connection, socket: mhd_shim_connection_fd(connection), direct: direct)
             stream.onTermination { [weak self] in self?.unregister(stream) }
-            if let hangUps, let token = mhd_shim_connection_socket_context(connection) {
-                hangUps.watch(stream, connection: UInt64(UInt(bitPattern: token)))
+            if let hangUps, let token {
+                hangUps.watch(stream, connection: token)
             }
             mhdResponse = MHD_create_response_from_callback(
                 UInt64.max, 1024, HTTPServer.readEventStream,

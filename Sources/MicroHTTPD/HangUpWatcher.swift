@@ -119,6 +119,13 @@ final class HangUpWatcher: Sendable {
         }
     }
 
+    /// Reports (`on`) or stops reporting when `socket` can take more bytes; the stream on
+    /// its connection is then told (`EventStream.socketIsWritable`). Call while the
+    /// connection is suspended: the socket is certainly still its own.
+    func watchWritable(socket: Int32, token: UInt64, _ on: Bool) {
+        _ = mhd_shim_hangups_watch_writable(set, socket, token, on ? 1 : 0)
+    }
+
     /// Ends the thread and closes the set (after the daemon has stopped).
     func stop() {
         let wasRunning = watched.withLock { watched -> Bool in
@@ -139,14 +146,20 @@ final class HangUpWatcher: Sendable {
 
     private func run() {
         var tokens = [UInt64](repeating: 0, count: 64)
+        var writableOnly = [UInt8](repeating: 0, count: 64)
         var timeoutMilliseconds: Int32 = -1
         while !watched.withLock({ $0.isStopped }) {
-            let count = Int(mhd_shim_hangups_wait(set, &tokens, Int32(tokens.count), timeoutMilliseconds))
+            let count = Int(mhd_shim_hangups_wait(set, &tokens, &writableOnly, Int32(tokens.count), timeoutMilliseconds))
             if count < 0 { break }
             let now = Date()
+            var writable: [EventStream] = []
             let streams = watched.withLock { watched -> [EventStream] in
                 var streams: [EventStream] = []
-                for token in tokens[0..<count] where token != 0 {
+                for (token, onlyWritable) in zip(tokens[0..<count], writableOnly[0..<count]) where token != 0 {
+                    if onlyWritable != 0 {
+                        if let stream = watched.connections[token]?.stream { writable.append(stream) }
+                        continue
+                    }
                     guard var connection = watched.connections[token], !connection.hasHungUp else { continue }
                     connection.hasHungUp = true
                     if let stream = connection.stream { streams.append(stream) }
@@ -159,6 +172,7 @@ final class HangUpWatcher: Sendable {
             // Closing resumes a suspended connection; libmicrohttpd's write then fails and it
             // releases the connection and the stream as for any client that went away.
             for stream in streams { stream.close() }
+            for stream in writable { stream.socketIsWritable() }
         }
         finished.signal()
     }

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -165,13 +166,34 @@ int mhd_shim_hangups_watch(int set, int fd, uint64_t token) {
     return errno == EEXIST ? epoll_ctl(set, EPOLL_CTL_MOD, fd, &event) : -1;
 }
 
-int mhd_shim_hangups_wait(int set, uint64_t *tokens, int capacity, int timeout_ms) {
+int mhd_shim_hangups_watch_writable(int set, int fd, uint64_t token, int writable) {
+    struct epoll_event event = {
+        .events = EPOLLRDHUP | EPOLLET | (writable ? EPOLLOUT : 0), .data.u64 = token };
+    return epoll_ctl(set, EPOLL_CTL_MOD, fd, &event);
+}
+
+int mhd_shim_hangups_wait(int set, uint64_t *tokens, uint8_t *writable_only, int capacity, int timeout_ms) {
     struct epoll_event events[64];
     if (capacity > 64) capacity = 64;
     int count = epoll_wait(set, events, capacity, timeout_ms);
     if (count < 0) return errno == EINTR ? 0 : -1;
-    for (int i = 0; i < count; i++) tokens[i] = events[i].data.u64;
+    for (int i = 0; i < count; i++) {
+        tokens[i] = events[i].data.u64;
+        writable_only[i] = (events[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) == 0
+            && (events[i].events & EPOLLOUT) != 0;
+    }
     return count;
+}
+
+long mhd_shim_send_now(int fd, const void *bytes, size_t length) {
+    ssize_t sent = send(fd, bytes, length, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent >= 0) return (long) sent;
+    return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -(long) errno;
+}
+
+void mhd_shim_no_delay(int fd) {
+    int on = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 }
 
 void mhd_shim_nudge(int fd) {

@@ -12,9 +12,15 @@ public final class RawHTTPConnection {
     private let socketFD: Int32
     public private(set) var received = ""
 
-    public init(port: UInt16, from sourceAddress: String? = nil, timeoutSeconds: Int = 5) throws {
+    /// `receiveBufferBytes`: a small receive buffer (set before connecting, so the window is
+    /// small from the start) makes a client that does not read fill the server's socket soon.
+    public init(port: UInt16, from sourceAddress: String? = nil, timeoutSeconds: Int = 5,
+                receiveBufferBytes: Int32? = nil) throws {
         socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { throw POSIXError(.EIO) }
+        if var size = receiveBufferBytes {
+            setsockopt(socketFD, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(socketFD, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let fd = socketFD

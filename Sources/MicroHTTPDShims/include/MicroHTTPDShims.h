@@ -60,9 +60,16 @@ int mhd_shim_hangups_create(int *wake_fd);
 /// Adds `fd` to the set; its hang-up is reported with `token` (never 0). 0 or -1.
 int mhd_shim_hangups_watch(int set, int fd, uint64_t token);
 
-/// Blocks until something hangs up, the set is woken, or `timeout_ms` passes (-1: no limit);
-/// writes up to `capacity` tokens (0 for a wake-up) and returns how many, or -1.
-int mhd_shim_hangups_wait(int set, uint64_t *tokens, int capacity, int timeout_ms);
+/// Also reports when `fd` can take more bytes (`writable` 1), edge-triggered, or stops
+/// (`writable` 0): an event stream written directly waits this way for a slow reader.
+/// The caller must hold the connection (its number cannot have been reused). 0 or -1.
+int mhd_shim_hangups_watch_writable(int set, int fd, uint64_t token, int writable);
+
+/// Blocks until something hangs up or becomes writable, the set is woken, or `timeout_ms`
+/// passes (-1: no limit); writes up to `capacity` tokens (0 for a wake-up) and whether each
+/// was only a socket becoming writable (`writable_only[i]` 1) or a hang-up or error (0),
+/// and returns how many, or -1.
+int mhd_shim_hangups_wait(int set, uint64_t *tokens, uint8_t *writable_only, int capacity, int timeout_ms);
 
 /// Makes libmicrohttpd look at a socket whose peer has hung up: shutdown(SHUT_RD) wakes its
 /// epoll set, and its next read ends the way the peer's FIN already said.
@@ -84,6 +91,13 @@ int mhd_shim_connection_fd(struct MHD_Connection *connection);
 
 /// The peer's address as text ("127.0.0.1", "::1") into `buffer`; returns 0 on success.
 int mhd_shim_client_address(struct MHD_Connection *connection, char *buffer, size_t capacity);
+
+/// Sends what it can of `length` bytes without blocking and without SIGPIPE: the count
+/// sent (possibly fewer, 0 when the socket's buffer is full) or -errno on failure.
+long mhd_shim_send_now(int fd, const void *bytes, size_t length);
+
+/// Turns Nagle's algorithm off for `fd`, so a small write leaves at once.
+void mhd_shim_no_delay(int fd);
 
 /// Whether the peer of a socket that should be silent (an event stream's client sends
 /// nothing after its request) has hung up or failed: 1 gone, 0 still there.
