@@ -92,7 +92,7 @@ browser-deps:
 RUNS ?= 2
 # The Hummingbird peer, when it is built beside the project (../shared/peers/hummingbird).
 PEER ?= $(wildcard ../shared/peers/hummingbird/signup-peer/.build/release/signup-peer)
-SCENARIOS ?= ceiling,typing,connection,saturation,idle,streams,instances
+SCENARIOS ?= ceiling,typing,connection,saturation,idle,streams,crowd,instances
 bench: deps
 	swift build -c release --scratch-path .build-bench --product signup-server $(SWIFT_BUILD_FLAGS)
 	$(MAKE) --no-print-directory -C Benchmarks/loadgen

@@ -18,6 +18,8 @@ runs with its default limits on: the configuration operators run.
 3. idle: 2,000 and 10,000 sessions with their event streams open: memory per session
    (RSS growth from a started server / sessions), server CPU while idle.
 4. streams: 19,000 idle streams in one process: how many connect, server CPU.
+4b. crowd: the connection shape's 200 typists beside 12,000 idle streams (Benchmarks/crowd.py;
+   LiveSignup's per-address limits off, since the idle streams share one address).
 5. instances (LiveSignup only): on PostgreSQL, one instance direct, one through nginx, two
    through nginx with the shipped routing (Benchmarks/instances.py): highest edits/s and p99.
 6. generator ceiling: the generator against a no-logic stub of the protocol, so a
@@ -248,6 +250,22 @@ def run_idle(servers, binary_for, runs, streams, quick=True):
     return rows
 
 
+CROWD_IDLE_STREAMS = 12000
+
+
+def run_crowd(binary_for, runs, window):
+    """Typists beside many idle streams (Benchmarks/crowd.py), LiveSignup and the peer in turn."""
+    import crowd
+    rows = {name: [] for name, binary in binary_for.items() if binary}
+    for run in range(runs):
+        for name in rows:
+            result = crowd.typing_in_crowd(binary_for[name], CROWD_IDLE_STREAMS, peer=name == "peer", window=window)
+            log(f"crowd ({result.get('idle_streams')} idle streams) {name} run {run + 1}: {summary(result)}"
+                + (f", error: {result['error']}" if "error" in result else ""))
+            rows[name].append(result)
+    return rows
+
+
 def run_ceiling(window=8.0, people=1000):
     """The generator against the stub at rising rates (1,000 people typing faster and
     faster: more people would need more descriptors than the limit allows); the highest
@@ -319,7 +337,7 @@ def main():
     parser.add_argument("--peer", default=None, help="the Hummingbird peer's signup-peer binary")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--window", type=float, default=15.0, help="typing window, seconds")
-    parser.add_argument("--scenarios", default="ceiling,typing,connection,saturation,idle,streams,instances")
+    parser.add_argument("--scenarios", default="ceiling,typing,connection,saturation,idle,streams,crowd,instances")
     parser.add_argument("--write-readme", action="store_true")
     args = parser.parse_args()
     args.command = ["python3", "Benchmarks/bench.py", *sys.argv[1:]]
@@ -350,6 +368,8 @@ def main():
         keep("idle10000", run_idle(servers, binary_for, args.runs, 10000))
     if "streams" in scenarios:
         keep("streams19000", run_idle(servers, binary_for, 1, 19000))
+    if "crowd" in scenarios:
+        keep("crowd", run_crowd(binary_for, args.runs, args.window))
     if "instances" in scenarios:
         keep("instances", run_instances(args.binary, args.window))
 
@@ -392,6 +412,13 @@ def main():
             both(f"19,000 idle streams: server CPU over {IDLE_WINDOW_SECONDS} s (two heartbeats), % of a core", "streams19000", lambda r: r.get("cpu_percent"), 2),
             both("19,000 idle streams: KiB per session", "streams19000",
                  lambda r: r.get("rss_per_session_with_stream_kib")),
+        ]
+    if "crowd" in raw:
+        crowd = f"typing beside {CROWD_IDLE_STREAMS:,} idle streams (one connection a person, limits off)"
+        measures += [
+            both(f"{crowd}: server CPU per edit, µs", "crowd", lambda r: r.get("server_cpu_us_per_edit")),
+            both(f"{crowd}: p50 edit→event, ms", "crowd", lambda r: r["latency_ms"]["p50"], 2),
+            both(f"{crowd}: p99 edit→event, ms", "crowd", lambda r: r["latency_ms"]["p99"], 2),
         ]
     for label, _, _ in INSTANCE_SETUPS:
         row = raw.get("instances", {}).get(label)

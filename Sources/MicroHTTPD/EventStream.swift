@@ -46,7 +46,7 @@ public final class EventStream: Sendable {
         var abandon = false
         /// Chunks written straight to the socket (tests tell the two ways apart by it).
         var directChunks = 0
-        var terminationHandlers: [@Sendable () -> Void] = []
+        var terminationHandlers: [@Sendable (EventStream) -> Void] = []
 
         var backlogCount: Int { backlog.count - backlogOffset }
     }
@@ -172,13 +172,16 @@ public final class EventStream: Sendable {
     }
 
     /// Runs `handler` once when the stream ends, whoever ended it. Runs at once if it has.
-    public func onTermination(_ handler: @escaping @Sendable () -> Void) {
+    /// It is handed the stream, so it need not capture it: a weak reference would give every
+    /// stream a side table, and then each retain and release of it takes the slow path (the
+    /// heartbeat and every event retain each stream they write to).
+    public func onTermination(_ handler: @escaping @Sendable (EventStream) -> Void) {
         let alreadyTerminated = state.withLock { state -> Bool in
             if state.isTerminated { return true }
             state.terminationHandlers.append(handler)
             return false
         }
-        if alreadyTerminated { handler() }
+        if alreadyTerminated { handler(self) }
     }
 
     private func write(_ bytes: [UInt8]) {
@@ -343,7 +346,7 @@ public final class EventStream: Sendable {
 
     /// libmicrohttpd is done with the response (client gone, error, or end of stream).
     func terminate() {
-        let handlers = state.withLock { state -> [@Sendable () -> Void] in
+        let handlers = state.withLock { state -> [@Sendable (EventStream) -> Void] in
             state.isClosed = true
             state.isTerminated = true
             state.isSuspended = false
@@ -355,6 +358,6 @@ public final class EventStream: Sendable {
             defer { state.terminationHandlers = [] }
             return state.terminationHandlers
         }
-        for handler in handlers { handler() }
+        for handler in handlers { handler(self) }
     }
 }

@@ -173,7 +173,12 @@ public final class HTTPServer: Sendable {
     /// closed at once instead of waiting for a write to fail (which can take two beats).
     private func sendHeartbeats() {
         let streams = state.withLock { Array($0.openStreams.values) }
-        for stream in streams where !stream.closeIfPeerHasGone() {
+        // Without the hang-up watcher, a poll per stream is how a dead client is noticed
+        // before a write fails; with it, the watcher has closed those streams already (and a
+        // direct write to a reset connection fails at once), and the poll was a tenth of an
+        // idle round's CPU.
+        let pollEachStream = hangUps == nil
+        for stream in streams where !(pollEachStream && stream.closeIfPeerHasGone()) {
             stream.sendComment("ping")
         }
     }
@@ -246,7 +251,7 @@ public final class HTTPServer: Sendable {
                 ? hangUps.flatMap { watcher in token.map { EventStream.DirectWrites(watcher: watcher, token: $0) } }
                 : nil
             stream.attach(to: connection, socket: mhd_shim_connection_fd(connection), direct: direct)
-            stream.onTermination { [weak self] in self?.unregister(stream) }
+            stream.onTermination { [weak self] stream in self?.unregister(stream) }
             if let hangUps, let token {
                 hangUps.watch(stream, connection: token)
             }

@@ -109,10 +109,10 @@ final class HangUpWatcher: Sendable {
             return watched.connections[token]?.hasHungUp ?? false
         }
         if hasHungUp { stream.close() }
-        stream.onTermination { [weak self, weak stream] in
+        stream.onTermination { [weak self] stream in
             self?.watched.withLock { watched in
                 // A keep-alive connection may carry a later stream: forget only this one.
-                if let stream, watched.connections[token]?.stream === stream {
+                if watched.connections[token]?.stream === stream {
                     watched.connections[token]?.stream = nil
                 }
             }

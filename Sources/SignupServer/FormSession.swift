@@ -190,8 +190,8 @@ final class FormSession: @unchecked Sendable {
             streams[ObjectIdentifier(stream)] = stream
             activity.setOpenStreams(streams.count)
         }
-        stream.onTermination { [weak self, weak stream] in
-            guard let self, let stream else { return }
+        stream.onTermination { [weak self] stream in
+            guard let self else { return }
             queue.async {
                 self.streams[ObjectIdentifier(stream)] = nil
                 self.activity.setOpenStreams(self.streams.count)
