@@ -40,6 +40,23 @@ final class SharedTimerSchedulerTests: XCTestCase {
         XCTAssertTrue(Condition.wait(timeout: 5) { timers.pendingCount == 0 }, "nothing left behind")
     }
 
+    func testDeadlinesCloseTogetherShareOneWakeUpAndNoneRunsEarly() {
+        let timers = DeadlineTimers()
+        let log = Log()
+        // Twenty people's debounces, a quarter of a millisecond apart: within two slots.
+        let start = DispatchTime.now() + .milliseconds(50)
+        for index in 0..<20 {
+            let scheduler = SharedTimerScheduler(queue: DispatchQueue(label: "person \(index)"), timers: timers)
+            let due = start + .microseconds(250 * index)
+            scheduler.schedule(after: .init(due), tolerance: .seconds(0), options: nil) {
+                log.append(DispatchTime.now() < due ? "EARLY" : "on time")
+            }
+        }
+        XCTAssertTrue(Condition.wait(timeout: 5) { log.all.count == 20 })
+        XCTAssertEqual(Set(log.all), ["on time"])
+        XCTAssertLessThanOrEqual(timers.wakeUps, 2, "a wake-up per deadline instead of per slot")
+    }
+
     func testACancelledActionNeverRunsAndIsReleased() {
         let timers = DeadlineTimers()
         let scheduler = SharedTimerScheduler(queue: DispatchQueue(label: "q"), timers: timers)
