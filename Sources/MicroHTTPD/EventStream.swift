@@ -41,9 +41,6 @@ public final class EventStream: Sendable {
         /// `backlogOffset` on: they go before anything else, and only while suspended.
         var backlog: [UInt8] = []
         var backlogOffset = 0
-        /// The content reader ends the response with an error instead of its last chunk: the
-        /// wire may be in the middle of one of our chunks, or the client stopped reading.
-        var abandon = false
         /// Chunks written straight to the socket (tests tell the two ways apart by it).
         var directChunks = 0
         var terminationHandlers: [@Sendable (EventStream) -> Void] = []
@@ -165,8 +162,11 @@ public final class EventStream: Sendable {
     /// taken yet are dropped with the connection: nothing may follow a partial chunk.
     public func close() {
         state.withLock { state in
+            if state.backlogCount > 0 {
+                Self.drop(&state)
+                return
+            }
             state.isClosed = true
-            if state.backlogCount > 0 { state.abandon = true }
             Self.resumeIfSuspended(&state)
         }
     }
@@ -210,9 +210,7 @@ public final class EventStream: Sendable {
         if state.backlogCount > 0 {
             guard state.backlogCount + chunk.count <= pendingLimit else {
                 // The client is not reading: drop it rather than grow without bound.
-                state.isClosed = true
-                state.abandon = true
-                Self.resumeIfSuspended(&state)
+                Self.drop(&state)
                 return
             }
             state.backlog.append(contentsOf: chunk)
@@ -260,10 +258,7 @@ public final class EventStream: Sendable {
                 mhd_shim_send_now(state.socket, buffer.baseAddress! + state.backlogOffset, state.backlogCount)
             }
             guard sent >= 0 else {
-                // Gone in the middle of a chunk: no last chunk can follow it.
-                state.isClosed = true
-                state.abandon = true
-                Self.resumeIfSuspended(&state)
+                Self.drop(&state)
                 return
             }
             state.backlogOffset += sent
@@ -273,6 +268,18 @@ public final class EventStream: Sendable {
             state.direct?.watcher?.watchWritable(socket: state.socket, token: state.direct!.token, false)
             if state.isClosed { Self.resumeIfSuspended(&state) }
         }
+    }
+
+    /// Ends a stream whose wire may stop inside one of our chunks (its client stopped
+    /// reading, or went): no last chunk may follow, so the socket is shut down first, and
+    /// libmicrohttpd's attempt to end the response fails as for any client that went away
+    /// (and is logged as one, which ending it with an error from the content reader was not).
+    private static func drop(_ state: inout State) {
+        state.isClosed = true
+        if state.isSuspended, state.socket >= 0 { _ = shutdown(state.socket, Int32(SHUT_RDWR)) }
+        state.backlog = []
+        state.backlogOffset = 0
+        resumeIfSuspended(&state)
     }
 
     private static func resumeIfSuspended(_ state: inout State) {
@@ -318,7 +325,6 @@ public final class EventStream: Sendable {
     /// Fills `buffer` for libmicrohttpd; suspends the connection when nothing is pending.
     func read(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
         state.withLock { state in
-            if state.abandon { return Int(MHD_CONTENT_READER_END_WITH_ERROR) }
             let available = state.pending.count - state.readOffset
             if available > 0 {
                 let count = min(available, capacity)

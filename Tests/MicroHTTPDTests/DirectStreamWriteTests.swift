@@ -27,10 +27,15 @@ final class DirectStreamWriteTests: XCTestCase {
 
     private var responder: StreamResponder!
     private var server: HTTPServer!
+    /// What libmicrohttpd logged: a dropped client must read as a client gone, not as a
+    /// server problem.
+    private let libraryMessages = Locked<[LibraryMessage]>([])
 
     override func setUpWithError() throws {
         responder = StreamResponder()
-        server = HTTPServer(configuration: HTTPServerConfiguration(port: 0), responder: responder)
+        let messages = libraryMessages
+        server = HTTPServer(configuration: HTTPServerConfiguration(
+            port: 0, errorLog: { message in messages.withLock { $0.append(message) } }), responder: responder)
         try server.start()
     }
 
@@ -165,6 +170,11 @@ final class DirectStreamWriteTests: XCTestCase {
         XCTAssertGreaterThan(count * 1000, EventStream.defaultPendingLimit)
         // The connection goes: reading now finds the bytes that made it, then its end.
         XCTAssertTrue(stalled.readUntilClosed(), "the stalled connection was never closed")
+        XCTAssertTrue(waitUntil { stalledStream.directWriteStatus.directChunks > 0 && self.server.openStreamCount == 1 },
+                      "libmicrohttpd never let the dropped stream go")
+        for message in libraryMessages.withLock({ $0 }) {
+            XCTAssertTrue(message.isClientGone, "logged as a server problem: \(message.text)")
+        }
 
         controlStream.send(event: "n", data: "still here")
         XCTAssertTrue(control.read { self.numberedEvents(self.decodeChunks($0).body) == ["still here"] }, control.received)
