@@ -142,9 +142,20 @@ public final class EventStream: Sendable {
 
     /// A comment line: ignored by clients, but proves the connection is alive.
     public func sendComment(_ comment: String) {
+        write(Self.commentBytes(comment))
+    }
+
+    /// A comment's bytes, made once where the same comment goes to every stream (the
+    /// heartbeat's ping) and handed to `send(commentBytes:)`.
+    static func commentBytes(_ comment: String) -> [UInt8] {
         var bytes: [UInt8] = []
-        Self.appendField("", comment, to: &bytes)
+        appendField("", comment, to: &bytes)
         bytes.append(UInt8(ascii: "\n"))
+        return bytes
+    }
+
+    /// Sends bytes made by `commentBytes`.
+    func send(commentBytes bytes: [UInt8]) {
         write(bytes)
     }
 
@@ -205,19 +216,19 @@ public final class EventStream: Sendable {
     private func writeDirectly(_ bytes: [UInt8], _ state: inout State) {
         // An empty chunk would end the response.
         guard !bytes.isEmpty else { return }
-        let chunk = Self.chunk(bytes)
         state.directChunks += 1
         if state.backlogCount > 0 {
-            guard state.backlogCount + chunk.count <= pendingLimit else {
+            guard state.backlogCount + bytes.count <= pendingLimit else {
                 // The client is not reading: drop it rather than grow without bound.
                 Self.drop(&state)
                 return
             }
-            state.backlog.append(contentsOf: chunk)
+            state.backlog.append(contentsOf: Self.chunk(bytes))
             return
         }
-        let sent = chunk.withUnsafeBytes { mhd_shim_send_now(state.socket, $0.baseAddress, $0.count) }
-        if sent == chunk.count { return }
+        // Framed as it is sent (size line, bytes, CRLF in one `sendmsg`): no framed copy of
+        // the bytes unless the socket takes only part of them.
+        let sent = bytes.withUnsafeBytes { mhd_shim_send_chunk_now(state.socket, $0.baseAddress, $0.count) }
         guard sent >= 0 else {
             // The client has gone (reset, broken pipe): end as for a hang-up. Nothing of this
             // chunk went out, so libmicrohttpd's last chunk is well framed (and fails too).
@@ -225,28 +236,25 @@ public final class EventStream: Sendable {
             Self.resumeIfSuspended(&state)
             return
         }
+        // Size line (hex digits and CRLF), the bytes, CRLF.
+        let hexDigits = (Int.bitWidth - bytes.count.leadingZeroBitCount + 3) / 4
+        if sent == hexDigits + 2 + bytes.count + 2 { return }
+        let chunk = Self.chunk(bytes)
         state.backlog = Array(chunk[sent...])
         state.backlogOffset = 0
         state.direct?.watcher?.watchWritable(socket: state.socket, token: state.direct!.token, true)
     }
 
-    /// `bytes` as one HTTP/1.1 chunk: its size in hex, CRLF, the bytes, CRLF.
+    /// `bytes` as one HTTP/1.1 chunk: its size in lower-case hex, CRLF, the bytes, CRLF.
+    /// Byte for byte what `mhd_shim_send_chunk_now` sends, so a partial send's rest is a
+    /// suffix of it.
     static func chunk(_ bytes: [UInt8]) -> [UInt8] {
-        var chunk: [UInt8] = []
-        chunk.reserveCapacity(bytes.count + 12)
-        var digits = 0
-        while bytes.count >> (4 * digits) != 0 { digits += 1 }
-        for shift in stride(from: 4 * (max(digits, 1) - 1), through: 0, by: -4) {
-            chunk.append(Hexadecimal.digits[(bytes.count >> shift) & 0xF])
-        }
+        var chunk = Array(String(bytes.count, radix: 16).utf8)
+        chunk.reserveCapacity(chunk.count + bytes.count + 4)
         chunk.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n")])
         chunk.append(contentsOf: bytes)
         chunk.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n")])
         return chunk
-    }
-
-    private enum Hexadecimal {
-        static let digits = Array("0123456789abcdef".utf8)
     }
 
     /// The socket can take more (the hang-up watcher's thread): the backlog goes on; once

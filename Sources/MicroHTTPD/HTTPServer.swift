@@ -178,8 +178,10 @@ public final class HTTPServer: Sendable {
         // direct write to a reset connection fails at once), and the poll was a tenth of an
         // idle round's CPU.
         let pollEachStream = hangUps == nil
-        for stream in streams where !(pollEachStream && stream.closeIfPeerHasGone()) {
-            stream.sendComment("ping")
+        let ping = EventStream.commentBytes("ping")
+        for stream in streams {
+            if pollEachStream, stream.closeIfPeerHasGone() { continue }
+            stream.send(commentBytes: ping)
         }
     }
 

@@ -191,6 +191,21 @@ long mhd_shim_send_now(int fd, const void *bytes, size_t length) {
     return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -(long) errno;
 }
 
+long mhd_shim_send_chunk_now(int fd, const void *bytes, size_t length) {
+    char size_line[20];
+    int size_length = snprintf(size_line, sizeof size_line, "%zx\r\n", length);
+    static char crlf[2] = { '\r', '\n' };
+    struct iovec parts[3] = {
+        { .iov_base = size_line, .iov_len = (size_t) size_length },
+        { .iov_base = (void *) bytes, .iov_len = length },
+        { .iov_base = crlf, .iov_len = sizeof crlf },
+    };
+    struct msghdr message = { .msg_iov = parts, .msg_iovlen = 3 };
+    ssize_t sent = sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent >= 0) return (long) sent;
+    return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -(long) errno;
+}
+
 void mhd_shim_no_delay(int fd) {
     int on = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);

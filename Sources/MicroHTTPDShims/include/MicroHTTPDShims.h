@@ -96,6 +96,11 @@ int mhd_shim_client_address(struct MHD_Connection *connection, char *buffer, siz
 /// sent (possibly fewer, 0 when the socket's buffer is full) or -errno on failure.
 long mhd_shim_send_now(int fd, const void *bytes, size_t length);
 
+/// Sends `length` bytes (more than 0) as one HTTP/1.1 chunk (size in lower-case hex, CRLF,
+/// the bytes, CRLF) in one call, without blocking and without SIGPIPE: how many bytes of the
+/// framed chunk were sent (possibly fewer, 0 when the buffer is full) or -errno.
+long mhd_shim_send_chunk_now(int fd, const void *bytes, size_t length);
+
 /// Turns Nagle's algorithm off for `fd`, so a small write leaves at once.
 void mhd_shim_no_delay(int fd);
 
