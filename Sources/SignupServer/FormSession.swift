@@ -14,9 +14,10 @@ import OpenCombineShim
 /// The server side of one page view: its view model, the edits applied to it, and the event
 /// streams listening to it.
 ///
-/// All state lives on one serial queue, which is also the view model's scheduler, so edits,
-/// debounced look-ups and stream (un)subscriptions never race. Data flows one way:
-/// edit → view model → changed outputs → events → every open stream.
+/// All state is touched holding one lock: an edit (or any call) on its caller's thread, and
+/// the view model's scheduled work (debounced look-ups, their answers) and stream endings on
+/// a serial queue, each action holding the lock too, so none of them ever race. Data flows
+/// one way: edit → view model → changed outputs → events → every open stream.
 final class FormSession: @unchecked Sendable {
     /// What a session needs to build its view model on first use.
     struct Configuration {
@@ -43,9 +44,12 @@ final class FormSession: @unchecked Sendable {
     let token: String
     private let configuration: Configuration
     private let availabilityChecker: any UsernameAvailabilityChecking
+    /// Where the view model's scheduled work and stream endings run, one at a time.
     private let queue: DispatchQueue
+    /// Held by everything that touches the state below: see `exclusively`.
+    private let lock = NSLock()
 
-    // Touched only on `queue`.
+    // Touched only holding `lock`.
     /// Built by the first edit: until someone types, the form is in the policy's initial
     /// state, so a page view that only holds its stream open costs no pipeline.
     private var viewModel: SignupViewModel?
@@ -63,7 +67,7 @@ final class FormSession: @unchecked Sendable {
     /// The passkey made on this form and verified: stored with the account it creates.
     private var madePasskey: NewPasskey?
 
-    /// Written on `queue`, read by the registry's sweeper from any thread.
+    /// Written holding `lock`, read by the registry's sweeper from any thread.
     private let activity: ActivityClock
 
     init(
@@ -90,7 +94,7 @@ final class FormSession: @unchecked Sendable {
         let viewModel = SignupViewModel(
             policy: configuration.policy,
             availabilityChecker: availabilityChecker,
-            scheduler: SharedTimerScheduler(queue: queue).eraseToAnyScheduler(),
+            scheduler: SharedTimerScheduler(queue: queue, lock: lock).eraseToAnyScheduler(),
             availabilityDebounce: configuration.availabilityDebounce)
         self.viewModel = viewModel
         formSubscription = viewModel.$form.sink { [weak self] form in
@@ -123,7 +127,7 @@ final class FormSession: @unchecked Sendable {
     /// Applies one edit of `key` unless a newer one was applied already; its events carry
     /// the new rev.
     private func edit(_ key: SignupField, seq: UInt64, _ change: (SignupViewModel) -> Void) -> EditReceipt {
-        queue.sync {
+        exclusively {
             activity.touch()
             if let last = lastAppliedSeq[key], seq <= last {
                 return EditReceipt(rev: rev, applied: false)
@@ -146,18 +150,18 @@ final class FormSession: @unchecked Sendable {
 
     /// Remembers the options just sent, replacing earlier ones.
     func offerPasskey(_ offer: PasskeyOffer) {
-        queue.sync {
+        exclusively {
             activity.touch()
             passkeyOffer = offer
         }
     }
 
     /// The username as typed so far: it names the passkey in the person's password manager.
-    var typedUsername: String { queue.sync { viewModel?.username ?? "" } }
+    var typedUsername: String { exclusively { viewModel?.username ?? "" } }
 
     /// The offer a registration response answers, taken: each works once.
     func takePasskeyOffer() -> PasskeyOffer? {
-        queue.sync {
+        exclusively {
             activity.touch()
             defer { passkeyOffer = nil }
             return passkeyOffer
@@ -167,7 +171,7 @@ final class FormSession: @unchecked Sendable {
     /// A verified passkey for this form: `passkey.created` is met and the form's credential
     /// is the passkey.
     func acceptPasskey(_ passkey: NewPasskey) {
-        queue.sync {
+        exclusively {
             activity.touch()
             madePasskey = passkey
             rev += 1
@@ -176,11 +180,11 @@ final class FormSession: @unchecked Sendable {
     }
 
     /// The passkey made on this form, if any.
-    var passkey: NewPasskey? { queue.sync { madePasskey } }
+    var passkey: NewPasskey? { exclusively { madePasskey } }
 
     /// Starts a stream with the reconnect delay and a full snapshot, then sends it changes.
     func attach(_ stream: EventStream, retryMilliseconds: Int) {
-        queue.sync {
+        exclusively {
             activity.touch()
             stream.send(retry: retryMilliseconds)
             var snapshot = published?.snapshot(rev: rev) ?? configuration.initialSnapshot
@@ -192,10 +196,13 @@ final class FormSession: @unchecked Sendable {
         }
         stream.onTermination { [weak self] stream in
             guard let self else { return }
+            // Later, not here: a stream can end inside a send, which holds the lock.
             queue.async {
-                self.streams[ObjectIdentifier(stream)] = nil
-                self.activity.setOpenStreams(self.streams.count)
-                self.activity.touch()
+                self.exclusively {
+                    self.streams[ObjectIdentifier(stream)] = nil
+                    self.activity.setOpenStreams(self.streams.count)
+                    self.activity.touch()
+                }
             }
         }
     }
@@ -204,7 +211,7 @@ final class FormSession: @unchecked Sendable {
     /// typed kept, passwords empty (never sent back), every problem shown. The re-rendered
     /// page is a new page view whose script counts seqs from zero again.
     func prepareForResubmission(values: [SignupField: String], credential: CredentialMethod = .password) {
-        queue.sync {
+        exclusively {
             activity.touch()
             rev += 1
             lastAppliedSeq = [:]
@@ -221,15 +228,26 @@ final class FormSession: @unchecked Sendable {
 
     /// The username this form already created an account for, if any.
     var createdAccountUsername: String? {
-        queue.sync { accountUsername }
+        exclusively { accountUsername }
     }
 
     /// Records that this form created an account; later submits of it are refused.
     func markAccountCreated(username: String) {
-        queue.sync {
+        exclusively {
             activity.touch()
             accountUsername = username
         }
+    }
+
+    /// Runs `body` holding the session's lock, on the caller's thread. Why a lock and not
+    /// `queue.sync`: Dispatch's Swift overlay runs every `sync` through generic helpers
+    /// (metadata look-ups, a boxed closure), about 7,000 instructions a keystroke; an
+    /// uncontended lock is a few dozen. Never call it from inside itself: the lock is not
+    /// recursive (nor was the queue).
+    private func exclusively<T>(_ body: () -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body()
     }
 
     var lastActivity: Date { activity.last }

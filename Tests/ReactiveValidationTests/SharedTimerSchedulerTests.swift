@@ -108,4 +108,32 @@ final class SharedTimerSchedulerTests: XCTestCase {
         XCTAssertEqual(log.all, ["alice", "alice2"])
         withExtendedLifetime(cancellable) {}
     }
+    /// A form session works on its view model from request threads holding its lock, and
+    /// gives the scheduler that lock: every scheduled action, immediate, delayed or
+    /// repeating, runs holding it, so it never runs while a request is inside the session.
+    func testActionsRunHoldingTheOwnersLockAndWaitWhileItIsHeld() {
+        let lock = NSLock(), timers = DeadlineTimers()
+        let scheduler = SharedTimerScheduler(queue: DispatchQueue(label: "q"), lock: lock, timers: timers)
+        let log = Log(), owner = Log()
+        // `try()` on a lock this thread holds fails: it says the action runs inside it.
+        let record: @Sendable (String) -> Void = { name in
+            let ownerInside = owner.all.last == "inside"
+            log.append(name + (ownerInside ? " while the owner was inside" : "") + (lock.try() ? " without the lock" : ""))
+        }
+        lock.lock()
+        owner.append("inside")
+        scheduler.schedule { record("now") }
+        scheduler.schedule(after: scheduler.now.advanced(by: .milliseconds(5)), tolerance: .seconds(0), options: nil) {
+            record("delayed")
+        }
+        let repeating = scheduler.schedule(after: scheduler.now.advanced(by: .milliseconds(5)), interval: .seconds(60),
+                                           tolerance: .seconds(0), options: nil) { record("repeating") }
+        // The timer hands the delayed actions to the queue while the owner is inside.
+        XCTAssertTrue(Condition.wait(timeout: 5) { timers.wakeUps >= 1 })
+        owner.append("left")
+        lock.unlock()
+        XCTAssertTrue(Condition.wait(timeout: 5) { log.all.count == 3 })
+        XCTAssertEqual(Set(log.all), ["now", "delayed", "repeating"])
+        repeating.cancel()
+    }
 }
