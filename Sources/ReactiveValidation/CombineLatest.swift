@@ -45,7 +45,7 @@ extension Publishers {
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = CombineLatestSubscription<Latest, Output, Failure>(
-                downstream: AnySubscriber(subscriber), latest: Latest(), upstreamCount: 2, combine: combine)
+                downstream: CombineLatestDownstream(subscriber), latest: Latest(), upstreamCount: 2, combine: combine)
             subscriber.receive(subscription: inner)
             a.subscribe(inner.slot(0, store: storeA))
             b.subscribe(inner.slot(1, store: storeB))
@@ -82,7 +82,7 @@ extension Publishers {
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = CombineLatestSubscription<Latest, Output, Failure>(
-                downstream: AnySubscriber(subscriber), latest: Latest(), upstreamCount: 3, combine: combine)
+                downstream: CombineLatestDownstream(subscriber), latest: Latest(), upstreamCount: 3, combine: combine)
             subscriber.receive(subscription: inner)
             a.subscribe(inner.slot(0, store: storeA))
             b.subscribe(inner.slot(1, store: storeB))
@@ -124,7 +124,7 @@ extension Publishers {
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let inner = CombineLatestSubscription<Latest, Output, Failure>(
-                downstream: AnySubscriber(subscriber), latest: Latest(), upstreamCount: 4, combine: combine)
+                downstream: CombineLatestDownstream(subscriber), latest: Latest(), upstreamCount: 4, combine: combine)
             subscriber.receive(subscription: inner)
             a.subscribe(inner.slot(0, store: storeA))
             b.subscribe(inner.slot(1, store: storeB))
@@ -191,7 +191,7 @@ extension Publisher {
 /// causes an upstream to emit again (a common pattern with `@Published`) re-enters safely.
 @usableFromInline final class CombineLatestSubscription<Latest, Output, Failure: Error>: Subscription, @unchecked Sendable {
     @usableFromInline let lock = NSRecursiveLock()
-    @usableFromInline var downstream: AnySubscriber<Output, Failure>?
+    @usableFromInline var downstream: CombineLatestDownstream<Output, Failure>?
     @usableFromInline var latest: Latest
     @usableFromInline let combine: (inout Latest) -> Output?
     @usableFromInline var upstreams: [Subscription?]
@@ -202,7 +202,7 @@ extension Publisher {
 
     @usableFromInline let combineIdentifier = CombineIdentifier()
 
-    @inlinable init(downstream: AnySubscriber<Output, Failure>, latest: Latest, upstreamCount: Int,
+    @inlinable init(downstream: CombineLatestDownstream<Output, Failure>, latest: Latest, upstreamCount: Int,
          combine: @escaping (inout Latest) -> Output?) {
         self.downstream = downstream
         self.latest = latest
@@ -292,6 +292,24 @@ extension Publisher {
             downstream.receive(completion: .finished)
         }
     }
+}
+
+/// The subscriber a `CombineLatestSubscription` sends to, as its two methods. Not
+/// `AnySubscriber`: its initializer asks the subscriber for descriptions and reflection
+/// (dynamic casts, the type's name made into a string twice), about 15,000 instructions for
+/// every operator of every view model built, that is every page view someone types in.
+@usableFromInline struct CombineLatestDownstream<Input, Failure: Error> {
+    @usableFromInline let receiveValue: (Input) -> Subscribers.Demand
+    @usableFromInline let receiveCompletion: (Subscribers.Completion<Failure>) -> Void
+
+    @inlinable init<S: Subscriber>(_ subscriber: S) where S.Input == Input, S.Failure == Failure {
+        receiveValue = { subscriber.receive($0) }
+        receiveCompletion = { subscriber.receive(completion: $0) }
+    }
+
+    @inlinable func receive(_ input: Input) -> Subscribers.Demand { receiveValue(input) }
+
+    @inlinable func receive(completion: Subscribers.Completion<Failure>) { receiveCompletion(completion) }
 }
 
 /// One upstream's subscriber inside a `CombineLatestSubscription`: a plain class, so a

@@ -40,7 +40,7 @@ extension Publishers {
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             let count = upstreams.count
             let inner = CombineLatestSubscription<Latest, Output, Failure>(
-                downstream: AnySubscriber(subscriber),
+                downstream: CombineLatestDownstream(subscriber),
                 latest: Latest(count: count),
                 upstreamCount: count,
                 combine: combine)

@@ -112,6 +112,11 @@ public final class SignupViewModel {
         // new states (e.g. the button enabling for an instant on an edit that keeps the form
         // invalid). Availability answers arrive later, on the scheduler, never mid-edit.
         let cache = FormEvaluationCache()
+        // The first combination arrives while this initializer subscribes, every input at its
+        // default: it is the form's initial state, which the policy evaluated once for every
+        // form (`initialEvaluation`, what `form` starts as). Evaluating it again cost each
+        // page view someone types in a whole evaluation (issue 24).
+        var isFirstCombination = true
         let values = Publishers.CombineLatestMany(inputs.map(\.$value))
         let visibility = Publishers.CombineLatest3($touchedFields, $submitAttempted, $credential)
         Publishers.CombineLatest4(
@@ -121,7 +126,11 @@ public final class SignupViewModel {
             visibility
         )
         .map { values, answer, outsideAnswers, visibility in
-            policy.evaluate(
+            if isFirstCombination {
+                isFirstCombination = false
+                return policy.initialEvaluation
+            }
+            return policy.evaluate(
                 inPageOrder: values,
                 availability: availability, answer: answer,
                 shownFields: visibility.1 ? policy.everyField : visibility.0,

@@ -63,6 +63,51 @@ final class SignupViewModelTests: XCTestCase {
         XCTAssertTrue(model.requirementStates.values.allSatisfy { $0 == .unmet })
     }
 
+    /// A breach source that has seen no password.
+    private struct NoBreaches: BreachedPasswordLookup {
+        func timesSeen(sha1 hash: String) throws -> Int { 0 }
+    }
+
+    /// A view model starts as the policy's initial evaluation, made once for every form,
+    /// without evaluating its empty inputs again (issue 24). That holds only if evaluating
+    /// every input at its default gives that very form: typing into a field and deleting it
+    /// makes the pipeline evaluate the defaults for real, and the form must be the one it
+    /// started as. For both presets (with the real strength estimate), declared fields
+    /// (a required box among them) and a breach source.
+    func testTheFormStartsAsWhatEvaluatingTheEmptyInputsGives() throws {
+        let declared = try PolicyFile.parse("""
+            fields:
+              - name: username
+              - name: email
+              - name: password
+              - name: confirm
+              - name: nick
+                kind: text
+                label: Nickname
+                required: true
+                min_length: 2
+              - name: terms
+                kind: checkbox
+                label: I accept
+                accepted: true
+            """, file: "policy.yaml", baseDirectory: URL(fileURLWithPath: "/"))
+        let breaches = BreachedPasswordChecker(lookup: NoBreaches(), run: { $0(); return true })
+        let policies = Policy.all.map { SignupPolicy($0) }
+            + [SignupPolicy(declared, strengthEstimator: LengthStrengthEstimator()),
+               SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), breachedPasswords: breaches)]
+        for policy in policies {
+            let model = SignupViewModel(policy: policy, availabilityChecker: FakeAvailabilityChecker(),
+                                        scheduler: DispatchQueue.test.eraseToAnyScheduler())
+            let initial = model.form
+            XCTAssertEqual(initial, policy.initialEvaluation, policy.name)
+            for input in model.inputs {
+                input.value = "x"
+                input.value = ""
+                XCTAssertEqual(model.form, initial, "\(policy.name): \(input.field.rawValue) typed and deleted")
+            }
+        }
+    }
+
     // MARK: Username and availability
 
     func testTypingAUsernameUpdatesItsRulesAtOnceAndLooksItUpAfterTheDebounce() {
