@@ -45,7 +45,7 @@ public final class SignupApplication: Sendable {
         public var connectionMemoryBytes = 8 * 1024
         /// Seconds between the `: ping` comments on every open event stream (`--heartbeat-seconds`).
         /// A round costs about 13 µs of CPU a stream (mostly the kernel's TCP send), so
-        /// 19,000 idle streams cost about 2.1 % of a core at 15 s (Benchmarks/README).
+        /// 19,000 idle streams cost about 2 % of a core at 15 s (Benchmarks/README).
         public var heartbeatIntervalSeconds: Double = 15
         /// Sent as the stream's `retry:`: how long a browser waits before reconnecting.
         public var retryMilliseconds = 2_000
