@@ -241,7 +241,7 @@ final class FormSession: @unchecked Sendable {
 
     /// Runs `body` holding the session's lock, on the caller's thread. Why a lock and not
     /// `queue.sync`: Dispatch's Swift overlay runs every `sync` through generic helpers
-    /// (metadata look-ups, a boxed closure), about 7,000 instructions a keystroke; an
+    /// (metadata look-ups, a boxed closure), about 2,700 instructions an edit; an
     /// uncontended lock is a few dozen. Never call it from inside itself: the lock is not
     /// recursive (nor was the queue).
     private func exclusively<T>(_ body: () -> T) -> T {
