@@ -192,4 +192,47 @@ final class InProcessRouteTests: XCTestCase {
         clock.advance(by: 30)
         XCTAssertEqual(app.sessionCount, 0, "swept once the clock passed the idle lifetime")
     }
+
+    /// One form edited from several request threads at once, while its debounced username
+    /// look-ups run on the session's queue (a 1 ms debounce, so they interleave with the
+    /// edits): the session's lock lets one of them in at a time, so every applied edit gets a
+    /// rev of its own, none is lost, and the form ends with each field's last value.
+    func testEditsOfOneFormFromManyThreadsAtOnceEachGetARevOfTheirOwn() async throws {
+        let app = try makeApp {
+            $0.limits = .none
+            $0.availabilityDebounce = .milliseconds(1)
+        }
+        try app.start()
+        defer { app.stop(grace: 0) }
+        let tokenAnswer = await app.respond(to: request("POST", "/sessions"))
+        let token = try XCTUnwrap(text(tokenAnswer).firstMatch(of: #/"token":"([^"]+)"/#).map { String($0.1) })
+        let fields = ["username", "email", "password", "confirm"]
+        let editsPerField = 150
+        let edits = fields.map { field in
+            (1...editsPerField).map { seq in
+                let value = field == "email" ? "p\(seq)%40example.com" : "name\(seq)"
+                return request("POST", "/fields", body: "token=\(token)&field=\(field)&value=\(value)&seq=\(seq)")
+            }
+        }
+        // A task per field: the pool runs them on as many threads as there are cores, and
+        // an answer that needs no deferred work is made on the task's own thread.
+        let answers = await withTaskGroup(of: [(status: Int, rev: Int?)].self) { group in
+            for requests in edits {
+                group.addTask {
+                    var answers: [(status: Int, rev: Int?)] = []
+                    for edit in requests {
+                        let answer = await app.respond(to: edit)
+                        answers.append((answer.status.code, answer.headers["X-Rev"].flatMap { Int($0) }))
+                    }
+                    return answers
+                }
+            }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        XCTAssertEqual(Set(answers.map(\.status)), [202])
+        let revs = answers.compactMap(\.rev)
+        XCTAssertEqual(revs.count, fields.count * editsPerField)
+        XCTAssertEqual(Set(revs).count, revs.count, "two edits were given one rev")
+        XCTAssertEqual(Set(revs), Set(1...(fields.count * editsPerField)), "a rev was skipped")
+    }
 }
