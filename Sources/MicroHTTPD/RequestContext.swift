@@ -71,23 +71,26 @@ final class RequestContext {
                     headers: headers, version: version, remoteAddress: remoteAddress)
     }
 
-    private final class Collector {
-        var values: [(name: String, value: String)] = []
-    }
+    private typealias Values = [(name: String, value: String)]
 
-    private static func values(of connection: OpaquePointer, kind: MHD_ValueKind) -> [(name: String, value: String)] {
-        let collector = Collector()
+    /// Sized once (libmicrohttpd counts them when given no iterator) and filled through a
+    /// pointer to a local array: no collector object, no regrowth, nothing allocated for a
+    /// request without query parameters.
+    private static func values(of connection: OpaquePointer, kind: MHD_ValueKind) -> Values {
+        let count = Int(MHD_get_connection_values(connection, kind, nil, nil))
+        guard count > 0 else { return [] }
+        var values = Values()
+        values.reserveCapacity(count)
         let iterator: MHD_KeyValueIterator = { cls, _, key, value in
-            let collector = Unmanaged<Collector>.fromOpaque(cls!).takeUnretainedValue()
             if let key {
-                collector.values.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+                cls!.assumingMemoryBound(to: Values.self).pointee
+                    .append((String(cString: key), value.map { String(cString: $0) } ?? ""))
             }
             return MHD_Result.YES
         }
-        withExtendedLifetime(collector) {
-            _ = MHD_get_connection_values(connection, kind, iterator,
-                                          Unmanaged.passUnretained(collector).toOpaque())
+        withUnsafeMutablePointer(to: &values) { pointer in
+            _ = MHD_get_connection_values(connection, kind, iterator, pointer)
         }
-        return collector.values
+        return values
     }
 }

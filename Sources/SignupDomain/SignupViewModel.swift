@@ -71,7 +71,6 @@ public final class SignupViewModel {
     public var isSubmitEnabled: Bool { form.isValid }
 
     public let policy: SignupPolicy
-    private var subscriptions = Set<AnyCancellable>()
 
     /// - Parameters:
     ///   - availabilityDebounce: how long the username must stay unchanged before it is
@@ -138,8 +137,10 @@ public final class SignupViewModel {
                 credential: visibility.2)
         }
         .removeDuplicates()
-        .sink { [weak self] evaluation in self?.form = evaluation }
-        .store(in: &subscriptions)
+        // Into `form`'s own publisher, Combine's way for a `@Published` output: no
+        // subscription to keep and no reference back to the view model (a weak one gave
+        // it a side table, and every retain of it the slow path).
+        .assign(to: &$form)
     }
 
     /// The value of a field by its protocol name ("" for a field the form does not have).

@@ -167,7 +167,7 @@ struct Refusals: Sendable {
 
 /// The request's urlencoded body, or the error that says what is wrong with it.
 func decodeForm(_ request: HTTPRequest) -> Result<URLEncodedForm, APIError> {
-    guard request.mediaType == "application/x-www-form-urlencoded" else {
+    guard request.hasMediaType("application/x-www-form-urlencoded") else {
         return .failure(APIError(status: .unsupportedMediaType, code: "unsupported_media_type",
                                  message: "Send the form as application/x-www-form-urlencoded."))
     }

@@ -24,4 +24,21 @@ final class HTTPHeadersTests: XCTestCase {
         XCTAssertEqual(mediaType(";charset=utf-8"), "")
         XCTAssertNil(mediaType(nil))
     }
+
+    /// `hasMediaType` compares in place what `mediaType` would make: the same answer for
+    /// every spelling (blanks, case, parameters, a type that only starts alike).
+    func testHasMediaTypeAgreesWithTheMediaType() {
+        let form = "application/x-www-form-urlencoded"
+        let spellings: [String?] = [
+            " Application/X-WWW-Form-URLEncoded ;charset=UTF-8", "application/x-www-form-urlencoded",
+            "\tapplication/x-www-form-urlencoded\t", "application/x-www-form-urlencodedx",
+            "application/x-www-form-urlencode", "application/json", "   ", ";charset=utf-8", "", nil,
+        ]
+        for spelling in spellings {
+            let request = HTTPRequest(method: "POST", path: "/", headers: HTTPHeaders(spelling.map { [("Content-Type", $0)] } ?? []))
+            XCTAssertEqual(request.hasMediaType(form), request.mediaType == form, String(describing: spelling))
+        }
+        XCTAssertTrue(HTTPRequest(method: "POST", path: "/", headers: HTTPHeaders([("content-type", "Application/X-WWW-Form-URLEncoded")]))
+            .hasMediaType(form))
+    }
 }
