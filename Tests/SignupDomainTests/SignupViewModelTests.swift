@@ -108,6 +108,31 @@ final class SignupViewModelTests: XCTestCase {
         }
     }
 
+    /// A view model that is let go takes its whole pipeline with it, the look-ups in
+    /// flight included: nothing the pipeline captured (here its availability checker)
+    /// outlives it. The form's output goes out through `assign(to: &$form)`, which ends the
+    /// pipeline when `form`'s publisher goes; a pipeline left running would hold its
+    /// operators (which hold each other) and everything they captured, once per page view.
+    func testALetGoViewModelReleasesItsPipeline() {
+        weak var releasedChecker: FakeAvailabilityChecker?
+        weak var releasedModel: SignupViewModel?
+        do {
+            let scheduler = DispatchQueue.test
+            let checker = FakeAvailabilityChecker()
+            let model = SignupViewModel(policy: SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator()),
+                                        availabilityChecker: checker, scheduler: scheduler.eraseToAnyScheduler())
+            model.username = "alice"
+            scheduler.advance(by: .milliseconds(300))
+            XCTAssertEqual(checker.requestedUsernames, ["alice"], "a look-up is in flight")
+            model.username = "alice2"
+            model.password = "Correct-Horse7"
+            releasedChecker = checker
+            releasedModel = model
+        }
+        XCTAssertNil(releasedModel)
+        XCTAssertNil(releasedChecker, "the pipeline outlived its view model")
+    }
+
     // MARK: Username and availability
 
     func testTypingAUsernameUpdatesItsRulesAtOnceAndLooksItUpAfterTheDebounce() {
