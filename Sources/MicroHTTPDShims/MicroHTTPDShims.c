@@ -191,9 +191,24 @@ long mhd_shim_send_now(int fd, const void *bytes, size_t length) {
     return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -(long) errno;
 }
 
+/* The chunk's size line, "%zx\r\n", written directly: snprintf's format parsing was a sixth
+   of a heartbeat ping's user-space time. `line` holds at least 18 bytes; returns the length. */
+static int chunk_size_line(char *line, size_t length) {
+    static const char digits[] = "0123456789abcdef";
+    int count = 0;
+    for (size_t rest = length; ; rest >>= 4) {
+        count++;
+        if (rest < 16) break;
+    }
+    for (int i = count - 1; i >= 0; i--, length >>= 4) line[i] = digits[length & 0xf];
+    line[count] = '\r';
+    line[count + 1] = '\n';
+    return count + 2;
+}
+
 long mhd_shim_send_chunk_now(int fd, const void *bytes, size_t length) {
     char size_line[20];
-    int size_length = snprintf(size_line, sizeof size_line, "%zx\r\n", length);
+    int size_length = chunk_size_line(size_line, length);
     static char crlf[2] = { '\r', '\n' };
     struct iovec parts[3] = {
         { .iov_base = size_line, .iov_len = (size_t) size_length },
