@@ -228,7 +228,8 @@ public final class EventStream: Sendable {
         }
         // Framed as it is sent (size line, bytes, CRLF in one `sendmsg`): no framed copy of
         // the bytes unless the socket takes only part of them.
-        let sent = bytes.withUnsafeBytes { mhd_shim_send_chunk_now(state.socket, $0.baseAddress, $0.count) }
+        var framedLength = 0
+        let sent = bytes.withUnsafeBytes { mhd_shim_send_chunk_now(state.socket, $0.baseAddress, $0.count, &framedLength) }
         guard sent >= 0 else {
             // The client has gone (reset, broken pipe): end as for a hang-up. Nothing of this
             // chunk went out, so libmicrohttpd's last chunk is well framed (and fails too).
@@ -236,22 +237,25 @@ public final class EventStream: Sendable {
             Self.resumeIfSuspended(&state)
             return
         }
-        // Size line (hex digits and CRLF), the bytes, CRLF.
-        let hexDigits = (Int.bitWidth - bytes.count.leadingZeroBitCount + 3) / 4
-        if sent == hexDigits + 2 + bytes.count + 2 { return }
+        if sent == framedLength { return }
         let chunk = Self.chunk(bytes)
         state.backlog = Array(chunk[sent...])
         state.backlogOffset = 0
         state.direct?.watcher?.watchWritable(socket: state.socket, token: state.direct!.token, true)
     }
 
-    /// `bytes` as one HTTP/1.1 chunk: its size in lower-case hex, CRLF, the bytes, CRLF.
-    /// Byte for byte what `mhd_shim_send_chunk_now` sends, so a partial send's rest is a
-    /// suffix of it.
+    /// `bytes` as one HTTP/1.1 chunk: its size line, the bytes, CRLF. The size line is the
+    /// shim's, so this is byte for byte what `mhd_shim_send_chunk_now` sends and a partial
+    /// send's rest is a suffix of it.
     static func chunk(_ bytes: [UInt8]) -> [UInt8] {
-        var chunk = Array(String(bytes.count, radix: 16).utf8)
-        chunk.reserveCapacity(chunk.count + bytes.count + 4)
-        chunk.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n")])
+        var chunk = [UInt8](repeating: 0, count: Int(MHD_SHIM_CHUNK_SIZE_LINE_MAX))
+        let sizeLineLength = chunk.withUnsafeMutableBufferPointer { line in
+            line.baseAddress!.withMemoryRebound(to: CChar.self, capacity: line.count) {
+                mhd_shim_chunk_size_line($0, bytes.count)
+            }
+        }
+        chunk.removeLast(chunk.count - sizeLineLength)
+        chunk.reserveCapacity(sizeLineLength + bytes.count + 2)
         chunk.append(contentsOf: bytes)
         chunk.append(contentsOf: [UInt8(ascii: "\r"), UInt8(ascii: "\n")])
         return chunk

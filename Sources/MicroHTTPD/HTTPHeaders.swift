@@ -65,17 +65,32 @@ extension String {
     /// The text before the first `separator` byte (all of it without one), trimmed and
     /// lowercased as `asciiTrimmedLowercased`: a media type without its parameters.
     func asciiTrimmedLowercased(upTo separator: UInt8) -> String {
+        withUTF8Bytes { bytes in Self.asciiTrimmedLowercased(Self.prefix(of: bytes, upTo: separator)) }
+    }
+
+    /// Whether `asciiTrimmedLowercased(upTo: separator)` is `expected` (lower-case), compared
+    /// in place: no string is made (a media type is longer than a string keeps inline).
+    func asciiTrimmedLowercased(upTo separator: UInt8, equals expected: String) -> Bool {
         withUTF8Bytes { bytes in
-            let end = bytes.firstIndex(of: separator) ?? bytes.count
-            return Self.asciiTrimmedLowercased(UnsafeBufferPointer(rebasing: bytes[..<end]))
+            expected.utf8.elementsEqual(Self.asciiTrimmed(Self.prefix(of: bytes, upTo: separator)).lazy.map(Self.asciiLowercase))
         }
     }
 
-    static func asciiTrimmedLowercased(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+    private static func prefix(of bytes: UnsafeBufferPointer<UInt8>, upTo separator: UInt8) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: bytes[..<(bytes.firstIndex(of: separator) ?? bytes.count)])
+    }
+
+    /// `bytes` without leading and trailing spaces and tabs.
+    private static func asciiTrimmed(_ bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
         let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
         guard let first = bytes.firstIndex(where: { !isBlank($0) }),
-              let last = bytes.lastIndex(where: { !isBlank($0) }) else { return "" }
-        let trimmed = UnsafeBufferPointer(rebasing: bytes[first...last])
+              let last = bytes.lastIndex(where: { !isBlank($0) }) else { return UnsafeBufferPointer(rebasing: bytes[0..<0]) }
+        return UnsafeBufferPointer(rebasing: bytes[first...last])
+    }
+
+    static func asciiTrimmedLowercased(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        let trimmed = asciiTrimmed(bytes)
+        guard !trimmed.isEmpty else { return "" }
         // A text already in normal form, the usual case, is copied as it is.
         guard trimmed.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else {
             return String(decoding: trimmed, as: UTF8.self)

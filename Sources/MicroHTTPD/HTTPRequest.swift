@@ -54,19 +54,9 @@ public struct HTTPRequest: Sendable {
         headers["Content-Type"]?.asciiTrimmedLowercased(upTo: UInt8(ascii: ";"))
     }
 
-    /// Whether `mediaType` is `expected` (lower-case), compared in place: every edit asks,
-    /// and making the lower-cased string (longer than fits inline) cost a thousand
-    /// instructions.
+    /// Whether `mediaType` is `expected` (lower-case), compared in place: every edit asks.
     public func hasMediaType(_ expected: String) -> Bool {
-        guard let header = headers["Content-Type"] else { return false }
-        return header.withUTF8Bytes { bytes in
-            let end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
-            let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-            var start = 0, stop = end
-            while start < stop, isBlank(bytes[start]) { start += 1 }
-            while stop > start, isBlank(bytes[stop - 1]) { stop -= 1 }
-            return expected.utf8.elementsEqual(bytes[start..<stop].lazy.map(String.asciiLowercase))
-        }
+        headers["Content-Type"]?.asciiTrimmedLowercased(upTo: UInt8(ascii: ";"), equals: expected) ?? false
     }
 }
 

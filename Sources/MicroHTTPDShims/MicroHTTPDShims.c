@@ -191,9 +191,9 @@ long mhd_shim_send_now(int fd, const void *bytes, size_t length) {
     return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -(long) errno;
 }
 
-/* The chunk's size line, "%zx\r\n", written directly: snprintf's format parsing was a sixth
-   of a heartbeat ping's user-space time. `line` holds at least 18 bytes; returns the length. */
-static int chunk_size_line(char *line, size_t length) {
+/* Written directly: snprintf's format parsing was a sixth of a heartbeat ping's user-space
+   time. */
+size_t mhd_shim_chunk_size_line(char *line, size_t length) {
     static const char digits[] = "0123456789abcdef";
     int count = 0;
     for (size_t rest = length; ; rest >>= 4) {
@@ -203,15 +203,16 @@ static int chunk_size_line(char *line, size_t length) {
     for (int i = count - 1; i >= 0; i--, length >>= 4) line[i] = digits[length & 0xf];
     line[count] = '\r';
     line[count + 1] = '\n';
-    return count + 2;
+    return (size_t) count + 2;
 }
 
-long mhd_shim_send_chunk_now(int fd, const void *bytes, size_t length) {
-    char size_line[20];
-    int size_length = chunk_size_line(size_line, length);
+long mhd_shim_send_chunk_now(int fd, const void *bytes, size_t length, size_t *framed_length) {
+    char size_line[MHD_SHIM_CHUNK_SIZE_LINE_MAX];
+    size_t size_length = mhd_shim_chunk_size_line(size_line, length);
+    *framed_length = size_length + length + 2;
     static char crlf[2] = { '\r', '\n' };
     struct iovec parts[3] = {
-        { .iov_base = size_line, .iov_len = (size_t) size_length },
+        { .iov_base = size_line, .iov_len = size_length },
         { .iov_base = (void *) bytes, .iov_len = length },
         { .iov_base = crlf, .iov_len = sizeof crlf },
     };

@@ -199,18 +199,16 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         // instructions a look-up, against about 42,000 with the cached statement).
         let database = try usableDatabase()
         return try database.unsafeRead { db in
-            try Self.isUsernameTaken(canonical, at: now, db, statement: db.cachedStatement(sql: Self.usernameTakenSQL))
+            try Self.isUsernameTaken(canonical, at: now, db)
         }
     }
 
-    private static let usernameTakenSQL = """
-        SELECT EXISTS(SELECT 1 FROM users WHERE username_canonical = ?)
-            OR EXISTS(SELECT 1 FROM pending_signups WHERE username_canonical = ? AND expires_at > ?)
-        """
-
-    private static func isUsernameTaken(_ canonical: String, at now: Date, _ db: Database,
-                                        statement: Statement? = nil) throws -> Bool {
-        let statement = try statement ?? db.makeStatement(sql: usernameTakenSQL)
+    /// Also inside the sign-up's write transaction: a cached statement works in either.
+    private static func isUsernameTaken(_ canonical: String, at now: Date, _ db: Database) throws -> Bool {
+        let statement = try db.cachedStatement(sql: """
+            SELECT EXISTS(SELECT 1 FROM users WHERE username_canonical = ?)
+                OR EXISTS(SELECT 1 FROM pending_signups WHERE username_canonical = ? AND expires_at > ?)
+            """)
         return try Bool.fetchOne(statement, arguments: [canonical, canonical, now]) ?? false
     }
 

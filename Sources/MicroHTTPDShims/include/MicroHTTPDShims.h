@@ -96,10 +96,19 @@ int mhd_shim_client_address(struct MHD_Connection *connection, char *buffer, siz
 /// sent (possibly fewer, 0 when the socket's buffer is full) or -errno on failure.
 long mhd_shim_send_now(int fd, const void *bytes, size_t length);
 
-/// Sends `length` bytes (more than 0) as one HTTP/1.1 chunk (size in lower-case hex, CRLF,
-/// the bytes, CRLF) in one call, without blocking and without SIGPIPE: how many bytes of the
-/// framed chunk were sent (possibly fewer, 0 when the buffer is full) or -errno.
-long mhd_shim_send_chunk_now(int fd, const void *bytes, size_t length);
+/// The longest size line of an HTTP/1.1 chunk: 16 hex digits and CRLF.
+#define MHD_SHIM_CHUNK_SIZE_LINE_MAX 18
+
+/// Writes the size line of a `length`-byte chunk (its size in lower-case hex, CRLF) into
+/// `line` (`MHD_SHIM_CHUNK_SIZE_LINE_MAX` bytes); returns its length. The one definition of
+/// the framing: `mhd_shim_send_chunk_now` and `EventStream.chunk` both use it.
+size_t mhd_shim_chunk_size_line(char *line, size_t length);
+
+/// Sends `length` bytes (more than 0) as one HTTP/1.1 chunk (size line, the bytes, CRLF) in
+/// one call, without blocking and without SIGPIPE: how many bytes of the framed chunk were
+/// sent (possibly fewer, 0 when the buffer is full) or -errno. `*framed_length` is set to
+/// the framed chunk's whole length.
+long mhd_shim_send_chunk_now(int fd, const void *bytes, size_t length, size_t *framed_length);
 
 /// Turns Nagle's algorithm off for `fd`, so a small write leaves at once.
 void mhd_shim_no_delay(int fd);
