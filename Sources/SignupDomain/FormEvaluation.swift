@@ -27,26 +27,73 @@ public struct CredentialChoice: Equatable, Sendable {
 /// of inputs. The live view model and the submit check both build it, so they can never
 /// disagree.
 public struct FormEvaluation: Equatable, Sendable {
-    /// The requirement ids this evaluation has states for, in the order the policy fixes for
-    /// its credential (one array shared by every evaluation), and their states (nil for a
-    /// requirement its field gave no state). Arrays, not a dictionary: every keystroke builds
-    /// an evaluation and compares it with the last (`removeDuplicates`), and hashing the ids
-    /// cost more than judging the values.
-    private let requirementIDs: [String]
-    private let states: [RequirementState?]
-    /// The fields with a verdict (the policy's, shared) and their verdicts.
-    private let validatedFields: [SignupField]
-    private let validations: [FieldValidation]
-    public let strength: PasswordStrength
+    /// One evaluation's parts, behind one immutable reference. Why: each keystroke's
+    /// evaluation passes through OpenCombine's generic operators (`map`, `removeDuplicates`,
+    /// the `@Published` output, the session's sink), which copy and destroy it through value
+    /// witnesses. As a struct of nine arrays, dictionaries and strings, every copy retained
+    /// each of them and every destroy released them (issue 24); behind one reference a copy
+    /// is one retain. Nothing mutates an evaluation, so sharing the parts is safe.
+    private final class Parts: Sendable {
+        /// The requirement ids this evaluation has states for, in the order the policy fixes
+        /// for its credential (one array shared by every evaluation), and their states (nil
+        /// for a requirement its field gave no state). Arrays, not a dictionary: every
+        /// keystroke builds an evaluation and compares it with the last (`removeDuplicates`),
+        /// and hashing the ids cost more than judging the values.
+        let requirementIDs: [String]
+        let states: [RequirementState?]
+        /// The fields with a verdict (the policy's, shared) and their verdicts.
+        let validatedFields: [SignupField]
+        let validations: [FieldValidation]
+        let strength: PasswordStrength
+        let isValid: Bool
+        let fieldOrder: [SignupField]
+        let suggestions: [SignupField: String]
+        let credential: CredentialMethod
+
+        init(requirementIDs: [String], states: [RequirementState?], validatedFields: [SignupField],
+             validations: [FieldValidation], strength: PasswordStrength, isValid: Bool,
+             fieldOrder: [SignupField], suggestions: [SignupField: String], credential: CredentialMethod) {
+            self.requirementIDs = requirementIDs
+            self.states = states
+            self.validatedFields = validatedFields
+            self.validations = validations
+            self.strength = strength
+            self.isValid = isValid
+            self.fieldOrder = fieldOrder
+            self.suggestions = suggestions
+            self.credential = credential
+        }
+
+        /// Every part equal. The cheap comparisons first: most keystrokes change a state or
+        /// a message, and the arrays of ids and fields are the policy's own (same buffer).
+        func hasSameParts(as other: Parts) -> Bool {
+            isValid == other.isValid && credential == other.credential && strength == other.strength
+                && states == other.states && validations == other.validations
+                && requirementIDs == other.requirementIDs && validatedFields == other.validatedFields
+                && fieldOrder == other.fieldOrder && suggestions == other.suggestions
+        }
+    }
+
+    private let parts: Parts
+
+    private var requirementIDs: [String] { parts.requirementIDs }
+    private var states: [RequirementState?] { parts.states }
+    private var validatedFields: [SignupField] { parts.validatedFields }
+    private var validations: [FieldValidation] { parts.validations }
+    public var strength: PasswordStrength { parts.strength }
     /// True when every requirement is met and no field failed a check off the checklist.
-    public let isValid: Bool
+    public var isValid: Bool { parts.isValid }
     /// The form's fields in page order (the policy's).
-    public let fieldOrder: [SignupField]
+    public var fieldOrder: [SignupField] { parts.fieldOrder }
     /// A likely correction of a field's value ("Did you mean ada@gmail.com?"), for fields
     /// whose problems are shown. Never a problem: it does not touch `isValid`.
-    public let suggestions: [SignupField: String]
+    public var suggestions: [SignupField: String] { parts.suggestions }
     /// Password or passkey: whose requirements `requirementStates` holds.
-    public let credential: CredentialMethod
+    public var credential: CredentialMethod { parts.credential }
+
+    public static func == (lhs: FormEvaluation, rhs: FormEvaluation) -> Bool {
+        lhs.parts === rhs.parts || lhs.parts.hasSameParts(as: rhs.parts)
+    }
 
     /// Every requirement's state by id.
     public var requirementStates: [String: RequirementState] {
@@ -135,16 +182,14 @@ public struct FormEvaluation: Equatable, Sendable {
             validations.append(field.rules.validation(of: evaluation, isShown: shownFields.contains(field.field)))
             declaredValid = declaredValid && evaluation.allMet
         }
-        requirementIDs = order.requirementIDs
-        self.states = states
-        validatedFields = order.fields
-        self.validations = validations
-        strength = usesPasskey ? .none : password.value.strength
         let credentialMet = usesPasskey ? credential.passkeyCreated : password.allMet && confirm.allMet
-        isValid = username.allMet && email.allMet && credentialMet && declaredValid
-        fieldOrder = usesPasskey ? policy.passkeyFieldOrder : policy.fieldOrder
-        self.suggestions = suggestions
-        self.credential = credential.method
+        parts = Parts(
+            requirementIDs: order.requirementIDs, states: states,
+            validatedFields: order.fields, validations: validations,
+            strength: usesPasskey ? .none : password.value.strength,
+            isValid: username.allMet && email.allMet && credentialMet && declaredValid,
+            fieldOrder: usesPasskey ? policy.passkeyFieldOrder : policy.fieldOrder,
+            suggestions: suggestions, credential: credential.method)
     }
 }
 

@@ -91,26 +91,25 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
             return .eventStream(EventStream())
         }
         let session: FormSession
-        switch lookUpSession(token, client: client, language: request.queryValue("lang")) {
-        case .success(let found): session = found
-        case .failure(let error): return error.response
-        }
+        do { session = try lookUpSession(token, client: client, language: request.queryValue("lang")) } catch { return error.response }
         let stream = EventStream()
         session.attach(stream, retryMilliseconds: retryMilliseconds)
         return .eventStream(stream)
     }
 
     /// The token's session, built on first use, or the error to answer with.
-    private func lookUpSession(_ token: String, client: String, language: String? = nil) -> Result<FormSession, APIError> {
+    /// Typed throws rather than a `Result`: on the typing path a `Result` was looked up and
+    /// destroyed through its generic metadata on every edit.
+    private func lookUpSession(_ token: String, client: String, language: String? = nil) throws(APIError) -> FormSession {
         do throws(FormSessionRegistry.LookupError) {
-            return .success(try sessions.session(for: token, address: client, language: language))
+            return try sessions.session(for: token, address: client, language: language)
         } catch {
             switch error {
-            case .unknown: return .failure(.unknownSession)
+            case .unknown: throw .unknownSession
             case .limited(let exceeded):
                 refusals.count(exceeded)
-                return .failure(.rateLimited(exceeded))
-            case .full: return .failure(tooManySessions())
+                throw .rateLimited(exceeded)
+            case .full: throw tooManySessions()
             }
         }
     }
@@ -128,10 +127,7 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
     func fieldEdit(_ context: SignupRequest) -> HTTPResponse {
         let request = context.http, client = context.client
         let form: URLEncodedForm
-        switch decodeForm(request) {
-        case .success(let decoded): form = decoded
-        case .failure(let error): return error.response
-        }
+        do { form = try decodeForm(request) } catch { return error.response }
         // The token may come in the URL as well (`/fields?token=…`, so a proxy can route by
         // it); if both carry one they must agree. Each parameter is looked up once.
         let queryToken = request.queryValue("token"), bodyToken = form["token"]
@@ -166,10 +162,7 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
         }
         if let refused = refusals.refusal(by: limiters.editsPerAddress, of: context.clientKey) { return refused }
         let session: FormSession
-        switch lookUpSession(token, client: client, language: request.queryValue("lang")) {
-        case .success(let found): session = found
-        case .failure(let error): return error.response
-        }
+        do { session = try lookUpSession(token, client: client, language: request.queryValue("lang")) } catch { return error.response }
         // Per form only once the token is known genuine, so made-up tokens fill no table.
         if let refused = refusals.refusal(by: limiters.editsPerSession, of: token) { return refused }
         let touched = form["touched"].map { $0 == "1" || $0 == "true" } ?? false

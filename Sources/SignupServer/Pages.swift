@@ -105,7 +105,8 @@ extension AnswersWithPages {
     /// language (its hidden `lang` field, else the browser's); or the error that says what is
     /// wrong with the body.
     func answeringForm(_ request: HTTPRequest) -> Result<(routes: Self, form: URLEncodedForm), APIError> {
-        decodeForm(request).map { form in (speaking(visitorLanguage(request, requested: form["lang"])), form) }
+        Result { () throws(APIError) in try decodeForm(request) }
+            .map { form in (speaking(visitorLanguage(request, requested: form["lang"])), form) }
     }
 
     /// The readable page for a person who went over a limit (429 with `Retry-After`).
@@ -166,14 +167,14 @@ struct Refusals: Sendable {
 }
 
 /// The request's urlencoded body, or the error that says what is wrong with it.
-func decodeForm(_ request: HTTPRequest) -> Result<URLEncodedForm, APIError> {
+func decodeForm(_ request: HTTPRequest) throws(APIError) -> URLEncodedForm {
     guard request.hasMediaType("application/x-www-form-urlencoded") else {
-        return .failure(APIError(status: .unsupportedMediaType, code: "unsupported_media_type",
-                                 message: "Send the form as application/x-www-form-urlencoded."))
+        throw APIError(status: .unsupportedMediaType, code: "unsupported_media_type",
+                       message: "Send the form as application/x-www-form-urlencoded.")
     }
     do {
-        return .success(try URLEncodedForm(decoding: request.body))
+        return try URLEncodedForm(decoding: request.body)
     } catch {
-        return .failure(APIError(status: .badRequest, code: "invalid_form", message: error.description))
+        throw APIError(status: .badRequest, code: "invalid_form", message: error.description)
     }
 }
