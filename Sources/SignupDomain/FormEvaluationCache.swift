@@ -45,13 +45,19 @@ public final class FormEvaluationCache {
 }
 
 /// The last value computed, kept with the input it was computed from.
+///
+/// Input and output are kept apart rather than as one optional tuple: reading the tuple
+/// copied input and output together through the tuple's generic value witnesses on every
+/// keystroke, for each field (issue 24).
 struct Memo<Input: Equatable, Output> {
-    private var last: (input: Input, output: Output)?
+    private var lastInput: Input?
+    private var lastOutput: Output?
 
     mutating func value(for input: Input, compute: () -> Output) -> Output {
-        if let last, last.input == input { return last.output }
+        if let lastOutput, lastInput == input { return lastOutput }
         let output = compute()
-        last = (input, output)
+        lastInput = input
+        lastOutput = output
         return output
     }
 }
