@@ -78,6 +78,11 @@ final class FormEvaluationChangesTests: XCTestCase {
                 }
                 let current = policy.evaluate(inPageOrder: values, availability: availability, answer: answer,
                                               shownFields: shown, credential: credential)
+                // Equality is by value, not by the shared parts: the same inputs evaluated
+                // again (new parts) are equal, which `removeDuplicates` relies on.
+                XCTAssertEqual(current, policy.evaluate(inPageOrder: values, availability: availability, answer: answer,
+                                                        shownFields: shown, credential: credential),
+                               "\(policy.name), step \(step)")
                 // The last evaluation (what a stream was told) and one from further back.
                 let earlier = [history[history.count - 1], history.randomElement(using: &generator)!]
                 for previous in earlier {
@@ -86,7 +91,12 @@ final class FormEvaluationChangesTests: XCTestCase {
                         fieldOrder: policy.liveFieldOrder.map(\.rawValue))
                     XCTAssertEqual(current.changes(since: previous, rev: step, policy: policy), expected,
                                    "\(policy.name), step \(step): \(values), shown \(shown), \(credential)")
-                    if !expected.isEmpty { checked += 1 }
+                    if !expected.isEmpty {
+                        checked += 1
+                        // What a stream would be told differs, so `removeDuplicates` must let
+                        // the new evaluation through.
+                        XCTAssertNotEqual(current, previous, "\(policy.name), step \(step)")
+                    }
                 }
                 history.append(current)
             }
