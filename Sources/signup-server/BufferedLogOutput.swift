@@ -40,12 +40,21 @@ final class BufferedLogOutput: @unchecked Sendable {
     /// Queues the bytes of one line (ending in a newline); `urgent` writes it, and all before
     /// it, now.
     func write(_ line: [UInt8], urgent: Bool) {
+        write(urgent: urgent) { $0.append(contentsOf: line) }
+    }
+
+    /// Queues one line that `compose` appends (ending in a newline) straight into the queue:
+    /// the access log's line per request is made where it waits, with no array of its own to
+    /// allocate and copy (issue 24). `compose` runs holding the queue's lock, so it must only
+    /// append bytes.
+    func write(urgent: Bool, _ compose: (inout [UInt8]) -> Void) {
         state.lock()
         let wasEmpty = pending.isEmpty
-        if pending.count + line.count > capacity {
+        let lineStart = pending.count
+        compose(&pending)
+        if pending.count > capacity {
+            pending.removeLast(pending.count - lineStart)
             dropped += 1
-        } else {
-            pending.append(contentsOf: line)
         }
         if !writerStarted {
             writerStarted = true
@@ -155,6 +164,13 @@ struct TextLogHandler: LogHandler {
                      fields: (inout [UInt8]) -> Void) -> [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(256)
+        appendLine(to: &line, level: level, label: label, source: source, message: message, fields: fields)
+        return line
+    }
+
+    /// The same line, appended to `line`.
+    static func appendLine(to line: inout [UInt8], level: Logger.Level, label: String, source: String, message: String,
+                           fields: (inout [UInt8]) -> Void) {
         line.appendUTF8(LogTimestamp.now())
         line.append(UInt8(ascii: " "))
         line.appendUTF8(level.rawValue)
@@ -167,7 +183,6 @@ struct TextLogHandler: LogHandler {
         line.appendUTF8("] ")
         line.appendUTF8(message)
         line.append(UInt8(ascii: "\n"))
-        return line
     }
 }
 
@@ -182,10 +197,14 @@ struct TextAccessLines: AccessLineWriting {
     var isEnabled: Bool { logLevel <= .info }
 
     func write(_ access: AccessLine) {
-        output.write(TextLogHandler.line(level: .info, label: label, source: AccessLine.source,
-                                         message: AccessLine.message.description) { access.appendFields(to: &$0) },
-                     urgent: false)
+        output.write(urgent: false) { pending in
+            TextLogHandler.appendLine(to: &pending, level: .info, label: label, source: AccessLine.source,
+                                      message: Self.message) { access.appendFields(to: &$0) }
+        }
     }
+
+    /// The access line's message as text, made once rather than per request.
+    private static let message = AccessLine.message.description
 }
 
 extension [UInt8] {
