@@ -121,6 +121,22 @@ final class DirectStreamWriteTests: XCTestCase {
         XCTAssertTrue(decodeChunks(connection.received).wellFormed)
     }
 
+    /// A chunk that fits the shim's 512-byte buffer is framed there and sent in one piece;
+    /// a larger one goes out as three parts. Events on both sides of that line, and on it,
+    /// arrive as well-formed chunks in order.
+    func testChunksOnBothSidesOfTheOneBufferLimitAreWellFormed() throws {
+        let (connection, stream) = try openQuietStream()
+        // An event's chunk is its data plus the event line, the framing and its size line:
+        // data of 440 to 560 bytes crosses 512 whatever the exact overhead.
+        let sent = (440...560).map { length in "\(length)-" + String(repeating: "y", count: length) }
+        for data in sent { stream.send(event: "n", data: data) }
+        XCTAssertTrue(connection.read { self.numberedEvents(self.decodeChunks($0).body).count >= sent.count })
+        let decoded = decodeChunks(connection.received)
+        XCTAssertTrue(decoded.wellFormed, connection.received)
+        XCTAssertEqual(numberedEvents(decoded.body), sent)
+        XCTAssertEqual(stream.directWriteStatus.directChunks, sent.count, "each went straight to the socket")
+    }
+
     func testASlowReaderGetsEveryEventInOrderOnceItReads() throws {
         let (connection, stream) = try openQuietStream(receiveBufferBytes: 4096)
         // Write until the socket stops taking bytes and some wait in the stream, then a
