@@ -226,8 +226,8 @@ public final class EventStream: Sendable {
             state.backlog.append(contentsOf: Self.chunk(bytes))
             return
         }
-        // Framed as it is sent (size line, bytes, CRLF in one `sendmsg`): no framed copy of
-        // the bytes unless the socket takes only part of them.
+        // Framed as it is sent (size line, bytes, CRLF in one call): no framed copy of the
+        // bytes here unless the socket takes only part of them.
         var framedLength = 0
         let sent = bytes.withUnsafeBytes { mhd_shim_send_chunk_now(state.socket, $0.baseAddress, $0.count, &framedLength) }
         guard sent >= 0 else {

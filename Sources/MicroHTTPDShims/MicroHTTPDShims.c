@@ -185,10 +185,15 @@ int mhd_shim_hangups_wait(int set, uint64_t *tokens, uint8_t *writable_only, int
     return count;
 }
 
-long mhd_shim_send_now(int fd, const void *bytes, size_t length) {
-    ssize_t sent = send(fd, bytes, length, MSG_DONTWAIT | MSG_NOSIGNAL);
+/* A non-blocking send's result as the shim reports it: the count sent, 0 when the socket
+   would block (or a signal interrupted it), -errno on failure. */
+static long sent_or_error(ssize_t sent) {
     if (sent >= 0) return (long) sent;
     return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -(long) errno;
+}
+
+long mhd_shim_send_now(int fd, const void *bytes, size_t length) {
+    return sent_or_error(send(fd, bytes, length, MSG_DONTWAIT | MSG_NOSIGNAL));
 }
 
 /* Written directly: snprintf's format parsing was a sixth of a heartbeat ping's user-space
@@ -219,9 +224,7 @@ long mhd_shim_send_chunk_now(int fd, const void *bytes, size_t length, size_t *f
         memcpy(framed, size_line, size_length);
         memcpy(framed + size_length, bytes, length);
         memcpy(framed + size_length + length, crlf, sizeof crlf);
-        ssize_t sent = send(fd, framed, *framed_length, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (sent >= 0) return (long) sent;
-        return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -(long) errno;
+        return mhd_shim_send_now(fd, framed, *framed_length);
     }
     struct iovec parts[3] = {
         { .iov_base = size_line, .iov_len = size_length },
@@ -229,9 +232,7 @@ long mhd_shim_send_chunk_now(int fd, const void *bytes, size_t length, size_t *f
         { .iov_base = crlf, .iov_len = sizeof crlf },
     };
     struct msghdr message = { .msg_iov = parts, .msg_iovlen = 3 };
-    ssize_t sent = sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (sent >= 0) return (long) sent;
-    return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -(long) errno;
+    return sent_or_error(sendmsg(fd, &message, MSG_DONTWAIT | MSG_NOSIGNAL));
 }
 
 void mhd_shim_no_delay(int fd) {

@@ -33,48 +33,32 @@ public struct FormEvaluation: Equatable, Sendable {
     /// witnesses. As a struct of nine arrays, dictionaries and strings, every copy retained
     /// each of them and every destroy released them (issue 24); behind one reference a copy
     /// is one retain. Nothing mutates an evaluation, so sharing the parts is safe.
-    private final class Parts: Sendable {
+    private struct Parts: Equatable, Sendable {
         /// The requirement ids this evaluation has states for, in the order the policy fixes
         /// for its credential (one array shared by every evaluation), and their states (nil
         /// for a requirement its field gave no state). Arrays, not a dictionary: every
         /// keystroke builds an evaluation and compares it with the last (`removeDuplicates`),
         /// and hashing the ids cost more than judging the values.
-        let requirementIDs: [String]
-        let states: [RequirementState?]
+        var requirementIDs: [String]
+        var states: [RequirementState?]
         /// The fields with a verdict (the policy's, shared) and their verdicts.
-        let validatedFields: [SignupField]
-        let validations: [FieldValidation]
-        let strength: PasswordStrength
-        let isValid: Bool
-        let fieldOrder: [SignupField]
-        let suggestions: [SignupField: String]
-        let credential: CredentialMethod
-
-        init(requirementIDs: [String], states: [RequirementState?], validatedFields: [SignupField],
-             validations: [FieldValidation], strength: PasswordStrength, isValid: Bool,
-             fieldOrder: [SignupField], suggestions: [SignupField: String], credential: CredentialMethod) {
-            self.requirementIDs = requirementIDs
-            self.states = states
-            self.validatedFields = validatedFields
-            self.validations = validations
-            self.strength = strength
-            self.isValid = isValid
-            self.fieldOrder = fieldOrder
-            self.suggestions = suggestions
-            self.credential = credential
-        }
-
-        /// Every part equal. The cheap comparisons first: most keystrokes change a state or
-        /// a message, and the arrays of ids and fields are the policy's own (same buffer).
-        func hasSameParts(as other: Parts) -> Bool {
-            isValid == other.isValid && credential == other.credential && strength == other.strength
-                && states == other.states && validations == other.validations
-                && requirementIDs == other.requirementIDs && validatedFields == other.validatedFields
-                && fieldOrder == other.fieldOrder && suggestions == other.suggestions
-        }
+        var validatedFields: [SignupField]
+        var validations: [FieldValidation]
+        var strength: PasswordStrength
+        var isValid: Bool
+        var fieldOrder: [SignupField]
+        var suggestions: [SignupField: String]
+        var credential: CredentialMethod
     }
 
-    private let parts: Parts
+    /// The reference the parts sit behind.
+    private final class Shared: Sendable {
+        let parts: Parts
+        init(_ parts: Parts) { self.parts = parts }
+    }
+
+    private let shared: Shared
+    private var parts: Parts { shared.parts }
 
     private var requirementIDs: [String] { parts.requirementIDs }
     private var states: [RequirementState?] { parts.states }
@@ -91,8 +75,9 @@ public struct FormEvaluation: Equatable, Sendable {
     /// Password or passkey: whose requirements `requirementStates` holds.
     public var credential: CredentialMethod { parts.credential }
 
+    /// The same parts, or equal ones (`Parts`' own equality, every part).
     public static func == (lhs: FormEvaluation, rhs: FormEvaluation) -> Bool {
-        lhs.parts === rhs.parts || lhs.parts.hasSameParts(as: rhs.parts)
+        lhs.shared === rhs.shared || lhs.parts == rhs.parts
     }
 
     /// Every requirement's state by id.
@@ -183,13 +168,13 @@ public struct FormEvaluation: Equatable, Sendable {
             declaredValid = declaredValid && evaluation.allMet
         }
         let credentialMet = usesPasskey ? credential.passkeyCreated : password.allMet && confirm.allMet
-        parts = Parts(
+        shared = Shared(Parts(
             requirementIDs: order.requirementIDs, states: states,
             validatedFields: order.fields, validations: validations,
             strength: usesPasskey ? .none : password.value.strength,
             isValid: username.allMet && email.allMet && credentialMet && declaredValid,
             fieldOrder: usesPasskey ? policy.passkeyFieldOrder : policy.fieldOrder,
-            suggestions: suggestions, credential: credential.method)
+            suggestions: suggestions, credential: credential.method))
     }
 }
 

@@ -7,32 +7,31 @@
 /// both word lists and the estimate's strings one by one (issue 24). Nothing mutates a
 /// candidate, so sharing the parts is safe.
 public struct PasswordCandidate: Sendable, Equatable {
-    private final class Parts: Sendable {
-        let password: String
-        let context: ContextWords
-        let strength: PasswordStrength
-
-        init(password: String, context: ContextWords, strength: PasswordStrength) {
-            self.password = password
-            self.context = context
-            self.strength = strength
-        }
+    private struct Parts: Equatable, Sendable {
+        var password: String
+        var context: ContextWords
+        var strength: PasswordStrength
     }
 
-    private let parts: Parts
+    /// The reference the parts sit behind.
+    private final class Shared: Sendable {
+        let parts: Parts
+        init(_ parts: Parts) { self.parts = parts }
+    }
 
-    public var password: String { parts.password }
-    public var context: ContextWords { parts.context }
-    public var strength: PasswordStrength { parts.strength }
+    private let shared: Shared
+
+    public var password: String { shared.parts.password }
+    public var context: ContextWords { shared.parts.context }
+    public var strength: PasswordStrength { shared.parts.strength }
 
     public init(password: String, context: ContextWords, strength: PasswordStrength) {
-        parts = Parts(password: password, context: context, strength: strength)
+        shared = Shared(Parts(password: password, context: context, strength: strength))
     }
 
     /// The same candidate (the cache hands out one per password and details) compares
-    /// without looking at its parts.
+    /// without looking at its parts; otherwise `Parts`' own equality, every part.
     public static func == (lhs: PasswordCandidate, rhs: PasswordCandidate) -> Bool {
-        lhs.parts === rhs.parts
-            || (lhs.password == rhs.password && lhs.context == rhs.context && lhs.strength == rhs.strength)
+        lhs.shared === rhs.shared || lhs.shared.parts == rhs.shared.parts
     }
 }

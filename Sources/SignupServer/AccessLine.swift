@@ -28,34 +28,20 @@ public struct AccessLine: Sendable {
 
     /// Each field as key and value, keys in order: the one place the line's keys are named.
     /// Both formats below are derived from it.
-    private func forEachField(_ body: (StaticString, FieldValue) -> Void) {
-        body("client", .text(client))
-        body("duration_ms", .text(durationMilliseconds))
-        body("method", .text(method))
-        body("route", .text(route))
-        body("status", .number(status))
-        if let token { body("token", .text(token)) }
-    }
-
-    /// A field's value: the status stays a number until a format writes it, so the text
-    /// format appends its digits without making a string per request.
-    private enum FieldValue {
-        case text(String)
-        case number(Int)
-
-        var text: String {
-            switch self {
-            case .text(let text): return text
-            case .number(let number): return String(number)
-            }
-        }
+    private func forEachField(_ body: (StaticString, String) -> Void) {
+        body("client", client)
+        body("duration_ms", durationMilliseconds)
+        body("method", method)
+        body("route", route)
+        body("status", String(status))
+        if let token { body("token", token) }
     }
 
     /// The line as swift-log metadata; every format writes these keys.
     public var metadata: Logger.Metadata {
         // The values as they are (`.string`), not interpolated into new strings.
         var metadata: Logger.Metadata = [:]
-        forEachField { key, value in metadata[key.description] = .string(value.text) }
+        forEachField { key, value in metadata[key.description] = .string(value) }
         return metadata
     }
 
@@ -67,30 +53,8 @@ public struct AccessLine: Sendable {
             line.append(UInt8(ascii: " "))
             key.withUTF8Buffer { line.append(contentsOf: $0) }
             line.append(UInt8(ascii: "="))
-            switch value {
-            case .text(var text):
-                text.withUTF8 { line.append(contentsOf: $0) }
-            case .number(let number):
-                Self.appendDecimal(number, to: &line)
-            }
-        }
-    }
-
-    /// `number`'s decimal digits, as `String(number)` spells them.
-    static func appendDecimal(_ number: Int, to line: inout [UInt8]) {
-        if number < 0 { line.append(UInt8(ascii: "-")) }
-        var width = 1
-        var rest = number.magnitude
-        while rest >= 10 {
-            rest /= 10
-            width += 1
-        }
-        // Room for the digits, then each written from the last.
-        line.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width))
-        var value = number.magnitude
-        for index in (line.count - width..<line.count).reversed() {
-            line[index] = UInt8(ascii: "0") + UInt8(value % 10)
-            value /= 10
+            var value = value
+            value.withUTF8 { line.append(contentsOf: $0) }
         }
     }
 }

@@ -28,19 +28,6 @@ final class AccessLineTests: XCTestCase {
         XCTAssertNil(lines[1].metadata["token"], "no token key without a token")
     }
 
-    /// The status is appended as digits, not through a string: any status reads as
-    /// swift-log writes it.
-    func testEveryStatusIsWrittenAsSwiftLogWritesIt() {
-        for status in [0, 7, 10, 99, 100, 200, 202, 429, 599, 1000, 65_535, -1, Int.max, Int.min] {
-            let line = AccessLine(method: "GET", route: "/", status: status, durationMilliseconds: "0.01",
-                                  client: "127.0.0.1", token: nil)
-            var bytes: [UInt8] = []
-            line.appendFields(to: &bytes)
-            XCTAssertEqual(String(decoding: bytes, as: UTF8.self), swiftLogFields(line.metadata), "\(status)")
-            XCTAssertTrue(String(decoding: bytes, as: UTF8.self).hasSuffix(" status=\(status)"), "\(status)")
-        }
-    }
-
     func testTheLoggerPathSendsAnInfoEventWithTheLinesMetadata() {
         let captured = CapturedLog()
         var logger = Logger(label: "livesignup.access") { _ in CapturingLogHandler(lines: captured) }
