@@ -196,7 +196,7 @@ final class InProcessRouteTests: XCTestCase {
     /// One form edited from several request threads at once, while its debounced username
     /// look-ups run on the session's queue (a 1 ms debounce, so they interleave with the
     /// edits): the session's lock lets one of them in at a time, so every applied edit gets a
-    /// rev of its own, none is lost, and the form ends with each field's last value.
+    /// rev of its own and none is skipped.
     func testEditsOfOneFormFromManyThreadsAtOnceEachGetARevOfTheirOwn() async throws {
         let app = try makeApp {
             $0.limits = .none
