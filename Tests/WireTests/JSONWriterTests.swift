@@ -41,6 +41,14 @@ final class JSONWriterTests: XCTestCase {
         XCTAssertEqual(SignupEvent.submit(enabled: false, rev: 0).data, WireJSON.encode(Submit(enabled: false, rev: 0)))
     }
 
+    func testProofOfWorkChallengeMatchesItsCodableEncoding() {
+        for (index, text) in awkwardStrings().enumerated() {
+            let challenge = ProofOfWorkChallenge(algorithm: "SHA-256", challenge: text, maxnumber: index * 997 - 50,
+                                                 salt: text + "?expires=1&form=ab/cd&cost=5&", signature: text)
+            XCTAssertEqual(challenge.json, WireJSON.encode(challenge))
+        }
+    }
+
     func testEditReceiptMatchesItsCodableEncoding() {
         for receipt in [EditReceipt(rev: 0, applied: false), EditReceipt(rev: 123_456, applied: true),
                         EditReceipt(rev: Int.max, applied: false), EditReceipt(rev: -7, applied: true)] {
