@@ -9,12 +9,14 @@ import OpenCombineShim
 #endif
 
 #if !canImport(Combine)
-// Each operator's per-value work (storing an upstream's value, building the output tuple) is
-// a closure made in its `@inlinable` initializer: the initializer is specialized where a view
-// model calls it, with the concrete types, so these closures are too. Made in
-// `receive(subscriber:)`, which OpenCombine's `subscribe` calls through the protocol, they ran
-// as unspecialized generic code that looked up `Optional<T>`'s and the tuples' metadata on
-// every keystroke (about a tenth of an edit's instructions, issue 24). The latest values are
+// Each operator's subscription is started by a closure made in its `@inlinable` initializer
+// (`start`): the initializer is specialized where a view model calls it, with the concrete
+// types, so the closure is too, and with it the subscription's per-value work (storing an
+// upstream's value, building the output, delivering it). Made in `receive(subscriber:)`, which
+// OpenCombine's `subscribe` calls through the protocol, that work ran as unspecialized generic
+// code that looked up `Optional<T>`'s and the tuples' metadata on every keystroke (about a
+// tenth of an edit's instructions, issue 24), and copied the output tuple through its value
+// witnesses. The latest values are
 // kept in a struct rather than a tuple for the same reason: a tuple crossing from concrete into
 // generic code goes through a thunk that takes it apart element by element, with a metadata
 // look-up for each element's `Optional`.
@@ -28,27 +30,25 @@ extension Publishers {
 
         public let a: A
         public let b: B
-        @usableFromInline let combine: (inout Latest) -> Output?
-        @usableFromInline let storeA: (inout Latest, A.Output) -> Void
-        @usableFromInline let storeB: (inout Latest, B.Output) -> Void
+        @usableFromInline let start: CombineLatestStart<Output, Failure>
 
         @inlinable public init(_ a: A, _ b: B) {
             self.a = a
             self.b = b
-            combine = { latest in
-                guard let a = latest.a, let b = latest.b else { return nil }
-                return (a, b)
+            start = { downstream, handOver in
+                let inner = CombineLatestSubscription<Latest, Output, Failure>(
+                    downstream: downstream, latest: Latest(), upstreamCount: 2) { latest in
+                    guard let a = latest.a, let b = latest.b else { return nil }
+                    return (a, b)
+                }
+                handOver(inner)
+                a.subscribe(inner.slot(0) { $0.a = $1 })
+                b.subscribe(inner.slot(1) { $0.b = $1 })
             }
-            storeA = { $0.a = $1 }
-            storeB = { $0.b = $1 }
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            let inner = CombineLatestSubscription<Latest, Output, Failure>(
-                downstream: CombineLatestDownstream(subscriber), latest: Latest(), upstreamCount: 2, combine: combine)
-            subscriber.receive(subscription: inner)
-            a.subscribe(inner.slot(0, store: storeA))
-            b.subscribe(inner.slot(1, store: storeB))
+            start(CombineLatestDownstream(subscriber)) { subscriber.receive(subscription: $0) }
         }
     }
 
@@ -62,31 +62,27 @@ extension Publishers {
         public let a: A
         public let b: B
         public let c: C
-        @usableFromInline let combine: (inout Latest) -> Output?
-        @usableFromInline let storeA: (inout Latest, A.Output) -> Void
-        @usableFromInline let storeB: (inout Latest, B.Output) -> Void
-        @usableFromInline let storeC: (inout Latest, C.Output) -> Void
+        @usableFromInline let start: CombineLatestStart<Output, Failure>
 
         @inlinable public init(_ a: A, _ b: B, _ c: C) {
             self.a = a
             self.b = b
             self.c = c
-            combine = { latest in
-                guard let a = latest.a, let b = latest.b, let c = latest.c else { return nil }
-                return (a, b, c)
+            start = { downstream, handOver in
+                let inner = CombineLatestSubscription<Latest, Output, Failure>(
+                    downstream: downstream, latest: Latest(), upstreamCount: 3) { latest in
+                    guard let a = latest.a, let b = latest.b, let c = latest.c else { return nil }
+                    return (a, b, c)
+                }
+                handOver(inner)
+                a.subscribe(inner.slot(0) { $0.a = $1 })
+                b.subscribe(inner.slot(1) { $0.b = $1 })
+                c.subscribe(inner.slot(2) { $0.c = $1 })
             }
-            storeA = { $0.a = $1 }
-            storeB = { $0.b = $1 }
-            storeC = { $0.c = $1 }
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            let inner = CombineLatestSubscription<Latest, Output, Failure>(
-                downstream: CombineLatestDownstream(subscriber), latest: Latest(), upstreamCount: 3, combine: combine)
-            subscriber.receive(subscription: inner)
-            a.subscribe(inner.slot(0, store: storeA))
-            b.subscribe(inner.slot(1, store: storeB))
-            c.subscribe(inner.slot(2, store: storeC))
+            start(CombineLatestDownstream(subscriber)) { subscriber.receive(subscription: $0) }
         }
     }
 
@@ -101,38 +97,38 @@ extension Publishers {
         public let b: B
         public let c: C
         public let d: D
-        @usableFromInline let combine: (inout Latest) -> Output?
-        @usableFromInline let storeA: (inout Latest, A.Output) -> Void
-        @usableFromInline let storeB: (inout Latest, B.Output) -> Void
-        @usableFromInline let storeC: (inout Latest, C.Output) -> Void
-        @usableFromInline let storeD: (inout Latest, D.Output) -> Void
+        @usableFromInline let start: CombineLatestStart<Output, Failure>
 
         @inlinable public init(_ a: A, _ b: B, _ c: C, _ d: D) {
             self.a = a
             self.b = b
             self.c = c
             self.d = d
-            combine = { latest in
-                guard let a = latest.a, let b = latest.b, let c = latest.c, let d = latest.d else { return nil }
-                return (a, b, c, d)
+            start = { downstream, handOver in
+                let inner = CombineLatestSubscription<Latest, Output, Failure>(
+                    downstream: downstream, latest: Latest(), upstreamCount: 4) { latest in
+                    guard let a = latest.a, let b = latest.b, let c = latest.c, let d = latest.d else { return nil }
+                    return (a, b, c, d)
+                }
+                handOver(inner)
+                a.subscribe(inner.slot(0) { $0.a = $1 })
+                b.subscribe(inner.slot(1) { $0.b = $1 })
+                c.subscribe(inner.slot(2) { $0.c = $1 })
+                d.subscribe(inner.slot(3) { $0.d = $1 })
             }
-            storeA = { $0.a = $1 }
-            storeB = { $0.b = $1 }
-            storeC = { $0.c = $1 }
-            storeD = { $0.d = $1 }
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            let inner = CombineLatestSubscription<Latest, Output, Failure>(
-                downstream: CombineLatestDownstream(subscriber), latest: Latest(), upstreamCount: 4, combine: combine)
-            subscriber.receive(subscription: inner)
-            a.subscribe(inner.slot(0, store: storeA))
-            b.subscribe(inner.slot(1, store: storeB))
-            c.subscribe(inner.slot(2, store: storeC))
-            d.subscribe(inner.slot(3, store: storeD))
+            start(CombineLatestDownstream(subscriber)) { subscriber.receive(subscription: $0) }
         }
     }
 }
+
+/// Starts one subscription of a combining operator: makes it, hands it to the subscriber
+/// (the second argument), then subscribes to the upstreams. Made in the operator's
+/// initializer, so everything it builds runs as specialized code.
+@usableFromInline typealias CombineLatestStart<Output, Failure: Error> =
+    (CombineLatestDownstream<Output, Failure>, _ handOver: (Subscription) -> Void) -> Void
 
 /// The latest value of each of two upstreams; nil until that upstream has produced one.
 @usableFromInline struct LatestValues2<A, B> {

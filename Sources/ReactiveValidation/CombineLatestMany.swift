@@ -19,36 +19,31 @@ extension Publishers {
 
         public let upstreams: [Upstream]
         /// Made here, where the initializer is specialized with the caller's types (see
-        /// `CombineLatest`): the per-value work then runs as concrete code.
-        @usableFromInline let combine: (inout Latest) -> Output?
-        @usableFromInline let store: (inout Latest, Int, Upstream.Output) -> Void
+        /// `CombineLatest`): the subscription's per-value work then runs as concrete code.
+        @usableFromInline let start: CombineLatestStart<Output, Failure>
         @usableFromInline typealias Latest = LatestValuesMany<Upstream.Output>
 
         @inlinable public init(_ upstreams: [Upstream]) {
             self.upstreams = upstreams
             let count = upstreams.count
-            combine = { latest in
-                guard count > 0, latest.filled == count else { return nil }
-                return latest.values.map { $0! }
-            }
-            store = { latest, index, value in
-                if latest.values[index] == nil { latest.filled += 1 }
-                latest.values[index] = value
+            start = { downstream, handOver in
+                let inner = CombineLatestSubscription<Latest, Output, Failure>(
+                    downstream: downstream, latest: Latest(count: count), upstreamCount: count) { latest in
+                    guard count > 0, latest.filled == count else { return nil }
+                    return latest.values.map { $0! }
+                }
+                handOver(inner)
+                for (index, upstream) in upstreams.enumerated() {
+                    upstream.subscribe(inner.slot(index) { latest, value in
+                        if latest.values[index] == nil { latest.filled += 1 }
+                        latest.values[index] = value
+                    })
+                }
             }
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            let count = upstreams.count
-            let inner = CombineLatestSubscription<Latest, Output, Failure>(
-                downstream: CombineLatestDownstream(subscriber),
-                latest: Latest(count: count),
-                upstreamCount: count,
-                combine: combine)
-            subscriber.receive(subscription: inner)
-            let store = store
-            for (index, upstream) in upstreams.enumerated() {
-                upstream.subscribe(inner.slot(index) { store(&$0, index, $1) })
-            }
+            start(CombineLatestDownstream(subscriber)) { subscriber.receive(subscription: $0) }
         }
     }
 }
