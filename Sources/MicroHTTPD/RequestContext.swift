@@ -14,7 +14,9 @@ final class RequestContext {
     private(set) var remoteAddress = ""
     /// Set by the first access-handler call, which reads the headers.
     private(set) var hasHeaders = false
-    var body: [UInt8] = []
+    /// Appended to by each body callback. Those come one at a time, on the connection's
+    /// thread, so no runtime exclusivity check per access (see DEVELOPMENT.md, "exclusivity").
+    @exclusivity(unchecked) var body: [UInt8] = []
     var bodyExceededLimit = false
     /// Set while a deferred response is being computed; the connection is suspended.
     var isAwaitingDeferredResponse = false

@@ -187,14 +187,16 @@ extension Publisher {
 /// causes an upstream to emit again (a common pattern with `@Published`) re-enters safely.
 @usableFromInline final class CombineLatestSubscription<Latest, Output, Failure: Error>: Subscription, @unchecked Sendable {
     @usableFromInline let lock = NSRecursiveLock()
-    @usableFromInline var downstream: CombineLatestDownstream<Output, Failure>?
-    @usableFromInline var latest: Latest
+    // Guarded by `lock`, which is their exclusivity: no runtime check per access (about 75
+    // instructions each, several per keystroke; see DEVELOPMENT.md, "exclusivity").
+    @exclusivity(unchecked) @usableFromInline var downstream: CombineLatestDownstream<Output, Failure>?
+    @exclusivity(unchecked) @usableFromInline var latest: Latest
     @usableFromInline let combine: (inout Latest) -> Output?
-    @usableFromInline var upstreams: [Subscription?]
-    @usableFromInline var finished: [Bool]
-    @usableFromInline var demand = Subscribers.Demand.none
+    @exclusivity(unchecked) @usableFromInline var upstreams: [Subscription?]
+    @exclusivity(unchecked) @usableFromInline var finished: [Bool]
+    @exclusivity(unchecked) @usableFromInline var demand = Subscribers.Demand.none
     /// A combination arrived while downstream had no demand; send it when demand comes.
-    @usableFromInline var hasUndelivered = false
+    @exclusivity(unchecked) @usableFromInline var hasUndelivered = false
 
     @usableFromInline let combineIdentifier = CombineIdentifier()
 

@@ -104,9 +104,10 @@ public final class DeadlineTimers: @unchecked Sendable {
     }
 
     fileprivate let lock = NSLock()
-    // Guarded by `lock`.
-    private var heap: [Entry] = []
-    private var nextOrder: UInt64 = 0
+    // Guarded by `lock`, which is their exclusivity: no runtime check per access, and the
+    // heap's sift loops access it many times (see DEVELOPMENT.md, "exclusivity").
+    @exclusivity(unchecked) private var heap: [Entry] = []
+    @exclusivity(unchecked) private var nextOrder: UInt64 = 0
     /// The deadline the source is armed for, nil when disarmed.
     private var armedDeadline: UInt64?
     private let source: DispatchSourceTimer

@@ -25,13 +25,15 @@ public final class FormEvaluationCache {
     }
 
     let candidates = PasswordCandidateCache()
-    var username = Memo<UsernameInput, FieldEvaluation<String>>()
-    var email = Memo<EmailInput, FieldEvaluation<String>>()
-    var emailSuggestion = Memo<String, String?>()
-    var password = Memo<PasswordInput, FieldEvaluation<PasswordCandidate>>()
-    var confirm = Memo<PasswordConfirmation, FieldEvaluation<PasswordConfirmation>>()
+    // Used by one view model at a time (its owner's lock or queue), and no `compute` touches
+    // the cache: no runtime exclusivity check per access (see DEVELOPMENT.md, "exclusivity").
+    @exclusivity(unchecked) var username = Memo<UsernameInput, FieldEvaluation<String>>()
+    @exclusivity(unchecked) var email = Memo<EmailInput, FieldEvaluation<String>>()
+    @exclusivity(unchecked) var emailSuggestion = Memo<String, String?>()
+    @exclusivity(unchecked) var password = Memo<PasswordInput, FieldEvaluation<PasswordCandidate>>()
+    @exclusivity(unchecked) var confirm = Memo<PasswordConfirmation, FieldEvaluation<PasswordConfirmation>>()
     /// One per field the policy declares, in page order.
-    private var declaredFields: [Memo<String, FieldEvaluation<String>>] = []
+    @exclusivity(unchecked) private var declaredFields: [Memo<String, FieldEvaluation<String>>] = []
 
     public init() {}
 

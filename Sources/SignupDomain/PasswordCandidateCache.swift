@@ -2,10 +2,12 @@
 /// repeat of the same values) does not estimate the password's strength again. One per
 /// view model; not thread-safe, like the view model.
 public final class PasswordCandidateCache {
-    private var last: (password: String, username: String, email: String, candidate: PasswordCandidate)?
+    // One view model's, used under its owner's lock or queue: no runtime exclusivity check
+    // per access (see DEVELOPMENT.md, "exclusivity").
+    @exclusivity(unchecked) private var last: (password: String, username: String, email: String, candidate: PasswordCandidate)?
     /// Typing the password leaves the context alone; folding its words is not free.
-    private var lastContext: (username: String, email: String, context: ContextWords)?
-    private var emptyCandidate: PasswordCandidate?
+    @exclusivity(unchecked) private var lastContext: (username: String, email: String, context: ContextWords)?
+    @exclusivity(unchecked) private var emptyCandidate: PasswordCandidate?
 
     public init() {}
 

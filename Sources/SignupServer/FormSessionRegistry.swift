@@ -42,9 +42,10 @@ final class FormSessionRegistry: @unchecked Sendable {
     /// By language tag.
     private let sessionConfigurations: [String: FormSession.Configuration]
     private let lock = NSLock()
-    // Guarded by `lock`.
-    private var sessions: [String: Entry] = [:]
-    private var liveByAddress: [String: Int] = [:]
+    // Guarded by `lock`, which is their exclusivity: no runtime check per access (see
+    // DEVELOPMENT.md, "exclusivity").
+    @exclusivity(unchecked) private var sessions: [String: Entry] = [:]
+    @exclusivity(unchecked) private var liveByAddress: [String: Int] = [:]
 
     init(settings: Settings) {
         self.settings = settings

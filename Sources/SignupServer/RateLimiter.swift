@@ -15,7 +15,9 @@ final class RateLimiter: @unchecked Sendable {
     private let maximumKeys: Int
     private let now: @Sendable () -> Date
     private let lock = NSLock()
-    private var buckets: [String: (tokens: Double, updated: Date)] = [:]
+    /// Guarded by `lock`, which is its exclusivity (no runtime check per access: see
+    /// DEVELOPMENT.md, "exclusivity").
+    @exclusivity(unchecked) private var buckets: [String: (tokens: Double, updated: Date)] = [:]
 
     init(_ name: RateLimitName, rate: Rate, maximumKeys: Int = 100_000, now: @escaping @Sendable () -> Date) {
         self.name = name

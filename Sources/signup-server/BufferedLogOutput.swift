@@ -20,10 +20,11 @@ final class BufferedLogOutput: @unchecked Sendable {
     let capacity: Int
     private let descriptor: Int32
     private let state = NSCondition()
-    // Guarded by `state`.
-    private var pending: [UInt8] = []
-    private var dropped = 0
-    private var writerStarted = false
+    // Guarded by `state`, which is their exclusivity: no runtime check per access (see
+    // DEVELOPMENT.md, "exclusivity"; a `compose` that logged would deadlock first).
+    @exclusivity(unchecked) private var pending: [UInt8] = []
+    @exclusivity(unchecked) private var dropped = 0
+    @exclusivity(unchecked) private var writerStarted = false
     /// Held while a batch is taken and written, so batches never overtake each other.
     private let writing = NSLock()
     /// The emptied buffer of the last batch written, which `pending` becomes next (guarded
