@@ -63,6 +63,27 @@ final class EventStreamTests: XCTestCase {
         XCTAssertEqual(Array(all.dropFirst()), [.requirement(id: "email.format", state: .met, rev: 3)])
     }
 
+    /// The server sets an input edit's value without reading the old one (a blur compares
+    /// first): either way an edit that repeats the value changes nothing the stream shows,
+    /// and only the blur shows the field's problem.
+    func testAnEditRepeatingAFieldsValueSendsNothingAndItsBlurShowsTheProblemOnce() async throws {
+        let form = try await server.client.openForm()
+        let events = EventCollector(form.events())
+        await events.wait(forCount: 1)
+        _ = try await form.edit("email", to: "not-an-email")                 // rev 1: unmet, as it was
+        _ = try await form.edit("email", to: "not-an-email")                 // rev 2: the same value
+        _ = try await form.edit("email", to: "not-an-email", touched: true)  // rev 3: its problem shows
+        _ = try await form.edit("email", to: "not-an-email", touched: true)  // rev 4: nothing new
+        _ = try await form.edit("email", to: "ok@example.com")               // rev 5: the marker
+        let all = await events.wait { $0.contains(where: self.isEmailFormat) }
+        guard all.count == 4, case .message(field: "email", let problem, rev: 3) = all[1] else {
+            return XCTFail("expected the blur's message at rev 3, then the marker's events: \(all)")
+        }
+        XCTAssertFalse(problem.isEmpty)
+        XCTAssertEqual(Array(all.dropFirst(2)), [.requirement(id: "email.format", state: .met, rev: 5),
+                                                 .message(field: "email", text: "", rev: 5)])
+    }
+
     func testTakenUsernameIsPendingThenUnmetWithMessageAfterLeavingTheField() async throws {
         let form = try await server.client.openForm()
         let events = EventCollector(form.events())
