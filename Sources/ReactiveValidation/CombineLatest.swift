@@ -16,10 +16,9 @@ import OpenCombineShim
 // OpenCombine's `subscribe` calls through the protocol, that work ran as unspecialized generic
 // code that looked up `Optional<T>`'s and the tuples' metadata on every keystroke (about a
 // tenth of an edit's instructions, issue 24), and copied the output tuple through its value
-// witnesses. The latest values are
-// kept in a struct rather than a tuple for the same reason: a tuple crossing from concrete into
-// generic code goes through a thunk that takes it apart element by element, with a metadata
-// look-up for each element's `Optional`.
+// witnesses. The latest values are kept in a struct rather than a tuple for the same reason:
+// a tuple crossing from concrete into generic code goes through a thunk that takes it apart
+// element by element, with a metadata look-up for each element's `Optional`.
 extension Publishers {
     /// Emits a pair of the latest values of both upstreams once each has produced one, and
     /// again whenever either produces another. Finishes when both finish; fails when either does.
@@ -48,7 +47,7 @@ extension Publishers {
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            start(CombineLatestDownstream(subscriber)) { subscriber.receive(subscription: $0) }
+            start(SubscriberCalls(subscriber)) { subscriber.receive(subscription: $0) }
         }
     }
 
@@ -82,7 +81,7 @@ extension Publishers {
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            start(CombineLatestDownstream(subscriber)) { subscriber.receive(subscription: $0) }
+            start(SubscriberCalls(subscriber)) { subscriber.receive(subscription: $0) }
         }
     }
 
@@ -119,7 +118,7 @@ extension Publishers {
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            start(CombineLatestDownstream(subscriber)) { subscriber.receive(subscription: $0) }
+            start(SubscriberCalls(subscriber)) { subscriber.receive(subscription: $0) }
         }
     }
 }
@@ -128,7 +127,7 @@ extension Publishers {
 /// (the second argument), then subscribes to the upstreams. Made in the operator's
 /// initializer, so everything it builds runs as specialized code.
 @usableFromInline typealias CombineLatestStart<Output, Failure: Error> =
-    (CombineLatestDownstream<Output, Failure>, _ handOver: (Subscription) -> Void) -> Void
+    (SubscriberCalls<Output, Failure>, _ handOver: (Subscription) -> Void) -> Void
 
 /// The latest value of each of two upstreams; nil until that upstream has produced one.
 @usableFromInline struct LatestValues2<A, B> {
@@ -189,7 +188,7 @@ extension Publisher {
     @usableFromInline let lock = NSRecursiveLock()
     // Guarded by `lock`, which is their exclusivity: no runtime check per access (about 75
     // instructions each, several per keystroke; see DEVELOPMENT.md, "exclusivity").
-    @exclusivity(unchecked) @usableFromInline var downstream: CombineLatestDownstream<Output, Failure>?
+    @exclusivity(unchecked) @usableFromInline var downstream: SubscriberCalls<Output, Failure>?
     @exclusivity(unchecked) @usableFromInline var latest: Latest
     @usableFromInline let combine: (inout Latest) -> Output?
     @exclusivity(unchecked) @usableFromInline var upstreams: [Subscription?]
@@ -200,7 +199,7 @@ extension Publisher {
 
     @usableFromInline let combineIdentifier = CombineIdentifier()
 
-    @inlinable init(downstream: CombineLatestDownstream<Output, Failure>, latest: Latest, upstreamCount: Int,
+    @inlinable init(downstream: SubscriberCalls<Output, Failure>, latest: Latest, upstreamCount: Int,
          combine: @escaping (inout Latest) -> Output?) {
         self.downstream = downstream
         self.latest = latest
@@ -292,11 +291,12 @@ extension Publisher {
     }
 }
 
-/// The subscriber a `CombineLatestSubscription` sends to, as its two methods. Not
-/// `AnySubscriber`: its initializer asks the subscriber for descriptions and reflection
-/// (dynamic casts, the type's name made into a string twice), about 15,000 instructions for
-/// every operator of every view model built, that is every page view someone types in.
-@usableFromInline struct CombineLatestDownstream<Input, Failure: Error> {
+/// The subscriber an operator of this module sends to (`CombineLatest`'s subscription,
+/// `MapRemovingDuplicates`' step), as its two methods. Not `AnySubscriber`: its initializer
+/// asks the subscriber for descriptions and reflection (dynamic casts, the type's name made
+/// into a string twice), about 15,000 instructions for every operator of every view model
+/// built, that is every page view someone types in.
+@usableFromInline struct SubscriberCalls<Input, Failure: Error> {
     @usableFromInline let receiveValue: (Input) -> Subscribers.Demand
     @usableFromInline let receiveCompletion: (Subscribers.Completion<Failure>) -> Void
 

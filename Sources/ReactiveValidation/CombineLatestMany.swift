@@ -43,7 +43,7 @@ extension Publishers {
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            start(CombineLatestDownstream(subscriber)) { subscriber.receive(subscription: $0) }
+            start(SubscriberCalls(subscriber)) { subscriber.receive(subscription: $0) }
         }
     }
 }

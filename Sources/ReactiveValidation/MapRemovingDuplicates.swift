@@ -33,7 +33,7 @@ extension Publishers {
         /// with the caller's types (see `CombineLatest`): the transform, the comparison with
         /// the last value and the call downstream run as concrete code, and the subscriber in
         /// between only passes the upstream's value through.
-        @usableFromInline let makeStep: (CombineLatestDownstream<Output, Failure>) -> (Upstream.Output) -> Subscribers.Demand
+        @usableFromInline let makeStep: (SubscriberCalls<Output, Failure>) -> (Upstream.Output) -> Subscribers.Demand
 
         @inlinable public init(upstream: Upstream, transform: @escaping (Upstream.Output) -> Output) {
             self.upstream = upstream
@@ -51,7 +51,7 @@ extension Publishers {
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
             upstream.subscribe(MapRemovingDuplicatesStep<Upstream.Output, Failure>(
-                step: makeStep(CombineLatestDownstream(subscriber)),
+                step: makeStep(SubscriberCalls(subscriber)),
                 attach: { subscriber.receive(subscription: $0) },
                 complete: { subscriber.receive(completion: $0) }))
         }
