@@ -34,20 +34,20 @@ extension Publishers {
         @inlinable public init(_ a: A, _ b: B) {
             self.a = a
             self.b = b
-            start = { downstream, handOver in
+            start = { downstream in
                 let inner = CombineLatestSubscription<Latest, Output, Failure>(
                     downstream: downstream, latest: Latest(), upstreamCount: 2) { latest in
                     guard let a = latest.a, let b = latest.b else { return nil }
                     return (a, b)
                 }
-                handOver(inner)
+                downstream.receive(subscription: inner)
                 a.subscribe(inner.slot(0) { $0.a = $1 })
                 b.subscribe(inner.slot(1) { $0.b = $1 })
             }
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            start(SubscriberCalls(subscriber)) { subscriber.receive(subscription: $0) }
+            start(ClosureSubscriber(subscriber))
         }
     }
 
@@ -67,13 +67,13 @@ extension Publishers {
             self.a = a
             self.b = b
             self.c = c
-            start = { downstream, handOver in
+            start = { downstream in
                 let inner = CombineLatestSubscription<Latest, Output, Failure>(
                     downstream: downstream, latest: Latest(), upstreamCount: 3) { latest in
                     guard let a = latest.a, let b = latest.b, let c = latest.c else { return nil }
                     return (a, b, c)
                 }
-                handOver(inner)
+                downstream.receive(subscription: inner)
                 a.subscribe(inner.slot(0) { $0.a = $1 })
                 b.subscribe(inner.slot(1) { $0.b = $1 })
                 c.subscribe(inner.slot(2) { $0.c = $1 })
@@ -81,7 +81,7 @@ extension Publishers {
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            start(SubscriberCalls(subscriber)) { subscriber.receive(subscription: $0) }
+            start(ClosureSubscriber(subscriber))
         }
     }
 
@@ -103,13 +103,13 @@ extension Publishers {
             self.b = b
             self.c = c
             self.d = d
-            start = { downstream, handOver in
+            start = { downstream in
                 let inner = CombineLatestSubscription<Latest, Output, Failure>(
                     downstream: downstream, latest: Latest(), upstreamCount: 4) { latest in
                     guard let a = latest.a, let b = latest.b, let c = latest.c, let d = latest.d else { return nil }
                     return (a, b, c, d)
                 }
-                handOver(inner)
+                downstream.receive(subscription: inner)
                 a.subscribe(inner.slot(0) { $0.a = $1 })
                 b.subscribe(inner.slot(1) { $0.b = $1 })
                 c.subscribe(inner.slot(2) { $0.c = $1 })
@@ -118,16 +118,15 @@ extension Publishers {
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            start(SubscriberCalls(subscriber)) { subscriber.receive(subscription: $0) }
+            start(ClosureSubscriber(subscriber))
         }
     }
 }
 
-/// Starts one subscription of a combining operator: makes it, hands it to the subscriber
-/// (the second argument), then subscribes to the upstreams. Made in the operator's
-/// initializer, so everything it builds runs as specialized code.
-@usableFromInline typealias CombineLatestStart<Output, Failure: Error> =
-    (SubscriberCalls<Output, Failure>, _ handOver: (Subscription) -> Void) -> Void
+/// Starts one subscription of a combining operator for a subscriber: makes it, hands it to
+/// the subscriber, then subscribes to the upstreams. Made in the operator's initializer, so
+/// everything it builds runs as specialized code.
+@usableFromInline typealias CombineLatestStart<Output, Failure: Error> = (ClosureSubscriber<Output, Failure>) -> Void
 
 /// The latest value of each of two upstreams; nil until that upstream has produced one.
 @usableFromInline struct LatestValues2<A, B> {
@@ -188,7 +187,7 @@ extension Publisher {
     @usableFromInline let lock = NSRecursiveLock()
     // Guarded by `lock`, which is their exclusivity: no runtime check per access (about 75
     // instructions each, several per keystroke; see DEVELOPMENT.md, "exclusivity").
-    @exclusivity(unchecked) @usableFromInline var downstream: SubscriberCalls<Output, Failure>?
+    @exclusivity(unchecked) @usableFromInline var downstream: ClosureSubscriber<Output, Failure>?
     @exclusivity(unchecked) @usableFromInline var latest: Latest
     @usableFromInline let combine: (inout Latest) -> Output?
     @exclusivity(unchecked) @usableFromInline var upstreams: [Subscription?]
@@ -199,7 +198,7 @@ extension Publisher {
 
     @usableFromInline let combineIdentifier = CombineIdentifier()
 
-    @inlinable init(downstream: SubscriberCalls<Output, Failure>, latest: Latest, upstreamCount: Int,
+    @inlinable init(downstream: ClosureSubscriber<Output, Failure>, latest: Latest, upstreamCount: Int,
          combine: @escaping (inout Latest) -> Output?) {
         self.downstream = downstream
         self.latest = latest
@@ -209,14 +208,16 @@ extension Publisher {
     }
 
     /// The subscriber for upstream number `index`; `store` puts its value into `latest`.
-    @inlinable func slot<Input>(_ index: Int, store: @escaping (inout Latest, Input) -> Void) -> CombineLatestSlot<Input, Failure> {
-        CombineLatestSlot(
+    @inlinable func slot<Input>(_ index: Int, store: @escaping (inout Latest, Input) -> Void) -> ClosureSubscriber<Input, Failure> {
+        ClosureSubscriber(
             attach: { [self] in attach($0, at: index) },
             receive: { [self] value in
                 lock.lock()
                 defer { lock.unlock() }
                 store(&latest, value)
                 deliverLatest()
+                // Only the latest value of each side matters: `attach` asked for everything.
+                return .none
             },
             complete: { [self] in complete($0, at: index) })
     }
@@ -291,46 +292,35 @@ extension Publisher {
     }
 }
 
-/// The subscriber an operator of this module sends to (`CombineLatest`'s subscription,
-/// `MapRemovingDuplicates`' step), as its two methods. Not `AnySubscriber`: its initializer
-/// asks the subscriber for descriptions and reflection (dynamic casts, the type's name made
-/// into a string twice), about 15,000 instructions for every operator of every view model
-/// built, that is every page view someone types in.
-@usableFromInline struct SubscriberCalls<Input, Failure: Error> {
-    @usableFromInline let receiveValue: (Input) -> Subscribers.Demand
-    @usableFromInline let receiveCompletion: (Subscribers.Completion<Failure>) -> Void
-
-    @inlinable init<S: Subscriber>(_ subscriber: S) where S.Input == Input, S.Failure == Failure {
-        receiveValue = { subscriber.receive($0) }
-        receiveCompletion = { subscriber.receive(completion: $0) }
-    }
-
-    @inlinable func receive(_ input: Input) -> Subscribers.Demand { receiveValue(input) }
-
-    @inlinable func receive(completion: Subscribers.Completion<Failure>) { receiveCompletion(completion) }
-}
-
-/// One upstream's subscriber inside a `CombineLatestSubscription`: a plain class, so a
-/// value reaches the shared state in one call instead of through `AnySubscriber`'s boxes.
-@usableFromInline final class CombineLatestSlot<Input, Failure: Error>: Subscriber {
+/// A subscriber made of three closures. This module's operators use it on both sides: as
+/// the subscriber they put upstream (`CombineLatest`'s slot per upstream,
+/// `MapRemovingDuplicates`' step), whose closures were made where the types are concrete, and
+/// wrapping the subscriber they send to, so delivery is one closure call. Not
+/// `AnySubscriber`: its initializer asks the subscriber for descriptions and reflection
+/// (dynamic casts, the type's name made into a string twice), about 15,000 instructions for
+/// every operator of every view model built, that is every page view someone types in.
+@usableFromInline final class ClosureSubscriber<Input, Failure: Error>: Subscriber {
     @usableFromInline let combineIdentifier = CombineIdentifier()
     @usableFromInline let attach: (Subscription) -> Void
-    @usableFromInline let receiveValue: (Input) -> Void
+    @usableFromInline let receiveValue: (Input) -> Subscribers.Demand
     @usableFromInline let complete: (Subscribers.Completion<Failure>) -> Void
 
-    @inlinable init(attach: @escaping (Subscription) -> Void, receive: @escaping (Input) -> Void,
-         complete: @escaping (Subscribers.Completion<Failure>) -> Void) {
+    @inlinable init(attach: @escaping (Subscription) -> Void, receive: @escaping (Input) -> Subscribers.Demand,
+                    complete: @escaping (Subscribers.Completion<Failure>) -> Void) {
         self.attach = attach
         self.receiveValue = receive
         self.complete = complete
     }
 
+    /// `subscriber`'s three methods.
+    @inlinable convenience init<S: Subscriber>(_ subscriber: S) where S.Input == Input, S.Failure == Failure {
+        self.init(attach: { subscriber.receive(subscription: $0) }, receive: { subscriber.receive($0) },
+                  complete: { subscriber.receive(completion: $0) })
+    }
+
     @inlinable func receive(subscription: Subscription) { attach(subscription) }
 
-    @inlinable func receive(_ input: Input) -> Subscribers.Demand {
-        receiveValue(input)
-        return .none
-    }
+    @inlinable func receive(_ input: Input) -> Subscribers.Demand { receiveValue(input) }
 
     @inlinable func receive(completion: Subscribers.Completion<Failure>) { complete(completion) }
 }

@@ -26,13 +26,13 @@ extension Publishers {
         @inlinable public init(_ upstreams: [Upstream]) {
             self.upstreams = upstreams
             let count = upstreams.count
-            start = { downstream, handOver in
+            start = { downstream in
                 let inner = CombineLatestSubscription<Latest, Output, Failure>(
                     downstream: downstream, latest: Latest(count: count), upstreamCount: count) { latest in
                     guard count > 0, latest.filled == count else { return nil }
                     return latest.values.map { $0! }
                 }
-                handOver(inner)
+                downstream.receive(subscription: inner)
                 for (index, upstream) in upstreams.enumerated() {
                     upstream.subscribe(inner.slot(index) { latest, value in
                         if latest.values[index] == nil { latest.filled += 1 }
@@ -43,7 +43,7 @@ extension Publishers {
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            start(SubscriberCalls(subscriber)) { subscriber.receive(subscription: $0) }
+            start(ClosureSubscriber(subscriber))
         }
     }
 }

@@ -33,7 +33,7 @@ extension Publishers {
         /// with the caller's types (see `CombineLatest`): the transform, the comparison with
         /// the last value and the call downstream run as concrete code, and the subscriber in
         /// between only passes the upstream's value through.
-        @usableFromInline let makeStep: (SubscriberCalls<Output, Failure>) -> (Upstream.Output) -> Subscribers.Demand
+        @usableFromInline let makeStep: (ClosureSubscriber<Output, Failure>) -> (Upstream.Output) -> Subscribers.Demand
 
         @inlinable public init(upstream: Upstream, transform: @escaping (Upstream.Output) -> Output) {
             self.upstream = upstream
@@ -50,34 +50,13 @@ extension Publishers {
         }
 
         @inlinable public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Failure {
-            upstream.subscribe(MapRemovingDuplicatesStep<Upstream.Output, Failure>(
-                step: makeStep(SubscriberCalls(subscriber)),
-                attach: { subscriber.receive(subscription: $0) },
-                complete: { subscriber.receive(completion: $0) }))
+            // The upstream's subscription goes straight downstream (requests and cancellation
+            // need no help here); values go through the step, completion straight on.
+            let downstream = ClosureSubscriber(subscriber)
+            upstream.subscribe(ClosureSubscriber<Upstream.Output, Failure>(
+                attach: downstream.receive(subscription:), receive: makeStep(downstream),
+                complete: downstream.receive(completion:)))
         }
     }
-}
-
-/// The subscriber a `MapRemovingDuplicates` puts upstream. The upstream's subscription goes
-/// straight downstream (requests and cancellation need no help here); values go through the
-/// step, completion straight on.
-@usableFromInline final class MapRemovingDuplicatesStep<Input, Failure: Error>: Subscriber {
-    @usableFromInline let combineIdentifier = CombineIdentifier()
-    @usableFromInline let step: (Input) -> Subscribers.Demand
-    @usableFromInline let attach: (Subscription) -> Void
-    @usableFromInline let complete: (Subscribers.Completion<Failure>) -> Void
-
-    @inlinable init(step: @escaping (Input) -> Subscribers.Demand, attach: @escaping (Subscription) -> Void,
-                    complete: @escaping (Subscribers.Completion<Failure>) -> Void) {
-        self.step = step
-        self.attach = attach
-        self.complete = complete
-    }
-
-    @inlinable func receive(subscription: Subscription) { attach(subscription) }
-
-    @inlinable func receive(_ input: Input) -> Subscribers.Demand { step(input) }
-
-    @inlinable func receive(completion: Subscribers.Completion<Failure>) { complete(completion) }
 }
 #endif

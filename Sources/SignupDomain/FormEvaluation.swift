@@ -27,12 +27,11 @@ public struct CredentialChoice: Equatable, Sendable {
 /// of inputs. The live view model and the submit check both build it, so they can never
 /// disagree.
 public struct FormEvaluation: Equatable, Sendable {
-    /// One evaluation's parts, behind one immutable reference. Why: each keystroke's
+    /// One evaluation's parts, behind one reference (`SharedValue`): each keystroke's
     /// evaluation passes through OpenCombine's generic operators (`map`, `removeDuplicates`,
-    /// the `@Published` output, the session's sink), which copy and destroy it through value
-    /// witnesses. As a struct of nine arrays, dictionaries and strings, every copy retained
-    /// each of them and every destroy released them (issue 24); behind one reference a copy
-    /// is one retain. Nothing mutates an evaluation, so sharing the parts is safe.
+    /// the `@Published` output, the session's sink), and as a struct of nine arrays,
+    /// dictionaries and strings every copy retained each of them. Equality is the synthesized
+    /// one: the same reference, else every part.
     private struct Parts: Equatable, Sendable {
         /// The requirement ids this evaluation has states for, in the order the policy fixes
         /// for its credential (one array shared by every evaluation), and their states (nil
@@ -51,14 +50,8 @@ public struct FormEvaluation: Equatable, Sendable {
         var credential: CredentialMethod
     }
 
-    /// The reference the parts sit behind.
-    private final class Shared: Sendable {
-        let parts: Parts
-        init(_ parts: Parts) { self.parts = parts }
-    }
-
-    private let shared: Shared
-    private var parts: Parts { shared.parts }
+    private let shared: SharedValue<Parts>
+    private var parts: Parts { shared.value }
 
     private var requirementIDs: [String] { parts.requirementIDs }
     private var states: [RequirementState?] { parts.states }
@@ -74,11 +67,6 @@ public struct FormEvaluation: Equatable, Sendable {
     public var suggestions: [SignupField: String] { parts.suggestions }
     /// Password or passkey: whose requirements `requirementStates` holds.
     public var credential: CredentialMethod { parts.credential }
-
-    /// The same parts, or equal ones (`Parts`' own equality, every part).
-    public static func == (lhs: FormEvaluation, rhs: FormEvaluation) -> Bool {
-        lhs.shared === rhs.shared || lhs.parts == rhs.parts
-    }
 
     /// Every requirement's state by id.
     public var requirementStates: [String: RequirementState] {
@@ -168,7 +156,7 @@ public struct FormEvaluation: Equatable, Sendable {
             declaredValid = declaredValid && evaluation.allMet
         }
         let credentialMet = usesPasskey ? credential.passkeyCreated : password.allMet && confirm.allMet
-        shared = Shared(Parts(
+        shared = SharedValue(Parts(
             requirementIDs: order.requirementIDs, states: states,
             validatedFields: order.fields, validations: validations,
             strength: usesPasskey ? .none : password.value.strength,

@@ -13,13 +13,11 @@ final class MapRemovingDuplicatesTests: XCTestCase {
     private struct Boom: Error, Equatable {}
 
     /// The view model's spelling resolves to the fused operator (this would not compile if
-    /// OpenCombine's `removeDuplicates` were chosen), and an unfused pair can still be built.
+    /// OpenCombine's `removeDuplicates` were chosen).
     func testTheViewModelsSpellingIsTheFusedOperator() {
         let subject = PassthroughSubject<Int, Never>()
         let fused: Publishers.MapRemovingDuplicates<PassthroughSubject<Int, Never>, Int> = subject.map { $0 / 2 }.removeDuplicates()
-        let unfused: Publishers.RemoveDuplicates<Publishers.Map<PassthroughSubject<Int, Never>, Int>> =
-            Publishers.RemoveDuplicates(upstream: subject.map { $0 / 2 }, predicate: ==)
-        _ = (fused, unfused)
+        _ = fused
     }
 
     func testPublishesWhatMapThenRemoveDuplicatesPublishesOverARandomWalk() {
