@@ -2,7 +2,8 @@ import CCbor
 
 /// A decoded CBOR data item (RFC 8949), as WebAuthn's attestation objects and COSE keys
 /// carry them. Decoding is libcbor's (Debian's libcbor): this module only turns its items into
-/// Swift values, with limits on size and depth so hostile input costs little.
+/// Swift values, with limits on size and depth so hostile input costs little: `CBORHeads`
+/// checks every declared length against the bytes sent before libcbor allocates for it.
 public indirect enum CBORValue: Equatable, Sendable {
     case unsigned(UInt64)
     /// A negative integer, -1 - n (kept as n, so the whole CBOR range fits).
@@ -102,8 +103,13 @@ extension CBORValue {
         guard bytes.count <= limits.maximumBytes else {
             throw CBORDecodingError("\(bytes.count) bytes; at most \(limits.maximumBytes) are read")
         }
+        // Measured first: libcbor allocates a container's declared length before reading
+        // its items, so only an item whose every length fits the bytes sent may reach it.
+        let measured = try bytes.withUnsafeBufferPointer { buffer throws(CBORDecodingError) in
+            try CBORHeads.measure(buffer, limits: limits)
+        }
         var result = cbor_load_result()
-        let item = bytes.withUnsafeBufferPointer { cbor_load($0.baseAddress, $0.count, &result) }
+        let item = bytes.withUnsafeBufferPointer { cbor_load($0.baseAddress, measured, &result) }
         guard let item else {
             throw CBORDecodingError(describe(result.error.code, at: result.error.position))
         }

@@ -100,7 +100,7 @@ public protocol MailTransport: Sendable {
 }
 
 /// Sends mail through an SMTP server with libcurl (no SMTP written by hand): `smtp://` with
-/// STARTTLS when the server offers it (or always, `requireTLS`), `smtps://` for TLS from the
+/// STARTTLS required (`requireTLS`; see `mustEncrypt` for when it may be skipped), `smtps://` for TLS from the
 /// first byte, AUTH when the URL names a user (`smtp://user@host:587`; the password apart, from
 /// the environment), and one total timeout per mail.
 public struct SMTPTransport: MailTransport {
@@ -117,6 +117,22 @@ public struct SMTPTransport: MailTransport {
         self.requireTLS = requireTLS
         self.caFile = caFile
         self.timeout = timeout
+    }
+
+    /// Whether mail to `url` must be encrypted. STARTTLS "when offered" is no protection: a
+    /// man in the middle strips the offer and reads the AUTH password, the codes and the
+    /// links. So TLS is required unless the mail server is on this machine (a loopback relay,
+    /// which no one on the network can reach into) or the operator allowed plain text.
+    public static func mustEncrypt(_ url: URL, requireTLS: Bool, allowPlaintext: Bool) -> Bool {
+        requireTLS || !(allowPlaintext || isLoopback(url.host))
+    }
+
+    /// `localhost`, 127.0.0.0/8 or ::1, as the URL names the host (no name is resolved).
+    public static func isLoopback(_ host: String?) -> Bool {
+        guard let host = host?.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")) else { return false }
+        if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     /// `smtp://[user@]host[:port]` or `smtps://…`; a reason otherwise.

@@ -84,9 +84,11 @@ public protocol PendingSignups: Sendable {
     /// The pending sign-up whose mailed link has this hash, if it has not expired by `now`.
     func pendingSignup(linkHash: String, at now: Date) throws -> PendingSignup?
 
-    /// Counts a wrong code for this form; returns the wrong tries now counted (0 when it has
-    /// no pending sign-up).
-    func recordWrongCode(formToken: String) throws -> Int
+    /// Spends one of this form's code tries, in one atomic update, before the typed code is
+    /// compared: returns the tries now spent, or nil when `maximum` were spent already (or
+    /// the form has no pending sign-up). Guesses sent in parallel therefore get no more tries
+    /// than guesses sent one by one.
+    func spendCodeTry(formToken: String, maximum: Int) throws -> Int?
 
     /// A new code and link for this form (the old ones stop working), mailed with `mail` in
     /// the same transaction; the hold is extended to `expiresAt` and the wrong tries start

@@ -435,12 +435,12 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         try read { db in try Self.fetchPending(db, where: "link_hash = ? AND expires_at > ?", [linkHash, now]) }
     }
 
-    public func recordWrongCode(formToken: String) throws -> Int {
+    public func spendCodeTry(formToken: String, maximum: Int) throws -> Int? {
         try write { db in
-            try db.execute(sql: "UPDATE pending_signups SET wrong_tries = wrong_tries + 1 WHERE form_token = ?",
-                           arguments: [formToken])
-            return try Int.fetchOne(db, sql: "SELECT wrong_tries FROM pending_signups WHERE form_token = ?",
-                                    arguments: [formToken]) ?? 0
+            try Int.fetchOne(db, sql: """
+                UPDATE pending_signups SET wrong_tries = wrong_tries + 1 WHERE form_token = ? AND wrong_tries < ?
+                RETURNING wrong_tries
+                """, arguments: [formToken, maximum])
         }
     }
 

@@ -477,11 +477,12 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
-    public func recordWrongCode(formToken: String) throws -> Int {
-        try run("count a wrong code") { client in
+    public func spendCodeTry(formToken: String, maximum: Int) throws -> Int? {
+        try run("spend a code try") { client in
             try await Self.first(Int.self, client.query("""
-                UPDATE pending_signups SET wrong_tries = wrong_tries + 1 WHERE form_token = \(formToken) RETURNING wrong_tries
-                """)) ?? 0
+                UPDATE pending_signups SET wrong_tries = wrong_tries + 1
+                WHERE form_token = \(formToken) AND wrong_tries < \(maximum) RETURNING wrong_tries
+                """))
         }
     }
 

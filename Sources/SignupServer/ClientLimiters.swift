@@ -21,6 +21,8 @@ final class ClientLimiters: Sendable {
     let mailsPerAddress: RateLimiter
     /// Keyed by one key for everybody (`ProofOfWorkGate.everybody`).
     let noJavaScriptSignups: RateLimiter
+    let passkeys: RateLimiter
+    let unknownSessions: RateLimiter
     let limits: SignupLimits
 
     /// `store` holds the limits that must hold across instances; without one (tests of the
@@ -50,6 +52,8 @@ final class ClientLimiters: Sendable {
             store: store ?? InMemoryTokenBuckets(), logger: logger, now: now)
         mailsPerAddress = limiter(.mailsPerAddress)
         noJavaScriptSignups = limiter(.noJavaScriptSignups)
+        passkeys = limiter(.passkeysPerAddress)
+        unknownSessions = limiter(.unknownSessionsPerAddress)
     }
 }
 

@@ -21,6 +21,8 @@ public enum LimitSetting: String, CaseIterable, Sendable {
     case mailsPerRecipient = "mails-per-recipient"
     case mailsPerAddress = "mails-per-address"
     case noJavaScriptSignups = "no-javascript-signups"
+    case passkeysPerAddress = "passkeys-per-address"
+    case unknownSessionsPerAddress = "unknown-sessions-per-address"
     case hashesPerAddress = "hashes-per-address"
     case hashQueueLength = "hash-queue-length"
 
@@ -48,6 +50,8 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .mailsPerRecipient: return .rate(\.mailsPerRecipient)
         case .mailsPerAddress: return .rate(\.mailsPerAddress)
         case .noJavaScriptSignups: return .rate(\.noJavaScriptSignups)
+        case .passkeysPerAddress: return .rate(\.passkeysPerAddress)
+        case .unknownSessionsPerAddress: return .rate(\.unknownSessionsPerAddress)
         case .hashesPerAddress: return .count(\.hashesPerAddress)
         case .hashQueueLength: return .count(\.hashQueueLength)
         }
@@ -65,6 +69,8 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .signinFailuresPerAccount, .signinFailuresPerAddress: return .signins
         case .mailsPerRecipient, .mailsPerAddress: return .mails
         case .noJavaScriptSignups: return .noJavaScript
+        case .passkeysPerAddress: return .passkeys
+        case .unknownSessionsPerAddress: return .unknownSessions
         case .hashesPerAddress: return .hashing
         case .hashQueueLength: return nil
         }
@@ -86,6 +92,8 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .mailsPerRecipient: return "Mails (codes, notices) to one email address, across instances: nobody can mail-bomb an address through the form."
         case .mailsPerAddress: return "Mails (codes, notices) asked for from one client address."
         case .noJavaScriptSignups: return "Sign-up posts without a proof of work (people without JavaScript), all clients together; over it the page asks for JavaScript or patience."
+        case .passkeysPerAddress: return "Passkey ceremonies (made on the form, signed in with, added) per address."
+        case .unknownSessionsPerAddress: return "/auth answers for sign-in cookies that name no live session, per address (known sessions never count)."
         case .hashesPerAddress: return "Password hashes one address may have queued or running."
         case .hashQueueLength: return "Password hashes waiting per kind (sign-up, sign-in) before 503."
         }

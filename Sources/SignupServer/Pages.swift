@@ -49,10 +49,10 @@ struct Pages: Sendable {
         return response
     }
 
-    /// `303 See Other` to `location`, optionally setting a cookie.
-    static func redirect(to location: String, cookie: String? = nil) -> HTTPResponse {
+    /// `303 See Other` to `location`, optionally setting cookies.
+    static func redirect(to location: String, cookies: [String] = []) -> HTTPResponse {
         var headers = HTTPHeaders([("Location", location), ("Cache-Control", "no-store")])
-        if let cookie { headers.add("Set-Cookie", cookie) }
+        for cookie in cookies { headers.add("Set-Cookie", cookie) }
         return HTTPResponse(status: .seeOther, headers: headers)
     }
 }
@@ -80,8 +80,8 @@ extension AnswersWithPages {
         Pages.html(body, status: status, headers: headers)
     }
 
-    func redirect(to location: String, cookie: String? = nil) -> HTTPResponse {
-        Pages.redirect(to: location, cookie: cookie)
+    func redirect(to location: String, cookies: [String] = []) -> HTTPResponse {
+        Pages.redirect(to: location, cookies: cookies)
     }
 
     /// `?lang=`, else `Accept-Language`, else English.

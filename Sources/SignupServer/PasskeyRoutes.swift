@@ -88,6 +88,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     }
 
     private func register(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
+        if let refused = refusals.refusal(by: limiters.passkeys, of: request.clientKey) { return refused }
         guard let token = form["token"] ?? request.http.queryValue("token"), !token.isEmpty else {
             return APIError.missingParameter("token").response
         }
@@ -131,18 +132,22 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     }
 
     private func signIn(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
+        if let refused = refusals.refusal(by: limiters.passkeys, of: request.clientKey) { return refused }
+        guard let text = form["response"] else { return APIError.missingParameter("response").response }
+        // Paid for before the assertion is decoded and checked, given back when it signs in
+        // (as a password's guess is): parallel tries cannot all pass a look taken first.
         do throws(LimitExceeded) {
-            try limiters.signinFailuresPerAddress.ensureNotExhausted(request.clientKey)
+            try limiters.signinFailuresPerAddress.admit(request.clientKey)
         } catch {
             metrics.signin("rate_limited")
             return refusals.limited(error)
         }
-        guard let text = form["response"] else { return APIError.missingParameter("response").response }
         do throws(PasskeyRefusal) {
             let (account, passkey) = try verifiedAssertion(text, request: request.http)
-            let cookie: String
+            limiters.signinFailuresPerAddress.refund(request.clientKey)
+            let cookies: [String]
             do {
-                cookie = try signedIn.signIn(account)
+                cookies = try signedIn.signIn(account, replacing: request.http.headers["Cookie"])
             } catch {
                 throw unavailable("the signed-in session could not be stored: \(error)")
             }
@@ -154,12 +159,14 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
             var json = JSONWriter()
             json.beginObject(); json.key("location"); json.string(location); json.endObject()
             var response = Self.json(json.text, status: .ok)
-            response.headers.add("Set-Cookie", cookie)
+            for cookie in cookies { response.headers.add("Set-Cookie", cookie) }
             return response
         } catch {
-            if error.status == .unauthorized || error.status == .unprocessableContent {
-                _ = limiters.signinFailuresPerAddress.take(request.clientKey)
+            if error.status == .unauthorized || error.status == .unprocessableContent || error.status == .badRequest {
                 metrics.signin("failure")
+            } else {
+                // Not the client's doing (the store could not answer): nothing to charge.
+                limiters.signinFailuresPerAddress.refund(request.clientKey)
             }
             return refused(error, ceremony: .signin, client: request.client)
         }
@@ -208,6 +215,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     }
 
     private func add(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
+        if let refused = refusals.refusal(by: limiters.passkeys, of: request.clientKey) { return refused }
         guard let text = form["response"] else { return APIError.missingParameter("response").response }
         do throws(PasskeyRefusal) {
             let account = try signedInAccount(request.http)

@@ -20,4 +20,8 @@ enum RateLimitName: String, CaseIterable, Sendable {
     case hashing
     /// Sign-up posts without a proof of work, all clients together.
     case noJavaScript = "no_javascript"
+    /// Passkey ceremonies per address.
+    case passkeys
+    /// `/auth` asked about sign-in cookies that name no live session, per address.
+    case unknownSessions = "unknown_sessions"
 }

@@ -5,8 +5,10 @@ import MicroHTTPD
 /// with `Sec-Fetch-Site`; programs that send neither (curl, the client library) are not
 /// browsers acting for someone else and are let through.
 struct SameOriginPolicy: Sendable {
-    /// Origins the site is served under besides the one the request names (e.g.
-    /// "https://signup.example.com" behind a TLS-terminating proxy).
+    /// The origins the site is served under (`--public-origin`, e.g.
+    /// "https://signup.example.com"), normalized. When there are any, they are this site and
+    /// nothing a request says can add to them: `Host` and `X-Forwarded-Host` are the client's
+    /// to choose (a proxy passes them on unless told not to).
     let publicOrigins: [String]
     let addresses: ClientAddressResolver
 
@@ -29,10 +31,12 @@ struct SameOriginPolicy: Sendable {
         }
     }
 
-    /// The request's own origin (as its Host names it; scheme and host as a trusted proxy
-    /// forwarded them), plus the configured public origins: this site, as browsers name it.
+    /// This site, as browsers name it: the configured public origins when there are any;
+    /// otherwise the request's own origin (as its Host names it; scheme and host as a trusted
+    /// proxy forwarded them).
     func siteOrigins(for request: HTTPRequest) -> [String] {
-        var origins = publicOrigins.map { $0.lowercased() }
+        guard publicOrigins.isEmpty else { return publicOrigins }
+        var origins: [String] = []
         let fromProxy = addresses.isTrusted(request.remoteAddress)
         let scheme = (fromProxy ? request.headers["X-Forwarded-Proto"] : nil)?.lowercased() ?? "http"
         let host = (fromProxy ? request.headers["X-Forwarded-Host"] : nil) ?? request.headers["Host"]

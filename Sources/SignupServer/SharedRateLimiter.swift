@@ -53,16 +53,6 @@ final class SharedRateLimiter: Sendable {
         if tokens < 1 { throw LimitExceeded(limit: name, retryAfter: (1 - tokens) / rate.perSecond) }
     }
 
-    /// Spends one token if there is one (a failed sign-in).
-    func take(_ key: String) {
-        guard !rate.isUnlimited else { return }
-        do {
-            _ = try store.spendSharedTokens(bucket: bucket, key: key, cost: 1, rate: bucketRate, at: now())
-        } catch {
-            logger.warning("Shared limit unavailable; not counted", metadata: ["limit": "\(name)", "error": "\(error)"])
-        }
-    }
-
     /// Fills `key`'s bucket again (a successful sign-in).
     func reset(_ key: String) {
         guard !rate.isUnlimited else { return }

@@ -96,16 +96,34 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
         // verified against a fixed hash too, so the answer takes as long whichever it is.
         let hash = account.map { $0.passwordHash == Account.unusablePasswordHash ? placeholderHash : $0.passwordHash }
             ?? placeholderHash
+        // Every guess is paid for before it is hashed, and given back only when it was right:
+        // guesses sent in parallel would all pass a look that comes before any of them is
+        // charged (hundreds per refill instead of one).
+        do throws(LimitExceeded) {
+            try limiters.signinFailuresPerAddress.admit(clientKey)
+            do {
+                try limiters.signinFailuresPerAccount.admit(accountKey)
+            } catch {
+                limiters.signinFailuresPerAddress.refund(clientKey)
+                throw error
+            }
+        } catch {
+            metrics.signin("rate_limited")
+            logger.notice("Sign-in refused: too many failures",
+                          metadata: ["username": "\(username)", "client": "\(client)", "retryAfter": "\(error.retryAfterSeconds)"])
+            return tooManySignIns(username: username, error)
+        }
         return .later { [self] respond in
             do throws(HashingRefusal) {
                 try hashing.verify(password, against: hash, client: clientKey) { outcome in
                     switch outcome {
                     case .success(true) where account != nil && account!.passwordHash != Account.unusablePasswordHash:
                         limiters.signinFailuresPerAccount.reset(accountKey)
+                        limiters.signinFailuresPerAddress.refund(clientKey)
                         do {
-                            let cookie = try signedIn.signIn(account!)
+                            let cookies = try signedIn.signIn(account!, replacing: request.http.headers["Cookie"])
                             metrics.signin("success")
-                            respond(redirect(to: returnTarget ?? "/welcome" + PageRenderer.languageQuery(language), cookie: cookie))
+                            respond(redirect(to: returnTarget ?? "/welcome" + PageRenderer.languageQuery(language), cookies: cookies))
                         } catch {
                             logger.error("Account store unavailable to start a signed-in session", metadata: ["error": "\(error)"])
                             metrics.signin("unavailable")
@@ -113,8 +131,7 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
                                                headers: HTTPHeaders([("Retry-After", "5")])))
                         }
                     case .success:
-                        limiters.signinFailuresPerAccount.take(accountKey)
-                        _ = limiters.signinFailuresPerAddress.take(clientKey)
+                        // Both limits were charged before the hash.
                         proofOfWork?.pricing.record(.failedSignin, addressKey: clientKey)
                         logger.notice("Sign-in failed", metadata: ["username": "\(username)", "client": "\(client)"])
                         metrics.signin("failure")
@@ -187,7 +204,7 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     func signOut(_ request: HTTPRequest) -> HTTPResponse {
         do {
             let cleared = try signedIn.signOut(cookieHeader: request.headers["Cookie"])
-            return redirect(to: "/signin" + PageRenderer.languageQuery(language), cookie: cleared)
+            return redirect(to: "/signin" + PageRenderer.languageQuery(language), cookies: cleared)
         } catch {
             logger.error("Account store unavailable during sign-out", metadata: ["error": "\(error)"])
             return pages.problem(title: text("problem.unavailable_title"), message: text("signin.unavailable"),
@@ -197,27 +214,63 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
 
     // MARK: GET /auth
 
-    /// For a proxy's `auth_request`: `200` with who is signed in (`X-Auth-Request-User`,
-    /// `-Email`, `-Id`: the account's stable id), else `401`. No body, no session of any kind
-    /// made; a store that cannot answer is `503` (the proxy then refuses, never lets through).
-    func forwardAuth(_ request: HTTPRequest) -> HTTPResponse {
+    /// For a proxy's `auth_request`: `200` with who is signed in (`X-Auth-Request-User`, its
+    /// ASCII form `-Preferred-Username`, `-Id`: the account's stable id, the key applications
+    /// use), else `401`. An address is a claim only once it was proved: `-Email` is sent only
+    /// then, and `-Email-Verified` says which (an app that maps people by email must never
+    /// get an address anybody could have typed). No body, no session of any kind made; a
+    /// store that cannot answer is `503` (the proxy then refuses, never lets through).
+    func forwardAuth(_ request: SignupRequest) -> HTTPResponse {
         var response: HTTPResponse
         do {
-            guard let account = try signedIn.account(cookieHeader: request.headers["Cookie"]) else {
+            switch try signedIn.proxyAnswer(cookieHeader: request.http.headers["Cookie"], client: request.clientKey,
+                                            unknownSessions: limiters.unknownSessions) {
+            case .signedIn(let account):
+                response = HTTPResponse(status: .ok, headers: Self.identityHeaders(of: account))
+            case .signedOut:
                 response = HTTPResponse(status: .unauthorized, headers: HTTPHeaders())
-                response.headers.add("Cache-Control", "no-store")
-                return response
+            case .limited(let exceeded):
+                // Many cookies naming no session from one client: a guesser, or a broken
+                // client. The proxy shows its error page; the store is not asked.
+                refusals.count(exceeded)
+                response = HTTPResponse(status: .tooManyRequests,
+                                        headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
             }
-            response = HTTPResponse(status: .ok, headers: HTTPHeaders([
-                ("X-Auth-Request-User", account.username), ("X-Auth-Request-Email", account.email),
-                ("X-Auth-Request-Id", String(account.id)),
-            ]))
         } catch {
             logger.error("Account store unavailable to check a signed-in session", metadata: ["error": "\(error)"])
             response = HTTPResponse(status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
         }
         response.headers.add("Cache-Control", "no-store")
         return response
+    }
+
+    /// What `/auth` tells the application about `account`: only what was proved.
+    static func identityHeaders(of account: Account) -> HTTPHeaders {
+        let proved = account.emailVerifiedAt != nil && !account.email.isEmpty
+        var headers = HTTPHeaders([
+            ("X-Auth-Request-User", account.username),
+            ("X-Auth-Request-Preferred-Username", percentEncodedUTF8(account.username)),
+            ("X-Auth-Request-Id", String(account.id)),
+            ("X-Auth-Request-Email-Verified", proved ? "true" : "false"),
+        ])
+        if proved { headers.add("X-Auth-Request-Email", account.email) }
+        return headers
+    }
+
+    /// Every byte outside RFC 3986's unreserved set percent-encoded, so a header reader
+    /// that only takes ASCII (or Latin-1) gets the name intact.
+    static func percentEncodedUTF8(_ text: String) -> String {
+        var encoded = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return encoded
     }
 
     /// The live session's account for a request, or nil (a store that cannot answer counts
@@ -229,5 +282,11 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             logger.error("Account store unavailable to check a signed-in session", metadata: ["error": "\(error)"])
             return nil
         }
+    }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -59,7 +59,8 @@ public final class SignupApplication: Sendable {
         /// Origins besides this site's own that `return_to` may send a person to after signing
         /// in or up (e.g. "https://app.example.com").
         public var returnToOrigins: [String] = []
-        /// Marks the sign-in cookie `Secure` (set it when a TLS proxy serves the site).
+        /// Marks the sign-in cookie `Secure` (set it when a TLS proxy serves the site); an
+        /// https `publicOrigins` entry does the same by itself.
         public var secureCookies = false
         /// The sign-in cookie's `Domain` (e.g. "example.com" to reach app.example.com beside
         /// signup.example.com); nil keeps it to this host.
@@ -196,8 +197,13 @@ public final class SignupApplication: Sendable {
                                         serviceName: configuration.policy.settings.serviceName)
         let assets = try StaticAssets(directory: configuration.publicDirectory)
         let pages = Pages(renderer: renderer, assets: assets, languages: languages, language: languages.english)
-        let sameOrigin = SameOriginPolicy(publicOrigins: configuration.publicOrigins, addresses: addresses)
-        let returnTo = ReturnTo(allowedOrigins: Set(configuration.returnToOrigins.map { $0.lowercased() }), sameOrigin: sameOrigin)
+        let publicOrigins = try configuration.publicOrigins.map { origin in
+            do { return try SiteOrigin.normalized(origin).get() } catch { throw ConfigurationError("Public origin: \(error)") }
+        }
+        let sameOrigin = SameOriginPolicy(publicOrigins: publicOrigins, addresses: addresses)
+        let returnTo = ReturnTo(allowedOrigins: Set(try configuration.returnToOrigins.map { origin in
+            do { return try SiteOrigin.normalized(origin).get() } catch { throw ConfigurationError("return_to origin: \(error)") }
+        }), sameOrigin: sameOrigin)
         let refusals = Refusals(metrics: metrics, logger: logger)
         let webhooks = configuration.webhooks.map {
             OutboxDelivery(channel: .webhook, schedule: $0.schedule, courier: WebhookCourier(settings: $0, now: configuration.now),
@@ -215,7 +221,7 @@ public final class SignupApplication: Sendable {
                 courier: MailCourier(settings: settings.mail, key: sealingKey, now: configuration.now),
                 store: store, metrics: metrics, logger: logger, now: configuration.now)
             mails = delivery
-            let origin = configuration.publicOrigins.first
+            let origin = publicOrigins.first
                 ?? "http://\(["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "localhost" : configuration.host):\(configuration.port)"
             proofs = AddressProofs(
                 settings: settings, store: store,
@@ -227,7 +233,9 @@ public final class SignupApplication: Sendable {
         let deliveries = [webhooks, mails].compactMap { $0 }
         let signedIn = SignedInUsers(store: store, lifetime: configuration.signInLifetime,
                                      idleTimeout: configuration.signInIdleTimeout,
-                                     secureCookies: configuration.secureCookies, cookieDomain: configuration.cookieDomain,
+                                     // An https public origin is served over TLS: the cookie must never go in clear.
+                                     secureCookies: configuration.secureCookies || publicOrigins.contains { $0.hasPrefix("https://") },
+                                     cookieDomain: configuration.cookieDomain,
                                      now: configuration.now)
         self.signedIn = signedIn
         let routes = SignupRoutes(
@@ -251,7 +259,7 @@ public final class SignupApplication: Sendable {
                 proofOfWork: proofOfWork, sessions: sessions),
             verification: proofs.map {
                 VerificationRoutes(pages: pages, refusals: refusals, proofs: $0, store: store, signedIn: signedIn,
-                                   metrics: metrics, logger: logger, webhooks: webhooks, now: configuration.now,
+                                   metrics: metrics, logger: logger, webhooks: webhooks, returnTo: returnTo, now: configuration.now,
                                    proofOfWork: proofOfWork)
             },
             passkeys: PasskeyRoutes(
@@ -336,6 +344,9 @@ public final class SignupApplication: Sendable {
         mails?.start()
         scheduleSweep(every: min(60, max(1, configuration.sessionIdleLifetime / 4)))
         logger.info("Listening", metadata: ["url": "http://\(configuration.host):\(port)"])
+        if configuration.publicOrigins.isEmpty {
+            logger.notice("No --public-origin: this site's origin follows each request's Host (and X-Forwarded-Host from a trusted proxy), for the cross-site check, return_to and the passkey rp id; set --public-origin in production")
+        }
     }
 
     /// Sweeps idle sessions every `interval` seconds on the app's clock (`Configuration.after`,

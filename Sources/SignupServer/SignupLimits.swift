@@ -24,6 +24,12 @@ public struct SignupLimits: Sendable {
     public var signinFailuresPerAccount = Rate.per(minute: 1, burst: 5)
     /// Failed sign-ins per address before each further try must wait.
     public var signinFailuresPerAddress = Rate.per(minute: 6, burst: 20)
+    /// Passkey ceremonies (`/passkeys/register`, `/passkeys/signin`, `/account/passkeys`) per
+    /// address: each decodes CBOR and checks a signature for a client nobody knows yet.
+    public var passkeysPerAddress = Rate.per(second: 1, burst: 30)
+    /// `/auth` answers for a sign-in cookie that names no live session, per address (a known
+    /// session never counts): random cookies cannot make each answer a database read.
+    public var unknownSessionsPerAddress = Rate.per(second: 5, burst: 100)
     /// Mails to one email address (a code, a new code, an "address in use" notice), counted
     /// across instances: three at once, then one every 12 minutes.
     public var mailsPerRecipient = Rate(burst: 3, perSecond: 5.0 / 3600)
@@ -57,6 +63,8 @@ public struct SignupLimits: Sendable {
         limits.mailsPerRecipient = .unlimited
         limits.mailsPerAddress = .unlimited
         limits.noJavaScriptSignups = .unlimited
+        limits.passkeysPerAddress = .unlimited
+        limits.unknownSessionsPerAddress = .unlimited
         limits.hashesPerAddress = 1_000_000
         return limits
     }

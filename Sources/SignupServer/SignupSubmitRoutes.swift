@@ -122,7 +122,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
         }
         guard policy.breachedPasswords != nil || policy.mailDomains != nil else {
             return checked(values: values, availability: availability, breach: nil, deliverable: nil, token: token,
-                           clientKey: clientKey, session: session)
+                           clientKey: clientKey, session: session, cookieHeader: request.http.headers["Cookie"])
         }
         // A breach look-up or a DNS question can take its source's whole timeout: they run on
         // their own threads and the answer follows from there, never holding a request thread.
@@ -133,7 +133,8 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
                     // Off the resolver's thread, which only relays answers.
                     DispatchQueue.global().async { [self] in
                         checked(values: values, availability: availability, breach: breach, deliverable: deliverable,
-                                token: token, clientKey: clientKey, session: session).deliver(to: respond)
+                                token: token, clientKey: clientKey, session: session,
+                                cookieHeader: request.http.headers["Cookie"]).deliver(to: respond)
                     }
                 }
             }
@@ -143,7 +144,8 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     /// The submission with every answer in: its 422, or the account once the password is
     /// hashed.
     private func checked(values: [SignupField: String], availability: RequirementState, breach: RequirementState?,
-                         deliverable: RequirementState?, token: String, clientKey: String, session: FormSession?) -> HTTPResponse {
+                         deliverable: RequirementState?, token: String, clientKey: String, session: FormSession?,
+                         cookieHeader: String?) -> HTTPResponse {
         // The passkey made on this form, if any: with a password it is kept as well.
         let passkey = session?.passkey
         let evaluation = policy.evaluateSubmission(
@@ -166,12 +168,13 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
         if credential == .passkey {
             // Nothing to hash: the account cannot be signed in to with a password.
             return finishSignup(.success(Account.unusablePasswordHash), values: values, token: token, session: session,
-                                passkey: passkey)
+                                passkey: passkey, cookieHeader: cookieHeader)
         }
         return .later { [self] respond in
             do throws(HashingRefusal) {
                 try hashing.hash(password, client: clientKey) { result in
-                    respond(finishSignup(result, values: values, token: token, session: session, passkey: passkey))
+                    respond(finishSignup(result, values: values, token: token, session: session, passkey: passkey,
+                                         cookieHeader: cookieHeader))
                 }
             } catch {
                 respond(hashingRefused(error, values: values, token: token))
@@ -181,7 +184,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
 
     /// Stores the account once its password is hashed (runs on the hashing queue).
     private func finishSignup(_ hash: Result<String, Error>, values: [SignupField: String],
-                              token: String, session: FormSession?, passkey: NewPasskey?) -> HTTPResponse {
+                              token: String, session: FormSession?, passkey: NewPasskey?, cookieHeader: String?) -> HTTPResponse {
         let passwordHash: String
         switch hash {
         case .success(let value): passwordHash = value
@@ -215,7 +218,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             // the sign-in page is where its owner goes next.
             do {
                 return redirect(to: returnTarget ?? "/welcome" + PageRenderer.languageQuery(language),
-                                cookie: try signedIn.signIn(account))
+                                cookies: try signedIn.signIn(account, replacing: cookieHeader))
             } catch {
                 logger.error("Account created, but its signed-in session could not be stored", metadata: ["error": "\(error)"])
                 return redirect(to: "/signin" + PageRenderer.languageQuery(language))
@@ -251,12 +254,12 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     /// (never the password), under the same token.
     func changeAddress(_ request: SignupRequest) -> HTTPResponse {
         switch answering(request.http) {
-        case .success(let posted): return posted.routes.asking(request).changeAddress(posted.form)
+        case .success(let posted): return posted.routes.asking(request).changeAddress(posted.form, request: request.http)
         case .failure(let error): return error.response
         }
     }
 
-    private func changeAddress(_ form: URLEncodedForm) -> HTTPResponse {
+    private func changeAddress(_ form: URLEncodedForm, request: HTTPRequest) -> HTTPResponse {
         guard let token = form["token"], sessions.isGenuine(token) else {
             return rerender(values: [:], evaluation: nil, status: .unprocessableContent, formError: text("error.expired"))
         }
@@ -267,7 +270,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
                 values[.username] = pending.username
                 values[.email] = pending.email
                 try store.cancelPendingSignup(formToken: token)
-                routes.returnTarget = pending.returnTo.isEmpty ? nil : pending.returnTo
+                routes.returnTarget = returnTo.validated(pending.returnTo, for: request)
             }
         } catch {
             logger.error("Account store unavailable while changing an address", metadata: ["error": "\(error)"])

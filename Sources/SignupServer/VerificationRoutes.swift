@@ -25,6 +25,9 @@ struct VerificationRoutes: ChargesProofs, Sendable {
     let logger: Logger
     /// Sends `account.created` when configured; told when there is one to send.
     let webhooks: OutboxDelivery?
+    /// A stored `return_to` is checked again when it is followed: it was accepted for the
+    /// request that signed up, which may have named another host.
+    let returnTo: ReturnTo
     let now: @Sendable () -> Date
     /// After failures from a client (wrong codes, failed sign-ins), typing a code pays a
     /// proof of work, as signing in does.
@@ -75,26 +78,27 @@ struct VerificationRoutes: ChargesProofs, Sendable {
         switch answeringForm(request.http) {
         case .success(let (speaking, form)):
             let routes = speaking.asking(request)
-            if let link = form["link"], !link.isEmpty { return routes.verify(link: link) }
-            return routes.verify(token: form["token"] ?? "", typed: form["code"] ?? "", altcha: form[ProofOfWorkGate.field])
+            if let link = form["link"], !link.isEmpty { return routes.verify(link: link, request: request.http) }
+            return routes.verify(token: form["token"] ?? "", typed: form["code"] ?? "", altcha: form[ProofOfWorkGate.field],
+                                 request: request.http)
         case .failure(let error):
             return error.response
         }
     }
 
-    private func verify(link: String) -> HTTPResponse {
+    private func verify(link: String, request: HTTPRequest) -> HTTPResponse {
         do {
             guard let pending = try store.pendingSignup(linkHash: proofs.secrets.linkHash(link), at: now()) else {
                 metrics.verification("expired")
                 return expired()
             }
-            return complete(pending)
+            return complete(pending, request: request)
         } catch {
             return unavailable(error)
         }
     }
 
-    private func verify(token: String, typed: String, altcha: String?) -> HTTPResponse {
+    private func verify(token: String, typed: String, altcha: String?, request: HTTPRequest) -> HTTPResponse {
         let pending: PendingSignup?
         do {
             pending = try store.pendingSignup(formToken: token, at: now())
@@ -119,17 +123,19 @@ struct VerificationRoutes: ChargesProofs, Sendable {
             metrics.verification("invalid")
             return codePage(pending, code: typed, fieldError: text("verify.code_shape"), status: .unprocessableContent)
         }
-        guard pending.wrongTries < settings.maximumWrongCodes else {
-            metrics.verification("used_up")
-            return codePage(pending, code: typed, fieldError: text("verify.code_used_up"), status: .unprocessableContent)
+        // The try is spent before the code is compared, in one atomic update: parallel
+        // guesses cannot all pass a count read before any of them was recorded.
+        let tries: Int
+        do {
+            guard let spent = try store.spendCodeTry(formToken: pending.formToken, maximum: settings.maximumWrongCodes) else {
+                metrics.verification("used_up")
+                return codePage(pending, code: typed, fieldError: text("verify.code_used_up"), status: .unprocessableContent)
+            }
+            tries = spent
+        } catch {
+            return unavailable(error)
         }
         guard proofs.secrets.codeMatches(code, formToken: pending.formToken, storedHash: pending.codeHash) else {
-            let tries: Int
-            do {
-                tries = try store.recordWrongCode(formToken: pending.formToken)
-            } catch {
-                return unavailable(error)
-            }
             metrics.verification("wrong_code")
             proofOfWork?.pricing.record(.wrongCode, addressKey: clientKey)
             logger.info("Wrong verification code", metadata: ["tries": "\(tries)"])
@@ -139,12 +145,12 @@ struct VerificationRoutes: ChargesProofs, Sendable {
                 : text("verify.code_wrong").replacingOccurrences(of: "{n}", with: String(left))
             return codePage(pending, code: typed, fieldError: message, status: .unprocessableContent)
         }
-        return complete(pending)
+        return complete(pending, request: request)
     }
 
     /// The proof is in: the account is made (once; a second proof finds nothing), its owner
     /// signed in and sent on.
-    private func complete(_ pending: PendingSignup) -> HTTPResponse {
+    private func complete(_ pending: PendingSignup, request: HTTPRequest) -> HTTPResponse {
         let account: Account
         do {
             guard let made = try store.completePendingSignup(formToken: pending.formToken, at: now(), announce: webhooks != nil) else {
@@ -173,9 +179,9 @@ struct VerificationRoutes: ChargesProofs, Sendable {
         metrics.verification("verified")
         metrics.signup("created")
         logger.info("Account created", metadata: ["account": "\(account.id)", "email": "verified"])
-        let target = pending.returnTo.isEmpty ? "/welcome" + PageRenderer.languageQuery(language) : pending.returnTo
+        let target = returnTo.validated(pending.returnTo, for: request) ?? "/welcome" + PageRenderer.languageQuery(language)
         do {
-            return redirect(to: target, cookie: try signedIn.signIn(account))
+            return redirect(to: target, cookies: try signedIn.signIn(account, replacing: request.headers["Cookie"]))
         } catch {
             logger.error("Account created, but its signed-in session could not be stored", metadata: ["error": "\(error)"])
             return redirect(to: "/signin" + PageRenderer.languageQuery(language))

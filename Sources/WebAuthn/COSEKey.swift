@@ -19,7 +19,7 @@ public struct WebAuthnError: Error, Equatable, Sendable, CustomStringConvertible
     public static let codes = ["malformed", "wrong_type", "wrong_challenge", "wrong_origin", "bad_client_data", "wrong_rp_id",
                                "user_not_present", "user_not_verified", "bad_attestation", "bad_signature", "sign_count",
                                "unknown_credential", "wrong_user", "unsupported_algorithm", "bad_key",
-                               "bad_authenticator_data"]
+                               "bad_authenticator_data", "missing_user_handle"]
 }
 
 /// A credential public key in COSE form (RFC 9052/9053, as WebAuthn carries it), for the

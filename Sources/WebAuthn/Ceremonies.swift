@@ -138,10 +138,15 @@ public enum WebAuthnCeremony {
 
     public static func verifyAssertion(
         _ response: AssertionResponse, expectedChallenge: [UInt8], relyingParty: RelyingParty,
-        credential: StoredCredential, requireUserVerification: Bool = false
+        credential: StoredCredential, requireUserVerification: Bool = false, discoverable: Bool = true
     ) throws(WebAuthnError) -> VerifiedAssertion {
         guard response.credentialID == credential.id else {
             throw WebAuthnError("unknown_credential", "the assertion is for another credential")
+        }
+        // §7.2 step 6: when the options named no credentials (a discoverable sign-in, the
+        // only kind this server asks for), the authenticator must say whose account it is.
+        if discoverable, response.userHandle == nil {
+            throw WebAuthnError("missing_user_handle", "a discoverable sign-in's response has no user handle")
         }
         if let handle = response.userHandle, handle != credential.userHandle {
             throw WebAuthnError("wrong_user", "the user handle is not this credential's account")

@@ -11,7 +11,7 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help("trusted-proxy", "A reverse proxy (address or CIDR) whose X-Forwarded-For/-Proto/-Host are believed; repeatable."))
     var trustedProxy: [String] = []
 
-    @Option(help: help("public-origin", "An origin the site is served under (e.g. https://signup.example.com), for the cross-site check; repeatable."))
+    @Option(help: help("public-origin", "The origin the site is served under (e.g. https://signup.example.com); repeatable. When set, this site is these origins only: the cross-site check, return_to, mail links and the passkey rp id never follow a request's Host or X-Forwarded-Host. Unset, they follow the request (logged at start)."))
     var publicOrigin: [String] = []
 
     @Option(help: help("return-to-allow", "An origin besides this site's (e.g. https://app.example.com) that ?return_to= may send a person to after signing in or up; repeatable."))
@@ -56,6 +56,8 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help(.mailsPerRecipient)) var mailsPerRecipient = LimitSetting.mailsPerRecipient.defaultText
     @Option(help: help(.mailsPerAddress)) var mailsPerAddress = LimitSetting.mailsPerAddress.defaultText
     @Option(help: help(.noJavaScriptSignups)) var noJavascriptSignups = LimitSetting.noJavaScriptSignups.defaultText
+    @Option(help: help(.passkeysPerAddress)) var passkeysPerAddress = LimitSetting.passkeysPerAddress.defaultText
+    @Option(help: help(.unknownSessionsPerAddress)) var unknownSessionsPerAddress = LimitSetting.unknownSessionsPerAddress.defaultText
     @Option(help: help(.hashesPerAddress)) var hashesPerAddress = defaults.limits.hashesPerAddress
     @Option(help: help(.hashQueueLength)) var hashQueueLength = defaults.limits.hashQueueLength
 
@@ -71,6 +73,7 @@ struct LimitOptions: ParsableArguments {
             .signinFailuresPerAccount: signinFailuresPerAccount, .signinFailuresPerAddress: signinFailuresPerAddress,
             .mailsPerRecipient: mailsPerRecipient, .mailsPerAddress: mailsPerAddress,
             .noJavaScriptSignups: noJavascriptSignups,
+            .passkeysPerAddress: passkeysPerAddress, .unknownSessionsPerAddress: unknownSessionsPerAddress,
             .hashesPerAddress: String(hashesPerAddress), .hashQueueLength: String(hashQueueLength),
         ]
         precondition(values.count == LimitSetting.allCases.count, "every LimitSetting needs its option in LimitOptions")
@@ -98,10 +101,9 @@ struct LimitOptions: ParsableArguments {
             throw ValidationError("--trusted-proxy: '\(proxy)' is not an IP address or CIDR range.")
         }
         for origin in publicOrigin + returnToAllow {
-            guard let url = URL(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host != nil,
-                  url.path.isEmpty || url.path == "/" else {
+            if case .failure(let problem) = SiteOrigin.normalized(origin) {
                 let flag = publicOrigin.contains(origin) ? "--public-origin" : "--return-to-allow"
-                throw ValidationError("\(flag): '\(origin)' is not an origin like https://signup.example.com.")
+                throw ValidationError("\(flag): \(problem).")
             }
         }
         let counts = [("max-connections", maxConnections), ("connections-per-address", connectionsPerAddress),
@@ -128,8 +130,8 @@ struct LimitOptions: ParsableArguments {
 
     func apply(to configuration: inout SignupApplication.Configuration) throws {
         configuration.trustedProxies = trustedProxy.compactMap(IPAddressRange.init)
-        configuration.publicOrigins = publicOrigin.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
-        configuration.returnToOrigins = returnToAllow.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        configuration.publicOrigins = try publicOrigin.map { try SiteOrigin.normalized($0).get() }
+        configuration.returnToOrigins = try returnToAllow.map { try SiteOrigin.normalized($0).get() }
         configuration.connectionLimit = maxConnections
         configuration.connectionsPerAddress = connectionsPerAddress
         configuration.idleTimeoutSeconds = idleTimeout

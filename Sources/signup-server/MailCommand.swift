@@ -15,8 +15,11 @@ struct Mail: ParsableCommand {
         @Option(help: help("smtp-url", "smtp://[user@]host[:port] (STARTTLS when offered) or smtps://…; the password in LIVESIGNUP_SMTP_PASSWORD."))
         var smtpUrl: String
 
-        @Flag(help: help("smtp-require-tls", "Refuse to send unless STARTTLS succeeds (smtps:// always encrypts)."))
+        @Flag(help: help("smtp-require-tls", "Refuse to send unless STARTTLS succeeds, even to a mail server on this machine (smtps:// always encrypts). Without it TLS is required anyway for any server not on loopback."))
         var smtpRequireTls = false
+
+        @Flag(help: help("smtp-allow-plaintext", "Send without TLS when a mail server that is not on loopback offers no STARTTLS (the password, codes and links then cross the network readable; logged as a warning at start)."))
+        var smtpAllowPlaintext = false
 
         @Option(help: help("smtp-ca-file", "PEM certificates to trust for the mail server instead of the system's."))
         var smtpCaFile: String?
@@ -28,7 +31,7 @@ struct Mail: ParsableCommand {
         var to: String
 
         static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-            ("smtp-url", .option), ("smtp-require-tls", .flag), ("smtp-ca-file", .option), ("mail-from", .option),
+            ("smtp-url", .option), ("smtp-require-tls", .flag), ("smtp-allow-plaintext", .flag), ("smtp-ca-file", .option), ("mail-from", .option),
         ]
 
         func validate() throws {
@@ -41,9 +44,13 @@ struct Mail: ParsableCommand {
         }
 
         func run() throws {
+            let url = URL(string: smtpUrl)!
+            if let warning = MailOptions.plaintextWarning(url, requireTLS: smtpRequireTls, allowPlaintext: smtpAllowPlaintext) {
+                FileHandle.standardError.write(Data("warning: \(warning)\n".utf8))
+            }
             let transport = SMTPTransport(
-                url: URL(string: smtpUrl)!, password: ProcessInfo.processInfo.environment["LIVESIGNUP_SMTP_PASSWORD"],
-                requireTLS: smtpRequireTls, caFile: smtpCaFile)
+                url: url, password: ProcessInfo.processInfo.environment["LIVESIGNUP_SMTP_PASSWORD"],
+                requireTLS: SMTPTransport.mustEncrypt(url, requireTLS: smtpRequireTls, allowPlaintext: smtpAllowPlaintext), caFile: smtpCaFile)
             let message = MailMessage(
                 from: mailFrom, to: to, subject: "LiveSignup: Testnachricht / test message ✓",
                 text: "This is a test message from signup-server mail test.\nDie Einstellungen funktionieren.\n",

@@ -11,8 +11,11 @@ struct MailOptions: ParsableArguments {
     @Option(help: help("smtp-url", "The mail server: smtp://[user@]host[:port] (STARTTLS when offered) or smtps://…; the password in LIVESIGNUP_SMTP_PASSWORD."))
     var smtpUrl: String?
 
-    @Flag(help: help("smtp-require-tls", "Refuse to send unless STARTTLS succeeds (smtps:// always encrypts)."))
+    @Flag(help: help("smtp-require-tls", "Refuse to send unless STARTTLS succeeds, even to a mail server on this machine (smtps:// always encrypts). Without it TLS is required anyway for any server not on loopback."))
     var smtpRequireTls = false
+
+    @Flag(help: help("smtp-allow-plaintext", "Send without TLS when a mail server that is not on loopback offers no STARTTLS (the password, codes and links then cross the network readable; logged as a warning at start)."))
+    var smtpAllowPlaintext = false
 
     @Option(help: help("smtp-ca-file", "PEM certificates to trust for the mail server instead of the system's."))
     var smtpCaFile: String?
@@ -36,7 +39,7 @@ struct MailOptions: ParsableArguments {
     var mailRetryHours = 24
 
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-        ("email-verification", .option), ("smtp-url", .option), ("smtp-require-tls", .flag), ("smtp-ca-file", .option),
+        ("email-verification", .option), ("smtp-url", .option), ("smtp-require-tls", .flag), ("smtp-allow-plaintext", .flag), ("smtp-ca-file", .option),
         ("mail-dir", .option), ("mail-from", .option), ("verification-minutes", .option),
         ("verification-resend-seconds", .option), ("mail-first-retry-seconds", .option), ("mail-retry-hours", .option),
     ]
@@ -79,13 +82,26 @@ struct MailOptions: ParsableArguments {
         }
     }
 
+    /// What to warn the operator about when mail may leave unencrypted, or nil.
+    static func plaintextWarning(_ url: URL, requireTLS: Bool, allowPlaintext: Bool) -> String? {
+        guard url.scheme?.lowercased() == "smtp", allowPlaintext, !requireTLS, !SMTPTransport.isLoopback(url.host) else { return nil }
+        return "--smtp-allow-plaintext: mail to \(url.host ?? "the mail server") goes unencrypted when it offers no STARTTLS; "
+            + "its password, the codes and the links can then be read on the way"
+    }
+
+    /// The warning for this configuration's transport, if any.
+    var plaintextWarning: String? {
+        guard let smtpUrl, let url = URL(string: smtpUrl) else { return nil }
+        return Self.plaintextWarning(url, requireTLS: smtpRequireTls, allowPlaintext: smtpAllowPlaintext)
+    }
+
     /// The settings, or nil when addresses are not proved.
     func settings(serviceName: String) -> EmailVerificationSettings? {
         guard emailVerification != "off" else { return nil }
         let transport: any MailTransport
         if let smtpUrl, let url = URL(string: smtpUrl) {
             transport = SMTPTransport(url: url, password: ProcessInfo.processInfo.environment["LIVESIGNUP_SMTP_PASSWORD"],
-                                      requireTLS: smtpRequireTls, caFile: smtpCaFile)
+                                      requireTLS: SMTPTransport.mustEncrypt(url, requireTLS: smtpRequireTls, allowPlaintext: smtpAllowPlaintext), caFile: smtpCaFile)
         } else if let mailDir {
             transport = MailDirectoryTransport(directory: URL(fileURLWithPath: mailDir))
         } else {

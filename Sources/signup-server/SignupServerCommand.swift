@@ -95,6 +95,7 @@ struct Serve: ParsableCommand {
         configuration.proofOfWork = proof.settings
         configuration.proofOfWorkKey = try ProofOptions.keyFromEnvironment()
         configuration.emailVerification = mail.settings(serviceName: configuration.policy.settings.serviceName)
+        if let warning = mail.plaintextWarning { logger.warning("\(warning)") }
         configuration.signInLifetime = TimeInterval(operations.signinLifetimeHours * 3600)
         configuration.signInIdleTimeout = TimeInterval(operations.signinIdleHours * 3600)
         configuration.metricsExport = metrics

@@ -400,9 +400,11 @@ public struct AccountStoreContract {
         XCTAssertEqual(found.language, "de", file: file, line: line)
         XCTAssertEqual(try store.pendingSignup(linkHash: "link-1", at: now)?.formToken, "p-1", file: file, line: line)
         XCTAssertNil(try store.pendingSignup(formToken: "p-1", at: now.addingTimeInterval(1800)), "expired", file: file, line: line)
-        XCTAssertEqual(try store.recordWrongCode(formToken: "p-1"), 1, file: file, line: line)
-        XCTAssertEqual(try store.recordWrongCode(formToken: "p-1"), 2, file: file, line: line)
-        XCTAssertEqual(try store.recordWrongCode(formToken: "nobody"), 0, file: file, line: line)
+        XCTAssertEqual(try store.spendCodeTry(formToken: "p-1", maximum: 3), 1, file: file, line: line)
+        XCTAssertEqual(try store.spendCodeTry(formToken: "p-1", maximum: 3), 2, file: file, line: line)
+        XCTAssertEqual(try store.spendCodeTry(formToken: "p-1", maximum: 3), 3, file: file, line: line)
+        XCTAssertNil(try store.spendCodeTry(formToken: "p-1", maximum: 3), "none left", file: file, line: line)
+        XCTAssertNil(try store.spendCodeTry(formToken: "nobody", maximum: 3), file: file, line: line)
 
         let later = now.addingTimeInterval(600)
         XCTAssertTrue(try store.replaceCode(formToken: "p-1", codeHash: "c-2", linkHash: "link-2", sentAt: later,

@@ -105,3 +105,66 @@ def test_refusals_say_why_and_send_nothing(smtp_server):
     down = mail_test(free_port(), certificate)
     assert down.returncode != 0 and "did not take the mail" in down.stderr
     assert mailbox.messages == []
+
+
+def own_network_address():
+    """An IPv4 address of this machine that is not loopback: the mail server reached as if it
+    were across the network. Failing a global one, a /32 added to `lo` for the test (root)."""
+    found = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True).stdout
+    for line in found.splitlines():
+        address = line.split()[3].split("/")[0]
+        if not address.startswith("127."):
+            return address, None
+    subprocess.run(["ip", "addr", "add", "10.254.254.254/32", "dev", "lo"], check=True, capture_output=True)
+    return "10.254.254.254", "10.254.254.254/32"
+
+
+@pytest.fixture
+def plain_smtp_server():
+    """aiosmtpd offering no STARTTLS at all (as a man in the middle who stripped it would), and
+    taking AUTH in clear, so the test sees whether a password would have crossed the wire."""
+    address, added = own_network_address()
+    logins = []
+
+    def record(server, session, envelope, mechanism, auth_data):
+        logins.append(auth_data.login)
+        return AuthResult(success=True, handled=False)
+
+    mailbox = Mailbox()
+    port = free_port()
+    controller = Controller(mailbox, hostname="0.0.0.0", port=port, authenticator=record, auth_require_tls=False)
+    controller.start()
+    try:
+        yield mailbox, port, address, logins
+    finally:
+        controller.stop()
+        if added:
+            subprocess.run(["ip", "addr", "del", added, "dev", "lo"], capture_output=True)
+
+
+def plain_mail_test(host, port, *flags):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("LIVESIGNUP_")}
+    environment["LIVESIGNUP_SMTP_PASSWORD"] = "s3cret-pass"
+    arguments = [str(SERVER), "mail", "test", "--smtp-url", f"smtp://mailer@{host}:{port}",
+                 "--mail-from", "noreply@example.org", "--to", "ada@example.org", *flags]
+    return subprocess.run(arguments, capture_output=True, text=True, env=environment, timeout=60)
+
+
+def test_a_server_across_the_network_without_starttls_gets_no_password_and_no_mail(plain_smtp_server):
+    """Issue 40, item 5: STARTTLS was used only when offered, so a stripped offer sent AUTH PLAIN
+    and the codes in clear. Now TLS is required unless the server is on loopback or the
+    operator says --smtp-allow-plaintext, which warns."""
+    mailbox, port, address, logins = plain_smtp_server
+    refused = plain_mail_test(address, port)
+    assert refused.returncode != 0 and "did not take the mail" in refused.stderr, refused.stderr
+    assert logins == [] and mailbox.messages == [], "no password and no mail crossed the network in clear"
+
+    allowed = plain_mail_test(address, port, "--smtp-allow-plaintext")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "warning: --smtp-allow-plaintext" in allowed.stderr and "unencrypted" in allowed.stderr
+    assert logins == [b"mailer"] and len(mailbox.messages) == 1
+
+    relay = plain_mail_test("127.0.0.1", port)
+    assert relay.returncode == 0, "a relay on this machine may be plain: " + relay.stderr
+    assert "warning" not in relay.stderr
+    assert len(mailbox.messages) == 2

@@ -32,6 +32,9 @@ class EchoApplication:
             def do_GET(self):
                 body = (f"<!DOCTYPE html><title>App</title><p id=user>{self.headers.get('X-Auth-Request-User', '')}</p>"
                         f"<p id=email>{self.headers.get('X-Auth-Request-Email', '')}</p>"
+                        f"<p id=verified>{self.headers.get('X-Auth-Request-Email-Verified', '')}</p>"
+                        f"<p id=preferred>{self.headers.get('X-Auth-Request-Preferred-Username', '')}</p>"
+                        f"<p id=cookie>{self.headers.get('Cookie', '')}</p>"
                         f"<p id=account>{self.headers.get('X-Auth-Request-Id', '')}</p>"
                         f"<p id=path>{self.path}</p>").encode()
                 self.send_response(200)
@@ -136,9 +139,13 @@ def test_a_visitor_signs_up_comes_back_signed_in_stays_through_a_restart_and_sig
     assert headers["location"] == app_url, "signed up: back where they were going"
     cookie = headers["set-cookie"].split(";")[0]
 
-    status, _, shown = request(nginx.app_port, "GET", wanted, cookie=cookie)
+    status, _, shown = request(nginx.app_port, "GET", wanted, cookie=f"theme=dark; {cookie}; lang=de")
     assert status == 200, nginx.log()
-    assert "<p id=user>protected</p>" in shown and "<p id=email>protected@example.org</p>" in shown
+    assert "<p id=user>protected</p>" in shown and "<p id=preferred>protected</p>" in shown
+    # Nobody proved the address (this server mails nothing): the application gets no address
+    # to map the person by, and is told why.
+    assert "<p id=email></p>" in shown and "<p id=verified>false</p>" in shown
+    assert "<p id=cookie>theme=dark; lang=de</p>" in shown, "the sign-in cookie stays with LiveSignup"
     assert re.search(r"<p id=account>\d+</p>", shown), "the account's stable id"
     assert f"<p id=path>{wanted}</p>" in shown
 
@@ -168,4 +175,6 @@ def test_the_round_trip_in_a_browser(deployment, browser):
     browser.button().click()
     browser.until(lambda: browser.driver.current_url == app_url, "back at the application after signing up")
     assert browser.driver.find_element(By.ID, "user").text == "browsertrip"
-    assert browser.driver.find_element(By.ID, "email").text == "browsertrip@example.com"
+    assert browser.driver.find_element(By.ID, "email").text == "", "an unproved address is not handed on"
+    assert browser.driver.find_element(By.ID, "verified").text == "false"
+    assert "livesignup_auth" not in browser.driver.find_element(By.ID, "cookie").text

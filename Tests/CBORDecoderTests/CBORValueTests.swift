@@ -1,4 +1,5 @@
 import CBORDecoder
+import Foundation
 import XCTest
 
 /// libcbor through our Swift face, checked against the examples of RFC 8949 Appendix A
@@ -83,5 +84,60 @@ final class CBORValueTests: XCTestCase {
         XCTAssertEqual(reason("84" + "01020304", limits: CBORLimits(maximumItems: 3)), "more than 3 items")
         XCTAssertEqual(reason(String(repeating: "00", count: 40), limits: CBORLimits(maximumBytes: 32)),
                        "40 bytes; at most 32 are read")
+    }
+
+    /// Declared lengths that the bytes cannot hold are refused before libcbor reads them:
+    /// libcbor 0.8 allocates and zero-fills a container's declared length at its header, so
+    /// `9a 08000000` alone used to cost a GiB. The process's peak RSS (reset through
+    /// /proc/self/clear_refs before each input) must stay within a few MiB.
+    func testDeclaredLengthsBeyondTheBytesSentAreRefusedWithoutAllocating() throws {
+        let hostile: [(String, String)] = [
+            ("9a08000000", "cut short"),                                  // an array of 2^27 items, in 5 bytes
+            ("9b0000000100000000", "cut short"),                          // 2^32 items
+            ("ba08000000", "cut short"),                                  // a map of 2^27 pairs
+            ("bb00000000ffffffff", "cut short"),                          // 2^32 pairs
+            ("5a7fffffff", "cut short"),                                  // a byte string of 2 GiB
+            ("7a7fffffff", "cut short"),                                  // a text string of 2 GiB
+            ("5f5a7fffffffff", "cut short"),                              // the same as an indefinite string's chunk
+            ("83" + String(repeating: "9a00100000", count: 3), "cut short"), // nested headers, each a million
+            ("a1019a08000000", "cut short"),                              // a COSE-shaped map holding one
+            ("9f" + String(repeating: "9a08000000", count: 1), "cut short"), // inside an indefinite array
+            ("9f" + String(repeating: "9f", count: 20), "nested deeper than 16"), // indefinite nesting
+            ("9f" + String(repeating: "00", count: 3000) + "ff", "more than 2048 items"),
+            ("d8189a08000000", "cut short"),                              // behind a tag
+        ]
+        for (hex, expected) in hostile {
+            resetPeakMemory()
+            let before = try residentKiB("VmRSS")
+            XCTAssertThrowsError(try CBORValue.decode(bytes(hex)), hex) { error in
+                XCTAssertTrue("\(error)".contains(expected), "\(hex): \(error)")
+            }
+            let peak = try residentKiB("VmHWM")
+            XCTAssertLessThan(peak - before, 4 * 1024, "\(hex) raised the peak RSS by \(peak - before) KiB")
+        }
+    }
+
+    /// The walk refuses what RFC 8949 Appendix C calls not well-formed, and lets the standard's
+    /// own awkward examples through (indefinite lengths, tags, simple values).
+    func testTheWalkAgreesWithTheStandardOnWellFormedness() throws {
+        for hex in ["1c", "5f01ff", "5f5f4101ffff", "ff", "9f01", "bf01ff", "f818", "3f", "df00"] {
+            XCTAssertThrowsError(try CBORValue.decode(bytes(hex)), "\(hex) is not well-formed")
+        }
+        XCTAssertEqual(try decode("9f018202039f0405ffff"),
+                       .array([.unsigned(1), .array([.unsigned(2), .unsigned(3)]), .array([.unsigned(4), .unsigned(5)])]))
+        XCTAssertEqual(try decode("bf61610161629f0203ffff")["b"], .array([.unsigned(2), .unsigned(3)]))
+        XCTAssertEqual(try decode("c11a514b67b0"), .tagged(1, .unsigned(1_363_896_240)))
+        XCTAssertEqual(try decode("8a" + "0102030405060708090a").int, nil)
+    }
+
+    private func resetPeakMemory() {
+        // "5" resets the peak RSS (VmHWM) to the current RSS (Linux 4.0 and later).
+        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .ascii)
+    }
+
+    private func residentKiB(_ field: String) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix(field + ":") })
+        return try XCTUnwrap(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
     }
 }

@@ -57,7 +57,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func startPendingSignup(_ pending: PendingSignup, mail: OutboxEvent, at now: Date) throws { throw Failure() }
         func pendingSignup(formToken: String, at now: Date) throws -> PendingSignup? { throw Failure() }
         func pendingSignup(linkHash: String, at now: Date) throws -> PendingSignup? { throw Failure() }
-        func recordWrongCode(formToken: String) throws -> Int { throw Failure() }
+        func spendCodeTry(formToken: String, maximum: Int) throws -> Int? { throw Failure() }
         func replaceCode(formToken: String, codeHash: String, linkHash: String, sentAt: Date, expiresAt: Date,
                          mail: OutboxEvent) throws -> Bool { throw Failure() }
         func completePendingSignup(formToken: String, at now: Date, announce: Bool) throws -> Account? { throw Failure() }
@@ -111,7 +111,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func startPendingSignup(_ pending: PendingSignup, mail: OutboxEvent, at now: Date) throws {}
         func pendingSignup(formToken: String, at now: Date) throws -> PendingSignup? { nil }
         func pendingSignup(linkHash: String, at now: Date) throws -> PendingSignup? { nil }
-        func recordWrongCode(formToken: String) throws -> Int { 0 }
+        func spendCodeTry(formToken: String, maximum: Int) throws -> Int? { nil }
         func replaceCode(formToken: String, codeHash: String, linkHash: String, sentAt: Date, expiresAt: Date,
                          mail: OutboxEvent) throws -> Bool { false }
         func completePendingSignup(formToken: String, at now: Date, announce: Bool) throws -> Account? { nil }

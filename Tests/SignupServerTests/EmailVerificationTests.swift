@@ -76,6 +76,19 @@ final class EmailVerificationTests: XCTestCase {
         XCTAssertEqual(try server.store.passkeys(ofAccount: account.id).map(\.credentialID), [authenticator.credentialID])
     }
 
+    /// A proved address is handed to the application behind `/auth`, marked as proved.
+    func testAuthHandsOnAProvedAddressMarkedVerified() async throws {
+        let token = try await signUp("Proved_Ada", email: "proved@example.org")
+        let proved = try await server.request("POST", "/verify", body: FormURLEncoder.encode(
+            [("token", token), ("code", try await code(for: "proved@example.org"))]))
+        XCTAssertEqual(proved.status, 303)
+        let cookie = try XCTUnwrap(proved.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
+        let auth = try await server.request("GET", "/auth", headers: ["Cookie": cookie])
+        XCTAssertEqual(auth.status, 200)
+        XCTAssertEqual(auth.headers["x-auth-request-email"], "proved@example.org")
+        XCTAssertEqual(auth.headers["x-auth-request-email-verified"], "true")
+    }
+
     func testACodeExpiresWithItsHoldAndTheNameIsFreeAgain() async throws {
         let token = try await signUp("Lovelace", email: "ada@example.org")
         let adaCode = try await code(for: "ada@example.org")

@@ -16,10 +16,30 @@ final class ReturnToTests: XCTestCase {
 
     func testThisSiteAndAllowedOriginsAreKept() {
         for kept in ["/", "/dashboard", "/dashboard?tab=1&x=2#top", "/a/b%20c",
-                     "http://127.0.0.1:8080/app", "https://signup.example.com/settings",
+                     "https://signup.example.com/settings",
                      "https://app.example.com/", "https://APP.example.com:443/x?y=1", "https://app.example.com/%2F%2Fx"] {
             XCTAssertEqual(policy.validated(kept, for: request), kept, kept)
         }
+    }
+
+    /// Issue 40, item 3: with a public origin configured, the request's `Host` (and a trusted
+    /// proxy's `X-Forwarded-Host`) is the client's word, and names no site of ours; without
+    /// one, the site follows the request (as the start-up log says).
+    func testAHostTheRequestNamesIsThisSiteOnlyWithoutAPublicOrigin() {
+        let proxy = ClientAddressResolver(trustedProxies: [IPAddressRange("127.0.0.1")!])
+        let configured = ReturnTo(allowedOrigins: [], sameOrigin: SameOriginPolicy(
+            publicOrigins: ["https://signup.example.com"], addresses: proxy))
+        let forwarded = HTTPRequest(method: "GET", path: "/signin", headers: HTTPHeaders([
+            ("Host", "evil.example"), ("X-Forwarded-Host", "evil.example"), ("X-Forwarded-Proto", "https")]),
+            remoteAddress: "127.0.0.1")
+        XCTAssertNil(configured.validated("https://evil.example/phish", for: forwarded), "a forwarded host is not believed")
+        XCTAssertNil(configured.validated("http://127.0.0.1:8080/app", for: request), "nor the Host")
+        XCTAssertEqual(configured.sameOrigin.siteOrigins(for: forwarded), ["https://signup.example.com"])
+
+        let following = ReturnTo(allowedOrigins: [], sameOrigin: SameOriginPolicy(publicOrigins: [], addresses: proxy))
+        XCTAssertEqual(following.validated("http://127.0.0.1:8080/app", for: request), "http://127.0.0.1:8080/app")
+        XCTAssertEqual(following.validated("https://evil.example/x", for: forwarded), "https://evil.example/x",
+                       "without --public-origin the site is what the request says (logged at start)")
     }
 
     func testEverythingElseIsIgnored() {

@@ -23,9 +23,9 @@ final class SignedInSessionTests: XCTestCase {
     }
 
     /// Signs up `username` and returns the cookie the answer set (`livesignup_auth=…`).
-    private func signUp(_ username: String, password: String = "Cobol-Rocks-1959") async throws -> String {
+    private func signUp(_ username: String, password: String = "Cobol-Rocks-1959", email: String? = nil) async throws -> String {
         let form = try await server.client.openForm()
-        let body = FormURLEncoder.encode([("token", form.token), ("username", username), ("email", "\(username)@example.org"),
+        let body = FormURLEncoder.encode([("token", form.token), ("username", username), ("email", email ?? "\(username)@example.org"),
                                           ("password", password), ("confirm", password)])
         let response = try await server.request("POST", "/signup", body: body)
         XCTAssertEqual(response.status, 303, response.body)
@@ -59,7 +59,11 @@ final class SignedInSessionTests: XCTestCase {
         let signedIn = try await auth(cookie)
         XCTAssertEqual(signedIn.status, 200)
         XCTAssertEqual(signedIn.headers["x-auth-request-user"], "Grace")
-        XCTAssertEqual(signedIn.headers["x-auth-request-email"], "Grace@example.org")
+        XCTAssertEqual(signedIn.headers["x-auth-request-preferred-username"], "Grace")
+        // Nobody proved this address (no mail transport): anybody could have typed it, and two
+        // accounts may hold it, so the application must not take it as the person's.
+        XCTAssertNil(signedIn.headers["x-auth-request-email"], "an unproved address is not handed on")
+        XCTAssertEqual(signedIn.headers["x-auth-request-email-verified"], "false")
         XCTAssertEqual(signedIn.headers["x-auth-request-id"], String(account.id), "the account's stable id")
         XCTAssertEqual(signedIn.body, "", "no body")
         XCTAssertEqual(signedIn.headers["cache-control"], "no-store")
@@ -72,6 +76,21 @@ final class SignedInSessionTests: XCTestCase {
             XCTAssertNil(answer.headers["set-cookie"], "no session of any kind is made")
         }
         XCTAssertEqual(server.app.sessionCount, sessionsBefore, "asking makes no form session")
+    }
+
+    /// Two accounts typed the same address (nothing proved either): neither is sent it, so an
+    /// application that maps people by email cannot sign one in as the other. A name outside
+    /// ASCII also arrives in an ASCII-only form (UTF-8, percent-encoded).
+    func testTwoAccountsWithOneUnprovedAddressAreTwoIdsAndNoEmail() async throws {
+        let victim = try await signUp("Zoë_Owner", email: "zoe@example.org")
+        let attacker = try await signUp("mallory", email: "zoe@example.org")
+        let victimAuth = try await auth(victim)
+        let attackerAuth = try await auth(attacker)
+        XCTAssertNotEqual(victimAuth.headers["x-auth-request-id"], attackerAuth.headers["x-auth-request-id"])
+        XCTAssertNil(attackerAuth.headers["x-auth-request-email"])
+        XCTAssertNil(victimAuth.headers["x-auth-request-email"])
+        XCTAssertEqual(victimAuth.headers["x-auth-request-preferred-username"], "Zo%C3%AB_Owner")
+        XCTAssertTrue(victimAuth.headers["x-auth-request-preferred-username"]!.utf8.allSatisfy { $0 < 0x80 })
     }
 
     func testAnotherInstanceOnTheSameStoreKnowsTheSessionAndTheIdIsNeverStored() async throws {
@@ -110,19 +129,23 @@ final class SignedInSessionTests: XCTestCase {
         let second = try XCTUnwrap(signIn.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
         XCTAssertNotEqual(first, second, "a fresh id at every sign-in, whatever cookie came with it")
         let firstAuth = try await auth(first)
+        XCTAssertEqual(firstAuth.status, 401, "signing in again ends the session the browser held (ASVS V7.2.4)")
+        let elsewhere = try await server.request("POST", "/signin", body: body)
+        let third = try XCTUnwrap(elsewhere.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
         let secondAuth = try await auth(second)
-        XCTAssertEqual(firstAuth.status, 200)
-        XCTAssertEqual(secondAuth.status, 200)
+        XCTAssertEqual(secondAuth.status, 200, "a sign-in on another browser leaves this one signed in")
+        let thirdAuth = try await auth(third)
+        XCTAssertEqual(thirdAuth.status, 200)
 
         let (status, output, errors) = try ServerProcess.run(["sessions", "revoke", "--database", server.store.path, "--username", "BARBARA"])
         XCTAssertEqual(status, 0, errors)
         XCTAssertTrue(output.contains("Ended 2 signed-in sessions of Barbara."), output)
         // Another process ended them: this instance trusts its recent confirmations for
         // `confirmationLifetime` (5 s) and no longer.
-        let stillTrusted = try await auth(first)
+        let stillTrusted = try await auth(second)
         XCTAssertEqual(stillTrusted.status, 200, "within the confirmation window")
         clock.advance(by: SignedInUsers.confirmationLifetime)
-        for cookie in [first, second] {
+        for cookie in [second, third] {
             let answer = try await auth(cookie)
             XCTAssertEqual(answer.status, 401, "revoked on the server, seen once the window is over")
         }

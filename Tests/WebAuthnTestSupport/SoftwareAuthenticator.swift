@@ -11,6 +11,15 @@ public final class SoftwareAuthenticator: @unchecked Sendable {
     private var counter: UInt32 = 0
     /// UP, UV and AT for a registration; UP and UV for an assertion (WebAuthn §6.1 flags).
     public var flags: UInt8 = 0x05
+    /// For attack tests: sent instead of the attestation object a registration would carry.
+    public var attestationObject: [UInt8]?
+    /// For attack tests: sent instead of the COSE public key in the authenticator data, in
+    /// registrations and (with the AT flag) in assertions.
+    public var publicKeyBytes: [UInt8]?
+    /// For attack tests: appended after the authenticator data's other parts, the ED flag set.
+    public var extensionBytes: [UInt8]?
+    /// For attack tests: leaves the user handle out of an assertion.
+    public var omitsUserHandle = false
 
     public init(credentialID: [UInt8] = (0..<16).map { _ in UInt8.random(in: .min ... .max) }) {
         self.credentialID = credentialID
@@ -22,7 +31,7 @@ public final class SoftwareAuthenticator: @unchecked Sendable {
         let options = try JSONDecoder().decode(Options.self, from: Data(json.utf8))
         let client = clientData(type: "webauthn.create", challenge: options.challenge, origin: origin)
         let authData = authenticatorData(rpID: options.rp?.id ?? "", flags: flags | 0x40, attested: true)
-        let object: [UInt8] = [0xA3] + Self.text("fmt") + Self.text("none") + Self.text("attStmt") + [0xA0]
+        let object: [UInt8] = attestationObject ?? [0xA3] + Self.text("fmt") + Self.text("none") + Self.text("attStmt") + [0xA0]
             + Self.text("authData") + Self.bytes(authData)
         let id = Base64URL.encode(credentialID)
         return #"{"id":"\#(id)","rawId":"\#(id)","type":"public-key","response":{"clientDataJSON":"\#(Base64URL.encode(client))","attestationObject":"\#(Base64URL.encode(object))","transports":["internal"]},"clientExtensionResults":{}}"#
@@ -34,10 +43,12 @@ public final class SoftwareAuthenticator: @unchecked Sendable {
         let options = try JSONDecoder().decode(Options.self, from: Data(json.utf8))
         counter += 1
         let client = clientData(type: "webauthn.get", challenge: options.challenge, origin: origin)
-        let authData = authenticatorData(rpID: options.rpId ?? "", flags: flags, attested: false)
+        let authData = authenticatorData(rpID: options.rpId ?? "", flags: publicKeyBytes == nil ? flags : flags | 0x40,
+                                         attested: publicKeyBytes != nil)
         let signature = try key.signature(for: authData + Array(SHA256.hash(data: client))).derRepresentation
         let id = Base64URL.encode(credentialID)
-        return #"{"id":"\#(id)","rawId":"\#(id)","type":"public-key","response":{"clientDataJSON":"\#(Base64URL.encode(client))","authenticatorData":"\#(Base64URL.encode(authData))","signature":"\#(Base64URL.encode(Array(signature)))","userHandle":"\#(Base64URL.encode(userHandle))"},"clientExtensionResults":{}}"#
+        let handle = omitsUserHandle ? "" : #","userHandle":"\#(Base64URL.encode(userHandle))""#
+        return #"{"id":"\#(id)","rawId":"\#(id)","type":"public-key","response":{"clientDataJSON":"\#(Base64URL.encode(client))","authenticatorData":"\#(Base64URL.encode(authData))","signature":"\#(Base64URL.encode(Array(signature)))"\#(handle)},"clientExtensionResults":{}}"#
     }
 
     private struct Options: Decodable {
@@ -52,15 +63,15 @@ public final class SoftwareAuthenticator: @unchecked Sendable {
     }
 
     private func authenticatorData(rpID: String, flags: UInt8, attested: Bool) -> [UInt8] {
-        var data = Array(SHA256.hash(data: Array(rpID.utf8))) + [flags]
+        var data = Array(SHA256.hash(data: Array(rpID.utf8))) + [extensionBytes == nil ? flags : flags | 0x80]
         data += [UInt8(counter >> 24), UInt8(counter >> 16 & 0xFF), UInt8(counter >> 8 & 0xFF), UInt8(counter & 0xFF)]
         if attested {
             let raw = Array(key.publicKey.rawRepresentation)
             let cose: [UInt8] = [0xA5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21] + Self.bytes(Array(raw[0..<32]))
                 + [0x22] + Self.bytes(Array(raw[32...]))
-            data += [UInt8](repeating: 0, count: 16) + [0, UInt8(credentialID.count)] + credentialID + cose
+            data += [UInt8](repeating: 0, count: 16) + [0, UInt8(credentialID.count)] + credentialID + (publicKeyBytes ?? cose)
         }
-        return data
+        return data + (extensionBytes ?? [])
     }
 
     // The few CBOR heads these messages need (short texts, byte strings under 64 KiB).
