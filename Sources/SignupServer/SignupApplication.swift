@@ -65,6 +65,12 @@ public final class SignupApplication: Sendable {
         /// The sign-in cookie's `Domain` (e.g. "example.com" to reach app.example.com beside
         /// signup.example.com); nil keeps it to this host.
         public var cookieDomain: String?
+        /// The key mails are sealed with in the outbox (`LIVESIGNUP_MAIL_KEY`); nil uses the
+        /// one in the account store, shared by every instance. Given, it is never stored.
+        public var mailSealingKey: [UInt8]?
+        /// The key codes and links are hashed with (`LIVESIGNUP_VERIFICATION_KEY`); nil uses
+        /// the one in the account store. Given, it is never stored.
+        public var verificationCodeKey: [UInt8]?
         /// Where `account.created` goes as a signed Standard Webhook; nil sends none.
         public var webhooks: WebhookSettings?
         /// Proving email addresses before accounts exist; nil creates accounts at once.
@@ -215,7 +221,13 @@ public final class SignupApplication: Sendable {
         var proofs: AddressProofs?
         var mails: OutboxDelivery?
         if let settings = configuration.emailVerification {
-            let sealingKey = try store.secret(named: "mail-outbox-key", createdBy: VerificationSecrets.makeKey)
+            let sealingKey = try configuration.mailSealingKey
+                ?? store.secret(named: "mail-outbox-key", createdBy: VerificationSecrets.makeKey)
+            let codeKey = try configuration.verificationCodeKey
+                ?? store.secret(named: "verification-code-key", createdBy: VerificationSecrets.makeKey)
+            for (name, key) in [("mail sealing", sealingKey), ("verification code", codeKey)] where key.count != VerificationSecrets.keyLength {
+                throw ConfigurationError("The \(name) key must be \(VerificationSecrets.keyLength) bytes, not \(key.count).")
+            }
             let delivery = OutboxDelivery(
                 channel: .mail, schedule: settings.mail.schedule,
                 courier: MailCourier(settings: settings.mail, key: sealingKey, now: configuration.now),
@@ -225,7 +237,7 @@ public final class SignupApplication: Sendable {
                 ?? "http://\(["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "localhost" : configuration.host):\(configuration.port)"
             proofs = AddressProofs(
                 settings: settings, store: store,
-                secrets: VerificationSecrets(key: try store.secret(named: "verification-code-key", createdBy: VerificationSecrets.makeKey)),
+                secrets: VerificationSecrets(key: codeKey),
                 mails: VerificationMails(renderer: renderer, settings: settings, linkOrigin: origin, sealingKey: sealingKey),
                 limiters: limiters, delivery: delivery, now: configuration.now)
         }

@@ -154,15 +154,16 @@ struct LimitOptions: ParsableArguments {
         return Int(clamping: limit.rlim_max)
     }
 
-    /// A form-token key given as 64 hex digits (LIVESIGNUP_FORM_TOKEN_KEY).
-    static func key(fromHex hex: String) throws -> [UInt8] {
+    /// A 32-byte key given as 64 hex digits in the environment variable `variable`
+    /// (LIVESIGNUP_FORM_TOKEN_KEY, LIVESIGNUP_MAIL_KEY, LIVESIGNUP_VERIFICATION_KEY).
+    static func key(fromHex hex: String, variable: String = "LIVESIGNUP_FORM_TOKEN_KEY") throws -> [UInt8] {
         let digits = Array(hex.utf8)
         guard digits.count == 64 else {
-            throw ValidationError("LIVESIGNUP_FORM_TOKEN_KEY must be 64 hex digits (32 bytes), e.g. from `openssl rand -hex 32`.")
+            throw ValidationError("\(variable) must be 64 hex digits (32 bytes), e.g. from `openssl rand -hex 32`.")
         }
         return try stride(from: 0, to: 64, by: 2).map { index in
             guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else {
-                throw ValidationError("LIVESIGNUP_FORM_TOKEN_KEY must be hex digits only.")
+                throw ValidationError("\(variable) must be hex digits only.")
             }
             return byte
         }

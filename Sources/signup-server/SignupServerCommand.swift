@@ -100,8 +100,17 @@ struct Serve: ParsableCommand {
         configuration.signInIdleTimeout = TimeInterval(operations.signinIdleHours * 3600)
         configuration.metricsExport = metrics
         configuration.accessLines = logging.accessLines
-        if let hex = ProcessInfo.processInfo.environment["LIVESIGNUP_FORM_TOKEN_KEY"], !hex.isEmpty {
+        let environment = ProcessInfo.processInfo.environment
+        if let hex = environment["LIVESIGNUP_FORM_TOKEN_KEY"], !hex.isEmpty {
             configuration.formTokenKey = try LimitOptions.key(fromHex: hex)
+        }
+        // Kept out of the database when given: a copy of it then opens no mail in the outbox
+        // and cannot test a guessed code offline (docs/SECURITY.md).
+        if let hex = environment["LIVESIGNUP_MAIL_KEY"], !hex.isEmpty {
+            configuration.mailSealingKey = try LimitOptions.key(fromHex: hex, variable: "LIVESIGNUP_MAIL_KEY")
+        }
+        if let hex = environment["LIVESIGNUP_VERIFICATION_KEY"], !hex.isEmpty {
+            configuration.verificationCodeKey = try LimitOptions.key(fromHex: hex, variable: "LIVESIGNUP_VERIFICATION_KEY")
         }
         let app = try SignupApplication(configuration: configuration, store: store, logger: logger)
         do {

@@ -154,7 +154,7 @@ final class EmailVerificationTests: XCTestCase {
 }
 
 /// A mail transport that keeps what it is given (or refuses, as a mail server that is down).
-private final class CapturedMail: MailTransport, @unchecked Sendable {
+final class CapturedMail: MailTransport, @unchecked Sendable {
     private let lock = NSLock()
     private var sent: [MailMessage] = []
     private var tries = 0

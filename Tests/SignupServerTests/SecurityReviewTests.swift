@@ -1,0 +1,229 @@
+import Foundation
+import HTTPTestSupport
+import LiveSignupClient
+import MicroHTTPD
+import OutsideMail
+import SignupDomain
+@testable import SignupServer
+import XCTest
+
+/// Issue 40: what a security review found, each attack tried against the server as it runs.
+/// Every test checks the answer and that the person it was aimed at (or a control person) is
+/// not disturbed. Items 1 and 12 are in `HostileCBORTests`, item 2 in `SignedInSessionTests`
+/// and `EmailVerificationTests`, item 5 in Tests/Browser/test_mail_transport.py.
+final class SecurityReviewTests: XCTestCase {
+    private static let password = "Cobol-Rocks-1959"
+
+    private static func signUpBody(_ token: String, _ username: String, email: String? = nil, returnTo: String? = nil) -> String {
+        var fields = [("token", token), ("username", username), ("email", email ?? "\(username)@example.org"),
+                      ("password", password), ("confirm", password)]
+        if let returnTo { fields.append(("return_to", returnTo)) }
+        return FormURLEncoder.encode(fields)
+    }
+
+    private static func cookies(_ headers: [String: String]) -> [String] {
+        // URLSession joins repeated Set-Cookie headers with ", ".
+        (headers["set-cookie"] ?? "").components(separatedBy: ", ").filter { $0.contains("=") && $0.contains("Path=") }
+    }
+
+    private static func firstCookie(_ headers: [String: String]) throws -> String {
+        try XCTUnwrap(cookies(headers).first?.split(separator: ";").first.map(String.init))
+    }
+
+    private func code(in outbox: CapturedMail, for address: String) async throws -> String {
+        let arrived = await Condition.wait(timeout: 10) { outbox.messages(to: address).count >= 1 }
+        XCTAssertTrue(arrived, "the mail went out")
+        let text = try XCTUnwrap(outbox.messages(to: address).last?.text)
+        return try XCTUnwrap(text.firstMatch(of: #/\n\s+(\d{6})\n/#)).1.description
+    }
+
+    // MARK: Item 3: a forwarded host
+
+    /// A sign-up posted with another `Host` stored that host's `return_to`; the owner's genuine
+    /// code then signed them in and sent them there. A stored `return_to` is checked again
+    /// for the request that follows it.
+    func testAReturnToStoredUnderAnotherHostIsNotFollowedWhenTheOwnerProvesTheAddress() async throws {
+        let outbox = CapturedMail()
+        let server = try TestServer {
+            $0.emailVerification = EmailVerificationSettings(mail: MailSettings(transport: outbox, from: "t <t@example.org>"))
+        }
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        let planted = try await server.request("POST", "/signup", body: Self.signUpBody(
+            form.token, "victim_three", returnTo: "http://evil.example/collect"), headers: ["Host": "evil.example"])
+        XCTAssertEqual(planted.status, 303, planted.body)
+        let proved = try await server.request("POST", "/verify", body: FormURLEncoder.encode(
+            [("token", form.token), ("code", try await code(in: outbox, for: "victim_three@example.org"))]))
+        XCTAssertEqual(proved.status, 303)
+        XCTAssertEqual(proved.headers["location"], "/welcome", "not the host the sign-up was posted under")
+        XCTAssertNotNil(try server.store.account(named: "victim_three"), "the owner's account is made all the same")
+    }
+
+    // MARK: Item 4: limits spent before the hash
+
+    /// Two hundred wrong guesses for one account at once, each from another network: every
+    /// guess is paid for before it is hashed, so no more are hashed than the per-account
+    /// budget (5), and the owner signs in once it refills.
+    func testParallelGuessesFromManyNetworksHashNoMoreThanTheBudgetAndTheOwnerStillSignsIn() async throws {
+        let clock = TestClock()
+        let hasher = CountingHasher(base: Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024))
+        let server = try TestServer {
+            $0.now = { clock.now }
+            $0.passwordHasher = hasher
+            $0.trustedProxies = [IPAddressRange("127.0.0.1")!]
+        }
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        let made = try await server.request("POST", "/signup", body: Self.signUpBody(form.token, "guessed_owner"))
+        XCTAssertEqual(made.status, 303, made.body)
+        let hashesBefore = hasher.verifications
+        let baseURL = server.baseURL
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    try await TestServer.request(
+                        to: baseURL, "POST", "/signin",
+                        body: FormURLEncoder.encode([("username", "guessed_owner"), ("password", "guess-\(index)")]),
+                        headers: ["X-Forwarded-For": "10.\(index).0.1"]).status
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        let hashed = hasher.verifications - hashesBefore
+        XCTAssertLessThanOrEqual(hashed, 5, "guesses hashed: \(hashed)")
+        XCTAssertEqual(statuses.filter { $0 == 401 }.count, hashed, "each hashed guess was answered wrong")
+        XCTAssertEqual(statuses.filter { $0 == 429 }.count, 200 - hashed, "the rest waited")
+
+        clock.advance(by: 60)
+        let owner = try await server.request("POST", "/signin", body: FormURLEncoder.encode(
+            [("username", "guessed_owner"), ("password", Self.password)]), headers: ["X-Forwarded-For": "192.0.2.7"])
+        XCTAssertEqual(owner.status, 303, "the owner signs in after the backoff (issue 9's rule)")
+    }
+
+    // MARK: Item 6: cookies
+
+    func testAnHTTPSSiteSetsASecureHostOnlyCookieAndTwoSessionCookiesSignOut() async throws {
+        let server = try TestServer { $0.publicOrigins = ["https://signup.example.com"] }
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        let made = try await server.request("POST", "/signup", body: Self.signUpBody(form.token, "cookie_owner"))
+        let set = Self.cookies(made.headers)
+        let session = try XCTUnwrap(set.first)
+        XCTAssertTrue(session.hasPrefix("__Host-livesignup_auth="), session)
+        XCTAssertTrue(session.contains("; Secure"), "an https site: Secure without --secure-cookies")
+        XCTAssertFalse(session.contains("Domain="), "host-only")
+        XCTAssertTrue(set.contains { $0.hasPrefix("livesignup_auth=; Path=/; Max-Age=0") }, "the old name is cleared: \(set)")
+
+        let cookie = try Self.firstCookie(made.headers)
+        let id = String(cookie.split(separator: "=", maxSplits: 1)[1])
+        let own = try await server.request("GET", "/auth", headers: ["Cookie": cookie])
+        XCTAssertEqual(own.status, 200)
+        let oldName = try await server.request("GET", "/auth", headers: ["Cookie": "livesignup_auth=\(id)"])
+        XCTAssertEqual(oldName.status, 200, "the old name is still read for one session lifetime")
+
+        // Someone who can set cookies for a sibling host plants their own session beside it.
+        let other = try await server.client.openForm()
+        let attacker = try Self.firstCookie(try await server.request(
+            "POST", "/signup", body: Self.signUpBody(other.token, "cookie_planter")).headers)
+        let attackerID = String(attacker.split(separator: "=", maxSplits: 1)[1])
+        for header in ["\(cookie); livesignup_auth=\(attackerID)", "livesignup_auth=\(attackerID); \(cookie)", "\(cookie); \(attacker)"] {
+            let both = try await server.request("GET", "/auth", headers: ["Cookie": header])
+            XCTAssertEqual(both.status, 401, "two session cookies: neither is believed (\(header))")
+        }
+        let stillOwn = try await server.request("GET", "/auth", headers: ["Cookie": cookie])
+        XCTAssertEqual(stillOwn.headers["x-auth-request-user"], "cookie_owner", "the owner's own cookie still works")
+    }
+
+    func testACookieDomainKeepsThePlainName() async throws {
+        let server = try TestServer {
+            $0.publicOrigins = ["https://signup.example.com"]
+            $0.cookieDomain = "example.com"
+        }
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        let made = try await server.request("POST", "/signup", body: Self.signUpBody(form.token, "domain_owner"))
+        let session = try XCTUnwrap(Self.cookies(made.headers).first)
+        XCTAssertTrue(session.hasPrefix("livesignup_auth="), "__Host- forbids Domain: \(session)")
+        XCTAssertTrue(session.contains("Domain=example.com") && session.contains("; Secure"), session)
+    }
+
+    // MARK: Item 10: /auth for the proxy only
+
+    func testUnknownCookiesAtAuthAreRememberedAndLimitedPerAddressAndAKnownSessionIsNot() async throws {
+        let clock = TestClock()
+        let server = try TestServer {
+            $0.now = { clock.now }
+            $0.trustedProxies = [IPAddressRange("127.0.0.1")!]
+            $0.limits.unknownSessionsPerAddress = Rate(burst: 3, perSecond: 1.0 / 3600)
+        }
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        let owner = try Self.firstCookie(try await server.request(
+            "POST", "/signup", body: Self.signUpBody(form.token, "auth_owner")).headers)
+        func auth(_ cookie: String, from address: String) async throws -> (status: Int, headers: [String: String], body: String) {
+            try await server.request("GET", "/auth", headers: ["Cookie": cookie, "X-Forwarded-For": address])
+        }
+        let known = try await auth(owner, from: "10.1.0.1")
+        XCTAssertEqual(known.status, 200, "a live session costs nothing from the allowance")
+
+        func random() -> String { "livesignup_auth=" + SignInSessionID.make() }
+        let stale = random()
+        for _ in 0..<5 {
+            let answer = try await auth(stale, from: "10.1.0.1")
+            XCTAssertEqual(answer.status, 401, "one stale cookie on every request of a page: one read, remembered")
+        }
+        for _ in 0..<2 {
+            let answer = try await auth(random(), from: "10.1.0.1")
+            XCTAssertEqual(answer.status, 401)
+        }
+        let over = try await auth(random(), from: "10.1.0.1")
+        XCTAssertEqual(over.status, 429, "the fourth unknown session from this address")
+        XCTAssertNotNil(over.headers["retry-after"])
+
+        let ownerAgain = try await auth(owner, from: "10.1.0.1")
+        XCTAssertEqual(ownerAgain.status, 200, "the owner's confirmed session is still answered")
+        let elsewhere = try await auth(random(), from: "10.2.0.1")
+        XCTAssertEqual(elsewhere.status, 401, "another address has its own allowance")
+    }
+
+    // MARK: Item 9: keys outside the database
+
+    func testKeysGivenOutsideTheDatabaseAreNeverStoredAndStillProveAddresses() async throws {
+        let outbox = CapturedMail()
+        let server = try TestServer {
+            $0.emailVerification = EmailVerificationSettings(mail: MailSettings(transport: outbox, from: "t <t@example.org>"))
+            $0.mailSealingKey = VerificationSecrets.makeKey()
+            $0.verificationCodeKey = VerificationSecrets.makeKey()
+        }
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        let made = try await server.request("POST", "/signup", body: Self.signUpBody(form.token, "keyed_owner"))
+        XCTAssertEqual(made.status, 303)
+        let proved = try await server.request("POST", "/verify", body: FormURLEncoder.encode(
+            [("token", form.token), ("code", try await code(in: outbox, for: "keyed_owner@example.org"))]))
+        XCTAssertEqual(proved.status, 303)
+        XCTAssertNotNil(try server.store.account(named: "keyed_owner"))
+        let database = try String(contentsOfFile: server.store.path, encoding: .isoLatin1)
+        XCTAssertTrue(database.contains("form-token-key"), "the store's own secrets are where they were")
+        XCTAssertFalse(database.contains("mail-outbox-key"), "the mail key is not in the database")
+        XCTAssertFalse(database.contains("verification-code-key"), "nor the code key")
+    }
+}
+
+/// Counts the verifications the server asks for (each one an argon2id computation).
+final class CountingHasher: PasswordHashing, @unchecked Sendable {
+    private let base: any PasswordHashing
+    private let lock = NSLock()
+    private var count = 0
+
+    init(base: any PasswordHashing) { self.base = base }
+
+    var verifications: Int { lock.withLock { count } }
+
+    func hash(_ password: String) throws -> String { try base.hash(password) }
+
+    func verify(_ password: String, against hash: String) -> Bool {
+        lock.withLock { count += 1 }
+        return base.verify(password, against: hash)
+    }
+}
