@@ -47,6 +47,24 @@ public struct HTTPRequest: Sendable {
         query.first { $0.name == name }?.value
     }
 
+    /// The value of every cookie named `name` in `header` (a `Cookie` header's `a=b; c=d`,
+    /// RFC 6265 §5.4), in the order sent: a name may come more than once (a cookie set for
+    /// this host and one set for its parent domain, or a planted one).
+    public static func cookieValues(named name: String, in header: String?) -> [String] {
+        guard let header else { return [] }
+        var values: [String] = []
+        for pair in header.split(separator: ";") {
+            let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            if parts.count == 2, parts[0] == name { values.append(String(parts[1])) }
+        }
+        return values
+    }
+
+    /// `cookieValues(named:in:)` of this request's `Cookie` header.
+    public func cookieValues(named name: String) -> [String] {
+        Self.cookieValues(named: name, in: headers["Cookie"])
+    }
+
     /// The media type of the body without parameters, lower-cased ("application/json").
     public var mediaType: String? {
         // Bytes, not characters: grapheme breaking per character cost more than the rest

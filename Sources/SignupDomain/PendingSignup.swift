@@ -162,6 +162,18 @@ public struct VerificationSecrets: Sendable {
         Hex.encode(mac("link\u{0}\(token)"))
     }
 
+    /// What the browser that made a pending sign-up keeps in a cookie, so only it can change
+    /// the sign-up: the form token travels in URLs (`/verify?token=…`), this never does.
+    public func browserBinding(formToken: String) -> String {
+        Hex.encode(mac("browser\u{0}\(formToken)"))
+    }
+
+    /// Whether `binding` is this form's browser binding, compared in constant time.
+    public func isBrowserBinding(_ binding: String, formToken: String) -> Bool {
+        guard let given = Hex.decode(Substring(binding)) else { return false }
+        return HMAC<SHA256>.isValidAuthenticationCode(given, authenticating: Data("browser\u{0}\(formToken)".utf8), using: key)
+    }
+
     /// Whether `code` is the one whose hash is `storedHash`, compared in constant time.
     public func codeMatches(_ code: String, formToken: String, storedHash: String) -> Bool {
         guard let stored = Hex.decode(Substring(storedHash)) else { return false }

@@ -1,4 +1,5 @@
 import Foundation
+import MicroHTTPD
 import Logging
 import SignupDomain
 
@@ -18,6 +19,21 @@ struct AddressProofs: Sendable {
     /// Told when a mail was written, so it leaves now rather than at the next poll.
     let delivery: OutboxDelivery
     let now: @Sendable () -> Date
+
+    /// The cookie that binds a pending sign-up to the browser that made it (path `/verify`).
+    static let browserCookie = "livesignup_signup_browser"
+
+    /// The `Set-Cookie` value that binds `formToken`'s pending sign-up to this browser, for
+    /// as long as its name may be held.
+    func browserCookie(for formToken: String, secure: Bool) -> String {
+        "\(Self.browserCookie)=\(secrets.browserBinding(formToken: formToken)); Path=/verify; "
+            + "Max-Age=\(Int(2 * settings.codeLifetime)); HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "")
+    }
+
+    /// Whether `request` comes from the browser that made `formToken`'s pending sign-up.
+    func isFromTheBrowserThatSignedUp(_ request: HTTPRequest, formToken: String) -> Bool {
+        request.cookieValues(named: Self.browserCookie).contains { secrets.isBrowserBinding($0, formToken: formToken) }
+    }
 
     /// Spends one mail from the recipient's and the client's allowances, or says when one
     /// may be sent again. Asked before the password is hashed, so a refused sign-up costs no
@@ -44,10 +60,13 @@ struct AddressProofs: Sendable {
     /// A new code and link for `pending` (the old ones stop working). False when it is gone.
     func renew(_ pending: PendingSignup, language: Languages.Language) throws -> Bool {
         let time = now()
-        let proof = try makeProof(for: pending.email, formToken: pending.formToken, language: language, at: time)
+        // A name is held for a sign-up at most twice the code's lifetime, however often a new
+        // code is asked for: otherwise a new code every few minutes would hold it for ever.
+        let expiresAt = min(time.addingTimeInterval(settings.codeLifetime), pending.createdAt.addingTimeInterval(2 * settings.codeLifetime))
+        guard expiresAt > time.addingTimeInterval(60) else { return false }
+        let proof = try makeProof(for: pending.email, formToken: pending.formToken, language: language, at: time, expiresAt: expiresAt)
         let renewed = try store.replaceCode(formToken: pending.formToken, codeHash: proof.codeHash, linkHash: proof.linkHash,
-                                            sentAt: time, expiresAt: time.addingTimeInterval(settings.codeLifetime),
-                                            mail: proof.mail)
+                                            sentAt: time, expiresAt: expiresAt, mail: proof.mail)
         if renewed { delivery.nudge() }
         return renewed
     }
@@ -55,7 +74,7 @@ struct AddressProofs: Sendable {
     /// A code, a link and their mail for `email`; for an address with an account, the notice
     /// instead, and hashes nothing matches.
     private func makeProof(for email: String, formToken: String, language: Languages.Language,
-                           at time: Date) throws -> (codeHash: String, linkHash: String, mail: OutboxEvent) {
+                           at time: Date, expiresAt: Date? = nil) throws -> (codeHash: String, linkHash: String, mail: OutboxEvent) {
         if try store.isEmailTaken(email) {
             return (VerificationSecrets.unmatchableHash(), VerificationSecrets.unmatchableHash(),
                     try mails.addressInUse(to: email, language: language, at: time))
@@ -63,6 +82,7 @@ struct AddressProofs: Sendable {
         let code = VerificationSecrets.makeCode()
         let link = VerificationSecrets.makeLinkToken()
         return (secrets.codeHash(code, formToken: formToken), secrets.linkHash(link),
-                try mails.verification(to: email, code: code, link: link, language: language, at: time))
+                try mails.verification(to: email, code: code, link: link, language: language, at: time,
+                                       expiresAt: expiresAt ?? time.addingTimeInterval(settings.codeLifetime)))
     }
 }

@@ -76,8 +76,9 @@ struct VerificationMails: Sendable {
     let sealingKey: [UInt8]
 
     /// The code and the link for a new sign-up.
-    func verification(to address: String, code: String, link: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
-        let minutes = String(Int(settings.codeLifetime / 60))
+    func verification(to address: String, code: String, link: String, language: Languages.Language, at now: Date,
+                      expiresAt: Date) throws -> OutboxEvent {
+        let minutes = String(Int(expiresAt.timeIntervalSince(now) / 60))
         let content = PageRenderer.MailContent(
             subject: text("mail.verify_subject", language).replacingOccurrences(of: "{code}", with: code),
             heading: text("mail.verify_heading", language),
@@ -89,8 +90,7 @@ struct VerificationMails: Sendable {
             after: [text("mail.verify_expiry", language).replacingOccurrences(of: "{minutes}", with: minutes),
                     text("mail.verify_ignore", language)],
             footer: text("mail.footer", language))
-        return try seal(content, to: address, type: "mail.verification", language: language, at: now,
-                        expiresAt: now.addingTimeInterval(settings.codeLifetime))
+        return try seal(content, to: address, type: "mail.verification", language: language, at: now, expiresAt: expiresAt)
     }
 
     /// For the owner of an address that already has an account: someone tried to sign up

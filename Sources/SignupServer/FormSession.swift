@@ -152,6 +152,9 @@ final class FormSession: @unchecked Sendable {
         let challenge: [UInt8]
         let userHandle: [UInt8]
         let expiresAt: Date
+        /// Also in a cookie of the browser that asked (`PasskeyRoutes.browserCookie`): the
+        /// form's token travels in URLs, this does not, so only that browser can register.
+        let browserNonce: String
     }
 
     /// Remembers the options just sent, replacing earlier ones.
@@ -165,13 +168,23 @@ final class FormSession: @unchecked Sendable {
     /// The username as typed so far: it names the passkey in the person's password manager.
     var typedUsername: String { exclusively { viewModel?.username ?? "" } }
 
-    /// The offer a registration response answers, taken: each works once.
-    func takePasskeyOffer() -> PasskeyOffer? {
+    /// The offer a registration response answers, taken: each works once. Only when
+    /// `browserNonces` hold its nonce (or there is no offer): a request from another browser
+    /// gets `.otherBrowser` and leaves the offer for the browser that asked for it.
+    func takePasskeyOffer(presenting browserNonces: [String]) -> PasskeyOfferTaken {
         exclusively {
             activity.touch()
-            defer { passkeyOffer = nil }
-            return passkeyOffer
+            guard let offer = passkeyOffer else { return .none }
+            guard browserNonces.contains(offer.browserNonce) else { return .otherBrowser }
+            passkeyOffer = nil
+            return .taken(offer)
         }
+    }
+
+    enum PasskeyOfferTaken {
+        case taken(PasskeyOffer)
+        case none
+        case otherBrowser
     }
 
     /// A verified passkey for this form: `passkey.created` is met and the form's credential

@@ -364,7 +364,8 @@ struct PageRenderer: Sendable {
         var heading: String
         var lead: String
         var token: String?
-        var linkToken: String?
+        /// The confirmation of a mailed link (its secret is in a cookie, never in the page).
+        var confirmsLink = false
         var code = ""
         /// A notice above the form ("We sent a new code").
         var notice = ""
@@ -384,7 +385,7 @@ struct PageRenderer: Sendable {
         context["lead"] = page.lead
         // Absent, not "", where a section is not shown: Mustache shows one for any string.
         context["token"] = page.token
-        context["linkToken"] = page.linkToken
+        context["confirmsLink"] = page.confirmsLink ? true : nil
         context["code"] = page.code
         context["codePattern"] = VerificationCodeShape.pattern
         context["notice"] = page.notice.isEmpty ? nil : page.notice

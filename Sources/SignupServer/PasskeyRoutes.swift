@@ -73,13 +73,20 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
         let offer = FormSession.PasskeyOffer(
             challenge: (0..<32).map { _ in UInt8.random(in: .min ... .max) },
             userHandle: (0..<32).map { _ in UInt8.random(in: .min ... .max) },
-            expiresAt: now().addingTimeInterval(challenges.lifetime))
+            expiresAt: now().addingTimeInterval(challenges.lifetime),
+            browserNonce: Base64URL.encode((0..<16).map { _ in UInt8.random(in: .min ... .max) }))
         session.offerPasskey(offer)
         let options = CreationOptions(
             relyingParty: relyingParty(for: request.http), name: policy.settings.serviceName, userHandle: offer.userHandle,
             userName: username, challenge: offer.challenge, timeoutMilliseconds: timeoutMilliseconds)
-        return Self.json(options.json, status: .ok)
+        var response = Self.json(options.json, status: .ok)
+        response.headers.add("Set-Cookie", "\(Self.browserCookie)=\(offer.browserNonce); Path=/passkeys; "
+            + "Max-Age=\(Int(challenges.lifetime)); HttpOnly; SameSite=Strict" + (signedIn.secureCookies ? "; Secure" : ""))
+        return response
     }
+
+    /// The cookie that binds a form's passkey options to the browser that asked for them.
+    static let browserCookie = "livesignup_passkey_browser"
 
     /// `POST /passkeys/register`: the browser's new credential for the form. Verified, it is
     /// kept with the session (stored with the account it creates) and `passkey.created` is met.
@@ -95,8 +102,16 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
         guard let text = form["response"] else { return APIError.missingParameter("response").response }
         guard let session = sessions.existingSession(for: token) else { return APIError.unknownSession.response }
         do throws(PasskeyRefusal) {
-            // Taken first: whatever this response is, the challenge it answers is spent.
-            guard let offer = session.takePasskeyOffer() else { throw .expired("no options were sent to this form, or they were used") }
+            // Taken first: whatever this response is, the challenge it answers is spent, but
+            // only by the browser that asked for it (the token alone travels in URLs).
+            let offer: FormSession.PasskeyOffer
+            switch session.takePasskeyOffer(presenting: request.http.cookieValues(named: Self.browserCookie)) {
+            case .taken(let taken): offer = taken
+            case .none: throw .expired("no options were sent to this form, or they were used")
+            case .otherBrowser:
+                throw PasskeyRefusal(reason: "other_browser", status: .forbidden, text: "passkey.error.other_browser",
+                                     detail: "the browser did not present the cookie its options came with")
+            }
             guard offer.expiresAt > now() else { throw .expired("the options expired at \(offer.expiresAt)") }
             let made = try verifiedRegistration(decodedRegistration(text), challenge: offer.challenge, request: request.http)
             if try isStored(made.credentialID) { throw .exists }

@@ -57,7 +57,7 @@ final class SignedInUsers: Sendable {
     /// Starts a session for `account`, ending the one `cookieHeader` held (if any); returns
     /// the `Set-Cookie` values that carry it (and clear the old name when it changed).
     func signIn(_ account: Account, replacing cookieHeader: String?) throws -> [String] {
-        if let previous = sessionIDs(in: cookieHeader).first {
+        for previous in sessionIDs(in: cookieHeader) {
             let hash = SignInSessionID.hash(previous)
             forget(hash)
             try store.endSignInSession(idHash: hash)
@@ -167,17 +167,11 @@ final class SignedInUsers: Sendable {
 
     /// Every well-formed session id in the header, under the names read now.
     private func sessionIDs(in cookieHeader: String?) -> [String] {
-        guard let cookieHeader else { return [] }
-        let readsPlainName = cookieName == Self.plainCookieName || plainNameReadUntil.map { now() < $0 } == true
-        var ids: [String] = []
-        for pair in cookieHeader.split(separator: ";") {
-            let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, parts[0] == cookieName || (readsPlainName && parts[0] == Self.plainCookieName) else { continue }
-            let id = parts[1]
-            // 43 URL-safe base64 characters (256 bits); anything else is not ours.
-            if id.utf8.count == 43, id.utf8.allSatisfy({ $0.isURLSafeBase64 }) { ids.append(String(id)) }
-        }
-        return ids
+        let readsPlainName = cookieName != Self.plainCookieName && plainNameReadUntil.map { now() < $0 } == true
+        let values = HTTPRequest.cookieValues(named: cookieName, in: cookieHeader)
+            + (readsPlainName ? HTTPRequest.cookieValues(named: Self.plainCookieName, in: cookieHeader) : [])
+        // 43 URL-safe base64 characters (256 bits); anything else is not ours.
+        return values.filter { $0.utf8.count == 43 && $0.utf8.allSatisfy { $0.isURLSafeBase64 } }
     }
 }
 

@@ -205,7 +205,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
                 logger.info("Sign-up waiting for its address to be proved")
                 var query = "?token=\(token)"
                 if language.tag != Languages.fallback { query += "&lang=\(language.tag)" }
-                return redirect(to: "/verify" + query)
+                return redirect(to: "/verify" + query, cookies: [proofs.browserCookie(for: token, secure: signedIn.secureCookies)])
             }
             let account = try store.createAccount(NewAccount(
                 username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
@@ -249,9 +249,12 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
         }
     }
 
-    /// `POST /verify/change`: the person wants to use another address. Their pending sign-up
-    /// is forgotten (the username released) and the form comes back with what they typed
-    /// (never the password), under the same token.
+    /// `POST /verify/change`: the person wants to use another address. Only the browser that
+    /// signed up may (its cookie, `AddressProofs.browserCookie`): the token alone travels in
+    /// URLs, and whoever holds it must neither cancel the sign-up nor read the address. There,
+    /// the pending sign-up is forgotten (the username released) and the form comes back with
+    /// the username, the address shown masked for the person to type the new one, under the
+    /// same token.
     func changeAddress(_ request: SignupRequest) -> HTTPResponse {
         switch answering(request.http) {
         case .success(let posted): return posted.routes.asking(request).changeAddress(posted.form, request: request.http)
@@ -264,11 +267,17 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             return rerender(values: [:], evaluation: nil, status: .unprocessableContent, formError: text("error.expired"))
         }
         var values: [SignupField: String] = [:]
+        var errors: [(field: SignupField, message: String)] = []
         var routes = self
         do {
             if let pending = try store.pendingSignup(formToken: token, at: now()) {
+                guard let proofs, proofs.isFromTheBrowserThatSignedUp(request, formToken: token) else {
+                    logger.notice("Address change refused: not the browser that signed up")
+                    return pages.problem(title: text("verify.title"), message: text("verify.change_elsewhere"),
+                                         code: "other_browser", status: .forbidden)
+                }
                 values[.username] = pending.username
-                values[.email] = pending.email
+                errors = [(.email, text("verify.change_hint").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email)))]
                 try store.cancelPendingSignup(formToken: token)
                 routes.returnTarget = returnTo.validated(pending.returnTo, for: request)
             }
@@ -276,7 +285,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             logger.error("Account store unavailable while changing an address", metadata: ["error": "\(error)"])
             return unavailable(values: values, token: token)
         }
-        return routes.rerender(values: values, evaluation: nil, token: token, status: .ok)
+        return routes.rerender(values: values, evaluation: nil, errors: errors, token: token, status: .ok)
     }
 
     /// A proof of work refused, or none and the budget without JavaScript spent: the form

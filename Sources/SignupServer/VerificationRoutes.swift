@@ -7,10 +7,14 @@ import SignupDomain
 /// from the mail or following its link (on any device), and then arrives signed in.
 ///
 /// - `GET /verify?token=…`: the code form ("We sent a code to a…@example.org").
-/// - `GET /verify?link=…`: a button that confirms the link. A link is never used by a GET,
-///   because mail scanners follow links in mails before people do.
-/// - `POST /verify` with `token` and `code`, or `link`: the account is created, the person
-///   signed in and sent on to `return_to` or `/welcome`.
+/// - `GET /verify?link=…`: the link's secret leaves the URL at once: it goes into a cookie for
+///   `/verify` only, and a `303` leads to the clean `/verify`, before anything is rendered
+///   or looked up (so no history, log or `Referer` keeps it).
+/// - `GET /verify` with that cookie: a button that confirms the link, naming the account it
+///   makes. A link is never used by a GET, because mail scanners follow links in mails
+///   before people do.
+/// - `POST /verify` with `token` and `code`, or `link`, or the link's cookie: the account is
+///   created, the person signed in and sent on to `return_to` or `/welcome`.
 /// - `POST /verify/resend` with `token`: a new code (after a cooldown, within the mail limits).
 ///
 /// A code works once, until it expires, and only until 5 wrong ones were typed; a wrong,
@@ -41,11 +45,18 @@ struct VerificationRoutes: ChargesProofs, Sendable {
 
     // MARK: GET /verify
 
+    /// The cookie a mailed link's secret travels in from `GET /verify?link=…` to the
+    /// confirmation (path `/verify`, for the code's lifetime, never readable by scripts).
+    static let linkCookie = "livesignup_verify_link"
+
     func page(_ context: SignupRequest) -> HTTPResponse {
         let request = context.http
         let routes = speaking(visitorLanguage(request)).asking(context)
-        if let link = request.queryValue("link") { return routes.linkPage(link) }
-        guard let token = request.queryValue("token") else { return routes.expired() }
+        if let link = request.queryValue("link") { return routes.moveLinkOutOfTheURL(link) }
+        guard let token = request.queryValue("token") else {
+            guard let link = Self.linkInCookie(request) else { return routes.expired() }
+            return routes.linkPage(link)
+        }
         let pending: PendingSignup?
         do {
             pending = try store.pendingSignup(formToken: token, at: now())
@@ -55,6 +66,24 @@ struct VerificationRoutes: ChargesProofs, Sendable {
         guard let pending else { return routes.expired() }
         let notice = request.queryValue("sent") == "1" ? routes.text("verify.resent") : ""
         return routes.codePage(pending, notice: notice, status: .ok)
+    }
+
+    private func moveLinkOutOfTheURL(_ link: String) -> HTTPResponse {
+        var response = redirect(to: "/verify" + PageRenderer.languageQuery(language), cookies: [linkCookie(link)])
+        response.headers.add("Referrer-Policy", "no-referrer")
+        return response
+    }
+
+    private func linkCookie(_ value: String) -> String {
+        "\(Self.linkCookie)=\(value); Path=/verify; Max-Age=\(value.isEmpty ? 0 : Int(settings.codeLifetime)); HttpOnly; SameSite=Lax"
+            + (signedIn.secureCookies ? "; Secure" : "")
+    }
+
+    /// The mailed link's secret from its cookie (a link's token is URL-safe base64; a
+    /// request carrying two is answered as carrying none).
+    private static func linkInCookie(_ request: HTTPRequest) -> String? {
+        let values = request.cookieValues(named: linkCookie).filter { !$0.isEmpty }
+        return values.count == 1 ? values[0] : nil
     }
 
     private func linkPage(_ link: String) -> HTTPResponse {
@@ -67,8 +96,9 @@ struct VerificationRoutes: ChargesProofs, Sendable {
         guard let pending else { return expired() }
         let page = PageRenderer.VerifyPage(
             heading: text("verify.link_title"),
-            lead: text("verify.link_lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email)),
-            token: nil, linkToken: link)
+            lead: text("verify.link_lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email))
+                .replacingOccurrences(of: "{username}", with: pending.username),
+            token: nil, confirmsLink: true)
         return verifyPage(page, status: .ok)
     }
 
@@ -79,6 +109,9 @@ struct VerificationRoutes: ChargesProofs, Sendable {
         case .success(let (speaking, form)):
             let routes = speaking.asking(request)
             if let link = form["link"], !link.isEmpty { return routes.verify(link: link, request: request.http) }
+            if form["token"] ?? "" == "", let link = Self.linkInCookie(request.http) {
+                return routes.verify(link: link, request: request.http)
+            }
             return routes.verify(token: form["token"] ?? "", typed: form["code"] ?? "", altcha: form[ProofOfWorkGate.field],
                                  request: request.http)
         case .failure(let error):
@@ -181,7 +214,9 @@ struct VerificationRoutes: ChargesProofs, Sendable {
         logger.info("Account created", metadata: ["account": "\(account.id)", "email": "verified"])
         let target = returnTo.validated(pending.returnTo, for: request) ?? "/welcome" + PageRenderer.languageQuery(language)
         do {
-            return redirect(to: target, cookies: try signedIn.signIn(account, replacing: request.headers["Cookie"]))
+            var cookies = try signedIn.signIn(account, replacing: request.headers["Cookie"])
+            if !request.cookieValues(named: Self.linkCookie).isEmpty { cookies.append(linkCookie("")) }
+            return redirect(to: target, cookies: cookies)
         } catch {
             logger.error("Account created, but its signed-in session could not be stored", metadata: ["error": "\(error)"])
             return redirect(to: "/signin" + PageRenderer.languageQuery(language))
@@ -246,7 +281,7 @@ struct VerificationRoutes: ChargesProofs, Sendable {
         var page = PageRenderer.VerifyPage(
             heading: text("verify.title"),
             lead: text("verify.lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email)),
-            token: pending.formToken, linkToken: nil)
+            token: pending.formToken)
         page.code = code
         page.notice = notice
         page.fieldError = fieldError
@@ -258,7 +293,8 @@ struct VerificationRoutes: ChargesProofs, Sendable {
     }
 
     private func verifyPage(_ page: PageRenderer.VerifyPage, status: HTTPStatus, retryAfter: Int? = nil) -> HTTPResponse {
-        var headers = HTTPHeaders([("Content-Language", language.tag)])
+        // No page under /verify sends its address onward: a code page's URL holds its token.
+        var headers = HTTPHeaders([("Content-Language", language.tag), ("Referrer-Policy", "no-referrer")])
         if let retryAfter { headers.add("Retry-After", String(retryAfter)) }
         return html(renderer.renderVerify(page, language: language, assets: assets), status: status, headers: headers)
     }

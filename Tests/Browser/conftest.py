@@ -251,7 +251,7 @@ class Page:
         self.type("confirm", password, leave=True)
 
 
-def loopback_request(port, address, method, path, form=None, host=None):
+def loopback_request(port, address, method, path, form=None, host=None, cookie=None):
     """One request to the server on `port` from the loopback source address `address`
     (127.0.X.Y: a person of their own for the per-address limits), as a same-site page would
     send it; `host` names the site another way (e.g. "localhost:PORT", in Host and Origin).
@@ -259,6 +259,8 @@ def loopback_request(port, address, method, path, form=None, host=None):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(address, 0))
     site = host or f"127.0.0.1:{port}"
     headers = {"Origin": f"http://{site}", "Host": site}
+    if cookie:
+        headers["Cookie"] = cookie
     body = None
     if form is not None:
         body = urllib.parse.urlencode(form)

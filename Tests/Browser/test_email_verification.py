@@ -257,13 +257,18 @@ def test_wrong_codes_used_up_resend_replayed_link_and_a_control_person(mail_setu
     fresh = code_in(mails[1])
     if fresh != right:
         assert mallory.verify(right)[0] == 422, "the old code stopped working"
-    # The link, on another device: GET only shows a button (mail scanners follow links).
+    # The link, on another device: its secret leaves the URL at once (a cookie for /verify and
+    # a 303 to the clean URL); GET only shows a button naming the account (mail scanners
+    # follow links); the POST, with the cookie alone, makes the account.
     other_device = Person(port, "127.0.3.3")
     link = urllib.parse.urlsplit(link_in(mails[1]))
-    status, _, page = other_device.request("GET", f"{link.path}?{link.query}")
-    assert status == 200 and 'name="link"' in page and "guessed_name" not in accounts(database)
     token = urllib.parse.parse_qs(link.query)["link"][0]
-    status, headers, _ = other_device.request("POST", "/verify", {"link": token})
+    status, headers, _ = other_device.request("GET", f"{link.path}?{link.query}")
+    assert status == 303 and headers["location"] == "/verify" and headers["referrer-policy"] == "no-referrer"
+    assert other_device.cookies.get("livesignup_verify_link") == token
+    status, _, page = other_device.request("GET", "/verify")
+    assert status == 200 and "guessed_name" in page and token not in page and "guessed_name" not in accounts(database)
+    status, headers, _ = other_device.request("POST", "/verify", {})
     assert status == 303 and headers["location"] == "/welcome" and "livesignup_auth" in other_device.cookies
     status, _, _ = other_device.request("POST", "/verify", {"link": token})
     assert status == 410, "a link works once"

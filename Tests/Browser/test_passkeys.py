@@ -127,11 +127,21 @@ def person(site):
     driver.quit()
 
 
-def post_as_the_site(site, address, path, form):
+def post_as_the_site(site, address, path, form, cookie=None):
     """A POST naming the site as the browser does (Host localhost, Origin http://localhost:PORT):
     the origin a passkey was made for. Returns (status, body)."""
-    status, _, body = loopback_request(site.port, address, "POST", path, form, host=f"localhost:{site.port}")
+    status, _, body = loopback_request(site.port, address, "POST", path, form, host=f"localhost:{site.port}",
+                                       cookie=cookie)
     return status, body
+
+
+def browser_cookie(person, name):
+    """`name=value` of one of the browser's cookies, whatever its path (through CDP: WebDriver
+    shows only the current page's), or None."""
+    for cookie in person.driver.execute_cdp_cmd("Network.getAllCookies", {})["cookies"]:
+        if cookie["name"] == name:
+            return f"{name}={cookie['value']}"
+    return None
 
 
 def database(site):
@@ -399,13 +409,20 @@ def test_a_tampered_registration_makes_no_account(site, person):
     client["origin"] = "https://evil.example"
     data["response"]["clientDataJSON"] = b64url(json.dumps(client).encode())
     token = held["url"].split("token=")[1]
+    # Issue 40, item 13: without the cookie the browser got with its options, the token alone
+    # (it is in the page's URLs) registers nothing, and leaves the person's options usable.
     status, body = post_as_the_site(site, "127.0.0.1", "/passkeys/register?token=" + token,
-                                    {"token": token, "response": json.dumps(data)})
+                                    {"token": token, "response": held["response"]})
+    assert (status, json.loads(body)["reason"]) == (403, "other_browser"), body
+    bound = browser_cookie(person, "livesignup_passkey_browser")
+    assert bound, "the options came with a cookie for this browser"
+    status, body = post_as_the_site(site, "127.0.0.1", "/passkeys/register?token=" + token,
+                                    {"token": token, "response": json.dumps(data)}, cookie=bound)
     answer = json.loads(body)
     assert (status, answer["reason"]) == (422, "wrong_origin"), body
     # The options were single use: the genuine response is now refused too.
     status, body = post_as_the_site(site, "127.0.0.1", "/passkeys/register?token=" + token,
-                                    {"token": token, "response": held["response"]})
+                                    {"token": token, "response": held["response"]}, cookie=bound)
     assert (status, json.loads(body)["reason"]) == (409, "expired"), body
     assert person.state("passkey.created") == "unmet"
     assert person.submit_enabled() == "false"

@@ -59,7 +59,8 @@ final class EmailVerificationTests: XCTestCase {
         let registration = try authenticator.register(options: options.body, origin: server.baseURL.absoluteString
             .trimmingCharacters(in: CharacterSet(charactersIn: "/")))
         let made = try await server.request("POST", "/passkeys/register?token=\(form.token)",
-                                            body: FormURLEncoder.encode([("token", form.token), ("response", registration)]))
+                                            body: FormURLEncoder.encode([("token", form.token), ("response", registration)]),
+                                            headers: ["Cookie": PasskeyServerTests.browserCookie(options.headers) ?? ""])
         XCTAssertEqual(made.status, 201, made.body)
         let pending = try await server.request("POST", "/signup", body: FormURLEncoder.encode([
             ("token", form.token), ("username", "keyed_ada"), ("email", "keyed@example.org"), ("credential", "passkey"),

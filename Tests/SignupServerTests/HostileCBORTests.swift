@@ -57,28 +57,31 @@ final class HostileCBORTests: XCTestCase {
     }
 
     /// A form with a username typed and a passkey chosen, and its creation options.
-    private func formWithOptions(_ username: String) async throws -> (form: LiveSignupClient.FormSession, options: String) {
+    private func formWithOptions(_ username: String) async throws
+        -> (form: LiveSignupClient.FormSession, options: String, cookie: String?) {
         let form = try await server.client.openForm()
         _ = try await form.edit("username", to: username, touched: true)
         _ = try await form.edit("email", to: "\(username)@example.org", touched: true)
         _ = try await form.edit(CredentialMethod.fieldName, to: "passkey")
         let options = try await post("/passkeys/options?token=\(form.token)", [("token", form.token)])
         XCTAssertEqual(options.status, 200, options.body)
-        return (form, options.body)
+        return (form, options.body, PasskeyServerTests.browserCookie(options.headers))
     }
 
-    private func register(_ form: LiveSignupClient.FormSession, options: String, with authenticator: SoftwareAuthenticator) async throws
+    private func register(_ form: LiveSignupClient.FormSession, options: String, cookie: String?,
+                          with authenticator: SoftwareAuthenticator) async throws
         -> (status: Int, headers: [String: String], body: String) {
         let response = try authenticator.register(options: options, origin: Self.site)
-        return try await post("/passkeys/register?token=\(form.token)", [("token", form.token), ("response", response)])
+        return try await post("/passkeys/register?token=\(form.token)", [("token", form.token), ("response", response)],
+                              cookie: cookie)
     }
 
     /// A person with a passkey account, signed in: the control, and the account for the
     /// sign-in and add routes.
     private func passkeyAccount(_ username: String) async throws -> (authenticator: SoftwareAuthenticator, handle: [UInt8], cookie: String) {
-        let (form, options) = try await formWithOptions(username)
+        let (form, options, browser) = try await formWithOptions(username)
         let authenticator = SoftwareAuthenticator()
-        let made = try await register(form, options: options, with: authenticator)
+        let made = try await register(form, options: options, cookie: browser, with: authenticator)
         XCTAssertEqual(made.status, 201, made.body)
         let created = try await server.request("POST", "/signup", body: FormURLEncoder.encode([
             ("token", form.token), ("username", username), ("email", "\(username)@example.org"), ("credential", "passkey"),
@@ -108,16 +111,16 @@ final class HostileCBORTests: XCTestCase {
     }
 
     func testHostileAttestationObjectsOnTheFormAreRefusedWithoutMemory() async throws {
-        var prepared: [(String, LiveSignupClient.FormSession, String)] = []
+        var prepared: [(String, LiveSignupClient.FormSession, String, String?)] = []
         for (index, name) in Self.hostile.keys.sorted().enumerated() {
-            let (form, options) = try await formWithOptions("hostile_\(index)")
-            prepared.append((name, form, options))
+            let (form, options, cookie) = try await formWithOptions("hostile_\(index)")
+            prepared.append((name, form, options, cookie))
         }
         let growth = try await peakGrowth {
-            for (name, form, options) in prepared {
+            for (name, form, options, cookie) in prepared {
                 let authenticator = SoftwareAuthenticator()
                 authenticator.attestationObject = Self.hostile[name]
-                let answer = try await register(form, options: options, with: authenticator)
+                let answer = try await register(form, options: options, cookie: cookie, with: authenticator)
                 XCTAssertEqual(answer.status, 422, "\(name): \(answer.body)")
                 XCTAssertEqual(Self.reason(answer.body), "bad_attestation", name)
             }
@@ -126,18 +129,18 @@ final class HostileCBORTests: XCTestCase {
     }
 
     func testHostileKeysAndExtensionsInsideAuthenticatorDataAreRefusedWithoutMemory() async throws {
-        var prepared: [(String, Bool, LiveSignupClient.FormSession, String)] = []
+        var prepared: [(String, Bool, LiveSignupClient.FormSession, String, String?)] = []
         for (index, name) in Self.hostile.keys.sorted().enumerated() {
             for asKey in [true, false] {
-                let (form, options) = try await formWithOptions("inner_\(index)_\(asKey ? "k" : "e")")
-                prepared.append((name, asKey, form, options))
+                let (form, options, cookie) = try await formWithOptions("inner_\(index)_\(asKey ? "k" : "e")")
+                prepared.append((name, asKey, form, options, cookie))
             }
         }
         let growth = try await peakGrowth {
-            for (name, asKey, form, options) in prepared {
+            for (name, asKey, form, options, cookie) in prepared {
                 let authenticator = SoftwareAuthenticator()
                 if asKey { authenticator.publicKeyBytes = Self.hostile[name] } else { authenticator.extensionBytes = Self.hostile[name] }
-                let answer = try await register(form, options: options, with: authenticator)
+                let answer = try await register(form, options: options, cookie: cookie, with: authenticator)
                 XCTAssertEqual(answer.status, 422, "\(name): \(answer.body)")
                 XCTAssertEqual(Self.reason(answer.body), asKey ? "bad_key" : "bad_authenticator_data", name)
             }
@@ -148,7 +151,7 @@ final class HostileCBORTests: XCTestCase {
     /// Fifty hostile registrations at once while a person makes a passkey account and signs
     /// in with it: the fifty get their reason, the person gets their account.
     func testFiftyAtOnceCostNoMemoryAndAPersonSigningUpMeanwhileIsServed() async throws {
-        var prepared: [(LiveSignupClient.FormSession, String)] = []
+        var prepared: [(LiveSignupClient.FormSession, String, String?)] = []
         for index in 0..<50 {
             prepared.append(try await formWithOptions("flood_\(index)"))
         }
@@ -156,8 +159,8 @@ final class HostileCBORTests: XCTestCase {
         let baseURL = server.baseURL, site = Self.site
         let growth = try await peakGrowth {
             try await withThrowingTaskGroup(of: (Int, String).self) { group in
-                for (form, options) in prepared {
-                    let token = form.token
+                for (form, options, cookie) in prepared {
+                    let token = form.token, cookie = cookie ?? ""
                     group.addTask {
                         let authenticator = SoftwareAuthenticator()
                         authenticator.attestationObject = payload
@@ -165,7 +168,7 @@ final class HostileCBORTests: XCTestCase {
                         let answer = try await TestServer.request(
                             to: baseURL, "POST", "/passkeys/register?token=\(token)",
                             body: FormURLEncoder.encode([("token", token), ("response", response)]),
-                            headers: ["Origin": site, "Accept": "application/json"])
+                            headers: ["Origin": site, "Accept": "application/json", "Cookie": cookie])
                         return (answer.status, HostileCBORTests.reason(answer.body))
                     }
                 }

@@ -29,6 +29,11 @@ final class PasskeyServerTests: XCTestCase {
         return try await server.request("POST", path, body: FormURLEncoder.encode(fields), headers: headers)
     }
 
+    /// The cookie the form's passkey options came with (`name=value`).
+    static func browserCookie(_ headers: [String: String]) -> String? {
+        headers["set-cookie"]?.split(separator: ";").first.map(String.init)
+    }
+
     private func json(_ body: String) throws -> [String: Any] {
         try XCTUnwrap(JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any], body)
     }
@@ -52,7 +57,8 @@ final class PasskeyServerTests: XCTestCase {
         let options = try await post("/passkeys/options?token=\(form.token)", [("token", form.token)])
         XCTAssertEqual(options.status, 200, options.body)
         let response = try authenticator.register(options: options.body, origin: Self.site)
-        return try await post("/passkeys/register?token=\(form.token)", [("token", form.token), ("response", response)])
+        return try await post("/passkeys/register?token=\(form.token)", [("token", form.token), ("response", response)],
+                              cookie: Self.browserCookie(options.headers))
     }
 
     private func signUp(_ form: FormSession, username: String, credential: String = "passkey")
@@ -216,7 +222,8 @@ final class PasskeyServerTests: XCTestCase {
                       mangle: (String) -> String = { $0 }) async throws -> (status: Int, headers: [String: String], body: String) {
             let options = try await post("/passkeys/options?token=\(form.token)", [("token", form.token)])
             let response = mangle(try authenticator.register(options: options.body, origin: origin))
-            return try await post("/passkeys/register?token=\(form.token)", [("token", form.token), ("response", response)])
+            return try await post("/passkeys/register?token=\(form.token)", [("token", form.token), ("response", response)],
+                                  cookie: Self.browserCookie(options.headers))
         }
         let malformed = try await register(SoftwareAuthenticator()) { _ in #"{"id":"!"}"# }
         XCTAssertEqual(malformed.status, 400)

@@ -5,6 +5,7 @@ import MicroHTTPD
 import OutsideMail
 import SignupDomain
 @testable import SignupServer
+import WebAuthnTestSupport
 import XCTest
 
 /// Issue 40: what a security review found, each attack tried against the server as it runs.
@@ -225,5 +226,156 @@ final class CountingHasher: PasswordHashing, @unchecked Sendable {
     func verify(_ password: String, against hash: String) -> Bool {
         lock.withLock { count += 1 }
         return base.verify(password, against: hash)
+    }
+}
+
+/// Items 7, 8 and 13: what travels in URLs (a form's token, a mailed link) is not enough to
+/// act for the person.
+final class BrowserBindingTests: XCTestCase {
+    private static let site = "https://signup.example.com"
+    private var server: TestServer!
+    private let outbox = CapturedMail()
+    private let clock = TestClock()
+
+    override func setUpWithError() throws {
+        server = try TestServer { [outbox, clock] in
+            $0.now = { clock.now }
+            $0.emailVerification = EmailVerificationSettings(mail: MailSettings(transport: outbox, from: "t <t@example.org>"))
+        }
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    private func pendingSignUp(_ username: String) async throws -> (token: String, browser: String) {
+        let form = try await server.client.openForm()
+        let password = "Cobol-Rocks-1959"
+        let made = try await server.request("POST", "/signup", body: FormURLEncoder.encode([
+            ("token", form.token), ("username", username), ("email", "\(username)@example.org"),
+            ("password", password), ("confirm", password)]))
+        XCTAssertEqual(made.status, 303, made.body)
+        let cookie = try XCTUnwrap(made.headers["set-cookie"], "the browser that signed up is marked")
+        XCTAssertTrue(cookie.hasPrefix("livesignup_signup_browser=") && cookie.contains("Path=/verify") && cookie.contains("HttpOnly"),
+                      cookie)
+        return (form.token, String(cookie.split(separator: ";")[0]))
+    }
+
+    private func link(for address: String) async throws -> String {
+        let outbox = outbox
+        let arrived = await Condition.wait(timeout: 10) { !outbox.messages(to: address).isEmpty }
+        XCTAssertTrue(arrived)
+        let text = try XCTUnwrap(outbox.messages(to: address).last?.text)
+        return try XCTUnwrap(text.firstMatch(of: #/link=([A-Za-z0-9_-]+)/#)).1.description
+    }
+
+    /// Item 7: the link's secret leaves the URL before anything is rendered; the page names
+    /// the account; a scanner's GETs leave the sign-up unspent; the person's POST, with the
+    /// cookie only, makes the account.
+    func testAMailedLinksSecretLeavesTheURLAndOnlyThePersonsPostSpendsIt() async throws {
+        let (token, _) = try await pendingSignUp("linked_person")
+        let secret = try await link(for: "linked_person@example.org")
+        let mail = try XCTUnwrap(outbox.messages(to: "linked_person@example.org").last)
+        XCTAssertTrue(mail.text.contains("create"), "the mail says what the link does: \(mail.text)")
+
+        let opened = try await server.request("GET", "/verify?link=\(secret)")
+        XCTAssertEqual(opened.status, 303, "nothing is rendered under the secret's URL")
+        XCTAssertEqual(opened.headers["location"], "/verify")
+        XCTAssertEqual(opened.headers["referrer-policy"], "no-referrer")
+        let cookie = try XCTUnwrap(opened.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
+        XCTAssertEqual(cookie, "livesignup_verify_link=\(secret)")
+        XCTAssertTrue(opened.headers["set-cookie"]!.contains("Path=/verify") && opened.headers["set-cookie"]!.contains("HttpOnly"))
+
+        // A mail scanner follows it all, with the cookie, any number of times.
+        for _ in 0..<3 {
+            let page = try await server.request("GET", "/verify", headers: ["Cookie": cookie])
+            XCTAssertEqual(page.status, 200)
+            XCTAssertEqual(page.headers["referrer-policy"], "no-referrer")
+            XCTAssertTrue(page.body.contains("linked_person"), "the page names the account it makes")
+            XCTAssertFalse(page.body.contains(secret), "the secret is not in the page")
+            XCTAssertFalse(page.body.contains("linked_person@example.org"), "the address is masked")
+        }
+        XCTAssertNotNil(try server.store.pendingSignup(formToken: token, at: clock.now), "GETs spend nothing")
+        XCTAssertNil(try server.store.account(named: "linked_person"))
+
+        let confirmed = try await server.request("POST", "/verify", body: FormURLEncoder.encode([("lang", "en")]),
+                                                 headers: ["Cookie": cookie])
+        XCTAssertEqual(confirmed.status, 303, confirmed.body)
+        XCTAssertEqual(confirmed.headers["location"], "/welcome")
+        XCTAssertTrue(confirmed.headers["set-cookie"]?.contains("livesignup_verify_link=; Path=/verify; Max-Age=0") == true,
+                      "the link's cookie is cleared: \(confirmed.headers["set-cookie"] ?? "")")
+        XCTAssertNotNil(try server.store.account(named: "linked_person"))
+    }
+
+    /// Item 8: whoever holds only the form's token (it is in `/verify?token=…`) neither
+    /// cancels the sign-up nor reads the address; the browser that signed up changes it and
+    /// sees it masked.
+    func testOnlyTheBrowserThatSignedUpChangesTheAddressAndSeesItMasked() async throws {
+        let (token, browser) = try await pendingSignUp("changing_person")
+        let change = FormURLEncoder.encode([("token", token)])
+        let stranger = try await server.request("POST", "/verify/change", body: change)
+        XCTAssertEqual(stranger.status, 403)
+        XCTAssertFalse(stranger.body.contains("changing_person@example.org"), "no address for the token's holder")
+        XCTAssertNotNil(try server.store.pendingSignup(formToken: token, at: clock.now), "the sign-up stands")
+        let forged = try await server.request("POST", "/verify/change", body: change,
+                                              headers: ["Cookie": "livesignup_signup_browser=" + String(repeating: "0", count: 64)])
+        XCTAssertEqual(forged.status, 403)
+
+        let owner = try await server.request("POST", "/verify/change", body: change, headers: ["Cookie": browser])
+        XCTAssertEqual(owner.status, 200, owner.body)
+        XCTAssertFalse(owner.body.contains("changing_person@example.org"), "shown masked even here")
+        XCTAssertTrue(owner.body.contains(EmailAddress.masked("changing_person@example.org")), "and named masked")
+        XCTAssertTrue(owner.body.contains(#"value="changing_person""#), "the username stays")
+        XCTAssertNil(try server.store.pendingSignup(formToken: token, at: clock.now), "the browser's own sign-up is withdrawn")
+    }
+
+    /// Item 8: asking for new codes does not hold a name for ever: at most twice the code's
+    /// lifetime after the sign-up.
+    func testANameIsHeldAtMostTwiceTheCodesLifetimeHoweverOftenANewCodeIsAskedFor() async throws {
+        let (token, _) = try await pendingSignUp("held_name")
+        let lifetime = EmailVerificationSettings(mail: MailSettings(transport: outbox, from: "x@example.org")).codeLifetime
+        var renewed = 0
+        for _ in 0..<6 {
+            clock.advance(by: lifetime / 3)
+            let resend = try await server.request("POST", "/verify/resend", body: FormURLEncoder.encode([("token", token)]))
+            if resend.status == 303 { renewed += 1 }
+        }
+        XCTAssertGreaterThanOrEqual(renewed, 4, "new codes were sent while the hold lasted")
+        clock.advance(by: 1)
+        XCTAssertFalse(try server.store.isUsernameTaken("held_name", at: clock.now),
+                       "free again two lifetimes after the sign-up, \(renewed) new codes later")
+    }
+}
+
+/// Item 13: a passkey made on a form belongs to the browser that asked for its options.
+final class PasskeyBrowserBindingTests: XCTestCase {
+    private static let site = "https://signup.example.com"
+
+    func testARegistrationFromAnotherBrowserIsRefusedAndLeavesThePersonsOptionsUsable() async throws {
+        let server = try TestServer { $0.publicOrigins = [Self.site] }
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        _ = try await form.edit("username", to: "bound_person", touched: true)
+        _ = try await form.edit("credential", to: "passkey")
+        let headers = ["Origin": Self.site, "Accept": "application/json"]
+        let options = try await server.request("POST", "/passkeys/options?token=\(form.token)",
+                                               body: FormURLEncoder.encode([("token", form.token)]), headers: headers)
+        XCTAssertEqual(options.status, 200)
+        let cookie = try XCTUnwrap(PasskeyServerTests.browserCookie(options.headers))
+        XCTAssertTrue(cookie.hasPrefix("livesignup_passkey_browser="), cookie)
+
+        // Someone who learned the token (it is in the page's URLs) registers their own key.
+        let intruder = SoftwareAuthenticator()
+        let stolen = try await server.request("POST", "/passkeys/register?token=\(form.token)", body: FormURLEncoder.encode(
+            [("token", form.token), ("response", try intruder.register(options: options.body, origin: Self.site))]), headers: headers)
+        XCTAssertEqual(stolen.status, 403, stolen.body)
+        XCTAssertTrue(stolen.body.contains("\"reason\":\"other_browser\""), stolen.body)
+
+        let person = SoftwareAuthenticator()
+        var own = headers
+        own["Cookie"] = cookie
+        let made = try await server.request("POST", "/passkeys/register?token=\(form.token)", body: FormURLEncoder.encode(
+            [("token", form.token), ("response", try person.register(options: options.body, origin: Self.site))]), headers: own)
+        XCTAssertEqual(made.status, 201, "the person's options were left for them: \(made.body)")
     }
 }
