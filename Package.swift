@@ -252,7 +252,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "WireTests", dependencies: ["FormWire", "SignupWire"]),
-        .testTarget(name: "CBORDecoderTests", dependencies: ["CBORDecoder"]),
+        .testTarget(name: "CBORDecoderTests", dependencies: ["CBORDecoder", "HTTPTestSupport"]),
         .testTarget(
             name: "WebAuthnTests",
             dependencies: ["WebAuthn", "CBORDecoder", .product(name: "Crypto", package: "swift-crypto"),

@@ -71,7 +71,8 @@ struct VerificationMails: Sendable {
     let renderer: PageRenderer
     let settings: EmailVerificationSettings
     /// Where links in mails point: the first `--public-origin`, else the listening address.
-    let linkOrigin: String
+    /// Read when a mail is written: with `--port 0` the port is known only once listening.
+    let linkOrigin: @Sendable () -> String
     /// Seals mails in the outbox (`mail-outbox-key` in the store).
     let sealingKey: [UInt8]
 
@@ -85,7 +86,7 @@ struct VerificationMails: Sendable {
             lead: text("mail.verify_lead", language),
             code: code,
             linkLead: text("mail.verify_link", language),
-            linkURL: "\(linkOrigin)/verify?link=\(link)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
+            linkURL: "\(linkOrigin())/verify?link=\(link)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
             linkText: text("mail.verify_link_text", language),
             after: [text("mail.verify_expiry", language).replacingOccurrences(of: "{minutes}", with: minutes),
                     text("mail.verify_ignore", language)],
@@ -102,7 +103,7 @@ struct VerificationMails: Sendable {
             lead: text("mail.in_use_lead", language),
             code: nil,
             linkLead: text("mail.in_use_signin", language),
-            linkURL: "\(linkOrigin)/signin" + PageRenderer.languageQuery(language),
+            linkURL: "\(linkOrigin())/signin" + PageRenderer.languageQuery(language),
             linkText: text("mail.in_use_signin_text", language),
             after: [text("mail.in_use_ignore", language)],
             footer: text("mail.footer", language))

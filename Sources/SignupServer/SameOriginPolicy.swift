@@ -19,7 +19,12 @@ struct SameOriginPolicy: Sendable {
 
     func check(_ request: HTTPRequest) -> Verdict {
         if let origin = request.headers["Origin"]?.lowercased() {
-            // "null" comes from sandboxed frames, data: URLs and cross-origin redirects.
+            // A page served with `Referrer-Policy: no-referrer` (`/verify`) makes the browser
+            // send `Origin: null` with its form posts (Fetch, "serializing a request origin");
+            // `Sec-Fetch-Site`, which no script can set, still says where the post came from.
+            if origin == "null", request.headers["Sec-Fetch-Site"]?.lowercased() == "same-origin" { return .allowed }
+            // Otherwise "null" comes from sandboxed frames, data: URLs and cross-origin
+            // redirects (whose Sec-Fetch-Site is cross-site).
             guard origin != "null", siteOrigins(for: request).contains(origin) else {
                 return .refused(reason: "origin \(origin)")
             }

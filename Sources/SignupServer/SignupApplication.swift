@@ -233,8 +233,12 @@ public final class SignupApplication: Sendable {
                 courier: MailCourier(settings: settings.mail, key: sealingKey, now: configuration.now),
                 store: store, metrics: metrics, logger: logger, now: configuration.now)
             mails = delivery
-            let origin = publicOrigins.first
-                ?? "http://\(["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "localhost" : configuration.host):\(configuration.port)"
+            let configuredOrigin = publicOrigins.first
+            let linkHost = ["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "localhost" : configuration.host
+            let configuredPort = configuration.port
+            let origin: @Sendable () -> String = {
+                configuredOrigin ?? "http://\(linkHost):\(configuredPort == 0 ? serverBox.server?.port ?? 0 : configuredPort)"
+            }
             proofs = AddressProofs(
                 settings: settings, store: store,
                 secrets: VerificationSecrets(key: codeKey),

@@ -367,3 +367,30 @@ def test_in_a_browser_the_code_from_the_mail_signs_the_person_in(mail_setup):
         assert "ist Ihr Code für" in subject, f"the mail in the person's language: {subject}"
     finally:
         driver.quit()
+
+
+def test_in_a_browser_the_mailed_link_leaves_the_address_bar_and_the_button_makes_the_account(mail_setup):
+    """Issue 40, item 7, in Chromium: the link's secret is out of the URL before the page shows
+    (a cookie for /verify, then the clean /verify), the page names the account, nothing is made
+    until the button is pressed, and the button works from a page that sends no Referer (the
+    browser's Origin is then "null"; its Sec-Fetch-Site says same-origin)."""
+    smtp, start = mail_setup
+    port, database = start()
+    driver = make_driver(javascript=True)
+    try:
+        page = Page(driver)
+        sign_up_in_browser(page, f"http://127.0.0.1:{port}/", "linked_browser", "linked@example.org")
+        link = link_in(smtp.wait_for_mails("linked@example.org", 1)[0])
+        secret = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["link"][0]
+        driver.get(link)
+        clean = urllib.parse.urlsplit(link)._replace(path="/verify", query="").geturl()
+        page.until(lambda: driver.current_url == clean, f"the clean URL {clean}")
+        assert secret not in driver.current_url and secret not in driver.page_source
+        assert "linked_browser" in driver.find_element(By.CSS_SELECTOR, ".lead").text, "the page names the account"
+        assert "linked_browser" not in accounts(database), "opening the link makes nothing"
+        audit(page, "verify-link-confirm")
+        driver.find_element(By.ID, "confirm").click()
+        page.until(lambda: driver.current_url.endswith("/welcome"), "signed in")
+        assert "linked_browser" in accounts(database)
+    finally:
+        driver.quit()

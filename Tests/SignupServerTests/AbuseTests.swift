@@ -328,6 +328,14 @@ final class AbuseTests: XCTestCase {
         XCTAssertTrue(evil.body.contains("cross_site_request"))
         let nullOrigin = try await server.request("POST", "/sessions", body: "", headers: ["Origin": "null"])
         XCTAssertEqual(nullOrigin.status, 403)
+        let sandboxed = try await server.request("POST", "/sessions", body: "",
+                                                 headers: ["Origin": "null", "Sec-Fetch-Site": "cross-site"])
+        XCTAssertEqual(sandboxed.status, 403, "a sandboxed frame or a cross-site redirect")
+        // A page of this site with Referrer-Policy: no-referrer (/verify) posts Origin: null;
+        // the browser's Sec-Fetch-Site says it is this site's own page.
+        let ownNoReferrer = try await server.request("POST", "/sessions", body: "",
+                                                     headers: ["Origin": "null", "Sec-Fetch-Site": "same-origin"])
+        XCTAssertNotEqual(ownNoReferrer.status, 403)
         let fetchMetadata = try await server.request("POST", "/fields", body: edit, headers: ["Sec-Fetch-Site": "cross-site"])
         XCTAssertEqual(fetchMetadata.status, 403)
         let signIn = try await server.request("POST", "/signin", body: "username=alice&password=x",

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestSupport
 import LiveSignupClient
 import SignupDomain
 @testable import SignupServer
@@ -46,9 +47,7 @@ final class HostileCBORTests: XCTestCase {
 
     private func post(_ path: String, _ fields: [(String, String)], cookie: String? = nil) async throws
         -> (status: Int, headers: [String: String], body: String) {
-        var headers = ["Origin": Self.site, "Accept": "application/json"]
-        if let cookie { headers["Cookie"] = cookie }
-        return try await server.request("POST", path, body: FormURLEncoder.encode(fields), headers: headers)
+        try await server.postFromScript(of: Self.site, path, fields, cookie: cookie)
     }
 
     private static func reason(_ body: String) -> String {
@@ -92,22 +91,8 @@ final class HostileCBORTests: XCTestCase {
         return (authenticator, try server.store.userHandle(ofAccount: account.id), cookie)
     }
 
-    private func resetPeakMemory() {
-        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .ascii)
-    }
-
-    private func memoryKiB(_ field: String) throws -> Int {
-        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-        let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix(field + ":") })
-        return try XCTUnwrap(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
-    }
-
-    /// Runs `work` and returns how far the peak RSS rose above the RSS before it, in KiB.
     private func peakGrowth(_ work: () async throws -> Void) async throws -> Int {
-        resetPeakMemory()
-        let before = try memoryKiB("VmRSS")
-        try await work()
-        return try memoryKiB("VmHWM") - before
+        try await PeakMemory.growth(during: work)
     }
 
     func testHostileAttestationObjectsOnTheFormAreRefusedWithoutMemory() async throws {

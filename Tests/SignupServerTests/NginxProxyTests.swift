@@ -136,6 +136,11 @@ final class NginxProxyTests: XCTestCase {
                                              headers: ["Origin": "http://127.0.0.1:\(server.app.port)"])
         XCTAssertEqual(otherSite.status, 403, otherSite.body)
         XCTAssertTrue(otherSite.body.contains("cross_site_request"), otherSite.body)
+        // A client's own X-Forwarded-Host must not reach the server as the proxy's word: it
+        // would make "this site" whatever the client names (issue 40, item 3).
+        let named = try RawExchange.send(port: proxyPort, "POST", "/fields?token=\(live.token)", body: edit,
+                                         headers: ["Origin": "http://evil.example", "X-Forwarded-Host": "evil.example"])
+        XCTAssertEqual(named.status, 403, named.body)
     }
 
     /// Median milliseconds from an edit to its event, for a live form opened at `baseURL`.

@@ -24,9 +24,7 @@ final class PasskeyServerTests: XCTestCase {
 
     private func post(_ path: String, _ fields: [(String, String)], cookie: String? = nil) async throws
         -> (status: Int, headers: [String: String], body: String) {
-        var headers = ["Origin": Self.site, "Accept": "application/json"]
-        if let cookie { headers["Cookie"] = cookie }
-        return try await server.request("POST", path, body: FormURLEncoder.encode(fields), headers: headers)
+        try await server.postFromScript(of: Self.site, path, fields, cookie: cookie)
     }
 
     /// The cookie the form's passkey options came with (`name=value`).

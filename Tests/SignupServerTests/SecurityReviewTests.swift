@@ -101,6 +101,50 @@ final class SecurityReviewTests: XCTestCase {
         XCTAssertEqual(owner.status, 303, "the owner signs in after the backoff (issue 9's rule)")
     }
 
+    /// Forty wrong codes for one sign-up at once: each try is spent in one atomic update
+    /// before the code is compared, so five are judged and the rest find the tries used up;
+    /// a control person's sign-up meanwhile is proved as usual.
+    func testParallelWrongCodesSpendNoMoreThanFiveTries() async throws {
+        let outbox = CapturedMail()
+        let server = try TestServer {
+            $0.emailVerification = EmailVerificationSettings(mail: MailSettings(transport: outbox, from: "t <t@example.org>"))
+            $0.limits = .none
+        }
+        defer { server.stop() }
+        let target = try await server.client.openForm()
+        let control = try await server.client.openForm()
+        for (form, name) in [(target, "code_target"), (control, "code_control")] {
+            let made = try await server.request("POST", "/signup", body: Self.signUpBody(form.token, name))
+            XCTAssertEqual(made.status, 303, made.body)
+        }
+        let right = try await code(in: outbox, for: "code_target@example.org")
+        let wrong = String(format: "%06d", (Int(right)! + 1) % 1_000_000)
+        let baseURL = server.baseURL, token = target.token
+        let pages = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    try await TestServer.request(to: baseURL, "POST", "/verify",
+                                                 body: FormURLEncoder.encode([("token", token), ("code", wrong)])).body
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        // Every comparison is a spent try (before the fix, a try was counted after each
+        // comparison that failed, and a count read before any was recorded let them all in).
+        let compared = try XCTUnwrap(try server.store.pendingSignup(formToken: token, at: Date())).wrongTries
+        XCTAssertEqual(compared, 5, "codes compared: \(compared) of 40")
+        XCTAssertEqual(pages.filter { $0.contains("That code is not right") }.count, 4, "four said how many tries were left")
+        XCTAssertEqual(pages.filter { $0.contains("Too many wrong codes") }.count, 36)
+        let late = try await server.request("POST", "/verify", body: FormURLEncoder.encode([("token", token), ("code", right)]))
+        XCTAssertEqual(late.status, 422, "even the right code, once the tries are spent")
+        XCTAssertNil(try server.store.account(named: "code_target"))
+
+        let controlCode = try await code(in: outbox, for: "code_control@example.org")
+        let proved = try await server.request("POST", "/verify", body: FormURLEncoder.encode(
+            [("token", control.token), ("code", controlCode)]))
+        XCTAssertEqual(proved.status, 303, "the control person is not disturbed")
+    }
+
     // MARK: Item 6: cookies
 
     func testAnHTTPSSiteSetsASecureHostOnlyCookieAndTwoSessionCookiesSignOut() async throws {

@@ -74,6 +74,15 @@ final class TestServer {
     }
 
     /// The same, without the server object, for requests sent from several tasks at once.
+    /// A POST as a page of `site` sends it from its script: its `Origin`, JSON answers asked
+    /// for, and `cookie` when given.
+    func postFromScript(of site: String, _ path: String, _ fields: [(String, String)], cookie: String? = nil) async throws
+        -> (status: Int, headers: [String: String], body: String) {
+        var headers = ["Origin": site, "Accept": "application/json"]
+        if let cookie { headers["Cookie"] = cookie }
+        return try await request("POST", path, body: FormURLEncoder.encode(fields), headers: headers)
+    }
+
     static func request(
         to baseURL: URL, _ method: String, _ path: String, body: String? = nil,
         contentType: String? = "application/x-www-form-urlencoded",
