@@ -43,8 +43,7 @@ struct Pages: Sendable {
         for (name, value) in headers { response.headers.add(name, value) }
         response.headers.add("Cache-Control", "no-store")
         response.headers.add("X-Content-Type-Options", "nosniff")
-        // A page may ask for a stricter one (`/verify`: no-referrer).
-        if response.headers["Referrer-Policy"] == nil { response.headers.add("Referrer-Policy", "same-origin") }
+        response.headers.add("Referrer-Policy", "same-origin")
         response.headers.add("Content-Security-Policy",
                              "default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
         return response

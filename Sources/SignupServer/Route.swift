@@ -31,10 +31,13 @@ final class Route: Sendable {
     let limits: [RateLimitName]
     /// The outcome metric a refused cross-site post of this route counts in.
     let outcome: Outcome?
+    /// Every answer of this route carries `Referrer-Policy: no-referrer` (its URLs hold a
+    /// secret or a token: `/verify?token=…`, `/verify?link=…`), whatever the handler sent.
+    let sendsNoReferrer: Bool
     let handler: Handler
 
     init(_ methods: [String], _ path: String, prefix: Bool = false, answers: Answers, limits: [RateLimitName] = [],
-         outcome: Outcome? = nil, handler: @escaping Handler) {
+         outcome: Outcome? = nil, sendsNoReferrer: Bool = false, handler: @escaping Handler) {
         self.path = path
         self.isPrefix = prefix
         self.methods = methods.contains("GET") && !methods.contains("HEAD")
@@ -42,6 +45,7 @@ final class Route: Sendable {
         self.answers = answers
         self.limits = limits
         self.outcome = outcome
+        self.sendsNoReferrer = sendsNoReferrer
         self.handler = handler
         name = prefix ? String(path.dropLast()) : path
         allow = self.methods.joined(separator: ", ")

@@ -41,14 +41,22 @@ struct SignupRoutes: HTTPResponder {
         let label = row?.name ?? RouteTable.unrouted
         guard case .deferred(let work) = response.body else {
             record(request, route: label, client: client, status: response.status.code, started: started)
-            return response
+            return Self.finished(response, by: row)
         }
         return .later { [self] respond in
             work.start { answer in
                 record(request, route: label, client: client, status: answer.status.code, started: started)
-                respond(answer)
+                respond(Self.finished(answer, by: row))
             }
         }
+    }
+
+    /// What the row declares of every answer, applied here once rather than by each handler.
+    private static func finished(_ response: HTTPResponse, by row: Route?) -> HTTPResponse {
+        guard let row, row.sendsNoReferrer else { return response }
+        var response = response
+        response.headers.set("Referrer-Policy", "no-referrer")
+        return response
     }
 
     private func record(_ request: HTTPRequest, route: String, client: String, status: Int, started: UInt64) {
@@ -115,14 +123,14 @@ struct SignupRoutes: HTTPResponder {
         Route(["POST"], "/sessions", answers: .json, limits: [.pages]) { $0.liveForm.newSession($1) },
         Route(["GET"], "/challenge", answers: .json, limits: [.pages]) { $0.liveForm.challenge($1) },
         Route(["POST"], "/signup", answers: .page, limits: [.signups, .noJavaScript, .lookups, .hashing], outcome: .signup) { $0.signup.submit($1) },
-        Route(["GET", "POST"], "/verify", answers: .page, outcome: .signup) { routes, request in
+        Route(["GET", "POST"], "/verify", answers: .page, outcome: .signup, sendsNoReferrer: true) { routes, request in
             guard let verification = routes.verification else { return APIError.notFound.response }
             return request.method == "POST" ? verification.verify(request) : verification.page(request)
         },
-        Route(["POST"], "/verify/resend", answers: .page, limits: [.mails]) { routes, request in
+        Route(["POST"], "/verify/resend", answers: .page, limits: [.mails], sendsNoReferrer: true) { routes, request in
             routes.verification?.resend(request) ?? APIError.notFound.response
         },
-        Route(["POST"], "/verify/change", answers: .page) { routes, request in
+        Route(["POST"], "/verify/change", answers: .page, sendsNoReferrer: true) { routes, request in
             routes.verification == nil ? APIError.notFound.response : routes.signup.changeAddress(request)
         },
         Route(["GET"], "/welcome", answers: .page) { routes, request in

@@ -69,9 +69,8 @@ struct VerificationRoutes: ChargesProofs, Sendable {
     }
 
     private func moveLinkOutOfTheURL(_ link: String) -> HTTPResponse {
-        var response = redirect(to: "/verify" + PageRenderer.languageQuery(language), cookies: [linkCookie(link)])
-        response.headers.add("Referrer-Policy", "no-referrer")
-        return response
+        // The route's row adds `Referrer-Policy: no-referrer` to this and every /verify answer.
+        redirect(to: "/verify" + PageRenderer.languageQuery(language), cookies: [linkCookie(link)])
     }
 
     private func linkCookie(_ value: String) -> String {
@@ -293,8 +292,7 @@ struct VerificationRoutes: ChargesProofs, Sendable {
     }
 
     private func verifyPage(_ page: PageRenderer.VerifyPage, status: HTTPStatus, retryAfter: Int? = nil) -> HTTPResponse {
-        // No page under /verify sends its address onward: a code page's URL holds its token.
-        var headers = HTTPHeaders([("Content-Language", language.tag), ("Referrer-Policy", "no-referrer")])
+        var headers = HTTPHeaders([("Content-Language", language.tag)])
         if let retryAfter { headers.add("Retry-After", String(retryAfter)) }
         return html(renderer.renderVerify(page, language: language, assets: assets), status: status, headers: headers)
     }

@@ -349,6 +349,12 @@ final class BrowserBindingTests: XCTestCase {
         XCTAssertTrue(confirmed.headers["set-cookie"]?.contains("livesignup_verify_link=; Path=/verify; Max-Age=0") == true,
                       "the link's cookie is cleared: \(confirmed.headers["set-cookie"] ?? "")")
         XCTAssertNotNil(try server.store.account(named: "linked_person"))
+
+        let spent = try await server.request("GET", "/verify?token=\(token)")
+        XCTAssertEqual(spent.status, 410)
+        XCTAssertEqual(spent.headers["referrer-policy"], "no-referrer", "every answer under /verify, problem pages too")
+        let welcome = try await server.request("GET", "/signin")
+        XCTAssertEqual(welcome.headers["referrer-policy"], "same-origin", "other pages keep theirs")
     }
 
     /// Item 8: whoever holds only the form's token (it is in `/verify?token=…`) neither
