@@ -257,21 +257,13 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
         return headers
     }
 
-    /// Every byte outside RFC 3986's unreserved set percent-encoded, so a header reader
-    /// that only takes ASCII (or Latin-1) gets the name intact.
+    /// Every byte outside RFC 3986's unreserved set percent-encoded (UTF-8), so a header
+    /// reader that only takes ASCII (or Latin-1) gets the name intact.
     static func percentEncodedUTF8(_ text: String) -> String {
-        var encoded = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-            }
-        }
-        return encoded
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
     }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// The live session's account for a request, or nil (a store that cannot answer counts
     /// as signed out, logged).
@@ -285,8 +277,3 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     }
 }
 
-private extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
-}
