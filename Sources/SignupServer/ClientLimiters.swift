@@ -27,14 +27,15 @@ final class ClientLimiters: Sendable {
 
     /// `store` holds the limits that must hold across instances; without one (tests of the
     /// other limits) they are kept in this process.
+    /// - Parameter consulted: told the limit's name each time a request asks one of them.
     init(_ limits: SignupLimits, store: (any SharedTokenBuckets)? = nil, logger: Logger = Logger(label: "livesignup"),
-         now: @escaping @Sendable () -> Date) {
+         now: @escaping @Sendable () -> Date, consulted: (@Sendable (RateLimitName) -> Void)? = nil) {
         self.limits = limits
         func limiter(_ setting: LimitSetting) -> RateLimiter {
             guard case .rate(let path) = setting.value, let name = setting.name else {
                 preconditionFailure("\(setting) is not a rate with a name")
             }
-            return RateLimiter(name, rate: limits[keyPath: path], now: now)
+            return RateLimiter(name, rate: limits[keyPath: path], now: now, consulted: consulted)
         }
         pages = limiter(.pagesPerAddress)
         newSessions = limiter(.sessionsPerAddress)
@@ -45,11 +46,11 @@ final class ClientLimiters: Sendable {
         signups = limiter(.signupsPerAddress)
         signinFailuresPerAccount = SharedRateLimiter(
             .signins, bucket: LimitSetting.signinFailuresPerAccount.flag, rate: limits.signinFailuresPerAccount,
-            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now)
+            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, consulted: consulted)
         signinFailuresPerAddress = limiter(.signinFailuresPerAddress)
         mailsPerRecipient = SharedRateLimiter(
             .mails, bucket: LimitSetting.mailsPerRecipient.flag, rate: limits.mailsPerRecipient,
-            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now)
+            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, consulted: consulted)
         mailsPerAddress = limiter(.mailsPerAddress)
         noJavaScriptSignups = limiter(.noJavaScriptSignups)
         passkeys = limiter(.passkeysPerAddress)

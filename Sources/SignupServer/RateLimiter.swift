@@ -14,20 +14,25 @@ final class RateLimiter: @unchecked Sendable {
     let rate: Rate
     private let maximumKeys: Int
     private let now: @Sendable () -> Date
+    /// Told each time a request asks this limit (`SignupApplication.Configuration.onLimitConsulted`).
+    private let consulted: (@Sendable (RateLimitName) -> Void)?
     private let lock = NSLock()
     /// Guarded by `lock`, which is its exclusivity (no runtime check per access: see
     /// DEVELOPMENT.md, "exclusivity").
     @exclusivity(unchecked) private var buckets: [String: (tokens: Double, updated: Date)] = [:]
 
-    init(_ name: RateLimitName, rate: Rate, maximumKeys: Int = 100_000, now: @escaping @Sendable () -> Date) {
+    init(_ name: RateLimitName, rate: Rate, maximumKeys: Int = 100_000, now: @escaping @Sendable () -> Date,
+         consulted: (@Sendable (RateLimitName) -> Void)? = nil) {
         self.name = name
         self.rate = rate
         self.maximumKeys = maximumKeys
         self.now = now
+        self.consulted = consulted
     }
 
     /// Spends `cost` from `key`'s bucket if it holds that much.
     func take(_ key: String, cost: Double = 1) -> Decision {
+        consulted?(name)
         guard !rate.isUnlimited else { return .allowed }
         return withBucket(key) { tokens in
             guard tokens >= cost else { return .limited(retryAfter: (cost - tokens) / rate.perSecond) }
@@ -38,6 +43,7 @@ final class RateLimiter: @unchecked Sendable {
 
     /// Whether `take` would be allowed, without spending.
     func check(_ key: String, cost: Double = 1) -> Decision {
+        consulted?(name)
         guard !rate.isUnlimited else { return .allowed }
         return withBucket(key) { tokens in
             tokens >= cost ? .allowed : .limited(retryAfter: (cost - tokens) / rate.perSecond)
@@ -48,6 +54,7 @@ final class RateLimiter: @unchecked Sendable {
     /// before acting on it; nil (nothing spent) when that wait would exceed `maximumWait`.
     /// For work that should be delayed rather than refused.
     func reserve(_ key: String, cost: Double = 1, maximumWait: TimeInterval) -> TimeInterval? {
+        consulted?(name)
         guard !rate.isUnlimited else { return 0 }
         return withBucket(key) { tokens in
             let wait = tokens >= cost ? 0 : (cost - tokens) / rate.perSecond

@@ -26,8 +26,9 @@ final class Route: Sendable {
     /// The methods it takes; GET brings HEAD with it (answered as GET without the body).
     let methods: [String]
     let answers: Answers
-    /// The limits its requests draw from (documentation and the route listing; each handler
-    /// spends from its limiters where its work begins).
+    /// The limits its requests draw from, every one and no other: `RouteLimitsTests` walks
+    /// every row as people use it, records each limit asked (`onLimitConsulted`) and holds the
+    /// row to them. Each handler still spends from its limiters where its work begins.
     let limits: [RateLimitName]
     /// The outcome metric a refused cross-site post of this route counts in.
     let outcome: Outcome?

@@ -16,9 +16,11 @@ final class SharedRateLimiter: Sendable {
     private let store: any SharedTokenBuckets
     private let logger: Logger
     private let now: @Sendable () -> Date
+    private let consulted: (@Sendable (RateLimitName) -> Void)?
 
     init(_ name: RateLimitName, bucket: String, rate: Rate, store: any SharedTokenBuckets, logger: Logger,
-         now: @escaping @Sendable () -> Date) {
+         now: @escaping @Sendable () -> Date, consulted: (@Sendable (RateLimitName) -> Void)? = nil) {
+        self.consulted = consulted
         self.name = name
         self.bucket = bucket
         self.rate = rate
@@ -42,6 +44,7 @@ final class SharedRateLimiter: Sendable {
     /// Spends `cost` (0 only looks) or throws when less than one token is there. A store that
     /// cannot answer lets the request through, logged.
     private func spend(_ cost: Double, from key: String) throws(LimitExceeded) {
+        consulted?(name)
         guard !rate.isUnlimited else { return }
         let tokens: Double
         do {

@@ -97,6 +97,10 @@ public final class SignupApplication: Sendable {
         /// (`LoggerAccessLines`), or the executable's direct writer of the same text; nil
         /// sends the lines to the app's logger.
         public var accessLines: (any AccessLineWriting)?
+        /// Told a limit's name (`livesignup_rate_limited_total`'s label) each time a request
+        /// asks that limit, and `hashing` for each password hash: how a test walks the route
+        /// table to check that every route names the limits it can spend, and no other.
+        public var onLimitConsulted: (@Sendable (String) -> Void)?
         /// The clock sessions expire and limits refill by; tests substitute one they can move.
         public var now: @Sendable () -> Date = { Date() }
         /// Runs work after a delay by the same clock: a live username look-up over its budget
@@ -131,7 +135,10 @@ public final class SignupApplication: Sendable {
         self.store = store
         let policy = configuration.policy
         let availability = StoreAvailabilityChecker(store: store, isReserved: { policy.isReserved($0) }, now: configuration.now)
-        let limiters = ClientLimiters(configuration.limits, store: store, logger: logger, now: configuration.now)
+        let observe = configuration.onLimitConsulted
+        let consulted: (@Sendable (RateLimitName) -> Void)? = observe.map { observe in { @Sendable name in observe(name.rawValue) } }
+        let limiters = ClientLimiters(configuration.limits, store: store, logger: logger, now: configuration.now,
+                                      consulted: consulted)
         let metrics = SignupMetrics()
         self.metrics = metrics
         // One warning a minute per kind of failure at most: a broken source fails every look-up.
@@ -161,7 +168,8 @@ public final class SignupApplication: Sendable {
                 now: configuration.now)
         }
         self.proofOfWork = proofOfWork
-        let hasher = TimedPasswordHasher(base: configuration.passwordHasher, timer: metrics.passwordHashDuration)
+        let hasher = TimedPasswordHasher(base: configuration.passwordHasher, timer: metrics.passwordHashDuration,
+                                         computed: consulted.map { consulted in { @Sendable in consulted(.hashing) } })
         let tokenKey = try configuration.formTokenKey
             ?? store.secret(named: "form-token-key", createdBy: FormTokenAuthority.makeKey)
         guard tokenKey.count == FormTokenAuthority.keyLength else {

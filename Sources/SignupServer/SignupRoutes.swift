@@ -119,11 +119,12 @@ struct SignupRoutes: HTTPResponder {
     static let table = RouteTable([
         Route(["GET"], "/", answers: .page, limits: [.pages]) { $0.liveForm.signupPage($1) },
         Route(["GET"], "/events", answers: .json, limits: [.sessions]) { $0.liveForm.events($1) },
-        Route(["POST"], "/fields", answers: .json, limits: [.edits, .sessions]) { $0.liveForm.fieldEdit($1) },
+        Route(["POST"], "/fields", answers: .json, limits: [.edits, .sessions, .lookups]) { $0.liveForm.fieldEdit($1) },
         Route(["POST"], "/sessions", answers: .json, limits: [.pages]) { $0.liveForm.newSession($1) },
         Route(["GET"], "/challenge", answers: .json, limits: [.pages]) { $0.liveForm.challenge($1) },
-        Route(["POST"], "/signup", answers: .page, limits: [.signups, .noJavaScript, .lookups, .hashing], outcome: .signup) { $0.signup.submit($1) },
-        Route(["GET", "POST"], "/verify", answers: .page, outcome: .signup, sendsNoReferrer: true) { routes, request in
+        Route(["POST"], "/signup", answers: .page, limits: [.signups, .noJavaScript, .lookups, .mails, .hashing],
+              outcome: .signup) { $0.signup.submit($1) },
+        Route(["GET", "POST"], "/verify", answers: .page, limits: [.noJavaScript], outcome: .signup, sendsNoReferrer: true) { routes, request in
             guard let verification = routes.verification else { return APIError.notFound.response }
             return request.method == "POST" ? verification.verify(request) : verification.page(request)
         },

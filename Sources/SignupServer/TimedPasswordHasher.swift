@@ -7,14 +7,18 @@ import SignupDomain
 struct TimedPasswordHasher: PasswordHashing {
     let base: any PasswordHashing
     let timer: Metrics.Timer
+    /// Told of each hash and verification (the `hashing` limit's work).
+    var computed: (@Sendable () -> Void)?
 
     func hash(_ password: String) throws -> String {
+        computed?()
         let started = DispatchTime.now().uptimeNanoseconds
         defer { timer.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started)) }
         return try base.hash(password)
     }
 
     func verify(_ password: String, against hash: String) -> Bool {
+        computed?()
         let started = DispatchTime.now().uptimeNanoseconds
         defer { timer.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started)) }
         return base.verify(password, against: hash)

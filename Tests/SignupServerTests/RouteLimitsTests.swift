@@ -1,0 +1,156 @@
+import Foundation
+import HTTPTestSupport
+import Logging
+import MicroHTTPD
+import SignupDomain
+@testable import SignupServer
+import XCTest
+
+/// Issue 41: a route's row names the limits it spends (`Route.limits`), and that list must be
+/// the truth: the 429s of a limit, its metric label and the operators' reading of the table
+/// all rest on it. This walks every row in process, as people use them (a live form, a
+/// sign-up proved by mail, failed and good sign-ins, passkey ceremonies, the proxy's /auth),
+/// records every limit each request asks (`Configuration.onLimitConsulted`), and holds each
+/// row to exactly the limits its requests asked: none unnamed, none named in vain.
+final class RouteLimitsTests: XCTestCase {
+    private var directory: URL!
+    private var store: SQLiteAccountStore!
+    private let clock = TestClock()
+    private let asked = AskedLimits()
+    private var app: SignupApplication!
+    /// The limits each row's requests asked, by the row's name.
+    private var consulted: [String: Set<String>] = [:]
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-limits-\(UUID().uuidString)")
+        store = try SQLiteAccountStore(path: directory.appendingPathComponent("test.sqlite").path)
+        var configuration = SignupApplication.Configuration()
+        configuration.port = 0
+        configuration.publicDirectory = TestServer.repositoryRoot.appendingPathComponent("Public")
+        configuration.templatesDirectory = TestServer.repositoryRoot.appendingPathComponent("Templates")
+        configuration.passwordHasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
+        configuration.now = { [clock] in clock.now }
+        configuration.availabilityDebounce = .zero
+        configuration.askCheapProofs()
+        // Every limit unlimited: nothing is refused, and every one is still asked.
+        configuration.limits = .none
+        var verification = EmailVerificationSettings(mail: MailSettings(transport: CapturedMail(), from: "t <t@example.org>"))
+        verification.resendCooldown = 0
+        configuration.emailVerification = verification
+        configuration.onLimitConsulted = { [asked] in asked.record($0) }
+        var quiet = Logger(label: "livesignup-limits-test")
+        quiet.logLevel = .critical
+        app = try SignupApplication(configuration: configuration, store: store, logger: quiet)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Sends one request in process and files the limits it asked under its row. `settle`
+    /// waits (bounded) for work the request started after its answer (a live look-up).
+    @discardableResult
+    private func send(_ method: String, _ path: String, _ fields: [(String, String)] = [], cookie: String? = nil,
+                      settle: String? = nil) async -> HTTPResponse {
+        var headers = HTTPHeaders()
+        if !fields.isEmpty { headers.add("Content-Type", "application/x-www-form-urlencoded") }
+        if let cookie { headers.add("Cookie", cookie) }
+        let parts = path.split(separator: "?", maxSplits: 1)
+        let query = parts.count > 1 ? parts[1].split(separator: "&").map { pair -> (name: String, value: String) in
+            let kv = pair.split(separator: "=", maxSplits: 1)
+            return (String(kv[0]), kv.count > 1 ? String(kv[1]) : "")
+        } : []
+        let body = fields.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }
+            .joined(separator: "&")
+        asked.clear()
+        let response = await app.respond(to: HTTPRequest(method: method, path: String(parts[0]), query: query, headers: headers,
+                                                         body: Array(body.utf8)))
+        if let settle {
+            let asked = asked
+            let settled = await Condition.wait(timeout: 10) { asked.names.contains(settle) }
+            XCTAssertTrue(settled, "\(path) went on to ask \(settle)")
+        }
+        let row = try? XCTUnwrap(SignupRoutes.table.resolve(String(parts[0])), path)
+        consulted[row?.name ?? path, default: []].formUnion(asked.names)
+        return response
+    }
+
+    private func text(_ response: HTTPResponse) -> String {
+        guard case .bytes(let bytes) = response.body else { return "" }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private func cookie(_ response: HTTPResponse, named name: String) -> String? {
+        response.headers.values(of: "Set-Cookie").first { $0.hasPrefix(name + "=") }?.split(separator: ";").first.map(String.init)
+    }
+
+    func testEveryRowNamesExactlyTheLimitsItsRequestsAsk() async throws {
+        // The live form.
+        let page = text(await send("GET", "/"))
+        let token = try XCTUnwrap(page.firstMatch(of: #/name="token" value="([^"]+)"/#)?.1).description
+        let fresh = text(await send("POST", "/sessions"))
+        let other = try XCTUnwrap(fresh.firstMatch(of: #/"token":"([^"]+)"/#)?.1).description
+        await send("GET", "/challenge?token=\(other)")
+        await send("GET", "/events?token=\(other)")
+        await send("POST", "/fields", [("token", token), ("field", "username"), ("value", "limits_person"), ("seq", "1")],
+                   settle: "lookups")
+
+        // A passkey on the form (its response refused: the limits come first).
+        let options = await send("POST", "/passkeys/options", [("token", token)])
+        await send("POST", "/passkeys/register", [("token", token), ("response", "{}")],
+                   cookie: cookie(options, named: PasskeyRoutes.browserCookie))
+
+        // A sign-up waiting for its address, a new code, a wrong code, a changed address.
+        let password = "Cobol-Rocks-1959"
+        let pending = await send("POST", "/signup", [("token", token), ("username", "limits_person"),
+                                                     ("email", "limits@example.org"), ("password", password),
+                                                     ("confirm", password)])
+        XCTAssertEqual(pending.status, .seeOther, text(pending))
+        await send("GET", "/verify?token=\(token)")
+        await send("POST", "/verify/resend", [("token", token)])
+        // A failed sign-in: from now on this client's sign-ins and codes pay a proof of work.
+        let failed = await send("POST", "/signin", [("username", "nobody_here"), ("password", "wrong-one")])
+        XCTAssertEqual(failed.status, .unauthorized)
+        await send("POST", "/verify", [("token", token), ("code", "000000")])
+        await send("GET", "/verify?link=not-a-real-link")
+        await send("POST", "/verify/change", [("token", token)],
+                   cookie: cookie(pending, named: AddressProofs.browserCookie))
+
+        // A signed-in account: its pages, passkeys and the proxy's question.
+        let hash = try Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024).hash(password)
+        _ = try store.createAccount(NewAccount(username: "limits_owner", email: "owner@example.org", passwordHash: hash,
+                                               formToken: "limits-owner-form"))
+        await send("GET", "/signin")
+        let signedIn = await send("POST", "/signin", [("username", "limits_owner"), ("password", password)])
+        XCTAssertEqual(signedIn.status, .seeOther, text(signedIn))
+        let session = try XCTUnwrap(cookie(signedIn, named: SignedInUsers.plainCookieName))
+        await send("GET", "/welcome", cookie: session)
+        await send("POST", "/account/passkeys/options", [("mediation", "button")], cookie: session)
+        await send("POST", "/account/passkeys", [("response", "{}")], cookie: session)
+        await send("POST", "/passkeys/signin/options")
+        await send("POST", "/passkeys/signin", [("response", "{}")])
+        await send("GET", "/auth", cookie: session)
+        await send("GET", "/auth", cookie: "livesignup_auth=" + SignInSessionID.make())
+        await send("POST", "/signout", cookie: session)
+
+        // Operations.
+        for path in ["/healthz", "/readyz", "/metrics", "/static/app.js"] { await send("GET", path) }
+
+        for row in SignupRoutes.table.routes {
+            let asked = try XCTUnwrap(consulted[row.name], "the walk reaches \(row.name)")
+            let declared = Set(row.limits.map(\.rawValue))
+            XCTAssertEqual(asked.subtracting(declared), [], "\(row.name) asks limits its row does not name")
+            XCTAssertEqual(declared.subtracting(asked), [], "\(row.name) names limits none of its requests asked")
+        }
+    }
+}
+
+/// The limits asked since the last `clear`, from any thread.
+final class AskedLimits: @unchecked Sendable {
+    private let lock = NSLock()
+    private var asked: Set<String> = []
+
+    func record(_ name: String) { _ = lock.withLock { asked.insert(name) } }
+    func clear() { lock.withLock { asked = [] } }
+    var names: Set<String> { lock.withLock { asked } }
+}
