@@ -58,6 +58,20 @@ final class ClientLimiters: Sendable {
     }
 }
 
+extension ClientLimiters {
+    /// The per-address limiter a route row may have the router spend first (`Route.spentFirst`),
+    /// by its name; nil for limits that are not one per-address rate.
+    func perAddress(_ name: RateLimitName) -> RateLimiter? {
+        switch name {
+        case .pages: pages
+        case .passkeys: passkeys
+        case .edits: editsPerAddress
+        case .signups: signups
+        default: nil
+        }
+    }
+}
+
 /// A request over one of the limits: which, and when to try again.
 struct LimitExceeded: Error, Equatable {
     let limit: RateLimitName

@@ -28,11 +28,6 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
     /// view costs no memory (and a flood of them only CPU, which the page limit bounds).
     func signupPage(_ request: SignupRequest) -> HTTPResponse {
         let language = visitorLanguage(request.http)
-        do throws(LimitExceeded) {
-            try limiters.pages.admit(request.clientKey)
-        } catch {
-            return speaking(language).slowDownPage(error)
-        }
         let target = returnTo.requestedTarget(of: request.http)
         let token = sessions.mintToken()
         let challenge = proofOfWork?.challenge(for: token, addressKey: request.clientKey).json ?? ""
@@ -48,7 +43,6 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
 
     /// A fresh token for a page whose token the server no longer accepts (too old).
     func newSession(_ request: SignupRequest) -> HTTPResponse {
-        if let refused = refusals.refusal(by: limiters.pages, of: request.clientKey) { return refused }
         let token = sessions.mintToken()
         // The old page's challenge was bound to its old token: a new one comes along.
         let challenge = proofOfWork.map { ",\"challenge\":" + $0.challenge(for: token, addressKey: request.clientKey).json } ?? ""
@@ -62,7 +56,6 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
     /// A fresh proof-of-work challenge for a genuine form token, at the client's price (the
     /// page's script asks when its challenge no longer fits; programs ask before a sign-up).
     func challenge(_ request: SignupRequest) -> HTTPResponse {
-        if let refused = refusals.refusal(by: limiters.pages, of: request.clientKey) { return refused }
         guard let proofOfWork else {
             return APIError(status: .notFound, code: "proofs_off", message: "This server asks for no proof of work.").response
         }
@@ -160,7 +153,6 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
             return APIError(status: .badRequest, code: "invalid_seq",
                             message: "'seq' must be a non-negative whole number, counting up with each edit of a field.").response
         }
-        if let refused = refusals.refusal(by: limiters.editsPerAddress, of: context.clientKey) { return refused }
         let session: FormSession
         do { session = try lookUpSession(token, client: client, language: request.queryValue("lang")) } catch { return error.response }
         // Per form only once the token is known genuine, so made-up tokens fill no table.

@@ -111,11 +111,7 @@ extension AnswersWithPages {
 
     /// The readable page for a person who went over a limit (429 with `Retry-After`).
     func slowDownPage(_ exceeded: LimitExceeded) -> HTTPResponse {
-        refusals.count(exceeded)
-        let message = text("problem.slow_message").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds))
-        return pages.problem(title: text("problem.slow_title"), message: message, code: "rate_limited",
-                             linkText: text("problem.slow_link"), status: .tooManyRequests,
-                             headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
+        refusals.slowDownPage(exceeded, in: pages)
     }
 }
 
@@ -147,6 +143,16 @@ struct Refusals: Sendable {
     func count(_ exceeded: LimitExceeded) {
         metrics.rateLimited(exceeded.limit)
         logger.debug("Rate limited", metadata: ["limit": "\(exceeded.limit)"])
+    }
+
+    /// The page 429 where a person is looking ("Slow down… try again in N seconds"), counted.
+    func slowDownPage(_ exceeded: LimitExceeded, in pages: Pages) -> HTTPResponse {
+        count(exceeded)
+        let message = pages.text("problem.slow_message")
+            .replacingOccurrences(of: "{wait}", with: pages.waitPhrase(exceeded.retryAfterSeconds))
+        return pages.problem(title: pages.text("problem.slow_title"), message: message, code: "rate_limited",
+                             linkText: pages.text("problem.slow_link"), status: .tooManyRequests,
+                             headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
     }
 
     /// The JSON 429 for the script's endpoints, counted.

@@ -59,7 +59,6 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     }
 
     private func registrationOptions(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
-        if let refused = refusals.refusal(by: limiters.pages, of: request.clientKey) { return refused }
         guard let token = form["token"] ?? request.http.queryValue("token"), !token.isEmpty else {
             return APIError.missingParameter("token").response
         }
@@ -95,7 +94,6 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     }
 
     private func register(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
-        if let refused = refusals.refusal(by: limiters.passkeys, of: request.clientKey) { return refused }
         guard let token = form["token"] ?? request.http.queryValue("token"), !token.isEmpty else {
             return APIError.missingParameter("token").response
         }
@@ -133,7 +131,6 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     /// `POST /passkeys/signin/options`: a signed, single-use challenge for a discoverable
     /// sign-in (the button, or the browser's autofill on the username field).
     func signInOptions(_ request: SignupRequest) -> HTTPResponse {
-        if let refused = refusals.refusal(by: limiters.pages, of: request.clientKey) { return refused }
         let options = RequestOptions(relyingParty: relyingParty(for: request.http),
                                      challenge: challenges.make(for: "signin"), timeoutMilliseconds: timeoutMilliseconds)
         return Self.json(options.json, status: .ok)
@@ -147,7 +144,6 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     }
 
     private func signIn(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
-        if let refused = refusals.refusal(by: limiters.passkeys, of: request.clientKey) { return refused }
         guard let text = form["response"] else { return APIError.missingParameter("response").response }
         // Paid for before the assertion is decoded and checked, given back when it signs in
         // (as a password's guess is): parallel tries cannot all pass a look taken first.
@@ -203,7 +199,6 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     }
 
     private func addOptions(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
-        if let refused = refusals.refusal(by: limiters.pages, of: request.clientKey) { return refused }
         do throws(PasskeyRefusal) {
             let account = try signedInAccount(request.http)
             let handle: [UInt8], existing: [Passkey]
@@ -230,7 +225,6 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     }
 
     private func add(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
-        if let refused = refusals.refusal(by: limiters.passkeys, of: request.clientKey) { return refused }
         guard let text = form["response"] else { return APIError.missingParameter("response").response }
         do throws(PasskeyRefusal) {
             let account = try signedInAccount(request.http)

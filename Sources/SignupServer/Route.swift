@@ -32,19 +32,26 @@ final class Route: Sendable {
     let limits: [RateLimitName]
     /// The outcome metric a refused cross-site post of this route counts in.
     let outcome: Outcome?
+    /// The per-address limits the router spends before the handler runs, answered in the
+    /// row's format when over: the ones every request of the route costs, whatever it holds
+    /// (a subset of `limits`; the handler spends the others where its conditional work begins).
+    let spentFirst: [RateLimitName]
     /// Every answer of this route carries `Referrer-Policy: no-referrer` (its URLs hold a
     /// secret or a token: `/verify?token=…`, `/verify?link=…`), whatever the handler sent.
     let sendsNoReferrer: Bool
     let handler: Handler
 
     init(_ methods: [String], _ path: String, prefix: Bool = false, answers: Answers, limits: [RateLimitName] = [],
-         outcome: Outcome? = nil, sendsNoReferrer: Bool = false, handler: @escaping Handler) {
+         spentFirst: [RateLimitName] = [], outcome: Outcome? = nil, sendsNoReferrer: Bool = false,
+         handler: @escaping Handler) {
+        precondition(spentFirst.allSatisfy(limits.contains), "\(path): a limit spent first is one of its limits")
         self.path = path
         self.isPrefix = prefix
         self.methods = methods.contains("GET") && !methods.contains("HEAD")
             ? methods.flatMap { $0 == "GET" ? ["GET", "HEAD"] : [$0] } : methods
         self.answers = answers
         self.limits = limits
+        self.spentFirst = spentFirst
         self.outcome = outcome
         self.sendsNoReferrer = sendsNoReferrer
         self.handler = handler

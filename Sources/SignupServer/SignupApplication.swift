@@ -313,6 +313,8 @@ public final class SignupApplication: Sendable {
             maxBodyBytes: configuration.maxBodyBytes,
             addresses: addresses,
             sameOrigin: sameOrigin,
+            limiters: limiters,
+            refusals: refusals,
             metrics: metrics,
             logger: logger,
             accessLines: configuration.accessLines ?? LoggerAccessLines(logger: logger))

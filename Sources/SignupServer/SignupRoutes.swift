@@ -24,6 +24,9 @@ struct SignupRoutes: HTTPResponder {
     let maxBodyBytes: Int
     let addresses: ClientAddressResolver
     let sameOrigin: SameOriginPolicy
+    /// The per-address limits a row has the router spend first (`Route.spentFirst`).
+    let limiters: ClientLimiters
+    let refusals: Refusals
     let metrics: SignupMetrics
     let logger: Logger
     /// The access log, one line per request: swift-log's `livesignup.access` logger (operators
@@ -117,11 +120,13 @@ struct SignupRoutes: HTTPResponder {
 
     /// Every route: one row each (see `Route`), its handler in the struct of its concern.
     static let table = RouteTable([
-        Route(["GET"], "/", answers: .page, limits: [.pages]) { $0.liveForm.signupPage($1) },
+        Route(["GET"], "/", answers: .page, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.signupPage($1) },
         Route(["GET"], "/events", answers: .json, limits: [.sessions]) { $0.liveForm.events($1) },
-        Route(["POST"], "/fields", answers: .json, limits: [.edits, .sessions, .lookups]) { $0.liveForm.fieldEdit($1) },
-        Route(["POST"], "/sessions", answers: .json, limits: [.pages]) { $0.liveForm.newSession($1) },
-        Route(["GET"], "/challenge", answers: .json, limits: [.pages]) { $0.liveForm.challenge($1) },
+        Route(["POST"], "/fields", answers: .json, limits: [.edits, .sessions, .lookups], spentFirst: [.edits]) {
+            $0.liveForm.fieldEdit($1)
+        },
+        Route(["POST"], "/sessions", answers: .json, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.newSession($1) },
+        Route(["GET"], "/challenge", answers: .json, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.challenge($1) },
         Route(["POST"], "/signup", answers: .page, limits: [.signups, .noJavaScript, .lookups, .mails, .hashing],
               outcome: .signup) { $0.signup.submit($1) },
         Route(["GET", "POST"], "/verify", answers: .page, limits: [.noJavaScript], outcome: .signup, sendsNoReferrer: true) { routes, request in
@@ -143,12 +148,21 @@ struct SignupRoutes: HTTPResponder {
         Route(["POST"], "/signout", answers: .page) { routes, request in
             routes.signIn.speaking(routes.signIn.visitorLanguage(request.http)).signOut(request.http)
         },
-        Route(["POST"], "/passkeys/options", answers: .json, limits: [.pages]) { $0.passkeys.registrationOptions($1) },
-        Route(["POST"], "/passkeys/register", answers: .json, limits: [.passkeys]) { $0.passkeys.register($1) },
-        Route(["POST"], "/passkeys/signin/options", answers: .json, limits: [.pages]) { $0.passkeys.signInOptions($1) },
-        Route(["POST"], "/passkeys/signin", answers: .json, limits: [.passkeys, .signins], outcome: .signin) { $0.passkeys.signIn($1) },
-        Route(["POST"], "/account/passkeys/options", answers: .json, limits: [.pages]) { $0.passkeys.addOptions($1) },
-        Route(["POST"], "/account/passkeys", answers: .json, limits: [.passkeys]) { $0.passkeys.add($1) },
+        Route(["POST"], "/passkeys/options", answers: .json, limits: [.pages], spentFirst: [.pages]) {
+            $0.passkeys.registrationOptions($1)
+        },
+        Route(["POST"], "/passkeys/register", answers: .json, limits: [.passkeys], spentFirst: [.passkeys]) {
+            $0.passkeys.register($1)
+        },
+        Route(["POST"], "/passkeys/signin/options", answers: .json, limits: [.pages], spentFirst: [.pages]) {
+            $0.passkeys.signInOptions($1)
+        },
+        Route(["POST"], "/passkeys/signin", answers: .json, limits: [.passkeys, .signins], spentFirst: [.passkeys],
+              outcome: .signin) { $0.passkeys.signIn($1) },
+        Route(["POST"], "/account/passkeys/options", answers: .json, limits: [.pages], spentFirst: [.pages]) {
+            $0.passkeys.addOptions($1)
+        },
+        Route(["POST"], "/account/passkeys", answers: .json, limits: [.passkeys], spentFirst: [.passkeys]) { $0.passkeys.add($1) },
         Route(["GET"], "/auth", answers: .json, limits: [.unknownSessions]) { routes, request in routes.signIn.forwardAuth(request) },
         Route(["GET"], "/healthz", answers: .json) { routes, _ in routes.operations.liveness() },
         Route(["GET"], "/readyz", answers: .json) { routes, _ in routes.operations.readiness() },
@@ -190,7 +204,20 @@ struct SignupRoutes: HTTPResponder {
         }
         guard let route else { return APIError.notFound.response }
         guard route.accepts(request.method) else { return methodNotAllowed(allow: route.allow) }
-        return route.handler(self, SignupRequest(request, client: client))
+        let context = SignupRequest(request, client: client)
+        // What every request of the route costs, spent before any of its work, in one place.
+        for name in route.spentFirst {
+            guard let limiter = limiters.perAddress(name) else {
+                assertionFailure("\(route.path) spends \(name) first, which is not one per-address limit")
+                continue
+            }
+            do throws(LimitExceeded) {
+                try limiter.admit(context.clientKey)
+            } catch {
+                return route.answers == .page ? refusals.slowDownPage(error, in: page(for: request)) : refusals.limited(error)
+            }
+        }
+        return route.handler(self, context)
     }
 
     /// Requests refused before routing: the readable page where a person is looking.

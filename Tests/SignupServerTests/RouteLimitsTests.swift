@@ -145,6 +145,64 @@ final class RouteLimitsTests: XCTestCase {
     }
 }
 
+/// The costs every request of a route pays are spent by the router before its handler runs
+/// (`Route.spentFirst`), answered in the row's format: a malformed request of such a route is
+/// over its limit like any other, and no handler repeats the call.
+final class RouterSpentLimitsTests: XCTestCase {
+    func testEveryLimitARowSpendsFirstIsOnePerAddressLimit() {
+        let limiters = ClientLimiters(SignupLimits(), now: { Date() })
+        for row in SignupRoutes.table.routes {
+            for name in row.spentFirst {
+                XCTAssertNotNil(limiters.perAddress(name), "\(row.name) spends \(name) first")
+            }
+        }
+    }
+
+    func testTheRouterSpendsARowsCostsBeforeTheHandlerLooksAtTheRequest() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-first-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var configuration = SignupApplication.Configuration()
+        configuration.port = 0
+        configuration.publicDirectory = TestServer.repositoryRoot.appendingPathComponent("Public")
+        configuration.templatesDirectory = TestServer.repositoryRoot.appendingPathComponent("Templates")
+        configuration.limits = .none
+        // One of each, then none for an hour.
+        configuration.limits.pagesPerAddress = Rate(burst: 1, perSecond: 1.0 / 3600)
+        configuration.limits.editsPerAddress = Rate(burst: 1, perSecond: 1.0 / 3600)
+        configuration.limits.passkeysPerAddress = Rate(burst: 1, perSecond: 1.0 / 3600)
+        var quiet = Logger(label: "livesignup-first-test")
+        quiet.logLevel = .critical
+        let app = try SignupApplication(configuration: configuration,
+                                        store: try SQLiteAccountStore(path: directory.appendingPathComponent("t.sqlite").path),
+                                        logger: quiet)
+        func answer(_ method: String, _ path: String, body: String = "") async -> (HTTPStatus, String) {
+            let headers = HTTPHeaders(body.isEmpty ? [] : [("Content-Type", "application/x-www-form-urlencoded")])
+            let response = await app.respond(to: HTTPRequest(method: method, path: path, headers: headers, body: Array(body.utf8)))
+            guard case .bytes(let bytes) = response.body else { return (response.status, "") }
+            return (response.status, String(decoding: bytes, as: UTF8.self))
+        }
+        // Malformed requests spend the route's cost too, then are told what is wrong.
+        let noToken = await answer("GET", "/challenge")
+        XCTAssertEqual(noToken.0, .notFound, "proofs are off here: the handler's answer, after the cost")
+        let overPages = await answer("GET", "/challenge")
+        XCTAssertEqual(overPages.0, .tooManyRequests)
+        XCTAssertTrue(overPages.1.contains("\"limit\":\"pages\""), overPages.1)
+        let page = await answer("GET", "/")
+        XCTAssertEqual(page.0, .tooManyRequests, "pages are one budget for the form and its JSON routes")
+        XCTAssertTrue(page.1.contains("data-problem=\"rate_limited\""), "a page where a person is looking: \(page.1.prefix(200))")
+
+        let garbage = await answer("POST", "/fields", body: "nonsense=1")
+        XCTAssertEqual(garbage.0, .badRequest)
+        let overEdits = await answer("POST", "/fields", body: "nonsense=2")
+        XCTAssertEqual(overEdits.0, .tooManyRequests, "a flood of malformed edits is limited like edits")
+
+        let firstPasskey = await answer("POST", "/passkeys/signin", body: "response=x")
+        XCTAssertEqual(firstPasskey.0, .badRequest)
+        let overPasskeys = await answer("POST", "/account/passkeys", body: "response=x")
+        XCTAssertEqual(overPasskeys.0, .tooManyRequests, "one passkey budget for all three ceremonies")
+    }
+}
+
 /// The limits asked since the last `clear`, from any thread.
 final class AskedLimits: @unchecked Sendable {
     private let lock = NSLock()
