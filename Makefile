@@ -11,8 +11,9 @@ PREFIX ?= /usr/local
 # nginx: the tests that run the shipped proxy configs in front of one or two servers;
 # postgresql: the PostgreSQL account store's tests and the two-instance test (each starts its
 # own cluster on loopback; the packaged cluster is not used); openssl: the mail test's own
-# certificate for its SMTP server's STARTTLS.
-TEST_APT_PACKAGES := nginx-light postgresql openssl
+# certificate for its SMTP server's STARTTLS; iproute2: `ip`, with which the plain-SMTP test
+# finds (or adds) an address of this machine that is not loopback.
+TEST_APT_PACKAGES := nginx-light postgresql openssl iproute2
 
 BROWSER_APT_PACKAGES := chromium chromium-driver
 BROWSER_PIP_PACKAGES := selenium pytest standardwebhooks aiosmtpd dnslib altcha webauthn
