@@ -158,23 +158,6 @@ public enum SignupEvent: Equatable, Sendable {
         var rev: Int
     }
 
-    /// The strength's own fields plus `rev`, flat.
-    private struct StrengthPayload: Encodable {
-        var strength: PasswordStrength
-        var rev: Int
-
-        private enum CodingKeys: String, CodingKey { case score, label, warning, suggestions, rev }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(strength.score, forKey: .score)
-            try container.encode(strength.label, forKey: .label)
-            try container.encode(strength.warning, forKey: .warning)
-            try container.encode(strength.suggestions, forKey: .suggestions)
-            try container.encode(rev, forKey: .rev)
-        }
-    }
-
     private struct SubmitPayload: Codable {
         var enabled: Bool
         var rev: Int
