@@ -52,7 +52,12 @@ struct VerificationRoutes: ChargesProofs, Sendable {
     func page(_ context: SignupRequest) -> HTTPResponse {
         let request = context.http
         let routes = speaking(visitorLanguage(request)).asking(context)
-        if let link = request.queryValue("link") { return routes.moveLinkOutOfTheURL(link) }
+        if let link = request.queryValue("link") {
+            // Only a value shaped like our links goes into a header: anything else (a `;`, a
+            // line break) could add cookie attributes or headers of its own.
+            guard Self.isLinkShaped(link) else { return routes.expired() }
+            return routes.moveLinkOutOfTheURL(link)
+        }
         guard let token = request.queryValue("token") else {
             guard let link = Self.linkInCookie(request) else { return routes.expired() }
             return routes.linkPage(link)
@@ -81,8 +86,15 @@ struct VerificationRoutes: ChargesProofs, Sendable {
     /// The mailed link's secret from its cookie (a link's token is URL-safe base64; a
     /// request carrying two is answered as carrying none).
     private static func linkInCookie(_ request: HTTPRequest) -> String? {
-        let values = request.cookieValues(named: linkCookie).filter { !$0.isEmpty }
+        let values = request.cookieValues(named: linkCookie).filter(isLinkShaped)
         return values.count == 1 ? values[0] : nil
+    }
+
+    /// 43 URL-safe base64 characters: what `VerificationSecrets.makeLinkToken` makes.
+    private static func isLinkShaped(_ text: String) -> Bool {
+        text.utf8.count == 43 && text.utf8.allSatisfy { byte in
+            (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte) || byte == 45 || byte == 95
+        }
     }
 
     private func linkPage(_ link: String) -> HTTPResponse {

@@ -350,6 +350,12 @@ final class BrowserBindingTests: XCTestCase {
                       "the link's cookie is cleared: \(confirmed.headers["set-cookie"] ?? "")")
         XCTAssertNotNil(try server.store.account(named: "linked_person"))
 
+        for crafted in ["x%0D%0ASet-Cookie:%20planted=1", "\(secret)%3B%20Path=/%3B%20Max-Age=99999999", "short"] {
+            let answer = try await server.request("GET", "/verify?link=\(crafted)")
+            XCTAssertEqual(answer.status, 410, crafted)
+            XCTAssertNil(answer.headers["set-cookie"], "nothing of a crafted link reaches a header: \(crafted)")
+        }
+
         let spent = try await server.request("GET", "/verify?token=\(token)")
         XCTAssertEqual(spent.status, 410)
         XCTAssertEqual(spent.headers["referrer-policy"], "no-referrer", "every answer under /verify, problem pages too")
