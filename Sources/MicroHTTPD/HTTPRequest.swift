@@ -78,3 +78,44 @@ public struct HTTPRequest: Sendable {
     }
 }
 
+
+/// A `Set-Cookie` value (RFC 6265 §4.1), always `HttpOnly`, in one attribute order, so every
+/// cookie the server sets is written the same way.
+public struct SetCookie: Sendable {
+    public enum SameSite: String, Sendable {
+        case strict = "Strict"
+        case lax = "Lax"
+    }
+
+    public var name: String
+    public var value: String
+    public var path: String
+    public var maxAge: Int
+    public var sameSite: SameSite
+    public var domain: String?
+    public var secure: Bool
+
+    public init(_ name: String, _ value: String, path: String, maxAge: Int, sameSite: SameSite, domain: String? = nil,
+                secure: Bool) {
+        self.name = name
+        self.value = value
+        self.path = path
+        self.maxAge = maxAge
+        self.sameSite = sameSite
+        self.domain = domain
+        self.secure = secure
+    }
+
+    /// The same cookie emptied and expired: how a browser is told to forget it.
+    public var cleared: SetCookie {
+        var cleared = self
+        cleared.value = ""
+        cleared.maxAge = 0
+        return cleared
+    }
+
+    public var header: String {
+        "\(name)=\(value); Path=\(path); Max-Age=\(maxAge); HttpOnly; SameSite=\(sameSite.rawValue)"
+            + (domain.map { "; Domain=\($0)" } ?? "") + (secure ? "; Secure" : "")
+    }
+}

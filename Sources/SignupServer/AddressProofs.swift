@@ -26,8 +26,8 @@ struct AddressProofs: Sendable {
     /// The `Set-Cookie` value that binds `formToken`'s pending sign-up to this browser, for
     /// as long as its name may be held.
     func browserCookie(for formToken: String, secure: Bool) -> String {
-        "\(Self.browserCookie)=\(secrets.browserBinding(formToken: formToken)); Path=/verify; "
-            + "Max-Age=\(Int(2 * settings.codeLifetime)); HttpOnly; SameSite=Strict" + (secure ? "; Secure" : "")
+        SetCookie(Self.browserCookie, secrets.browserBinding(formToken: formToken), path: "/verify",
+                  maxAge: Int(2 * settings.codeLifetime), sameSite: .strict, secure: secure).header
     }
 
     /// Whether `request` comes from the browser that made `formToken`'s pending sign-up.

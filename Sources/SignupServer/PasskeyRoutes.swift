@@ -79,8 +79,9 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
             relyingParty: relyingParty(for: request.http), name: policy.settings.serviceName, userHandle: offer.userHandle,
             userName: username, challenge: offer.challenge, timeoutMilliseconds: timeoutMilliseconds)
         var response = Self.json(options.json, status: .ok)
-        response.headers.add("Set-Cookie", "\(Self.browserCookie)=\(offer.browserNonce); Path=/passkeys; "
-            + "Max-Age=\(Int(challenges.lifetime)); HttpOnly; SameSite=Strict" + (signedIn.secureCookies ? "; Secure" : ""))
+        response.headers.add("Set-Cookie", SetCookie(Self.browserCookie, offer.browserNonce, path: "/passkeys",
+                                                     maxAge: Int(challenges.lifetime), sameSite: .strict,
+                                                     secure: signedIn.secureCookies).header)
         return response
     }
 
@@ -176,7 +177,8 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
             if error.status == .unauthorized || error.status == .unprocessableContent || error.status == .badRequest {
                 metrics.signin("failure")
             } else {
-                // Not the client's doing (the store could not answer): nothing to charge.
+                // Not a response judged wrong (options expired or replayed, a store that could
+                // not answer): nothing to charge.
                 limiters.signinFailuresPerAddress.refund(request.clientKey)
             }
             return refused(error, ceremony: .signin, client: request.client)

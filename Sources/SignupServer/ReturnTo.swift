@@ -46,12 +46,7 @@ struct ReturnTo: Sendable {
         if raw.hasPrefix("/") {
             return raw.hasPrefix("//") || decoded.hasPrefix("//") ? nil : raw
         }
-        guard let url = URLComponents(string: raw), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
-              let host = url.host?.lowercased(), !host.isEmpty, url.user == nil, url.password == nil,
-              raw.lowercased().hasPrefix(scheme + "://")
-        else { return nil }
-        let defaultPort = scheme == "https" ? 443 : 80
-        let origin = "\(scheme)://\(host)" + (url.port.map { $0 == defaultPort ? "" : ":\($0)" } ?? "")
+        guard let (origin, _) = SiteOrigin.of(raw) else { return nil }
         let site = Set(sameOrigin.siteOrigins(for: request))
         return site.contains(origin) || allowedOrigins.contains(origin) ? raw : nil
     }

@@ -30,12 +30,10 @@ final class SignedInUsers: Sendable {
     private let plainNameReadUntil: Date?
     private let store: any AccountStore
     private let now: @Sendable () -> Date
-    /// Sessions the store confirmed lately, so `/auth` on every request of a page (its
-    /// scripts, images, API calls) costs a dictionary look-up, not a database read each.
-    private let recentlyConfirmed = Locked<[String: (account: Account, until: Date)]>([:])
-    /// Ids the store had no live session for lately: a browser holding an ended session's
-    /// cookie asks `/auth` on every request of a page too.
-    private let recentlyUnknown = Locked<[String: Date]>([:])
+    /// What the store said lately of a session id (its account, or nil: no live session), so
+    /// `/auth` on every request of a page (its scripts, images, API calls) costs a dictionary
+    /// look-up, not a database read each, for a live session and an ended one alike.
+    private let remembered = Locked<[String: (account: Account?, until: Date)]>([:])
     /// How long a confirmation is trusted: a session ended on another instance (sign-out,
     /// revoke) is refused here at most this much later; on this instance at once.
     static let confirmationLifetime: TimeInterval = 5
@@ -67,15 +65,15 @@ final class SignedInUsers: Sendable {
         try store.startSignInSession(NewSignInSession(
             idHash: SignInSessionID.hash(id), accountID: account.id,
             createdAt: started, expiresAt: started.addingTimeInterval(lifetime)))
-        var cookies = [cookie(id, maxAge: Int(lifetime))]
-        if cookieName != Self.plainCookieName { cookies.append(Self.plainCookieName + "=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax") }
-        return cookies
+        return cookies(id)
     }
 
     /// The account a request's cookie is signed in as, if its session is live.
     func account(cookieHeader: String?) throws -> Account? {
         guard let id = sessionID(in: cookieHeader) else { return nil }
-        return try account(idHash: SignInSessionID.hash(id), at: now())
+        let hash = SignInSessionID.hash(id), time = now()
+        if let known = recall(hash, at: time) { return known }
+        return try read(hash, at: time)
     }
 
     /// What `/auth` learns from a cookie.
@@ -92,47 +90,40 @@ final class SignedInUsers: Sendable {
     /// when the session is live (so a known session never counts).
     func proxyAnswer(cookieHeader: String?, client: String, unknownSessions: RateLimiter) throws -> ProxyAnswer {
         guard let id = sessionID(in: cookieHeader) else { return .signedOut }
-        let hash = SignInSessionID.hash(id)
-        let time = now()
-        if let confirmed = recentlyConfirmed.withLock({ $0[hash] }), confirmed.until > time { return .signedIn(confirmed.account) }
-        if let until = recentlyUnknown.withLock({ $0[hash] }), until > time { return .signedOut }
+        let hash = SignInSessionID.hash(id), time = now()
+        if let known = recall(hash, at: time) { return known.map(ProxyAnswer.signedIn) ?? .signedOut }
         do throws(LimitExceeded) {
             try unknownSessions.admit(client)
         } catch {
             return .limited(error)
         }
-        guard let account = try account(idHash: hash, at: time) else { return .signedOut }
+        guard let account = try read(hash, at: time) else { return .signedOut }
         unknownSessions.refund(client)
         return .signedIn(account)
     }
 
-    private func account(idHash hash: String, at time: Date) throws -> Account? {
-        if let confirmed = recentlyConfirmed.withLock({ $0[hash] }), confirmed.until > time { return confirmed.account }
+    /// What the store said of `hash` within `confirmationLifetime`: `.some(nil)` for no live
+    /// session, nil when it has not been asked lately.
+    private func recall(_ hash: String, at time: Date) -> Account?? {
+        remembered.withLock { memory in memory[hash].flatMap { $0.until > time ? .some($0.account) : nil } }
+    }
+
+    /// Asks the store, and remembers the answer (a bounded memory: when full, the expired
+    /// go; if none had, all go).
+    private func read(_ hash: String, at time: Date) throws -> Account? {
         let account = try store.signedInAccount(idHash: hash, at: time, rules: rules)
-        let until = time.addingTimeInterval(Self.confirmationLifetime)
-        if let account {
-            recentlyUnknown.withLock { $0[hash] = nil }
-            recentlyConfirmed.withLock { Self.insert((account, until), for: hash, into: &$0, at: time, expiry: \.until) }
-        } else {
-            recentlyConfirmed.withLock { $0[hash] = nil }
-            recentlyUnknown.withLock { Self.insert(until, for: hash, into: &$0, at: time, expiry: \.self) }
+        remembered.withLock { memory in
+            if memory.count >= Self.confirmationCapacity {
+                memory = memory.filter { $0.value.until > time }
+                if memory.count >= Self.confirmationCapacity { memory.removeAll(keepingCapacity: true) }
+            }
+            memory[hash] = (account, time.addingTimeInterval(Self.confirmationLifetime))
         }
         return account
     }
 
-    /// Adds an entry to a bounded memory: when full, the expired go; if none had, all go.
-    private static func insert<Value>(_ value: Value, for hash: String, into memory: inout [String: Value], at time: Date,
-                                      expiry: KeyPath<Value, Date>) {
-        if memory.count >= confirmationCapacity {
-            memory = memory.filter { $0.value[keyPath: expiry] > time }
-            if memory.count >= confirmationCapacity { memory.removeAll(keepingCapacity: true) }
-        }
-        memory[hash] = value
-    }
-
     private func forget(_ hash: String) {
-        recentlyConfirmed.withLock { $0[hash] = nil }
-        recentlyUnknown.withLock { $0[hash] = nil }
+        _ = remembered.withLock { $0.removeValue(forKey: hash) }
     }
 
     /// Ends the request's session, if it has one; returns the `Set-Cookie` values that clear
@@ -143,9 +134,7 @@ final class SignedInUsers: Sendable {
             forget(hash)
             try store.endSignInSession(idHash: hash)
         }
-        var cookies = [cookie("", maxAge: 0)]
-        if cookieName != Self.plainCookieName { cookies.append(Self.plainCookieName + "=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax") }
-        return cookies
+        return cookies("", cleared: true)
     }
 
     /// Deletes the sessions that have ended (the periodic sweep).
@@ -153,9 +142,16 @@ final class SignedInUsers: Sendable {
         try store.removeEndedSignInSessions(at: now(), rules: rules)
     }
 
-    private func cookie(_ value: String, maxAge: Int) -> String {
-        "\(cookieName)=\(value); Path=/; Max-Age=\(maxAge); HttpOnly; SameSite=Lax"
-            + (cookieDomain.map { "; Domain=\($0)" } ?? "") + (secureCookies ? "; Secure" : "")
+    /// The session cookie (or, `cleared`, its removal), and the old name's removal when the
+    /// cookie now has the `__Host-` name.
+    private func cookies(_ value: String, cleared: Bool = false) -> [String] {
+        let cookie = SetCookie(cookieName, value, path: "/", maxAge: Int(lifetime), sameSite: .lax, domain: cookieDomain,
+                               secure: secureCookies)
+        var cookies = [cleared ? cookie.cleared.header : cookie.header]
+        if cookieName != Self.plainCookieName {
+            cookies.append(SetCookie(Self.plainCookieName, "", path: "/", maxAge: 0, sameSite: .lax, secure: false).header)
+        }
+        return cookies
     }
 
     /// The session id a `Cookie` header carries, if it carries exactly one of ours: two
@@ -171,12 +167,17 @@ final class SignedInUsers: Sendable {
         let values = HTTPRequest.cookieValues(named: cookieName, in: cookieHeader)
             + (readsPlainName ? HTTPRequest.cookieValues(named: Self.plainCookieName, in: cookieHeader) : [])
         // 43 URL-safe base64 characters (256 bits); anything else is not ours.
-        return values.filter { $0.utf8.count == 43 && $0.utf8.allSatisfy { $0.isURLSafeBase64 } }
+        return values.filter(\.isRandomToken)
     }
 }
 
-private extension UInt8 {
-    var isURLSafeBase64: Bool {
-        (65...90).contains(self) || (97...122).contains(self) || (48...57).contains(self) || self == 45 || self == 95
+extension String {
+    /// 43 URL-safe base64 characters, as the server's random ids are written (256 bits:
+    /// sign-in session ids, mailed links): anything else in a cookie or a URL is not ours,
+    /// and never goes into a header.
+    var isRandomToken: Bool {
+        utf8.count == 43 && utf8.allSatisfy { byte in
+            (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte) || byte == 45 || byte == 95
+        }
     }
 }

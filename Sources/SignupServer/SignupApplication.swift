@@ -211,13 +211,10 @@ public final class SignupApplication: Sendable {
                                         serviceName: configuration.policy.settings.serviceName)
         let assets = try StaticAssets(directory: configuration.publicDirectory)
         let pages = Pages(renderer: renderer, assets: assets, languages: languages, language: languages.english)
-        let publicOrigins = try configuration.publicOrigins.map { origin in
-            do { return try SiteOrigin.normalized(origin).get() } catch { throw ConfigurationError("Public origin: \(error)") }
-        }
+        let publicOrigins = try SiteOrigin.normalized(configuration.publicOrigins, setting: "--public-origin")
         let sameOrigin = SameOriginPolicy(publicOrigins: publicOrigins, addresses: addresses)
-        let returnTo = ReturnTo(allowedOrigins: Set(try configuration.returnToOrigins.map { origin in
-            do { return try SiteOrigin.normalized(origin).get() } catch { throw ConfigurationError("return_to origin: \(error)") }
-        }), sameOrigin: sameOrigin)
+        let returnTo = ReturnTo(allowedOrigins: Set(try SiteOrigin.normalized(configuration.returnToOrigins, setting: "--return-to-allow")),
+                                sameOrigin: sameOrigin)
         let refusals = Refusals(metrics: metrics, logger: logger)
         let webhooks = configuration.webhooks.map {
             OutboxDelivery(channel: .webhook, schedule: $0.schedule, courier: WebhookCourier(settings: $0, now: configuration.now),

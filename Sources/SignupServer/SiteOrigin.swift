@@ -6,18 +6,38 @@ import Foundation
 /// matches what a browser sends, and anything with a path, query, fragment or user is refused
 /// at start rather than silently never matching.
 public enum SiteOrigin {
+    /// The origin of an absolute http(s) URL as browsers name it, with the URL's parts; nil
+    /// for anything else (no host, a user or password, another scheme, not `scheme://`).
+    static func of(_ text: String) -> (origin: String, url: URLComponents)? {
+        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+              let host = url.host?.lowercased(), !host.isEmpty, url.user == nil, url.password == nil,
+              text.lowercased().hasPrefix(scheme + "://")
+        else { return nil }
+        let defaultPort = scheme == "https" ? 443 : 80
+        return ("\(scheme)://\(host)" + (url.port.map { $0 == defaultPort ? "" : ":\($0)" } ?? ""), url)
+    }
+
     /// The normalized origin, or why `text` is not one.
     public static func normalized(_ text: String) -> Result<String, OriginProblem> {
-        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
-              let host = url.host?.lowercased(), !host.isEmpty, text.lowercased().hasPrefix(scheme + "://")
-        else { return .failure(OriginProblem("'\(text)' is not an origin like https://signup.example.com")) }
-        guard url.user == nil, url.password == nil, url.query == nil, url.fragment == nil,
-              url.path.isEmpty || url.path == "/" else {
-            return .failure(OriginProblem("'\(text)' has more than scheme, host and port (an origin has no path, query or user)"))
+        guard let (origin, url) = of(text) else {
+            return .failure(OriginProblem("'\(text)' is not an origin like https://signup.example.com"))
         }
-        let defaultPort = scheme == "https" ? 443 : 80
-        let port = url.port.map { $0 == defaultPort ? "" : ":\($0)" } ?? ""
-        return .success("\(scheme)://\(host)\(port)")
+        guard url.query == nil, url.fragment == nil, url.path.isEmpty || url.path == "/" else {
+            return .failure(OriginProblem("'\(text)' has more than scheme, host and port (an origin has no path or query)"))
+        }
+        return .success(origin)
+    }
+
+    /// Every value normalized, or a configuration error naming `setting` and the value.
+    static func normalized(_ values: [String], setting: String) throws(ConfigurationError) -> [String] {
+        var origins: [String] = []
+        for value in values {
+            switch normalized(value) {
+            case .success(let origin): origins.append(origin)
+            case .failure(let problem): throw ConfigurationError("\(setting): \(problem).")
+            }
+        }
+        return origins
     }
 
     public struct OriginProblem: Error, CustomStringConvertible {

@@ -55,7 +55,7 @@ struct VerificationRoutes: ChargesProofs, Sendable {
         if let link = request.queryValue("link") {
             // Only a value shaped like our links goes into a header: anything else (a `;`, a
             // line break) could add cookie attributes or headers of its own.
-            guard Self.isLinkShaped(link) else { return routes.expired() }
+            guard link.isRandomToken else { return routes.expired() }
             return routes.moveLinkOutOfTheURL(link)
         }
         guard let token = request.queryValue("token") else {
@@ -79,22 +79,16 @@ struct VerificationRoutes: ChargesProofs, Sendable {
     }
 
     private func linkCookie(_ value: String) -> String {
-        "\(Self.linkCookie)=\(value); Path=/verify; Max-Age=\(value.isEmpty ? 0 : Int(settings.codeLifetime)); HttpOnly; SameSite=Lax"
-            + (signedIn.secureCookies ? "; Secure" : "")
+        let cookie = SetCookie(Self.linkCookie, value, path: "/verify", maxAge: Int(settings.codeLifetime), sameSite: .lax,
+                               secure: signedIn.secureCookies)
+        return value.isEmpty ? cookie.cleared.header : cookie.header
     }
 
     /// The mailed link's secret from its cookie (a link's token is URL-safe base64; a
     /// request carrying two is answered as carrying none).
     private static func linkInCookie(_ request: HTTPRequest) -> String? {
-        let values = request.cookieValues(named: linkCookie).filter(isLinkShaped)
+        let values = request.cookieValues(named: linkCookie).filter(\.isRandomToken)
         return values.count == 1 ? values[0] : nil
-    }
-
-    /// 43 URL-safe base64 characters: what `VerificationSecrets.makeLinkToken` makes.
-    private static func isLinkShaped(_ text: String) -> Bool {
-        text.utf8.count == 43 && text.utf8.allSatisfy { byte in
-            (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte) || byte == 45 || byte == 95
-        }
     }
 
     private func linkPage(_ link: String) -> HTTPResponse {

@@ -130,8 +130,9 @@ struct LimitOptions: ParsableArguments {
 
     func apply(to configuration: inout SignupApplication.Configuration) throws {
         configuration.trustedProxies = trustedProxy.compactMap(IPAddressRange.init)
-        configuration.publicOrigins = try publicOrigin.map { try SiteOrigin.normalized($0).get() }
-        configuration.returnToOrigins = try returnToAllow.map { try SiteOrigin.normalized($0).get() }
+        // Normalized by the app (`SiteOrigin`); `validate` has refused what is not an origin.
+        configuration.publicOrigins = publicOrigin
+        configuration.returnToOrigins = returnToAllow
         configuration.connectionLimit = maxConnections
         configuration.connectionsPerAddress = connectionsPerAddress
         configuration.idleTimeoutSeconds = idleTimeout

@@ -84,7 +84,9 @@ struct MailOptions: ParsableArguments {
 
     /// What to warn the operator about when mail may leave unencrypted, or nil.
     static func plaintextWarning(_ url: URL, requireTLS: Bool, allowPlaintext: Bool) -> String? {
-        guard url.scheme?.lowercased() == "smtp", allowPlaintext, !requireTLS, !SMTPTransport.isLoopback(url.host) else { return nil }
+        // Warned when the flag is what lets mail go plain: TLS would be required without it.
+        guard url.scheme?.lowercased() == "smtp", SMTPTransport.mustEncrypt(url, requireTLS: requireTLS, allowPlaintext: false),
+              !SMTPTransport.mustEncrypt(url, requireTLS: requireTLS, allowPlaintext: allowPlaintext) else { return nil }
         return "--smtp-allow-plaintext: mail to \(url.host ?? "the mail server") goes unencrypted when it offers no STARTTLS; "
             + "its password, the codes and the links can then be read on the way"
     }

@@ -91,17 +91,13 @@ final class HostileCBORTests: XCTestCase {
         return (authenticator, try server.store.userHandle(ofAccount: account.id), cookie)
     }
 
-    private func peakGrowth(_ work: () async throws -> Void) async throws -> Int {
-        try await PeakMemory.growth(during: work)
-    }
-
     func testHostileAttestationObjectsOnTheFormAreRefusedWithoutMemory() async throws {
         var prepared: [(String, LiveSignupClient.FormSession, String, String?)] = []
         for (index, name) in Self.hostile.keys.sorted().enumerated() {
             let (form, options, cookie) = try await formWithOptions("hostile_\(index)")
             prepared.append((name, form, options, cookie))
         }
-        let growth = try await peakGrowth {
+        let growth = try await PeakMemory.growth {
             for (name, form, options, cookie) in prepared {
                 let authenticator = SoftwareAuthenticator()
                 authenticator.attestationObject = Self.hostile[name]
@@ -121,7 +117,7 @@ final class HostileCBORTests: XCTestCase {
                 prepared.append((name, asKey, form, options, cookie))
             }
         }
-        let growth = try await peakGrowth {
+        let growth = try await PeakMemory.growth {
             for (name, asKey, form, options, cookie) in prepared {
                 let authenticator = SoftwareAuthenticator()
                 if asKey { authenticator.publicKeyBytes = Self.hostile[name] } else { authenticator.extensionBytes = Self.hostile[name] }
@@ -142,7 +138,7 @@ final class HostileCBORTests: XCTestCase {
         }
         let payload = Self.hostile["array 2^27"]!
         let baseURL = server.baseURL, site = Self.site
-        let growth = try await peakGrowth {
+        let growth = try await PeakMemory.growth {
             try await withThrowingTaskGroup(of: (Int, String).self) { group in
                 for (form, options, cookie) in prepared {
                     let token = form.token, cookie = cookie ?? ""
@@ -175,7 +171,7 @@ final class HostileCBORTests: XCTestCase {
     func testHostileSignInsAreRefusedWithoutMemoryAndTheOwnerStillSignsIn() async throws {
         let owner = try await passkeyAccount("signin_owner")
         var answers: [(String, Int, String)] = []
-        let growth = try await peakGrowth {
+        let growth = try await PeakMemory.growth {
             for (name, bytes) in Self.hostile.sorted(by: { $0.key < $1.key }) {
                 for asKey in [true, false] {
                     let options = try await post("/passkeys/signin/options", [])
@@ -212,7 +208,7 @@ final class HostileCBORTests: XCTestCase {
     func testHostileAttestationsOfAnAddedPasskeyAreRefusedWithoutMemory() async throws {
         let owner = try await passkeyAccount("adding_owner")
         var answers: [(String, Int, String)] = []
-        let growth = try await peakGrowth {
+        let growth = try await PeakMemory.growth {
             for (name, bytes) in Self.hostile.sorted(by: { $0.key < $1.key }) {
                 let options = try await post("/account/passkeys/options", [], cookie: owner.cookie)
                 XCTAssertEqual(options.status, 200, options.body)

@@ -29,11 +29,7 @@ final class InProcessRouteTests: XCTestCase {
     }
 
     private func makeApp(_ configure: (inout SignupApplication.Configuration) -> Void = { _ in }) throws -> SignupApplication {
-        var configuration = SignupApplication.Configuration()
-        configuration.port = 0
-        configuration.publicDirectory = TestServer.repositoryRoot.appendingPathComponent("Public")
-        configuration.templatesDirectory = TestServer.repositoryRoot.appendingPathComponent("Templates")
-        configuration.passwordHasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
+        var configuration = SignupApplication.Configuration.forTests()
         configuration.now = { [clock] in clock.now }
         configure(&configuration)
         var quiet = Logger(label: "livesignup-route-test")

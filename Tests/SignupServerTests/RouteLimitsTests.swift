@@ -24,11 +24,7 @@ final class RouteLimitsTests: XCTestCase {
     override func setUpWithError() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-limits-\(UUID().uuidString)")
         store = try SQLiteAccountStore(path: directory.appendingPathComponent("test.sqlite").path)
-        var configuration = SignupApplication.Configuration()
-        configuration.port = 0
-        configuration.publicDirectory = TestServer.repositoryRoot.appendingPathComponent("Public")
-        configuration.templatesDirectory = TestServer.repositoryRoot.appendingPathComponent("Templates")
-        configuration.passwordHasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
+        var configuration = SignupApplication.Configuration.forTests()
         configuration.now = { [clock] in clock.now }
         configuration.availabilityDebounce = .zero
         configuration.askCheapProofs()
@@ -161,10 +157,7 @@ final class RouterSpentLimitsTests: XCTestCase {
     func testTheRouterSpendsARowsCostsBeforeTheHandlerLooksAtTheRequest() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-first-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        var configuration = SignupApplication.Configuration()
-        configuration.port = 0
-        configuration.publicDirectory = TestServer.repositoryRoot.appendingPathComponent("Public")
-        configuration.templatesDirectory = TestServer.repositoryRoot.appendingPathComponent("Templates")
+        var configuration = SignupApplication.Configuration.forTests()
         configuration.limits = .none
         // One of each, then none for an hour.
         configuration.limits.pagesPerAddress = Rate(burst: 1, perSecond: 1.0 / 3600)

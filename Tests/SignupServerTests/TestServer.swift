@@ -30,14 +30,9 @@ final class TestServer {
             .appendingPathComponent("livesignup-tests-\(UUID().uuidString)")
         store = try SQLiteAccountStore(path: databaseDirectory.appendingPathComponent("test.sqlite").path)
         try store.reserveUsernames(Self.takenUsernames)
-        var configuration = SignupApplication.Configuration()
-        configuration.port = 0
-        configuration.publicDirectory = Self.repositoryRoot.appendingPathComponent("Public")
-        configuration.templatesDirectory = Self.repositoryRoot.appendingPathComponent("Templates")
+        var configuration = SignupApplication.Configuration.forTests()
         // Real time passes in these tests: keep the availability debounce short.
         configuration.availabilityDebounce = .milliseconds(20)
-        // Real argon2id, at its cheapest settings: tests check behaviour, not hash cost.
-        configuration.passwordHasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
         configure(&configuration)
         let logger = logger ?? {
             var quiet = Logger(label: "livesignup-test")
@@ -116,6 +111,17 @@ private final class RedirectRefuser: NSObject, URLSessionTaskDelegate, @unchecke
 }
 
 extension SignupApplication.Configuration {
+    /// What every test's app starts from: any free port, the repository's Public and
+    /// Templates, and real argon2id at its cheapest (tests check behaviour, not hash cost).
+    static func forTests() -> Self {
+        var configuration = Self()
+        configuration.port = 0
+        configuration.publicDirectory = TestServer.repositoryRoot.appendingPathComponent("Public")
+        configuration.templatesDirectory = TestServer.repositoryRoot.appendingPathComponent("Templates")
+        configuration.passwordHasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
+        return configuration
+    }
+
     /// Proofs of work on at a price a test pays in milliseconds, without the haste rule; no
     /// limits but the budget for posts without a proof: one an hour, so its second use is over it.
     mutating func askCheapProofs() {
