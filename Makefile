@@ -67,7 +67,13 @@ test: deps test-deps browser-deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 	@# Bounded: the XCTest run takes about 2 minutes; if the test process ever crashed and
 	@# left a child holding its output, swift test would otherwise wait for CI's own limit.
-	timeout --kill-after=30 20m swift test --skip-build --disable-swift-testing $(SWIFT_BUILD_FLAGS)
+	@# A crash's backtrace is kept to the crashed thread, and what failed is repeated last:
+	@# CI shows only the end of the output.
+	@set -o pipefail; SWIFT_BACKTRACE=threads=crashed,registers=none,images=none \
+		timeout --kill-after=30 20m swift test --skip-build --disable-swift-testing $(SWIFT_BUILD_FLAGS) 2>&1 \
+		| tee .build/xctest.log || { status=$$?; echo "XCTest run failed ($$status). The last test started, and every failure:"; \
+		grep -E "^Test Case .* started" .build/xctest.log | tail -n 1; \
+		grep -E "error: |Fatal error|Crash|signal" .build/xctest.log | head -n 40; exit $$status; }
 	$(MAKE) --no-print-directory browser-tests
 
 # Only the real-browser tests (headless Chromium + Selenium under pytest).

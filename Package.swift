@@ -244,6 +244,7 @@ let package = Package(
                 "SignupDomain",
                 "AccountStoreTestSupport",
                 "ReactiveValidation",
+                "HTTPTestSupport",
                 "OutsideDNS",
                 "LiveSignupClient",
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -6,34 +6,48 @@ import XCTest
 /// the test never sleeps for a fixed time.
 public enum Condition {
     @discardableResult
+    @available(*, noasync, message: "an async test awaits the async wait, which needs no run loop")
     public static func wait(timeout: TimeInterval, until condition: @escaping () -> Bool) -> Bool {
         // The predicate is evaluated on this thread's run loop while it waits.
         nonisolated(unsafe) let condition = condition
         return XCTWaiter().wait(for: [expectation { condition() }], timeout: timeout) == .completed
     }
 
-    /// For async tests. XCTest's predicate expectations are polled by the waiting thread's run
-    /// loop, which an async test does not run; here a timer on a private queue checks the
-    /// condition (every 10 ms) and fulfils the expectation the test awaits.
+    /// For async tests: the condition is checked every 5 ms until it holds or the bound
+    /// passes. Not XCTest's `fulfillment(of:)`, which on Linux blocks a detached thread in a
+    /// Foundation run loop per wait; a CI run crashed inside that machinery (libdispatch,
+    /// under XCTest and Foundation), and a task that checks and sleeps needs none of it.
     @discardableResult
     public static func wait(timeout: TimeInterval, until condition: @escaping @Sendable () -> Bool) async -> Bool {
-        let holds = XCTestExpectation(description: "condition holds")
-        let checker = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "condition-checker"))
-        checker.schedule(deadline: .now(), repeating: .milliseconds(10))
-        checker.setEventHandler {
-            if condition() {
-                checker.cancel()
-                holds.fulfill()
-            }
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        while true {
+            if condition() { return true }
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(5))
         }
-        checker.resume()
-        let result = await XCTWaiter().fulfillment(of: [holds], timeout: timeout)
-        checker.cancel()
-        return result == .completed
     }
 
     private static func expectation(_ condition: @escaping @Sendable () -> Bool) -> XCTestExpectation {
         XCTNSPredicateExpectation(predicate: NSPredicate { _, _ in condition() }, object: nil)
+    }
+}
+
+/// Something another thread reports (a callback ran, a job started), counted, for an async
+/// test to await with a bound instead of an `XCTestExpectation` (see `Condition.wait`).
+public final class Occurrences: @unchecked Sendable {
+    private let lock = NSLock()
+    private var happened = 0
+
+    public init() {}
+
+    /// Called by the thread that saw it happen.
+    public func record() { lock.withLock { happened += 1 } }
+
+    public var count: Int { lock.withLock { happened } }
+
+    /// Whether it happened at least `times` times within `timeout` seconds.
+    public func wait(for times: Int = 1, timeout: TimeInterval) async -> Bool {
+        await Condition.wait(timeout: timeout) { self.count >= times }
     }
 }
 

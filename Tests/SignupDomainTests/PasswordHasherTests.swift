@@ -1,4 +1,5 @@
 import Dispatch
+import HTTPTestSupport
 import Foundation
 import SignupDomain
 import XCTest
@@ -140,39 +141,41 @@ final class PasswordHasherTests: XCTestCase {
 
     func testQueueHashesAndVerifiesWithTheRealHasher() async throws {
         let queue = PasswordHashingQueue(hasher: fast, maximumConcurrentJobs: 2)
-        let hashed = expectation(description: "hashed")
+        let hashed = Occurrences()
         let result = HashingTestBox<Result<String, Error>?>(nil)
         try queue.hash("queued password") { outcome in
             result.withValue { $0 = outcome }
-            hashed.fulfill()
+            hashed.record()
         }
-        await fulfillment(of: [hashed], timeout: 10)
+        let hashedInTime = await hashed.wait(timeout: 10)
+        XCTAssertTrue(hashedInTime)
         let hash = try XCTUnwrap(result.withValue { $0 }).get()
         XCTAssertTrue(fast.verify("queued password", against: hash))
 
-        let verified = expectation(description: "verified")
-        verified.expectedFulfillmentCount = 4
+        let verified = Occurrences()
         let answers = HashingTestBox<[String: Bool]>([:])
         for candidate in ["queued password", "queued passwore", "", "!"] {
             try queue.verify(candidate, against: hash) { outcome in
                 answers.withValue { $0[candidate] = (try? outcome.get()) ?? false }
-                verified.fulfill()
+                verified.record()
             }
         }
-        await fulfillment(of: [verified], timeout: 10)
+        let verifiedInTime = await verified.wait(for: 4, timeout: 10)
+        XCTAssertTrue(verifiedInTime)
         XCTAssertEqual(answers.withValue { $0 },
                        ["queued password": true, "queued passwore": false, "": false, "!": false])
     }
 
     func testQueueReportsHashingErrors() async throws {
         let queue = PasswordHashingQueue(hasher: Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 1024))
-        let done = expectation(description: "completed")
+        let done = Occurrences()
         let error = HashingTestBox<Error?>(nil)
         try queue.hash("pw") { outcome in
             if case .failure(let failure) = outcome { error.withValue { $0 = failure } }
-            done.fulfill()
+            done.record()
         }
-        await fulfillment(of: [done], timeout: 10)
+        let doneInTime = await done.wait(timeout: 10)
+        XCTAssertTrue(doneInTime)
         XCTAssertEqual(error.withValue { $0 } as? PasswordHashingError, .failed)
     }
 
@@ -193,38 +196,38 @@ final class PasswordHasherTests: XCTestCase {
         let hasher = BlockingPasswordHasher()
         let queue = PasswordHashingQueue(hasher: hasher, maximumConcurrentJobs: bound)
 
-        let boundRunning = expectation(description: "\(bound) jobs running")
-        boundRunning.expectedFulfillmentCount = bound
-        let oneMoreRunning = expectation(description: "job \(bound + 1) running while \(bound) block")
-        oneMoreRunning.isInverted = true
-        for entry in 1...bound { hasher.onEntry(entry) { boundRunning.fulfill() } }
-        hasher.onEntry(bound + 1) { oneMoreRunning.fulfill() }
+        let boundRunning = Occurrences()
+        let oneMoreRunning = Occurrences()
+        for entry in 1...bound { hasher.onEntry(entry) { boundRunning.record() } }
+        hasher.onEntry(bound + 1) { oneMoreRunning.record() }
 
-        let completed = expectation(description: "all jobs completed")
-        completed.expectedFulfillmentCount = jobs
+        let completed = Occurrences()
         let results = HashingTestBox<[String]>([])
         for index in 0..<jobs {
             if index.isMultiple(of: 2) {
                 try? queue.hash("job \(index)") { result in
                     results.withValue { $0.append((try? result.get()) ?? "error") }
-                    completed.fulfill()
+                    completed.record()
                 }
             } else {
                 try? queue.verify("job \(index)", against: "whatever") { outcome in
                     results.withValue { $0.append((try? outcome.get()) == true ? "verified" : "rejected") }
-                    completed.fulfill()
+                    completed.record()
                 }
             }
         }
 
         // Every slot fills while every job blocks; one more must not start within the window.
-        await fulfillment(of: [boundRunning], timeout: 10)
-        await fulfillment(of: [oneMoreRunning], timeout: 0.5)
+        let boundStarted = await boundRunning.wait(for: bound, timeout: 10)
+        XCTAssertTrue(boundStarted, "\(bound) jobs running", file: file, line: line)
+        let oneMoreStarted = await oneMoreRunning.wait(timeout: 0.5)
+        XCTAssertFalse(oneMoreStarted, "job \(bound + 1) running while \(bound) block", file: file, line: line)
         XCTAssertEqual(hasher.running, bound, "running while blocked", file: file, line: line)
         hasher.onEntry(bound + 1, nil)  // from now on that entry is expected
 
         hasher.release(jobs)
-        await fulfillment(of: [completed], timeout: 10)
+        let allCompleted = await completed.wait(for: jobs, timeout: 10)
+        XCTAssertTrue(allCompleted, "all jobs completed", file: file, line: line)
         XCTAssertEqual(hasher.maxRunning, bound, "most jobs at once", file: file, line: line)
         XCTAssertEqual(hasher.entries, jobs, file: file, line: line)
         XCTAssertEqual(hasher.running, 0, file: file, line: line)

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestSupport
 import LiveSignupClient
 import XCTest
 
@@ -8,7 +9,6 @@ final class EventCollector: @unchecked Sendable {
     private let lock = NSLock()
     private var collected: [SignupEvent] = []
     private var failure: Error?
-    private var waiters: [(predicate: ([SignupEvent]) -> Bool, expectation: XCTestExpectation)] = []
     private var task: Task<Void, Never>?
 
     init(_ stream: AsyncThrowingStream<SignupEvent, Error>) {
@@ -34,17 +34,11 @@ final class EventCollector: @unchecked Sendable {
         file: StaticString = #filePath, line: UInt = #line,
         until predicate: @escaping ([SignupEvent]) -> Bool
     ) async -> [SignupEvent] {
-        let expectation = XCTestExpectation(description: "events arrive")
-        lock.withLock {
-            if predicate(collected) {
-                expectation.fulfill()
-            } else {
-                waiters.append((predicate, expectation))
-            }
-        }
-        let result = await XCTWaiter().fulfillment(of: [expectation], timeout: timeout)
+        // Called only by the waiting task, one call at a time.
+        nonisolated(unsafe) let predicate = predicate
+        let arrived = await Condition.wait(timeout: timeout) { [self] in predicate(self.events) }
         let (events, error) = lock.withLock { (collected, failure) }
-        if result != .completed {
+        if !arrived {
             XCTFail("Timed out; events so far: \(events); stream error: \(String(describing: error))",
                     file: file, line: line)
         }
@@ -58,14 +52,7 @@ final class EventCollector: @unchecked Sendable {
     }
 
     private func append(_ event: SignupEvent) {
-        lock.withLock {
-            collected.append(event)
-            waiters.removeAll { waiter in
-                guard waiter.predicate(collected) else { return false }
-                waiter.expectation.fulfill()
-                return true
-            }
-        }
+        lock.withLock { collected.append(event) }
     }
 
     private func fail(_ error: Error) {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestSupport
 import XCTest
 
 /// The real `signup-server` executable in a child process, for what only a process can
@@ -89,7 +90,7 @@ final class ServerProcess {
     }
 
     private let announcement = OutputBuffer()
-    private let announced = XCTestExpectation(description: "server announces its port")
+    private let announced = Occurrences()
 
     /// Starts the process without waiting for it to listen.
     func launch() throws {
@@ -100,25 +101,25 @@ final class ServerProcess {
                   let match = buffer.append(data).firstMatch(of: #/listening on http://[^:]+:(\d+)/#),
                   UInt16(match.1) != nil else { return }
             handle.readabilityHandler = nil
-            announced.fulfill()
+            announced.record()
         }
         try ProcessLauncher.shared.run(process)
     }
 
     /// Waits (bounded) for the line that announces the port, after `launch()`.
     func waitUntilListening(timeout: TimeInterval, file: StaticString = #filePath, line: UInt = #line) async {
-        let result = await XCTWaiter().fulfillment(of: [announced], timeout: timeout)
+        let listening = await announced.wait(timeout: timeout)
         port = announcement.text.firstMatch(of: #/listening on http://[^:]+:(\d+)/#).flatMap { UInt16($0.1) } ?? 0
-        XCTAssertEqual(result, .completed, "the server did not print its port", file: file, line: line)
+        XCTAssertTrue(listening, "the server did not print its port", file: file, line: line)
     }
 
     /// Sends `signal` and waits (bounded) for the process to exit; returns whether it did.
     func stop(with signal: Int32) async -> Bool {
-        let exited = XCTestExpectation(description: "server exits")
-        process.terminationHandler = { _ in exited.fulfill() }
-        if !process.isRunning { exited.fulfill() }
+        let exited = Occurrences()
+        process.terminationHandler = { _ in exited.record() }
+        if !process.isRunning { exited.record() }
         kill(process.processIdentifier, signal)
-        return await XCTWaiter().fulfillment(of: [exited], timeout: 10) == .completed
+        return await exited.wait(timeout: 10)
     }
 
     func removeData() {
