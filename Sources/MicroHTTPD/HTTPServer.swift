@@ -225,7 +225,7 @@ public final class HTTPServer: Sendable {
     private func queue(_ response: HTTPResponse, for context: RequestContext, on connection: OpaquePointer) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         var response = response
-        if context.method == "HEAD", case .eventStream(let stream) = response.body {
+        if context.method == HTTPMethod.head.rawValue, case .eventStream(let stream) = response.body {
             // HEAD gets the stream's headers and no body at all (not even an empty chunk).
             stream.terminate()
             response.body = .bytes([])

@@ -7,8 +7,9 @@ import SignupWire
 /// The live form: `GET /` (the page with a fresh token), `POST /sessions` (a fresh token for
 /// an old page), `GET /events` (its stream) and `POST /fields` (each edit). The typing path:
 /// quick, in memory, on libmicrohttpd's threads.
-struct LiveFormRoutes: AnswersWithPages, Sendable {
-    var pages: Pages
+struct LiveFormRoutes: Sendable {
+    /// The field names an edit may name (every language has the same fields).
+    let policy: SignupPolicy
     let refusals: Refusals
     let sessions: FormSessionRegistry
     let limiters: ClientLimiters
@@ -18,7 +19,6 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
     let retryMilliseconds: Int
     let metrics: SignupMetrics
     let logger: Logger
-    let returnTo: ReturnTo
     /// Mints each form's proof-of-work challenge, when proofs are on.
     let proofOfWork: ProofOfWorkGate?
 
@@ -27,12 +27,12 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
     /// The form with a fresh token. No session is built until the token is used, so a page
     /// view costs no memory (and a flood of them only CPU, which the page limit bounds).
     func signupPage(_ request: SignupRequest) -> HTTPResponse {
-        let language = visitorLanguage(request.http)
-        let target = returnTo.requestedTarget(of: request.http)
+        let language = request.language
         let token = sessions.mintToken()
         let challenge = proofOfWork?.challenge(for: token, addressKey: request.clientKey).json ?? ""
-        var response = html(blankPages[language.tag]!.render(token: token, returnTo: target, challenge: challenge),
-                            status: .ok)
+        var response = Pages.html(blankPages[language.tag]!.render(token: token, returnTo: request.returnTarget,
+                                                                   challenge: challenge),
+                                  status: .ok)
         // The page depends on the visitor's languages (caches must not share it).
         response.headers.add("Vary", "Accept-Language")
         response.headers.add("Content-Language", language.tag)
@@ -78,7 +78,7 @@ struct LiveFormRoutes: AnswersWithPages, Sendable {
         guard let token = request.queryValue("token"), !token.isEmpty else {
             return APIError.missingParameter("token").response
         }
-        if request.method == "HEAD" {
+        if context.method == .head {
             // Headers only: no session is built for a look; the answer GET would give.
             guard sessions.acceptsForLiveUse(token) else { return APIError.unknownSession.response }
             return .eventStream(EventStream())

@@ -4,7 +4,8 @@ import MicroHTTPD
 import SignupDomain
 
 /// What every handler that answers a person with a page shares: the renderer, the assets, the
-/// languages and the request's language (English, except in a copy made for one request).
+/// languages, and a language: English in the router's copy, the visitor's in the copy each
+/// request carries (`SignupRequest.pages`).
 struct Pages: Sendable {
     let renderer: PageRenderer
     let assets: StaticAssets
@@ -54,82 +55,6 @@ struct Pages: Sendable {
         var headers = HTTPHeaders([("Location", location), ("Cache-Control", "no-store")])
         for cookie in cookies { headers.add("Set-Cookie", cookie) }
         return HTTPResponse(status: .seeOther, headers: headers)
-    }
-}
-
-/// A concern's handlers that answer with pages: the request's language and its texts, and a
-/// copy of the handlers speaking another language for one request.
-protocol AnswersWithPages {
-    var pages: Pages { get set }
-    /// 429s and the like: counted and logged the same way by every concern.
-    var refusals: Refusals { get }
-}
-
-extension AnswersWithPages {
-    var language: Languages.Language { pages.language }
-    var languages: Languages { pages.languages }
-    /// The rules and texts of the request's language.
-    var policy: SignupPolicy { pages.language.policy }
-    var renderer: PageRenderer { pages.renderer }
-    var assets: StaticAssets { pages.assets }
-
-    func text(_ key: String) -> String { pages.text(key) }
-    func waitPhrase(_ seconds: Int) -> String { pages.waitPhrase(seconds) }
-
-    func html(_ body: String, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        Pages.html(body, status: status, headers: headers)
-    }
-
-    func redirect(to location: String, cookies: [String] = []) -> HTTPResponse {
-        Pages.redirect(to: location, cookies: cookies)
-    }
-
-    /// `?lang=`, else `Accept-Language`, else English.
-    func visitorLanguage(_ request: HTTPRequest) -> Languages.Language {
-        pages.visitorLanguage(request, requested: request.queryValue("lang"))
-    }
-
-    /// `requested` (a form's `lang` field, say), else `Accept-Language`, else English.
-    func visitorLanguage(_ request: HTTPRequest, requested: String?) -> Languages.Language {
-        pages.visitorLanguage(request, requested: requested)
-    }
-
-    /// These handlers speaking `language`: its rules and texts, for one request.
-    func speaking(_ language: Languages.Language) -> Self {
-        var copy = self
-        copy.pages.language = language
-        return copy
-    }
-
-    /// A posted form's handlers: its urlencoded body, and these routes speaking the form's
-    /// language (its hidden `lang` field, else the browser's); or the error that says what is
-    /// wrong with the body.
-    func answeringForm(_ request: HTTPRequest) -> Result<(routes: Self, form: URLEncodedForm), APIError> {
-        Result { () throws(APIError) in try decodeForm(request) }
-            .map { form in (speaking(visitorLanguage(request, requested: form["lang"])), form) }
-    }
-
-    /// The readable page for a person who went over a limit (429 with `Retry-After`).
-    func slowDownPage(_ exceeded: LimitExceeded) -> HTTPResponse {
-        refusals.slowDownPage(exceeded, in: pages)
-    }
-}
-
-/// A concern whose forms carry `return_to` back to the application (sign-in, sign-up).
-protocol CarriesReturnTo: AnswersWithPages {
-    var returnTo: ReturnTo { get }
-    /// This request's validated `return_to` (set per request, like the language).
-    var returnTarget: String? { get set }
-}
-
-extension CarriesReturnTo {
-    /// As `answeringForm`, with the form's validated `return_to`.
-    func answering(_ request: HTTPRequest) -> Result<(routes: Self, form: URLEncodedForm), APIError> {
-        answeringForm(request).map { posted in
-            var routes = posted.routes
-            routes.returnTarget = returnTo.validated(posted.form["return_to"], for: request)
-            return (routes, posted.form)
-        }
     }
 }
 

@@ -10,8 +10,7 @@ import WebAuthn
 /// account (`/account/passkeys/options`, `/account/passkeys`). The page's script calls them
 /// with `fetch`; every answer is JSON, every refusal names its reason (the log, the metric,
 /// the body's `reason`) and says in the person's language what to do.
-struct PasskeyRoutes: CarriesReturnTo, Sendable {
-    var pages: Pages
+struct PasskeyRoutes: Sendable {
     let refusals: Refusals
     let sessions: FormSessionRegistry
     let store: any AccountStore
@@ -19,11 +18,9 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     let limiters: ClientLimiters
     let metrics: SignupMetrics
     let logger: Logger
-    let returnTo: ReturnTo
     let sameOrigin: SameOriginPolicy
     let challenges: PasskeyChallenges
     let now: @Sendable () -> Date
-    var returnTarget: String?
 
     /// The ceremonies a metric counts separately.
     enum Ceremony: String, CaseIterable, Sendable {
@@ -42,20 +39,11 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
 
     private var timeoutMilliseconds: Int { Int(challenges.lifetime * 1000) }
 
-    /// The posted form, and these routes speaking its language with its `return_to`; a body
-    /// that is not a form is answered as every route answers it.
-    private func posted(_ request: SignupRequest, _ handle: (PasskeyRoutes, URLEncodedForm) -> HTTPResponse) -> HTTPResponse {
-        switch answering(request.http) {
-        case .success(let posted): handle(posted.routes, posted.form)
-        case .failure(let error): error.response
-        }
-    }
-
     // MARK: Sign-up form
 
     /// `POST /passkeys/options`: creation options for the form's passkey, bound to its session.
     func registrationOptions(_ request: SignupRequest) -> HTTPResponse {
-        posted(request) { routes, form in routes.registrationOptions(form, request) }
+        registrationOptions(request.form, request)
     }
 
     private func registrationOptions(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
@@ -67,7 +55,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
         guard session != nil || sessions.acceptsForLiveUse(token) else { return APIError.unknownSession.response }
         guard let session, case let username = session.typedUsername, !username.isEmpty else {
             return refused(PasskeyRefusal(reason: "username_first", status: .conflict, text: "passkey.error.username_first",
-                                                 detail: "no username typed yet"), ceremony: .register, client: request.client)
+                                                 detail: "no username typed yet"), ceremony: .register, request: request)
         }
         let offer = FormSession.PasskeyOffer(
             challenge: (0..<32).map { _ in UInt8.random(in: .min ... .max) },
@@ -76,7 +64,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
             browserNonce: Base64URL.encode((0..<16).map { _ in UInt8.random(in: .min ... .max) }))
         session.offerPasskey(offer)
         let options = CreationOptions(
-            relyingParty: relyingParty(for: request.http), name: policy.settings.serviceName, userHandle: offer.userHandle,
+            relyingParty: relyingParty(for: request.http), name: request.policy.settings.serviceName, userHandle: offer.userHandle,
             userName: username, challenge: offer.challenge, timeoutMilliseconds: timeoutMilliseconds)
         var response = Self.json(options.json, status: .ok)
         response.headers.add("Set-Cookie", SetCookie(Self.browserCookie, offer.browserNonce, path: "/passkeys",
@@ -91,7 +79,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     /// `POST /passkeys/register`: the browser's new credential for the form. Verified, it is
     /// kept with the session (stored with the account it creates) and `passkey.created` is met.
     func register(_ request: SignupRequest) -> HTTPResponse {
-        posted(request) { routes, form in routes.register(form, request) }
+        register(request.form, request)
     }
 
     private func register(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
@@ -123,7 +111,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
                                                                    "algorithm": "\(made.algorithm)", "format": "\(made.attestationFormat)"])
             return Self.json("{\"created\":true}", status: .created)
         } catch {
-            return refused(error, ceremony: .register, client: request.client)
+            return refused(error, ceremony: .register, request: request)
         }
     }
 
@@ -141,7 +129,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     /// and the client data's hash, the counter, the user handle); the same signed-in session
     /// as a password's, answered as `{"location": …}` for the script to follow.
     func signIn(_ request: SignupRequest) -> HTTPResponse {
-        posted(request) { routes, form in routes.signIn(form, request) }
+        signIn(request.form, request)
     }
 
     private func signIn(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
@@ -159,7 +147,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
             limiters.signinFailuresPerAddress.refund(request.clientKey)
             let cookies: [String]
             do {
-                cookies = try signedIn.signIn(account, replacing: request.http.headers["Cookie"])
+                cookies = try signedIn.signIn(account, replacing: request.cookieHeader)
             } catch {
                 throw unavailable("the signed-in session could not be stored: \(error)")
             }
@@ -167,7 +155,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
             metrics.passkey(.signin, "accepted")
             logger.info("Signed in with a passkey", metadata: ["account": "\(account.id)", "client": "\(request.client)",
                                                                "transports": "\(passkey.transports.joined(separator: ","))"])
-            let location = returnTarget ?? "/welcome" + PageRenderer.languageQuery(language)
+            let location = request.returnTarget ?? "/welcome" + PageRenderer.languageQuery(request.language)
             var json = JSONWriter()
             json.beginObject(); json.key("location"); json.string(location); json.endObject()
             var response = Self.json(json.text, status: .ok)
@@ -181,7 +169,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
                 // not answer): nothing to charge.
                 limiters.signinFailuresPerAddress.refund(request.clientKey)
             }
-            return refused(error, ceremony: .signin, client: request.client)
+            return refused(error, ceremony: .signin, request: request)
         }
     }
 
@@ -197,7 +185,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
     /// creation options for one more passkey of the signed-in account (its user handle; its
     /// passkeys excluded, so one authenticator is not registered twice).
     func addOptions(_ request: SignupRequest) -> HTTPResponse {
-        posted(request) { routes, form in routes.addOptions(form, request) }
+        addOptions(request.form, request)
     }
 
     private func addOptions(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
@@ -211,19 +199,19 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
                 throw unavailable("the account's passkeys could not be read: \(error)")
             }
             let options = CreationOptions(
-                relyingParty: relyingParty(for: request.http), name: policy.settings.serviceName, userHandle: handle,
+                relyingParty: relyingParty(for: request.http), name: request.policy.settings.serviceName, userHandle: handle,
                 userName: account.username,
                 challenge: challenges.make(for: Self.addPurpose(account, conditional: form["mediation"] == "conditional")),
                 timeoutMilliseconds: timeoutMilliseconds, excluding: existing.map { ($0.credentialID, $0.transports) })
             return Self.json(options.json, status: .ok)
         } catch {
-            return refused(error, ceremony: .add, client: request.client)
+            return refused(error, ceremony: .add, request: request)
         }
     }
 
     /// `POST /account/passkeys`: the new credential, verified and stored with the account.
     func add(_ request: SignupRequest) -> HTTPResponse {
-        posted(request) { routes, form in routes.add(form, request) }
+        add(request.form, request)
     }
 
     private func add(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
@@ -256,7 +244,7 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
             logger.info("Passkey added to an account", metadata: ["account": "\(account.id)", "client": "\(request.client)"])
             return Self.json("{\"added\":true,\"passkeys\":\(count)}", status: .created)
         } catch {
-            return refused(error, ceremony: .add, client: request.client)
+            return refused(error, ceremony: .add, request: request)
         }
     }
 
@@ -371,7 +359,8 @@ struct PasskeyRoutes: CarriesReturnTo, Sendable {
 
     /// The JSON refusal: `{"error":"passkey_refused","reason":…,"message":…}` (a store that
     /// cannot answer is `unavailable`, 503 with `Retry-After`), its line in the log, its count.
-    private func refused(_ refusal: PasskeyRefusal, ceremony: Ceremony, client: String) -> HTTPResponse {
+    private func refused(_ refusal: PasskeyRefusal, ceremony: Ceremony, request: SignupRequest) -> HTTPResponse {
+        let text = request.text, client = request.client
         metrics.passkey(ceremony, refusal.reason)
         if refusal.reason == "unavailable" {
             logger.error("Passkey \(ceremony.rawValue) failed: the account store is unavailable",

@@ -123,27 +123,10 @@ extension ProofOfWorkGate.Refusal {
     }
 }
 
-/// A concern whose forms may carry a proof of work (sign-up; sign-in and codes after
-/// failures): who is asking decides the price, and whether a refusal is a page or JSON.
-protocol ChargesProofs: AnswersWithPages {
-    /// This request's client (set per request by `asking`).
-    var clientKey: String { get set }
-    /// Whether this request asked for JSON (a program).
-    var answersJSON: Bool { get set }
-}
-
-extension ChargesProofs {
-    /// The same routes, answering this request's client.
-    func asking(_ request: SignupRequest) -> Self {
-        var routes = self
-        routes.clientKey = request.clientKey
-        routes.answersJSON = ProofOfWorkGate.Refusal.wantsJSON(request.http)
-        return routes
-    }
-
+extension SignupRequest {
     /// What a refused proof says, in the sign-up's words (`error.*`, "nothing was saved") or the
     /// sign-in's (`signin.*`, also the code form's). A spent budget is counted here, once.
-    func proofRefusalMessage(_ refusal: ProofOfWorkGate.Refusal, signingIn: Bool) -> String {
+    func proofRefusalMessage(_ refusal: ProofOfWorkGate.Refusal, signingIn: Bool, refusals: Refusals) -> String {
         switch refusal {
         case .overBudget(let exceeded):
             refusals.count(exceeded)

@@ -1,8 +1,11 @@
 import MicroHTTPD
 
-/// One row of the route table (`SignupRoutes.table`): everything about a route except what
-/// its handler does. `Allow`, HEAD, the cross-site check, the format of refusals and the
-/// metrics `route` label all come from here, so a new route is one row plus its handler.
+/// One row of the route table (`SignupRoutes.table`): one method of one path, and everything
+/// about it except what its handler does. The router applies the row before the handler runs
+/// (the body limit, the cross-site check, the limits every request of it spends, the posted
+/// form, the visitor's language and `return_to`) and after (`Referrer-Policy`, the metric,
+/// the access line); `Allow` and HEAD come from the rows of a path. A new route is one row
+/// plus its handler.
 /// A class: the router hands the same row to the handler and the access log, uncopied.
 final class Route: Sendable {
     /// How refusals of this route are answered: a readable page where a person is looking,
@@ -10,6 +13,16 @@ final class Route: Sendable {
     enum Answers: Sendable {
         case page
         case json
+    }
+
+    /// What the router reads from the request for the handler, before it runs.
+    enum Reads: Sendable {
+        /// Nothing from the body: the query is all (GET), or the handler reads the body
+        /// itself (`/fields`, the typing path, which decodes only what it uses).
+        case query
+        /// An urlencoded form, decoded once (`SignupRequest.form`); a body that is not one
+        /// is answered 415 or 400 without the handler.
+        case form
     }
 
     /// Which sign-up or sign-in outcome a refused cross-site post counts as, if any.
@@ -20,15 +33,19 @@ final class Route: Sendable {
 
     typealias Handler = @Sendable (SignupRoutes, SignupRequest) -> HTTPResponse
 
+    let method: HTTPMethod
     /// The exact path, or for a prefix route (`isPrefix`) the prefix, ending in "/".
     let path: String
     let isPrefix: Bool
-    /// The methods it takes; GET brings HEAD with it (answered as GET without the body).
-    let methods: [String]
     let answers: Answers
+    let reads: Reads
+    /// Whether the router works out the visitor's language and `return_to` for the handler:
+    /// every page and every posted form. The typing path and the proxy's `/auth` never
+    /// negotiate a language they do not show.
+    let speaks: Bool
     /// The limits its requests draw from, every one and no other: `RouteLimitsTests` walks
     /// every row as people use it, records each limit asked (`onLimitConsulted`) and holds the
-    /// row to them. Each handler still spends from its limiters where its work begins.
+    /// row to them.
     let limits: [RateLimitName]
     /// The outcome metric a refused cross-site post of this route counts in.
     let outcome: Outcome?
@@ -41,47 +58,78 @@ final class Route: Sendable {
     let sendsNoReferrer: Bool
     let handler: Handler
 
-    init(_ methods: [String], _ path: String, prefix: Bool = false, answers: Answers, limits: [RateLimitName] = [],
-         spentFirst: [RateLimitName] = [], outcome: Outcome? = nil, sendsNoReferrer: Bool = false,
-         handler: @escaping Handler) {
+    init(_ method: HTTPMethod, _ path: String, prefix: Bool = false, answers: Answers, reads: Reads = .query,
+         limits: [RateLimitName] = [], spentFirst: [RateLimitName] = [], outcome: Outcome? = nil,
+         sendsNoReferrer: Bool = false, handler: @escaping Handler) {
         precondition(spentFirst.allSatisfy(limits.contains), "\(path): a limit spent first is one of its limits")
+        precondition(method != .head, "\(path): HEAD is answered by the GET row")
+        self.method = method
         self.path = path
         self.isPrefix = prefix
-        self.methods = methods.contains("GET") && !methods.contains("HEAD")
-            ? methods.flatMap { $0 == "GET" ? ["GET", "HEAD"] : [$0] } : methods
         self.answers = answers
+        self.reads = reads
+        speaks = answers == .page || reads == .form
         self.limits = limits
         self.spentFirst = spentFirst
         self.outcome = outcome
         self.sendsNoReferrer = sendsNoReferrer
         self.handler = handler
         name = prefix ? String(path.dropLast()) : path
-        allow = self.methods.joined(separator: ", ")
     }
 
-    /// The metrics `route` label: a fixed set, so clients cannot make labels up.
+    /// The metrics `route` label, shared by the rows of one path: a fixed set, so clients
+    /// cannot make labels up.
+    let name: String
+}
+
+/// The rows of one path, by method.
+struct PathRoutes: Sendable {
+    let rows: [HTTPMethod: Route]
+    /// The `Allow` header of its 405s: its methods, HEAD beside GET.
+    let allow: String
+    /// The metrics label.
     let name: String
 
-    /// The `Allow` header of its 405s.
-    let allow: String
+    init(_ rows: [Route]) {
+        let byMethod = Dictionary(uniqueKeysWithValues: rows.map { ($0.method, $0) })
+        self.rows = byMethod
+        var methods = HTTPMethod.allCases.filter { byMethod[$0] != nil }
+        if byMethod[.get] != nil { methods.insert(.head, at: methods.firstIndex(of: .get)! + 1) }
+        allow = methods.map(\.rawValue).joined(separator: ", ")
+        name = rows[0].name
+    }
 
-    func accepts(_ method: String) -> Bool { methods.contains(method) }
+    /// The row that answers `method`: HEAD is answered by GET's row (without the body),
+    /// here and nowhere else.
+    func route(for method: HTTPMethod?) -> Route? {
+        guard let method else { return nil }
+        return rows[method] ?? (method == .head ? rows[.get] : nil)
+    }
+
+    /// Any row of the path, for what all of them share (pages or JSON, for a refusal made
+    /// before the method is known).
+    var any: Route { rows[.get] ?? rows.values.first! }
 }
 
 /// The routes, resolved by one dictionary look-up (or a short prefix scan) per request.
 struct RouteTable: Sendable {
     let routes: [Route]
-    private let exact: [String: Route]
-    private let prefixes: [Route]
+    private let exact: [String: PathRoutes]
+    private let prefixes: [(prefix: String, routes: PathRoutes)]
 
     init(_ routes: [Route]) {
         self.routes = routes
-        exact = Dictionary(uniqueKeysWithValues: routes.filter { !$0.isPrefix }.map { ($0.path, $0) })
-        prefixes = routes.filter(\.isPrefix)
+        let byPath = Dictionary(grouping: routes, by: \.path)
+        for (path, rows) in byPath {
+            precondition(Set(rows.map(\.method)).count == rows.count, "\(path): one row per method")
+            precondition(Set(rows.map(\.isPrefix)).count == 1, "\(path): all rows exact or all prefixes")
+        }
+        exact = byPath.filter { !$0.value[0].isPrefix }.mapValues(PathRoutes.init)
+        prefixes = byPath.filter { $0.value[0].isPrefix }.map { ($0.key, PathRoutes($0.value)) }
     }
 
-    func resolve(_ path: String) -> Route? {
-        exact[path] ?? prefixes.first { path.hasPrefix($0.path) }
+    func resolve(_ path: String) -> PathRoutes? {
+        exact[path] ?? prefixes.first { path.hasPrefix($0.prefix) }?.routes
     }
 
     /// The metrics label of a path no route takes.

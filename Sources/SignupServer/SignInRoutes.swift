@@ -9,8 +9,7 @@ import SignupDomain
 /// each further try must wait (429 with `Retry-After`); every failure is logged (the name
 /// and address, never the password); and guesses wait in their own hashing lane, so they
 /// cannot delay sign-ups. `GET /welcome` is the signed-in person's page.
-struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
-    var pages: Pages
+struct SignInRoutes: Sendable {
     let refusals: Refusals
     let store: any AccountStore
     let hashing: PasswordHashingQueue
@@ -20,46 +19,37 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     let limiters: ClientLimiters
     let metrics: SignupMetrics
     let logger: Logger
-    let returnTo: ReturnTo
     /// After failed sign-ins from a client, its sign-ins pay a proof of work (and its
     /// failures raise the price of sign-ups from the same address and network).
     let proofOfWork: ProofOfWorkGate?
     /// Mints the tokens sign-in challenges are bound to.
     let sessions: FormSessionRegistry
-    var returnTarget: String?
-    /// This request's client (set per request): whether its sign-in asks for a proof.
-    var clientKey = ""
-    /// Whether this request asked for JSON (a program): refused proofs are answered in it.
-    var answersJSON = false
 
-    func signInPage(username: String, error: String?, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+    func signInPage(_ request: SignupRequest, username: String, error: String?, status: HTTPStatus,
+                    headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         var headers = headers
-        headers.add("Content-Language", language.tag)
-        return html(renderer.renderSignIn(username: username, errorMessage: error, returnTo: returnTarget,
-                                          language: language, assets: assets, proof: signInProof()),
-                    status: status, headers: headers)
+        headers.add("Content-Language", request.language.tag)
+        return Pages.html(request.renderer.renderSignIn(username: username, errorMessage: error, returnTo: request.returnTarget,
+                                                        language: request.language, assets: request.assets,
+                                                        proof: signInProof(for: request.clientKey)),
+                          status: status, headers: headers)
     }
 
     /// A token and challenge for the form, when this client must pay to sign in.
-    private func signInProof() -> (token: String, challenge: String)? {
+    private func signInProof(for clientKey: String) -> (token: String, challenge: String)? {
         guard let proofOfWork, proofOfWork.pricing.needsProofAfterFailures(addressKey: clientKey) else { return nil }
         let token = sessions.mintToken()
         return (token, proofOfWork.challenge(for: token, addressKey: clientKey).json)
     }
 
+    /// `POST /signin`.
     func signIn(_ request: SignupRequest) -> HTTPResponse {
-        switch answering(request.http) {
-        case .success(let posted): return posted.routes.asking(request).signIn(posted.form, from: request)
-        case .failure(let error): return error.response
-        }
-    }
-
-    private func signIn(_ form: URLEncodedForm, from request: SignupRequest) -> HTTPResponse {
+        let form = request.form
         let client = request.client, clientKey = request.clientKey
         let username = form["username"] ?? ""
         let password = (form["password"] ?? "").canonicallyComposed
         guard !username.isEmpty, !password.isEmpty else {
-            return signInPage(username: username, error: text("signin.empty"), status: .unprocessableContent)
+            return signInPage(request, username: username, error: request.text("signin.empty"), status: .unprocessableContent)
         }
         // Keyed by the canonical name whether or not the account exists, so the limit does
         // not tell the two apart either.
@@ -71,7 +61,7 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             metrics.signin("rate_limited")
             logger.notice("Sign-in refused: too many failures",
                           metadata: ["username": "\(username)", "client": "\(client)", "retryAfter": "\(error.retryAfterSeconds)"])
-            return tooManySignIns(username: username, error)
+            return tooManySignIns(request, username: username, error)
         }
         // After failures from this client, a sign-in pays a proof of work: a guesser spread
         // over many accounts pays for every guess.
@@ -81,7 +71,7 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
                 _ = try proofOfWork.check(form[ProofOfWorkGate.field], token: token, addressKey: clientKey, issuedAt: nil)
             } catch {
                 metrics.signin("unproved")
-                return signInProofRefused(error, username: username)
+                return signInProofRefused(request, error, username: username)
             }
         }
         let account: Account?
@@ -90,7 +80,7 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
         } catch {
             logger.error("Account store unavailable during sign-in", metadata: ["error": "\(error)"])
             metrics.signin("unavailable")
-            return signInPage(username: username, error: text("signin.unavailable"), status: .serviceUnavailable)
+            return signInPage(request, username: username, error: request.text("signin.unavailable"), status: .serviceUnavailable)
         }
         // Unknown names, and accounts without a password (passkeys only, reserved names), are
         // verified against a fixed hash too, so the answer takes as long whichever it is.
@@ -111,7 +101,7 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             metrics.signin("rate_limited")
             logger.notice("Sign-in refused: too many failures",
                           metadata: ["username": "\(username)", "client": "\(client)", "retryAfter": "\(error.retryAfterSeconds)"])
-            return tooManySignIns(username: username, error)
+            return tooManySignIns(request, username: username, error)
         }
         return .later { [self] respond in
             do throws(HashingRefusal) {
@@ -121,13 +111,15 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
                         limiters.signinFailuresPerAccount.reset(accountKey)
                         limiters.signinFailuresPerAddress.refund(clientKey)
                         do {
-                            let cookies = try signedIn.signIn(account!, replacing: request.http.headers["Cookie"])
+                            let cookies = try signedIn.signIn(account!, replacing: request.cookieHeader)
                             metrics.signin("success")
-                            respond(redirect(to: returnTarget ?? "/welcome" + PageRenderer.languageQuery(language), cookies: cookies))
+                            respond(Pages.redirect(to: request.returnTarget ?? "/welcome" + PageRenderer.languageQuery(request.language),
+                                                   cookies: cookies))
                         } catch {
                             logger.error("Account store unavailable to start a signed-in session", metadata: ["error": "\(error)"])
                             metrics.signin("unavailable")
-                            respond(signInPage(username: username, error: text("signin.unavailable"), status: .serviceUnavailable,
+                            respond(signInPage(request, username: username, error: request.text("signin.unavailable"),
+                                               status: .serviceUnavailable,
                                                headers: HTTPHeaders([("Retry-After", "5")])))
                         }
                     case .success:
@@ -135,65 +127,66 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
                         proofOfWork?.pricing.record(.failedSignin, addressKey: clientKey)
                         logger.notice("Sign-in failed", metadata: ["username": "\(username)", "client": "\(client)"])
                         metrics.signin("failure")
-                        respond(signInPage(username: username, error: text("signin.failed"), status: .unauthorized))
+                        respond(signInPage(request, username: username, error: request.text("signin.failed"), status: .unauthorized))
                     case .failure(let refusal):
-                        respond(signInRefused(refusal, username: username))
+                        respond(signInRefused(request, refusal, username: username))
                     }
                 }
             } catch {
-                respond(signInRefused(error, username: username))
+                respond(signInRefused(request, error, username: username))
             }
         }
     }
 
-    private func signInProofRefused(_ refusal: ProofOfWorkGate.Refusal, username: String) -> HTTPResponse {
-        let message = proofRefusalMessage(refusal, signingIn: true)
-        if answersJSON { return refusal.json(message: message) }
+    private func signInProofRefused(_ request: SignupRequest, _ refusal: ProofOfWorkGate.Refusal,
+                                    username: String) -> HTTPResponse {
+        let message = request.proofRefusalMessage(refusal, signingIn: true, refusals: refusals)
+        if request.wantsJSON { return refusal.json(message: message) }
         switch refusal {
         case .overBudget(let exceeded):
-            return signInPage(username: username, error: message, status: .tooManyRequests,
+            return signInPage(request, username: username, error: message, status: .tooManyRequests,
                               headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
         case .storeUnavailable:
-            return signInPage(username: username, error: message, status: .serviceUnavailable)
+            return signInPage(request, username: username, error: message, status: .serviceUnavailable)
         case .proof(let reason):
-            return signInPage(username: username, error: message, status: reason.status)
+            return signInPage(request, username: username, error: message, status: reason.status)
         }
     }
 
-    private func tooManySignIns(username: String, _ exceeded: LimitExceeded) -> HTTPResponse {
+    private func tooManySignIns(_ request: SignupRequest, username: String, _ exceeded: LimitExceeded) -> HTTPResponse {
         refusals.count(exceeded)
-        return signInPage(username: username,
-                   error: text("signin.too_many").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds)),
-                   status: .tooManyRequests,
-                   headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
+        return signInPage(request, username: username,
+                          error: request.text("signin.too_many")
+                            .replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds)),
+                          status: .tooManyRequests,
+                          headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
     }
 
-    private func signInRefused(_ refusal: HashingRefusal, username: String) -> HTTPResponse {
+    private func signInRefused(_ request: SignupRequest, _ refusal: HashingRefusal, username: String) -> HTTPResponse {
         metrics.signin(refusal == .clientBusy ? "rate_limited" : "unavailable")
         switch refusal {
         case .clientBusy:
-            return tooManySignIns(username: username, LimitExceeded(limit: .hashing, retryAfter: 2))
+            return tooManySignIns(request, username: username, LimitExceeded(limit: .hashing, retryAfter: 2))
         case .queueFull, .shuttingDown:
-            return signInPage(username: username, error: text("signin.unavailable"),
+            return signInPage(request, username: username, error: request.text("signin.unavailable"),
                               status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
         }
     }
 
     /// `GET /signin`: the form, carrying a valid `return_to` along.
     func signInForm(_ request: SignupRequest) -> HTTPResponse {
-        var routes = speaking(visitorLanguage(request.http)).asking(request)
-        routes.returnTarget = returnTo.requestedTarget(of: request.http)
-        return routes.signInPage(username: "", error: nil, status: .ok)
+        signInPage(request, username: "", error: nil, status: .ok)
     }
 
     // MARK: GET /welcome
 
-    func welcome(_ request: HTTPRequest) -> HTTPResponse {
-        guard let account = signedInAccount(request) else { return redirect(to: "/signin") }
+    func welcome(_ request: SignupRequest) -> HTTPResponse {
+        guard let account = signedInAccount(request.http) else { return Pages.redirect(to: "/signin") }
         // The page works without the count (a store that cannot answer just hides it).
         let passkeys = try? store.passkeys(ofAccount: account.id).count
-        var response = html(renderer.renderWelcome(username: account.username, passkeys: passkeys, language: language,
-                                                   assets: assets), status: .ok)
+        var response = Pages.html(request.renderer.renderWelcome(username: account.username, passkeys: passkeys,
+                                                                 language: request.language, assets: request.assets),
+                                  status: .ok)
         response.headers.add("Cache-Control", "no-store")
         return response
     }
@@ -201,13 +194,13 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     // MARK: POST /signout
 
     /// Ends the session on the server (every instance forgets it) and clears the cookie.
-    func signOut(_ request: HTTPRequest) -> HTTPResponse {
+    func signOut(_ request: SignupRequest) -> HTTPResponse {
         do {
-            let cleared = try signedIn.signOut(cookieHeader: request.headers["Cookie"])
-            return redirect(to: "/signin" + PageRenderer.languageQuery(language), cookies: cleared)
+            let cleared = try signedIn.signOut(cookieHeader: request.cookieHeader)
+            return Pages.redirect(to: "/signin" + PageRenderer.languageQuery(request.language), cookies: cleared)
         } catch {
             logger.error("Account store unavailable during sign-out", metadata: ["error": "\(error)"])
-            return pages.problem(title: text("problem.unavailable_title"), message: text("signin.unavailable"),
+            return request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("signin.unavailable"),
                                  code: "unavailable", status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
         }
     }
@@ -223,7 +216,7 @@ struct SignInRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     func forwardAuth(_ request: SignupRequest) -> HTTPResponse {
         var response: HTTPResponse
         do {
-            switch try signedIn.proxyAnswer(cookieHeader: request.http.headers["Cookie"], client: request.clientKey,
+            switch try signedIn.proxyAnswer(cookieHeader: request.cookieHeader, client: request.clientKey,
                                             unknownSessions: limiters.unknownSessions) {
             case .signedIn(let account):
                 response = HTTPResponse(status: .ok, headers: Self.identityHeaders(of: account))

@@ -261,31 +261,31 @@ public final class SignupApplication: Sendable {
         self.signedIn = signedIn
         let routes = SignupRoutes(
             liveForm: LiveFormRoutes(
-                pages: pages, refusals: refusals, sessions: sessions, limiters: limiters,
+                policy: configuration.policy, refusals: refusals, sessions: sessions, limiters: limiters,
                 blankPages: Dictionary(uniqueKeysWithValues: languages.all.map {
                     ($0.tag, renderer.blankSignupPage(language: $0, languages: languages, assets: assets,
                                                       withChallenge: proofOfWork != nil))
                 }),
-                retryMilliseconds: configuration.retryMilliseconds, metrics: metrics, logger: logger, returnTo: returnTo,
+                retryMilliseconds: configuration.retryMilliseconds, metrics: metrics, logger: logger,
                 proofOfWork: proofOfWork),
             signup: SignupSubmitRoutes(
-                pages: pages, refusals: refusals, sessions: sessions, store: store, availability: availability,
+                refusals: refusals, sessions: sessions, store: store, availability: availability,
                 hashing: hashing, signedIn: signedIn, limiters: limiters, metrics: metrics, logger: logger,
                 now: configuration.now, returnTo: returnTo, webhooks: webhooks, proofs: proofs,
                 proofOfWork: proofOfWork),
             signIn: SignInRoutes(
-                pages: pages, refusals: refusals, store: store, hashing: hashing, signedIn: signedIn,
+                refusals: refusals, store: store, hashing: hashing, signedIn: signedIn,
                 placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
-                limiters: limiters, metrics: metrics, logger: logger, returnTo: returnTo,
+                limiters: limiters, metrics: metrics, logger: logger,
                 proofOfWork: proofOfWork, sessions: sessions),
             verification: proofs.map {
-                VerificationRoutes(pages: pages, refusals: refusals, proofs: $0, store: store, signedIn: signedIn,
+                VerificationRoutes(refusals: refusals, proofs: $0, store: store, signedIn: signedIn,
                                    metrics: metrics, logger: logger, webhooks: webhooks, returnTo: returnTo, now: configuration.now,
                                    proofOfWork: proofOfWork)
             },
             passkeys: PasskeyRoutes(
-                pages: pages, refusals: refusals, sessions: sessions, store: store, signedIn: signedIn, limiters: limiters,
-                metrics: metrics, logger: logger, returnTo: returnTo, sameOrigin: sameOrigin,
+                refusals: refusals, sessions: sessions, store: store, signedIn: signedIn, limiters: limiters,
+                metrics: metrics, logger: logger, sameOrigin: sameOrigin,
                 challenges: PasskeyChallenges(
                     key: try store.secret(named: "passkey-challenge-key", createdBy: PasskeyChallenges.makeKey),
                     store: store, lifetime: 300, now: configuration.now),
@@ -312,6 +312,7 @@ public final class SignupApplication: Sendable {
             sameOrigin: sameOrigin,
             limiters: limiters,
             refusals: refusals,
+            returnTo: returnTo,
             metrics: metrics,
             logger: logger,
             accessLines: configuration.accessLines ?? LoggerAccessLines(logger: logger))

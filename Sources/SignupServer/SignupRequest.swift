@@ -1,21 +1,70 @@
 import MicroHTTPD
+import SignupDomain
 
-/// What a handler needs to know about its request, worked out once by the router: the
-/// request itself, the client's address (behind trusted proxies, the one they name) and its
-/// rate-limit key. The visitor's language is read only by the handlers that show text, when
-/// they ask (`SignupRoutes.visitorLanguage`), so the typing path never negotiates one.
+/// Everything a handler learns about its request, worked out once by the router before the
+/// handler runs (as Hummingbird builds a request context): the request, the row it was routed
+/// by, the client's address and rate-limit key, the posted form, the visitor's language with
+/// its pages, and the validated `return_to`. Handlers are immutable bundles of services; what
+/// belongs to one request travels here, never in a copy of a handler.
 struct SignupRequest: Sendable {
     let http: HTTPRequest
-    /// The client's address as the access log and limits see it.
+    /// The row the router matched (its path and method, what it answers in).
+    let route: Route
+    /// The client's address as the access log and limits see it (behind trusted proxies, the
+    /// one they name).
     let client: String
     /// The client's rate-limit key (its address; an IPv6 /64).
     let clientKey: String
+    /// The posted urlencoded form for rows that read one (`Route.Reads.form`); else empty.
+    let form: URLEncodedForm
+    /// The pages in the visitor's language, for rows that speak (`Route.speaks`): a form's
+    /// hidden `lang` field, else `?lang=`, else `Accept-Language`, else English. English on
+    /// the typing path, which never negotiates.
+    let pages: Pages
+    /// Where the person goes after signing in or up, validated (a form's `return_to`, else
+    /// the query's), for rows that speak.
+    let returnTarget: String?
 
-    init(_ http: HTTPRequest, client: String) {
+    init(_ http: HTTPRequest, route: Route, client: String, clientKey: String,
+         form: URLEncodedForm = URLEncodedForm(fields: []), pages: Pages, returnTo: ReturnTo? = nil) {
         self.http = http
+        self.route = route
         self.client = client
-        clientKey = ClientKey.of(client)
+        self.clientKey = clientKey
+        self.form = form
+        guard route.speaks else {
+            self.pages = pages
+            returnTarget = nil
+            return
+        }
+        var speaking = pages
+        speaking.language = pages.languages.negotiate(requested: route.reads == .form ? form["lang"] : http.queryValue("lang"),
+                                                      acceptLanguage: http.headers["accept-language"])
+        self.pages = speaking
+        returnTarget = returnTo.flatMap { returnTo in
+            route.reads == .form ? returnTo.validated(form["return_to"], for: http) : returnTo.requestedTarget(of: http)
+        }
     }
 
-    var method: String { http.method }
+    /// The method as routed (HEAD for a GET row's look).
+    var method: HTTPMethod? { http.knownMethod }
+
+    /// Whether it asked for JSON rather than a page (a program, not a browser): refused
+    /// proofs are answered in it.
+    var wantsJSON: Bool { ProofOfWorkGate.Refusal.wantsJSON(http) }
+
+    /// The cookies it sent, as one header (the signed-in session's, the form's bindings).
+    var cookieHeader: String? { http.headers["Cookie"] }
+
+    var language: Languages.Language { pages.language }
+    var languages: Languages { pages.languages }
+    /// The rules and texts of the request's language.
+    var policy: SignupPolicy { pages.language.policy }
+    var renderer: PageRenderer { pages.renderer }
+    var assets: StaticAssets { pages.assets }
+
+    /// A text of the request's language (English's when it lacks one).
+    func text(_ key: String) -> String { pages.text(key) }
+    /// "2 seconds", "a minute" in the request's language.
+    func waitPhrase(_ seconds: Int) -> String { pages.waitPhrase(seconds) }
 }

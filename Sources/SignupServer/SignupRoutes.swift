@@ -27,6 +27,8 @@ struct SignupRoutes: HTTPResponder {
     /// The per-address limits a row has the router spend first (`Route.spentFirst`).
     let limiters: ClientLimiters
     let refusals: Refusals
+    /// Validates each speaking row's `return_to` for its handler.
+    let returnTo: ReturnTo
     let metrics: SignupMetrics
     let logger: Logger
     /// The access log, one line per request: swift-log's `livesignup.access` logger (operators
@@ -38,10 +40,11 @@ struct SignupRoutes: HTTPResponder {
     func respond(to request: HTTPRequest) -> HTTPResponse {
         let started = DispatchTime.now().uptimeNanoseconds
         let client = addresses.clientAddress(of: request)
-        // Resolved once: the handler and the metrics label both come from this row.
-        let row = Self.table.resolve(request.path)
-        let response = route(request, to: row, client: client)
-        let label = row?.name ?? RouteTable.unrouted
+        // Resolved once: the handler and the metrics label both come from this path's rows.
+        let rows = Self.table.resolve(request.path)
+        let row = rows?.route(for: request.knownMethod)
+        let response = route(request, to: row, of: rows, client: client)
+        let label = rows?.name ?? RouteTable.unrouted
         guard case .deferred(let work) = response.body else {
             record(request, route: label, client: client, status: response.status.code, started: started)
             return Self.finished(response, by: row)
@@ -118,63 +121,67 @@ struct SignupRoutes: HTTPResponder {
         }
     }
 
-    /// Every route: one row each (see `Route`), its handler in the struct of its concern.
+    /// Every route: one row per method of a path (see `Route`), its handler in the struct of
+    /// its concern.
     static let table = RouteTable([
-        Route(["GET"], "/", answers: .page, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.signupPage($1) },
-        Route(["GET"], "/events", answers: .json, limits: [.sessions]) { $0.liveForm.events($1) },
-        Route(["POST"], "/fields", answers: .json, limits: [.edits, .sessions, .lookups], spentFirst: [.edits]) {
+        Route(.get, "/", answers: .page, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.signupPage($1) },
+        Route(.get, "/events", answers: .json, limits: [.sessions]) { $0.liveForm.events($1) },
+        // The typing path reads its own body: only the fields it uses, no language.
+        Route(.post, "/fields", answers: .json, limits: [.edits, .sessions, .lookups], spentFirst: [.edits]) {
             $0.liveForm.fieldEdit($1)
         },
-        Route(["POST"], "/sessions", answers: .json, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.newSession($1) },
-        Route(["GET"], "/challenge", answers: .json, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.challenge($1) },
-        Route(["POST"], "/signup", answers: .page, limits: [.signups, .noJavaScript, .lookups, .mails, .hashing],
+        Route(.post, "/sessions", answers: .json, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.newSession($1) },
+        Route(.get, "/challenge", answers: .json, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.challenge($1) },
+        Route(.post, "/signup", answers: .page, reads: .form, limits: [.signups, .noJavaScript, .lookups, .mails, .hashing],
               outcome: .signup) { $0.signup.submit($1) },
-        Route(["GET", "POST"], "/verify", answers: .page, limits: [.noJavaScript], outcome: .signup, sendsNoReferrer: true) { routes, request in
-            guard let verification = routes.verification else { return APIError.notFound.response }
-            return request.method == "POST" ? verification.verify(request) : verification.page(request)
+        Route(.get, "/verify", answers: .page, sendsNoReferrer: true) { routes, request in
+            routes.verification?.page(request) ?? APIError.notFound.response
         },
-        Route(["POST"], "/verify/resend", answers: .page, limits: [.mails], sendsNoReferrer: true) { routes, request in
+        Route(.post, "/verify", answers: .page, reads: .form, limits: [.noJavaScript], outcome: .signup,
+              sendsNoReferrer: true) { routes, request in
+            routes.verification?.verify(request) ?? APIError.notFound.response
+        },
+        Route(.post, "/verify/resend", answers: .page, reads: .form, limits: [.mails], sendsNoReferrer: true) { routes, request in
             routes.verification?.resend(request) ?? APIError.notFound.response
         },
-        Route(["POST"], "/verify/change", answers: .page, sendsNoReferrer: true) { routes, request in
+        Route(.post, "/verify/change", answers: .page, reads: .form, sendsNoReferrer: true) { routes, request in
             routes.verification == nil ? APIError.notFound.response : routes.signup.changeAddress(request)
         },
-        Route(["GET"], "/welcome", answers: .page) { routes, request in
-            routes.signIn.speaking(routes.signIn.visitorLanguage(request.http)).welcome(request.http)
+        Route(.get, "/welcome", answers: .page) { $0.signIn.welcome($1) },
+        Route(.get, "/signin", answers: .page) { $0.signIn.signInForm($1) },
+        Route(.post, "/signin", answers: .page, reads: .form, limits: [.signins, .noJavaScript, .hashing], outcome: .signin) {
+            $0.signIn.signIn($1)
         },
-        Route(["GET", "POST"], "/signin", answers: .page, limits: [.signins, .noJavaScript, .hashing], outcome: .signin) { routes, request in
-            request.method == "POST" ? routes.signIn.signIn(request) : routes.signIn.signInForm(request)
-        },
-        Route(["POST"], "/signout", answers: .page) { routes, request in
-            routes.signIn.speaking(routes.signIn.visitorLanguage(request.http)).signOut(request.http)
-        },
-        Route(["POST"], "/passkeys/options", answers: .json, limits: [.pages], spentFirst: [.pages]) {
+        Route(.post, "/signout", answers: .page) { $0.signIn.signOut($1) },
+        Route(.post, "/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages]) {
             $0.passkeys.registrationOptions($1)
         },
-        Route(["POST"], "/passkeys/register", answers: .json, limits: [.passkeys], spentFirst: [.passkeys]) {
+        Route(.post, "/passkeys/register", answers: .json, reads: .form, limits: [.passkeys], spentFirst: [.passkeys]) {
             $0.passkeys.register($1)
         },
-        Route(["POST"], "/passkeys/signin/options", answers: .json, limits: [.pages], spentFirst: [.pages]) {
+        Route(.post, "/passkeys/signin/options", answers: .json, limits: [.pages], spentFirst: [.pages]) {
             $0.passkeys.signInOptions($1)
         },
-        Route(["POST"], "/passkeys/signin", answers: .json, limits: [.passkeys, .signins], spentFirst: [.passkeys],
+        Route(.post, "/passkeys/signin", answers: .json, reads: .form, limits: [.passkeys, .signins], spentFirst: [.passkeys],
               outcome: .signin) { $0.passkeys.signIn($1) },
-        Route(["POST"], "/account/passkeys/options", answers: .json, limits: [.pages], spentFirst: [.pages]) {
+        Route(.post, "/account/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages]) {
             $0.passkeys.addOptions($1)
         },
-        Route(["POST"], "/account/passkeys", answers: .json, limits: [.passkeys], spentFirst: [.passkeys]) { $0.passkeys.add($1) },
-        Route(["GET"], "/auth", answers: .json, limits: [.unknownSessions]) { routes, request in routes.signIn.forwardAuth(request) },
-        Route(["GET"], "/healthz", answers: .json) { routes, _ in routes.operations.liveness() },
-        Route(["GET"], "/readyz", answers: .json) { routes, _ in routes.operations.readiness() },
-        Route(["GET"], "/metrics", answers: .json) { $0.operations.exposeMetrics(to: $1.client) },
-        Route(["GET"], "/static/", prefix: true, answers: .json) { $0.operations.staticAsset($1.http) },
+        Route(.post, "/account/passkeys", answers: .json, reads: .form, limits: [.passkeys], spentFirst: [.passkeys]) {
+            $0.passkeys.add($1)
+        },
+        Route(.get, "/auth", answers: .json, limits: [.unknownSessions]) { $0.signIn.forwardAuth($1) },
+        Route(.get, "/healthz", answers: .json) { routes, _ in routes.operations.liveness() },
+        Route(.get, "/readyz", answers: .json) { routes, _ in routes.operations.readiness() },
+        Route(.get, "/metrics", answers: .json) { $0.operations.exposeMetrics(to: $1.client) },
+        Route(.get, "/static/", prefix: true, answers: .json) { $0.operations.staticAsset($1.http) },
     ])
 
     /// Where the form token an urlencoded body carries lies, as sent, found without decoding
     /// the body a second time: the value of the first pair named "token" (at the start or
     /// after '&' only, so "xtoken=" is not taken for it).
     private static func tokenRange(in request: HTTPRequest) -> Range<Int>? {
-        guard request.method == "POST", !request.body.isEmpty else { return nil }
+        guard request.knownMethod == .post, !request.body.isEmpty else { return nil }
         return request.body.withUnsafeBufferPointer { body in
             let key = "token=".utf8
             var pairStart = 0
@@ -189,9 +196,9 @@ struct SignupRoutes: HTTPResponder {
         }
     }
 
-    private func route(_ request: HTTPRequest, to route: Route?, client: String) -> HTTPResponse {
+    private func route(_ request: HTTPRequest, to route: Route?, of rows: PathRoutes?, client: String) -> HTTPResponse {
         if request.bodyExceededLimit { return APIError.bodyTooLarge(limit: maxBodyBytes).response }
-        if request.method == "POST", case .refused(let reason) = sameOrigin.check(request) {
+        if request.knownMethod == .post, case .refused(let reason) = sameOrigin.check(request) {
             // info, not warning: anyone can send these, and the access line shows the 403 too.
             logger.info("Refused a cross-site request",
                            metadata: ["path": "\(request.path)", "client": "\(client)", "reason": "\(reason)"])
@@ -200,11 +207,11 @@ struct SignupRoutes: HTTPResponder {
             case .signin?: metrics.signin("refused")
             case nil: break
             }
-            return crossSite(request, answers: route?.answers ?? .json)
+            return crossSite(request, answers: route?.answers ?? rows?.any.answers ?? .json)
         }
-        guard let route else { return APIError.notFound.response }
-        guard route.accepts(request.method) else { return methodNotAllowed(allow: route.allow) }
-        let context = SignupRequest(request, client: client)
+        guard let rows else { return APIError.notFound.response }
+        guard let route else { return methodNotAllowed(allow: rows.allow) }
+        let clientKey = ClientKey.of(client)
         // What every request of the route costs, spent before any of its work, in one place.
         for name in route.spentFirst {
             guard let limiter = limiters.perAddress(name) else {
@@ -212,17 +219,23 @@ struct SignupRoutes: HTTPResponder {
                 continue
             }
             do throws(LimitExceeded) {
-                try limiter.admit(context.clientKey)
+                try limiter.admit(clientKey)
             } catch {
                 return route.answers == .page ? refusals.slowDownPage(error, in: page(for: request)) : refusals.limited(error)
             }
         }
-        return route.handler(self, context)
+        // The posted form, decoded once for the handler (a body that is not one is answered here).
+        var form = URLEncodedForm(fields: [])
+        if route.reads == .form {
+            do throws(APIError) { form = try decodeForm(request) } catch { return error.response }
+        }
+        return route.handler(self, SignupRequest(request, route: route, client: client, clientKey: clientKey, form: form, pages: pages,
+                                                 returnTo: returnTo))
     }
 
     /// Requests refused before routing: the readable page where a person is looking.
     func respond(to error: HTTPProtocolError, request: HTTPRequest) -> HTTPResponse {
-        if error == .shuttingDown, Self.table.resolve(request.path)?.answers == .page {
+        if error == .shuttingDown, Self.table.resolve(request.path)?.any.answers == .page {
             let pages = page(for: request)
             return pages.problem(title: pages.text("problem.restarting_title"), message: pages.text("problem.restarting_message"),
                                  code: error.code, status: error.status)

@@ -6,8 +6,7 @@ import SignupDomain
 import SignupWire
 
 /// `POST /signup`: the plain form post that creates an account, with or without JavaScript.
-struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
-    var pages: Pages
+struct SignupSubmitRoutes: Sendable {
     let refusals: Refusals
     let sessions: FormSessionRegistry
     let store: any AccountStore
@@ -28,32 +27,35 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     let proofs: AddressProofs?
     /// Checks the sign-up's proof of work, when proofs are on.
     let proofOfWork: ProofOfWorkGate?
-    var returnTarget: String?
-    /// This request's client (set per request): whose price a fresh challenge is minted at.
-    var clientKey = ""
-    /// Whether this request asked for JSON (a program): refused proofs are answered in it.
-    var answersJSON = false
-    /// The credential this request's form chose (set per request).
-    var credential = CredentialMethod.password
 
-    func submit(_ request: SignupRequest) -> HTTPResponse {
-        switch answering(request.http) {
-        case .success(let posted):
-            var routes = posted.routes.asking(request)
-            // Password (the default, and a form without JavaScript) or a passkey made on the form.
-            let posted = posted.form
-            guard let method = posted[CredentialMethod.fieldName].map({ CredentialMethod(rawValue: $0) }) ?? .password else {
-                let known = CredentialMethod.allCases.map(\.rawValue).joined(separator: " or ")
-                return APIError(status: .badRequest, code: "invalid_credential",
-                                message: "The credential must be \(known), not '\(posted[CredentialMethod.fieldName]!)'.").response
-            }
-            routes.credential = method
-            return routes.submit(posted, from: request)
-        case .failure(let error): return error.response
+    /// One sign-up as it is handled: its request, and the credential its form chose.
+    private struct Submission {
+        let request: SignupRequest
+        let credential: CredentialMethod
+        /// Where the page that comes back sends the person on (a pending sign-up's own).
+        var returnTarget: String?
+
+        init(_ request: SignupRequest, credential: CredentialMethod = .password) {
+            self.request = request
+            self.credential = credential
+            returnTarget = request.returnTarget
         }
     }
 
-    private func submit(_ form: URLEncodedForm, from request: SignupRequest) -> HTTPResponse {
+    /// `POST /signup`.
+    func submit(_ request: SignupRequest) -> HTTPResponse {
+        // Password (the default, and a form without JavaScript) or a passkey made on the form.
+        let form = request.form
+        guard let method = form[CredentialMethod.fieldName].map({ CredentialMethod(rawValue: $0) }) ?? .password else {
+            let known = CredentialMethod.allCases.map(\.rawValue).joined(separator: " or ")
+            return APIError(status: .badRequest, code: "invalid_credential",
+                            message: "The credential must be \(known), not '\(form[CredentialMethod.fieldName]!)'.").response
+        }
+        return submit(Submission(request, credential: method))
+    }
+
+    private func submit(_ submission: Submission) -> HTTPResponse {
+        let request = submission.request, form = request.form, policy = request.policy, credential = submission.credential
         let clientKey = request.clientKey
         // Every declared field's value (a checkbox left unticked is not posted: ""). One
         // normal form for passwords, so the same password typed either way verifies. With a
@@ -69,14 +71,14 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             try limiters.signups.admit(clientKey)
         } catch {
             metrics.signup("rate_limited")
-            return slowDown(error, values: values, token: form["token"])
+            return slowDown(submission, error, values: values, token: form["token"])
         }
         // Any token this server issued, however old: the person may have typed for hours,
         // or the server restarted meanwhile. Its session, if it has one, is reused.
         guard let token = form["token"], sessions.isGenuine(token) else {
             metrics.signup("invalid")
-            return rerender(values: values, evaluation: nil, status: .unprocessableContent,
-                            formError: text("error.expired"))
+            return rerender(submission, values: values, evaluation: nil, status: .unprocessableContent,
+                            formError: request.text("error.expired"))
         }
         if let proofOfWork {
             do throws(ProofOfWorkGate.Refusal) {
@@ -84,19 +86,19 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
                                           issuedAt: sessions.issueDate(of: token))
             } catch {
                 metrics.signup("unproved")
-                return proofRefused(error, values: values, token: token)
+                return proofRefused(submission, error, values: values, token: token)
             }
         }
         let session = sessions.existingSession(for: token)
         do {
             if try session?.createdAccountUsername != nil || store.isFormTokenUsed(token) {
                 metrics.signup("already_used")
-                return alreadyUsed(values: values)
+                return alreadyUsed(submission, values: values)
             }
         } catch {
             logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
             metrics.signup("unavailable")
-            return unavailable(values: values, token: token)
+            return unavailable(submission, values: values, token: token)
         }
 
         // The username check costs what a live check costs, so posting forms is no faster a
@@ -106,7 +108,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             try limiters.lookupsPerAddress.admit(clientKey)
         } catch {
             metrics.signup("rate_limited")
-            return slowDown(error, values: values, token: token)
+            return slowDown(submission, error, values: values, token: token)
         }
 
         // The browser's button state is never trusted: check everything again, with the same
@@ -118,11 +120,11 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
         } catch {
             logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
             metrics.signup("unavailable")
-            return unavailable(values: values, token: token)
+            return unavailable(submission, values: values, token: token)
         }
         guard policy.breachedPasswords != nil || policy.mailDomains != nil else {
-            return checked(values: values, availability: availability, breach: nil, deliverable: nil, token: token,
-                           clientKey: clientKey, session: session, cookieHeader: request.http.headers["Cookie"])
+            return checked(submission, values: values, availability: availability, breach: nil, deliverable: nil, token: token,
+                           session: session)
         }
         // A breach look-up or a DNS question can take its source's whole timeout: they run on
         // their own threads and the answer follows from there, never holding a request thread.
@@ -132,9 +134,8 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
                 policy.deliverableState(for: email) { [self] deliverable in
                     // Off the resolver's thread, which only relays answers.
                     DispatchQueue.global().async { [self] in
-                        checked(values: values, availability: availability, breach: breach, deliverable: deliverable,
-                                token: token, clientKey: clientKey, session: session,
-                                cookieHeader: request.http.headers["Cookie"]).deliver(to: respond)
+                        checked(submission, values: values, availability: availability, breach: breach,
+                                deliverable: deliverable, token: token, session: session).deliver(to: respond)
                     }
                 }
             }
@@ -143,9 +144,10 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
 
     /// The submission with every answer in: its 422, or the account once the password is
     /// hashed.
-    private func checked(values: [SignupField: String], availability: RequirementState, breach: RequirementState?,
-                         deliverable: RequirementState?, token: String, clientKey: String, session: FormSession?,
-                         cookieHeader: String?) -> HTTPResponse {
+    private func checked(_ submission: Submission, values: [SignupField: String], availability: RequirementState,
+                         breach: RequirementState?, deliverable: RequirementState?, token: String,
+                         session: FormSession?) -> HTTPResponse {
+        let policy = submission.request.policy, credential = submission.credential, clientKey = submission.request.clientKey
         // The passkey made on this form, if any: with a password it is kept as well.
         let passkey = session?.passkey
         let evaluation = policy.evaluateSubmission(
@@ -153,7 +155,7 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             credential: CredentialChoice(method: credential, passkeyCreated: passkey != nil))
         guard evaluation.isValid else {
             metrics.signup(availability == .unmet ? "taken" : "invalid")
-            return rerender(values: values, evaluation: evaluation, token: token, status: .unprocessableContent)
+            return rerender(submission, values: values, evaluation: evaluation, token: token, status: .unprocessableContent)
         }
         let password = values[.password] ?? ""
         if let proofs {
@@ -162,54 +164,55 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
                 try proofs.admitMail(to: values[.email] ?? "", client: clientKey)
             } catch {
                 metrics.signup("rate_limited")
-                return slowDown(error, values: values, token: token)
+                return slowDown(submission, error, values: values, token: token)
             }
         }
         if credential == .passkey {
             // Nothing to hash: the account cannot be signed in to with a password.
-            return finishSignup(.success(Account.unusablePasswordHash), values: values, token: token, session: session,
-                                passkey: passkey, cookieHeader: cookieHeader)
+            return finishSignup(submission, .success(Account.unusablePasswordHash), values: values, token: token,
+                                session: session, passkey: passkey)
         }
         return .later { [self] respond in
             do throws(HashingRefusal) {
                 try hashing.hash(password, client: clientKey) { result in
-                    respond(finishSignup(result, values: values, token: token, session: session, passkey: passkey,
-                                         cookieHeader: cookieHeader))
+                    respond(finishSignup(submission, result, values: values, token: token, session: session, passkey: passkey))
                 }
             } catch {
-                respond(hashingRefused(error, values: values, token: token))
+                respond(hashingRefused(submission, error, values: values, token: token))
             }
         }
     }
 
     /// Stores the account once its password is hashed (runs on the hashing queue).
-    private func finishSignup(_ hash: Result<String, Error>, values: [SignupField: String],
-                              token: String, session: FormSession?, passkey: NewPasskey?, cookieHeader: String?) -> HTTPResponse {
+    private func finishSignup(_ submission: Submission, _ hash: Result<String, Error>, values: [SignupField: String],
+                              token: String, session: FormSession?, passkey: NewPasskey?) -> HTTPResponse {
+        let request = submission.request, language = request.language
         let passwordHash: String
         switch hash {
         case .success(let value): passwordHash = value
         case .failure(let refusal as HashingRefusal):
-            return hashingRefused(refusal, values: values, token: token)
+            return hashingRefused(submission, refusal, values: values, token: token)
         case .failure(let error):
             logger.error("Password hashing failed", metadata: ["error": "\(error)"])
             metrics.signup("unavailable")
-            return unavailable(values: values, token: token)
+            return unavailable(submission, values: values, token: token)
         }
         do {
-            proofOfWork?.pricing.record(.signup, addressKey: clientKey)
+            proofOfWork?.pricing.record(.signup, addressKey: request.clientKey)
             if let proofs {
                 try proofs.start(username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
-                                 profile: profile(of: values), formToken: token, language: language, returnTo: returnTarget,
+                                 profile: profile(of: values, policy: request.policy), formToken: token, language: language,
+                                 returnTo: request.returnTarget,
                                  passkey: passkey)
                 metrics.signup("pending")
                 logger.info("Sign-up waiting for its address to be proved")
                 var query = "?token=\(token)"
                 if language.tag != Languages.fallback { query += "&lang=\(language.tag)" }
-                return redirect(to: "/verify" + query, cookies: [proofs.browserCookie(for: token, secure: signedIn.secureCookies)])
+                return Pages.redirect(to: "/verify" + query, cookies: [proofs.browserCookie(for: token, secure: signedIn.secureCookies)])
             }
             let account = try store.createAccount(NewAccount(
                 username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
-                formToken: token, profile: profile(of: values), announce: webhooks != nil, passkey: passkey))
+                formToken: token, profile: profile(of: values, policy: request.policy), announce: webhooks != nil, passkey: passkey))
             webhooks?.nudge()
             session?.markAccountCreated(username: account.username)
             metrics.signup("created")
@@ -217,35 +220,35 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             // Signed in at once; if the session cannot be stored, the account still exists and
             // the sign-in page is where its owner goes next.
             do {
-                return redirect(to: returnTarget ?? "/welcome" + PageRenderer.languageQuery(language),
-                                cookies: try signedIn.signIn(account, replacing: cookieHeader))
+                return Pages.redirect(to: request.returnTarget ?? "/welcome" + PageRenderer.languageQuery(language),
+                                      cookies: try signedIn.signIn(account, replacing: request.cookieHeader))
             } catch {
                 logger.error("Account created, but its signed-in session could not be stored", metadata: ["error": "\(error)"])
-                return redirect(to: "/signin" + PageRenderer.languageQuery(language))
+                return Pages.redirect(to: "/signin" + PageRenderer.languageQuery(language))
             }
         } catch AccountCreationError.formAlreadyUsed {
             metrics.signup("already_used")
-            return alreadyUsed(values: values)
+            return alreadyUsed(submission, values: values)
         } catch PasskeyError.credentialExists {
             metrics.signup("invalid")
-            return rerender(values: values, evaluation: nil, token: token, status: .conflict,
-                            formError: text("passkey.error.exists"))
+            return rerender(submission, values: values, evaluation: nil, token: token, status: .conflict,
+                            formError: request.text("passkey.error.exists"))
         } catch AccountCreationError.usernameTaken {
             metrics.signup("taken")
             // Someone else got the name between the check and the insert.
             var kept = values
             kept[.password] = ""
             kept[.confirm] = ""
-            let evaluation = policy.evaluateSubmission(values: kept, usernameAvailability: .unmet)
+            let evaluation = request.policy.evaluateSubmission(values: kept, usernameAvailability: .unmet)
             let usernameOnly = evaluation.problems.filter { $0.field == .username }
-            return rerender(values: values, evaluation: evaluation, errors: usernameOnly,
+            return rerender(submission, values: values, evaluation: evaluation, errors: usernameOnly,
                             token: token, status: .unprocessableContent)
         } catch {
             // Includes StorageFault: the database file was deleted, replaced or unusable, so
             // the account is not acknowledged; the person keeps what they typed.
             logger.error("Account store failed during sign-up; nothing was saved", metadata: ["error": "\(error)"])
             metrics.signup("unavailable")
-            return unavailable(values: values, token: token)
+            return unavailable(submission, values: values, token: token)
         }
     }
 
@@ -256,103 +259,105 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
     /// the username, the address shown masked for the person to type the new one, under the
     /// same token.
     func changeAddress(_ request: SignupRequest) -> HTTPResponse {
-        switch answering(request.http) {
-        case .success(let posted): return posted.routes.asking(request).changeAddress(posted.form, request: request.http)
-        case .failure(let error): return error.response
-        }
-    }
-
-    private func changeAddress(_ form: URLEncodedForm, request: HTTPRequest) -> HTTPResponse {
-        guard let token = form["token"], sessions.isGenuine(token) else {
-            return rerender(values: [:], evaluation: nil, status: .unprocessableContent, formError: text("error.expired"))
+        var submission = Submission(request)
+        guard let token = request.form["token"], sessions.isGenuine(token) else {
+            return rerender(submission, values: [:], evaluation: nil, status: .unprocessableContent,
+                            formError: request.text("error.expired"))
         }
         var values: [SignupField: String] = [:]
         var errors: [(field: SignupField, message: String)] = []
-        var routes = self
         do {
             if let pending = try store.pendingSignup(formToken: token, at: now()) {
-                guard let proofs, proofs.isFromTheBrowserThatSignedUp(request, formToken: token) else {
+                guard let proofs, proofs.isFromTheBrowserThatSignedUp(request.http, formToken: token) else {
                     logger.notice("Address change refused: not the browser that signed up")
-                    return pages.problem(title: text("verify.title"), message: text("verify.change_elsewhere"),
-                                         code: "other_browser", status: .forbidden)
+                    return request.pages.problem(title: request.text("verify.title"), message: request.text("verify.change_elsewhere"),
+                                                 code: "other_browser", status: .forbidden)
                 }
                 values[.username] = pending.username
-                errors = [(.email, text("verify.change_hint").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email)))]
+                errors = [(.email, request.text("verify.change_hint")
+                    .replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email)))]
                 try store.cancelPendingSignup(formToken: token)
-                routes.returnTarget = returnTo.validated(pending.returnTo, for: request)
+                submission.returnTarget = returnTo.validated(pending.returnTo, for: request.http)
             }
         } catch {
             logger.error("Account store unavailable while changing an address", metadata: ["error": "\(error)"])
-            return unavailable(values: values, token: token)
+            return unavailable(submission, values: values, token: token)
         }
-        return routes.rerender(values: values, evaluation: nil, errors: errors, token: token, status: .ok)
+        return rerender(submission, values: values, evaluation: nil, errors: errors, token: token, status: .ok)
     }
 
     /// A proof of work refused, or none and the budget without JavaScript spent: the form
     /// again with what was typed, a fresh challenge, and why.
-    private func proofRefused(_ refusal: ProofOfWorkGate.Refusal, values: [SignupField: String], token: String) -> HTTPResponse {
-        let message = proofRefusalMessage(refusal, signingIn: false)
-        if answersJSON { return refusal.json(message: message) }
+    private func proofRefused(_ submission: Submission, _ refusal: ProofOfWorkGate.Refusal, values: [SignupField: String],
+                              token: String) -> HTTPResponse {
+        let message = submission.request.proofRefusalMessage(refusal, signingIn: false, refusals: refusals)
+        if submission.request.wantsJSON { return refusal.json(message: message) }
         switch refusal {
         case .overBudget(let exceeded):
-            return rerender(values: values, evaluation: nil, token: token, status: .tooManyRequests,
+            return rerender(submission, values: values, evaluation: nil, token: token, status: .tooManyRequests,
                             retryAfter: exceeded.retryAfterSeconds, formError: message)
         case .storeUnavailable:
-            return unavailable(values: values, token: token)
+            return unavailable(submission, values: values, token: token)
         case .proof(let reason):
-            return rerender(values: values, evaluation: nil, token: token, status: reason.status, formError: message)
+            return rerender(submission, values: values, evaluation: nil, token: token, status: reason.status, formError: message)
         }
     }
 
-    private func hashingRefused(_ refusal: HashingRefusal, values: [SignupField: String], token: String) -> HTTPResponse {
+    private func hashingRefused(_ submission: Submission, _ refusal: HashingRefusal, values: [SignupField: String],
+                                token: String) -> HTTPResponse {
         metrics.signup(refusal == .clientBusy ? "rate_limited" : "unavailable")
         switch refusal {
         case .clientBusy:
-            return slowDown(LimitExceeded(limit: .hashing, retryAfter: 2), values: values, token: token)
+            return slowDown(submission, LimitExceeded(limit: .hashing, retryAfter: 2), values: values, token: token)
         case .queueFull:
             logger.warning("Refused a sign-up: the password hashing queue is full")
-            return unavailable(values: values, token: token)
+            return unavailable(submission, values: values, token: token)
         case .shuttingDown:
-            return rerender(values: values, evaluation: nil, token: token,
+            return rerender(submission, values: values, evaluation: nil, token: token,
                             status: .serviceUnavailable, retryAfter: 5,
-                            formError: text("error.restarting"))
+                            formError: submission.request.text("error.restarting"))
         }
     }
 
-    private func alreadyUsed(values: [SignupField: String]) -> HTTPResponse {
-        rerender(values: values, evaluation: nil, status: .conflict,
-                 formError: text("error.already_used"))
+    private func alreadyUsed(_ submission: Submission, values: [SignupField: String]) -> HTTPResponse {
+        rerender(submission, values: values, evaluation: nil, status: .conflict,
+                 formError: submission.request.text("error.already_used"))
     }
 
-    private func unavailable(values: [SignupField: String], token: String) -> HTTPResponse {
-        rerender(values: values, evaluation: nil, token: token, status: .serviceUnavailable,
+    private func unavailable(_ submission: Submission, values: [SignupField: String], token: String) -> HTTPResponse {
+        rerender(submission, values: values, evaluation: nil, token: token, status: .serviceUnavailable,
                  retryAfter: 10,
-                 formError: text("error.unavailable"))
+                 formError: submission.request.text("error.unavailable"))
     }
 
     /// 429: the form again, with what was typed (never passwords) and when to try again.
-    private func slowDown(_ exceeded: LimitExceeded, values: [SignupField: String], token: String?) -> HTTPResponse {
+    private func slowDown(_ submission: Submission, _ exceeded: LimitExceeded, values: [SignupField: String],
+                          token: String?) -> HTTPResponse {
         refusals.count(exceeded)
-        return rerender(values: values, evaluation: nil,
+        let request = submission.request
+        return rerender(submission, values: values, evaluation: nil,
                         token: token.flatMap { sessions.isGenuine($0) ? $0 : nil },
                         status: .tooManyRequests, retryAfter: exceeded.retryAfterSeconds,
-                        formError: text("error.slow_down").replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds)))
+                        formError: request.text("error.slow_down")
+                            .replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds)))
     }
 
     /// The sign-up page again, with the person's username and email (never passwords), an
     /// error summary and each field's message. Keeps the form's token when it is genuine
     /// (and its live session, if it has one), so the live page carries on after the reload.
     private func rerender(
+        _ submission: Submission,
         values: [SignupField: String], evaluation: FormEvaluation?,
         errors: [(field: SignupField, message: String)]? = nil,
         token: String? = nil, status: HTTPStatus,
         retryAfter: Int? = nil, formError: String = ""
     ) -> HTTPResponse {
+        let request = submission.request, credential = submission.credential, language = request.language
         // The page that comes back counts its edits from zero again: its session (if the
         // token has one) must forget the old sequence numbers, or they would shadow them.
         let session = token.flatMap { sessions.existingSession(for: $0) }
         session?.prepareForResubmission(values: values, credential: credential)
-        let states = evaluation?.requirementStates ?? policy.initialEvaluation.requirementStates
+        let states = evaluation?.requirementStates ?? request.policy.initialEvaluation.requirementStates
         let problems = errors ?? evaluation?.problems ?? []
         var page = PageRenderer.SignupPage(
             token: token ?? sessions.mintToken(),
@@ -362,20 +367,21 @@ struct SignupSubmitRoutes: CarriesReturnTo, ChargesProofs, Sendable {
             strength: .none,
             errors: problems,
             formError: formError,
-            returnTo: returnTarget ?? "",
+            returnTo: submission.returnTarget ?? "",
             suggestions: evaluation?.suggestions ?? [:])
         page.credential = credential
         page.passkeyCreated = session?.passkey != nil
         // A fresh challenge: the one this form posted is spent (or was refused).
-        page.challenge = proofOfWork?.challenge(for: page.token, addressKey: clientKey).json ?? ""
+        page.challenge = proofOfWork?.challenge(for: page.token, addressKey: request.clientKey).json ?? ""
         var headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()
         headers.add("Content-Language", language.tag)
-        return html(renderer.renderSignup(page, language: language, languages: languages, assets: assets),
-                    status: status, headers: headers)
+        return Pages.html(request.renderer.renderSignup(page, language: language, languages: request.languages,
+                                                        assets: request.assets),
+                          status: status, headers: headers)
     }
 
     /// What the account keeps of the declared fields marked `stored` (never a password).
-    private func profile(of values: [SignupField: String]) -> [String: ProfileValue] {
+    private func profile(of values: [SignupField: String], policy: SignupPolicy) -> [String: ProfileValue] {
         var profile: [String: ProfileValue] = [:]
         let now = now()
         for field in policy.fields where !field.kind.isBuiltIn {

@@ -19,8 +19,7 @@ import SignupDomain
 ///
 /// A code works once, until it expires, and only until 5 wrong ones were typed; a wrong,
 /// expired or used code leaves everyone else's sign-ups as they were.
-struct VerificationRoutes: ChargesProofs, Sendable {
-    var pages: Pages
+struct VerificationRoutes: Sendable {
     let refusals: Refusals
     let proofs: AddressProofs
     let store: any AccountStore
@@ -36,10 +35,6 @@ struct VerificationRoutes: ChargesProofs, Sendable {
     /// After failures from a client (wrong codes, failed sign-ins), typing a code pays a
     /// proof of work, as signing in does.
     let proofOfWork: ProofOfWorkGate?
-    /// This request's client (set per request): whether its code pays a proof.
-    var clientKey = ""
-    /// Whether this request asked for JSON (a program): refused proofs are answered in it.
-    var answersJSON = false
 
     private var settings: EmailVerificationSettings { proofs.settings }
 
@@ -49,33 +44,32 @@ struct VerificationRoutes: ChargesProofs, Sendable {
     /// confirmation (path `/verify`, for the code's lifetime, never readable by scripts).
     static let linkCookie = "livesignup_verify_link"
 
-    func page(_ context: SignupRequest) -> HTTPResponse {
-        let request = context.http
-        let routes = speaking(visitorLanguage(request)).asking(context)
-        if let link = request.queryValue("link") {
+    func page(_ request: SignupRequest) -> HTTPResponse {
+        let http = request.http
+        if let link = http.queryValue("link") {
             // Only a value shaped like our links goes into a header: anything else (a `;`, a
             // line break) could add cookie attributes or headers of its own.
-            guard link.isRandomToken else { return routes.expired() }
-            return routes.moveLinkOutOfTheURL(link)
+            guard link.isRandomToken else { return expired(request) }
+            return moveLinkOutOfTheURL(request, link)
         }
-        guard let token = request.queryValue("token") else {
-            guard let link = Self.linkInCookie(request) else { return routes.expired() }
-            return routes.linkPage(link)
+        guard let token = http.queryValue("token") else {
+            guard let link = Self.linkInCookie(http) else { return expired(request) }
+            return linkPage(request, link)
         }
         let pending: PendingSignup?
         do {
             pending = try store.pendingSignup(formToken: token, at: now())
         } catch {
-            return routes.unavailable(error)
+            return unavailable(request, error)
         }
-        guard let pending else { return routes.expired() }
-        let notice = request.queryValue("sent") == "1" ? routes.text("verify.resent") : ""
-        return routes.codePage(pending, notice: notice, status: .ok)
+        guard let pending else { return expired(request) }
+        let notice = http.queryValue("sent") == "1" ? request.text("verify.resent") : ""
+        return codePage(request, pending, notice: notice, status: .ok)
     }
 
-    private func moveLinkOutOfTheURL(_ link: String) -> HTTPResponse {
+    private func moveLinkOutOfTheURL(_ request: SignupRequest, _ link: String) -> HTTPResponse {
         // The route's row adds `Referrer-Policy: no-referrer` to this and every /verify answer.
-        redirect(to: "/verify" + PageRenderer.languageQuery(language), cookies: [linkCookie(link)])
+        Pages.redirect(to: "/verify" + PageRenderer.languageQuery(request.language), cookies: [linkCookie(link)])
     }
 
     private func linkCookie(_ value: String) -> String {
@@ -91,61 +85,56 @@ struct VerificationRoutes: ChargesProofs, Sendable {
         return values.count == 1 ? values[0] : nil
     }
 
-    private func linkPage(_ link: String) -> HTTPResponse {
+    private func linkPage(_ request: SignupRequest, _ link: String) -> HTTPResponse {
         let pending: PendingSignup?
         do {
             pending = try store.pendingSignup(linkHash: proofs.secrets.linkHash(link), at: now())
         } catch {
-            return unavailable(error)
+            return unavailable(request, error)
         }
-        guard let pending else { return expired() }
+        guard let pending else { return expired(request) }
         let page = PageRenderer.VerifyPage(
-            heading: text("verify.link_title"),
-            lead: text("verify.link_lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email))
+            heading: request.text("verify.link_title"),
+            lead: request.text("verify.link_lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email))
                 .replacingOccurrences(of: "{username}", with: pending.username),
             token: nil, confirmsLink: true)
-        return verifyPage(page, status: .ok)
+        return verifyPage(request, page, status: .ok)
     }
 
     // MARK: POST /verify
 
     func verify(_ request: SignupRequest) -> HTTPResponse {
-        switch answeringForm(request.http) {
-        case .success(let (speaking, form)):
-            let routes = speaking.asking(request)
-            if let link = form["link"], !link.isEmpty { return routes.verify(link: link, request: request.http) }
-            if form["token"] ?? "" == "", let link = Self.linkInCookie(request.http) {
-                return routes.verify(link: link, request: request.http)
-            }
-            return routes.verify(token: form["token"] ?? "", typed: form["code"] ?? "", altcha: form[ProofOfWorkGate.field],
-                                 request: request.http)
-        case .failure(let error):
-            return error.response
+        let form = request.form
+        if let link = form["link"], !link.isEmpty { return verify(request, link: link) }
+        if form["token"] ?? "" == "", let link = Self.linkInCookie(request.http) {
+            return verify(request, link: link)
         }
+        return verify(request, token: form["token"] ?? "", typed: form["code"] ?? "", altcha: form[ProofOfWorkGate.field])
     }
 
-    private func verify(link: String, request: HTTPRequest) -> HTTPResponse {
+    private func verify(_ request: SignupRequest, link: String) -> HTTPResponse {
         do {
             guard let pending = try store.pendingSignup(linkHash: proofs.secrets.linkHash(link), at: now()) else {
                 metrics.verification("expired")
-                return expired()
+                return expired(request)
             }
-            return complete(pending, request: request)
+            return complete(request, pending)
         } catch {
-            return unavailable(error)
+            return unavailable(request, error)
         }
     }
 
-    private func verify(token: String, typed: String, altcha: String?, request: HTTPRequest) -> HTTPResponse {
+    private func verify(_ request: SignupRequest, token: String, typed: String, altcha: String?) -> HTTPResponse {
+        let clientKey = request.clientKey
         let pending: PendingSignup?
         do {
             pending = try store.pendingSignup(formToken: token, at: now())
         } catch {
-            return unavailable(error)
+            return unavailable(request, error)
         }
         guard let pending else {
             metrics.verification("expired")
-            return expired()
+            return expired(request)
         }
         // After failures from this client, a code pays a proof of work (checked before the
         // code is compared, so a guess costs the work even when it is wrong).
@@ -154,12 +143,13 @@ struct VerificationRoutes: ChargesProofs, Sendable {
                 _ = try proofOfWork.check(altcha, token: pending.formToken, addressKey: clientKey, issuedAt: nil)
             } catch {
                 metrics.verification("unproved")
-                return proofRefused(error, pending: pending, typed: typed)
+                return proofRefused(request, error, pending: pending, typed: typed)
             }
         }
         guard let code = VerificationCodeShape.normalized(typed) else {
             metrics.verification("invalid")
-            return codePage(pending, code: typed, fieldError: text("verify.code_shape"), status: .unprocessableContent)
+            return codePage(request, pending, code: typed, fieldError: request.text("verify.code_shape"),
+                            status: .unprocessableContent)
         }
         // The try is spent before the code is compared, in one atomic update: parallel
         // guesses cannot all pass a count read before any of them was recorded.
@@ -167,33 +157,35 @@ struct VerificationRoutes: ChargesProofs, Sendable {
         do {
             guard let spent = try store.spendCodeTry(formToken: pending.formToken, maximum: settings.maximumWrongCodes) else {
                 metrics.verification("used_up")
-                return codePage(pending, code: typed, fieldError: text("verify.code_used_up"), status: .unprocessableContent)
+                return codePage(request, pending, code: typed, fieldError: request.text("verify.code_used_up"),
+                                status: .unprocessableContent)
             }
             tries = spent
         } catch {
-            return unavailable(error)
+            return unavailable(request, error)
         }
         guard proofs.secrets.codeMatches(code, formToken: pending.formToken, storedHash: pending.codeHash) else {
             metrics.verification("wrong_code")
             proofOfWork?.pricing.record(.wrongCode, addressKey: clientKey)
             logger.info("Wrong verification code", metadata: ["tries": "\(tries)"])
             let left = settings.maximumWrongCodes - tries
-            let message = left <= 0 ? text("verify.code_used_up")
-                : left == 1 ? text("verify.code_wrong_one")
-                : text("verify.code_wrong").replacingOccurrences(of: "{n}", with: String(left))
-            return codePage(pending, code: typed, fieldError: message, status: .unprocessableContent)
+            let message = left <= 0 ? request.text("verify.code_used_up")
+                : left == 1 ? request.text("verify.code_wrong_one")
+                : request.text("verify.code_wrong").replacingOccurrences(of: "{n}", with: String(left))
+            return codePage(request, pending, code: typed, fieldError: message, status: .unprocessableContent)
         }
-        return complete(pending, request: request)
+        return complete(request, pending)
     }
 
     /// The proof is in: the account is made (once; a second proof finds nothing), its owner
     /// signed in and sent on.
-    private func complete(_ pending: PendingSignup, request: HTTPRequest) -> HTTPResponse {
+    private func complete(_ request: SignupRequest, _ pending: PendingSignup) -> HTTPResponse {
+        let text = request.text, pages = request.pages
         let account: Account
         do {
             guard let made = try store.completePendingSignup(formToken: pending.formToken, at: now(), announce: webhooks != nil) else {
                 metrics.verification("expired")
-                return expired()
+                return expired(request)
             }
             account = made
         } catch AccountCreationError.emailTaken {
@@ -203,7 +195,7 @@ struct VerificationRoutes: ChargesProofs, Sendable {
                                  linkText: text("page.footer_link"), status: .conflict)
         } catch AccountCreationError.usernameTaken, AccountCreationError.formAlreadyUsed {
             metrics.verification("expired")
-            return expired()
+            return expired(request)
         } catch PasskeyError.credentialExists {
             // The form's passkey belongs to another account by now; the pending sign-up is gone.
             metrics.verification("expired")
@@ -211,81 +203,80 @@ struct VerificationRoutes: ChargesProofs, Sendable {
             return pages.problem(title: text("verify.link_title"), message: text("verify.passkey_exists"),
                                  code: "passkey_exists", linkText: text("page.footer_link"), status: .conflict)
         } catch {
-            return unavailable(error)
+            return unavailable(request, error)
         }
         webhooks?.nudge()
         metrics.verification("verified")
         metrics.signup("created")
         logger.info("Account created", metadata: ["account": "\(account.id)", "email": "verified"])
-        let target = returnTo.validated(pending.returnTo, for: request) ?? "/welcome" + PageRenderer.languageQuery(language)
+        let language = request.language
+        let target = returnTo.validated(pending.returnTo, for: request.http) ?? "/welcome" + PageRenderer.languageQuery(language)
         do {
-            var cookies = try signedIn.signIn(account, replacing: request.headers["Cookie"])
-            if !request.cookieValues(named: Self.linkCookie).isEmpty { cookies.append(linkCookie("")) }
-            return redirect(to: target, cookies: cookies)
+            var cookies = try signedIn.signIn(account, replacing: request.cookieHeader)
+            if !request.http.cookieValues(named: Self.linkCookie).isEmpty { cookies.append(linkCookie("")) }
+            return Pages.redirect(to: target, cookies: cookies)
         } catch {
             logger.error("Account created, but its signed-in session could not be stored", metadata: ["error": "\(error)"])
-            return redirect(to: "/signin" + PageRenderer.languageQuery(language))
+            return Pages.redirect(to: "/signin" + PageRenderer.languageQuery(language))
         }
     }
 
     // MARK: POST /verify/resend
 
     func resend(_ request: SignupRequest) -> HTTPResponse {
-        switch answeringForm(request.http) {
-        case .success(let (routes, form)): return routes.resend(token: form["token"] ?? "", clientKey: request.clientKey)
-        case .failure(let error): return error.response
-        }
-    }
-
-    private func resend(token: String, clientKey: String) -> HTTPResponse {
+        let token = request.form["token"] ?? "", language = request.language
+        let text = request.text, waitPhrase = request.waitPhrase
         do {
-            guard let pending = try store.pendingSignup(formToken: token, at: now()) else { return expired() }
+            guard let pending = try store.pendingSignup(formToken: token, at: now()) else { return expired(request) }
             let waited = now().timeIntervalSince(pending.lastSentAt)
             if waited < settings.resendCooldown {
                 let wait = Int((settings.resendCooldown - waited).rounded(.up))
                 refusals.count(LimitExceeded(limit: .mails, retryAfter: TimeInterval(wait)))
-                return codePage(pending, formError: text("verify.resend_wait").replacingOccurrences(of: "{wait}", with: waitPhrase(wait)),
+                return codePage(request, pending, formError: text("verify.resend_wait").replacingOccurrences(of: "{wait}", with: waitPhrase(wait)),
                                 status: .tooManyRequests, retryAfter: wait)
             }
             do throws(LimitExceeded) {
-                try proofs.admitMail(to: pending.email, client: clientKey)
+                try proofs.admitMail(to: pending.email, client: request.clientKey)
             } catch {
                 refusals.count(error)
-                return codePage(pending, formError: text("verify.too_many_mails")
+                return codePage(request, pending, formError: text("verify.too_many_mails")
                                     .replacingOccurrences(of: "{wait}", with: waitPhrase(error.retryAfterSeconds)),
                                 status: .tooManyRequests, retryAfter: error.retryAfterSeconds)
             }
-            guard try proofs.renew(pending, language: language) else { return expired() }
+            guard try proofs.renew(pending, language: language) else { return expired(request) }
             metrics.verification("resent")
             var query = "?token=\(token)&sent=1"
             if language.tag != Languages.fallback { query += "&lang=\(language.tag)" }
-            return redirect(to: "/verify" + query)
+            return Pages.redirect(to: "/verify" + query)
         } catch {
-            return unavailable(error)
+            return unavailable(request, error)
         }
     }
 
-    private func proofRefused(_ refusal: ProofOfWorkGate.Refusal, pending: PendingSignup, typed: String) -> HTTPResponse {
-        let message = proofRefusalMessage(refusal, signingIn: true)
-        if answersJSON { return refusal.json(message: message) }
+    private func proofRefused(_ request: SignupRequest, _ refusal: ProofOfWorkGate.Refusal, pending: PendingSignup,
+                              typed: String) -> HTTPResponse {
+        let message = request.proofRefusalMessage(refusal, signingIn: true, refusals: refusals)
+        if request.wantsJSON { return refusal.json(message: message) }
         switch refusal {
         case .overBudget(let exceeded):
-            return codePage(pending, code: typed, formError: message, status: .tooManyRequests,
+            return codePage(request, pending, code: typed, formError: message, status: .tooManyRequests,
                             retryAfter: exceeded.retryAfterSeconds)
         case .storeUnavailable:
-            return unavailable(refusal)
+            return unavailable(request, refusal)
         case .proof(let reason):
-            return codePage(pending, code: typed, formError: message, status: reason.status)
+            return codePage(request, pending, code: typed, formError: message, status: reason.status)
         }
     }
 
     // MARK: Pages
 
-    private func codePage(_ pending: PendingSignup, code: String = "", notice: String = "", fieldError: String = "",
-                          formError: String = "", status: HTTPStatus, retryAfter: Int? = nil) -> HTTPResponse {
+    private func codePage(_ request: SignupRequest, _ pending: PendingSignup, code: String = "", notice: String = "",
+                          fieldError: String = "", formError: String = "", status: HTTPStatus,
+                          retryAfter: Int? = nil) -> HTTPResponse {
+        let clientKey = request.clientKey
         var page = PageRenderer.VerifyPage(
-            heading: text("verify.title"),
-            lead: text("verify.lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email)),
+            heading: request.text("verify.title"),
+            lead: request.text("verify.lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email)),
             token: pending.formToken)
         page.code = code
         page.notice = notice
@@ -294,26 +285,30 @@ struct VerificationRoutes: ChargesProofs, Sendable {
         if let proofOfWork, proofOfWork.pricing.needsProofAfterFailures(addressKey: clientKey) {
             page.challenge = proofOfWork.challenge(for: pending.formToken, addressKey: clientKey).json
         }
-        return verifyPage(page, status: status, retryAfter: retryAfter)
+        return verifyPage(request, page, status: status, retryAfter: retryAfter)
     }
 
-    private func verifyPage(_ page: PageRenderer.VerifyPage, status: HTTPStatus, retryAfter: Int? = nil) -> HTTPResponse {
-        var headers = HTTPHeaders([("Content-Language", language.tag)])
+    private func verifyPage(_ request: SignupRequest, _ page: PageRenderer.VerifyPage, status: HTTPStatus,
+                            retryAfter: Int? = nil) -> HTTPResponse {
+        var headers = HTTPHeaders([("Content-Language", request.language.tag)])
         if let retryAfter { headers.add("Retry-After", String(retryAfter)) }
-        return html(renderer.renderVerify(page, language: language, assets: assets), status: status, headers: headers)
+        return Pages.html(request.renderer.renderVerify(page, language: request.language, assets: request.assets),
+                          status: status, headers: headers)
     }
 
     /// 410: the code or link is unknown, used or expired (they look the same on purpose).
-    private func expired() -> HTTPResponse {
-        pages.problem(title: text("verify.expired_title"),
+    private func expired(_ request: SignupRequest) -> HTTPResponse {
+        let text = request.text
+        return request.pages.problem(title: text("verify.expired_title"),
                       message: text("verify.expired_message").replacingOccurrences(of: "{minutes}", with: String(Int(settings.codeLifetime / 60))),
                       code: "verification_expired", status: .gone)
     }
 
-    private func unavailable(_ error: Error) -> HTTPResponse {
+    private func unavailable(_ request: SignupRequest, _ error: Error) -> HTTPResponse {
         logger.error("Account store unavailable during verification", metadata: ["error": "\(error)"])
         metrics.verification("unavailable")
-        return pages.problem(title: text("problem.unavailable_title"), message: text("error.unavailable"), code: "unavailable",
+        let text = request.text
+        return request.pages.problem(title: text("problem.unavailable_title"), message: text("error.unavailable"), code: "unavailable",
                              status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "10")]))
     }
 }

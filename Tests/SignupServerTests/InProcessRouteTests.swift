@@ -57,16 +57,31 @@ final class InProcessRouteTests: XCTestCase {
 
     func testEveryRouteAnswersWrongMethodsWithItsOwnAllowAndGetBringsHead() async throws {
         let app = try makeApp()
-        for route in SignupRoutes.table.routes {
-            let path = route.isPrefix ? route.path + "app.js" : route.path
-            let wrong = ["PUT", "DELETE", "POST", "GET"].first { !route.accepts($0) }!
-            let refused = await app.respond(to: request(wrong, path))
-            XCTAssertEqual(refused.status, .methodNotAllowed, "\(wrong) \(path)")
-            XCTAssertEqual(refused.headers["Allow"], route.allow, path)
-            if route.accepts("GET") {
-                XCTAssertTrue(route.allow.contains("HEAD"), "\(path): GET brings HEAD")
+        for path in Set(SignupRoutes.table.routes.map(\.path)).sorted() {
+            let rows = try XCTUnwrap(SignupRoutes.table.resolve(path), path)
+            let requested = rows.any.isPrefix ? path + "app.js" : path
+            let wrong: HTTPMethod = [HTTPMethod.put, .delete, .post, .get].first { rows.route(for: $0) == nil }!
+            let refused = await app.respond(to: request(wrong.rawValue, requested))
+            XCTAssertEqual(refused.status, .methodNotAllowed, "\(wrong) \(requested)")
+            XCTAssertEqual(refused.headers["Allow"], rows.allow, path)
+            let unknown = await app.respond(to: request("BREW", requested))
+            XCTAssertEqual(unknown.status, .methodNotAllowed, "a method no row declares, \(requested)")
+            XCTAssertEqual(unknown.headers["Allow"], rows.allow, path)
+            if let get = rows.route(for: .get) {
+                XCTAssertTrue(rows.allow.contains("GET, HEAD"), "\(path): GET brings HEAD")
+                XCTAssertTrue(rows.route(for: .head) === get, "\(path): HEAD is answered by the GET row")
+            } else {
+                XCTAssertFalse(rows.allow.contains("HEAD"), path)
+                XCTAssertNil(rows.route(for: .head), path)
             }
         }
+        // One path, two methods, two rows: each its own handler and limits, one Allow.
+        let signIn = try XCTUnwrap(SignupRoutes.table.resolve("/signin"))
+        XCTAssertEqual(signIn.allow, "GET, HEAD, POST")
+        XCTAssertEqual(signIn.route(for: .get)?.limits, [])
+        XCTAssertEqual(signIn.route(for: .post)?.reads, .form)
+        let head = await app.respond(to: request("HEAD", "/signin"))
+        XCTAssertEqual(head.status, .ok, "HEAD /signin is answered as GET")
         XCTAssertEqual(SignupRoutes.table.name(of: "/static/app.1234.js"), "/static")
         XCTAssertEqual(SignupRoutes.table.name(of: "/wp-admin"), "other", "clients cannot make labels up")
         let unknown = await app.respond(to: request("GET", "/wp-admin"))

@@ -66,8 +66,8 @@ final class RouteLimitsTests: XCTestCase {
             let settled = await Condition.wait(timeout: 10) { asked.names.contains(settle) }
             XCTAssertTrue(settled, "\(path) went on to ask \(settle)")
         }
-        let row = try? XCTUnwrap(SignupRoutes.table.resolve(String(parts[0])), path)
-        consulted[row?.name ?? path, default: []].formUnion(asked.names)
+        let row = try? XCTUnwrap(SignupRoutes.table.resolve(String(parts[0]))?.route(for: HTTPMethod(rawValue: method)), path)
+        consulted[row.map(Self.key) ?? path, default: []].formUnion(asked.names)
         return response
     }
 
@@ -133,12 +133,15 @@ final class RouteLimitsTests: XCTestCase {
         for path in ["/healthz", "/readyz", "/metrics", "/static/app.js"] { await send("GET", path) }
 
         for row in SignupRoutes.table.routes {
-            let asked = try XCTUnwrap(consulted[row.name], "the walk reaches \(row.name)")
+            let asked = try XCTUnwrap(consulted[Self.key(row)], "the walk reaches \(Self.key(row))")
             let declared = Set(row.limits.map(\.rawValue))
-            XCTAssertEqual(asked.subtracting(declared), [], "\(row.name) asks limits its row does not name")
-            XCTAssertEqual(declared.subtracting(asked), [], "\(row.name) names limits none of its requests asked")
+            XCTAssertEqual(asked.subtracting(declared), [], "\(Self.key(row)) asks limits its row does not name")
+            XCTAssertEqual(declared.subtracting(asked), [], "\(Self.key(row)) names limits none of its requests asked")
         }
     }
+
+    /// A row as the walk records it: "POST /signin".
+    private static func key(_ row: Route) -> String { row.method.rawValue + " " + row.name }
 }
 
 /// The costs every request of a route pays are spent by the router before its handler runs
