@@ -22,6 +22,21 @@ struct LiveFormRoutes: Sendable {
     /// Mints each form's proof-of-work challenge, when proofs are on.
     let proofOfWork: ProofOfWorkGate?
 
+    init(_ services: Services) {
+        policy = services.configuration.policy
+        refusals = services.refusals
+        sessions = services.sessions
+        limiters = services.limiters
+        blankPages = Dictionary(uniqueKeysWithValues: services.languages.all.map {
+            ($0.tag, services.renderer.blankSignupPage(language: $0, languages: services.languages, assets: services.assets,
+                                                        withChallenge: services.proofOfWork != nil))
+        })
+        retryMilliseconds = services.configuration.retryMilliseconds
+        metrics = services.metrics
+        logger = services.logger
+        proofOfWork = services.proofOfWork
+    }
+
     // MARK: GET /
 
     /// The form with a fresh token. No session is built until the token is used, so a page

@@ -8,6 +8,27 @@ struct OperationsRoutes: Sendable {
     let metricsExport: MetricsExport?
     let assets: StaticAssets
 
+    /// `isStopping` turns `/readyz` 503 once a stop begins.
+    init(_ services: Services, isStopping: @escaping @Sendable () -> Bool) {
+        let store = services.store, metrics = services.metrics, now = services.now
+        let sessions = services.sessions, server = services.server, deliveries = services.deliveries
+        health = HealthChecks(store: store, isStopping: isStopping)
+        metricsExport = services.configuration.metricsExport.map { export in
+            // Gauges are read at scrape time rather than updated on every change.
+            MetricsExport(allowed: export.allowed) {
+                for delivery in deliveries {
+                    if let status = try? store.outboxStatus(channel: delivery.channel) {
+                        metrics.recordOutbox(delivery.channel, status, now: now())
+                    }
+                }
+                metrics.formSessions.record(sessions.count)
+                metrics.eventStreams.record(server.server?.openStreamCount ?? 0)
+                return export.render()
+            }
+        }
+        assets = services.assets
+    }
+
     func liveness() -> HTTPResponse { health.liveness() }
     func readiness() -> HTTPResponse { health.readiness() }
 

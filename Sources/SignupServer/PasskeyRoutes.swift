@@ -22,6 +22,19 @@ struct PasskeyRoutes: Sendable {
     let challenges: PasskeyChallenges
     let now: @Sendable () -> Date
 
+    init(_ services: Services) {
+        refusals = services.refusals
+        sessions = services.sessions
+        store = services.store
+        signedIn = services.signedIn
+        limiters = services.limiters
+        metrics = services.metrics
+        logger = services.logger
+        sameOrigin = services.sameOrigin
+        challenges = services.passkeyChallenges
+        now = services.now
+    }
+
     /// The ceremonies a metric counts separately.
     enum Ceremony: String, CaseIterable, Sendable {
         case register, signin, add

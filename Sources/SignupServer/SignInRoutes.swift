@@ -25,6 +25,19 @@ struct SignInRoutes: Sendable {
     /// Mints the tokens sign-in challenges are bound to.
     let sessions: FormSessionRegistry
 
+    init(_ services: Services) {
+        refusals = services.refusals
+        store = services.store
+        hashing = services.hashing
+        signedIn = services.signedIn
+        placeholderHash = services.placeholderHash
+        limiters = services.limiters
+        metrics = services.metrics
+        logger = services.logger
+        proofOfWork = services.proofOfWork
+        sessions = services.sessions
+    }
+
     func signInPage(_ request: SignupRequest, username: String, error: String?, status: HTTPStatus,
                     headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         var headers = headers

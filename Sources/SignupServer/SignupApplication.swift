@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import Logging
 import MicroHTTPD
-import OutsideDNS
 import SignupDomain
 
 /// The whole sign-up web app: an HTTP server, the form sessions and the pages, wired to an
@@ -113,210 +112,23 @@ public final class SignupApplication: Sendable {
     }
 
     public let configuration: Configuration
+    private let services: Services
     private let server: HTTPServer
     private let routes: SignupRoutes
-    private let sessions: FormSessionRegistry
-    private let hashing: PasswordHashingQueue
-    private let metrics: SignupMetrics
     /// Set when `stop` begins, so `/readyz` turns 503 before anything else changes.
     private let stopping: Locked<Bool>
-    private let logger: Logger
-    private let signedIn: SignedInUsers
-    private let webhooks: OutboxDelivery?
-    private let mails: OutboxDelivery?
-    /// For the sweep of ended signed-in sessions and refilled shared limits.
-    private let store: any AccountStore
-    /// Sign-ups' proofs of work, when on.
-    private let proofOfWork: ProofOfWorkGate?
+    private var logger: Logger { services.logger }
+    private var sessions: FormSessionRegistry { services.sessions }
 
     public init(configuration: Configuration, store: any AccountStore, logger: Logger = Logger(label: "livesignup")) throws {
         self.configuration = configuration
-        self.logger = logger
-        self.store = store
-        let policy = configuration.policy
-        let availability = StoreAvailabilityChecker(store: store, isReserved: { policy.isReserved($0) }, now: configuration.now)
-        let observe = configuration.onLimitConsulted
-        let consulted: (@Sendable (RateLimitName) -> Void)? = observe.map { observe in { @Sendable name in observe(name.rawValue) } }
-        let limiters = ClientLimiters(configuration.limits, store: store, logger: logger, now: configuration.now,
-                                      consulted: consulted)
-        let metrics = SignupMetrics()
-        self.metrics = metrics
-        // One warning a minute per kind of failure at most: a broken source fails every look-up.
-        let repeatLimited = RepeatLimitedLog(logger: logger, now: configuration.now)
-        configuration.policy.breachedPasswords?.observeLookups { verdict, failure in
-            metrics.breachLookup(verdict, sourceFailure: failure)
-            if let failure {
-                repeatLimited.log(.warning, "Breached-password source failed; the built-in list answered",
-                                  cause: "breached_passwords " + failure.reason,
-                                  metadata: ["reason": "\(failure.reason)", "error": "\(failure)"])
-            }
-        }
-        configuration.policy.mailDomains?.observeLookups { check, domain in
-            metrics.mailDomainLookup(check)
-            if case .failed(let failure) = check {
-                repeatLimited.log(.warning, "DNS gave no answer about an email domain; the address was let through",
-                                  cause: "email_dns " + failure.reason,
-                                  metadata: ["reason": "\(failure.reason)", "domain": "\(domain)", "error": "\(failure)"])
-            }
-        }
-        let proofOfWork = try configuration.proofOfWork.map { settings in
-            let key = try configuration.proofOfWorkKey
-                ?? store.secret(named: "proof-of-work-key", createdBy: ProofOfWorkAuthority.makeKey)
-            return ProofOfWorkGate(
-                authority: ProofOfWorkAuthority(key: key), pricing: ProofOfWorkPricing(settings: settings, now: configuration.now),
-                store: store, withoutJavaScript: limiters.noJavaScriptSignups, metrics: metrics, logger: logger,
-                now: configuration.now)
-        }
-        self.proofOfWork = proofOfWork
-        let hasher = TimedPasswordHasher(base: configuration.passwordHasher, timer: metrics.passwordHashDuration,
-                                         computed: consulted.map { consulted in { @Sendable in consulted(.hashing) } })
-        let tokenKey = try configuration.formTokenKey
-            ?? store.secret(named: "form-token-key", createdBy: FormTokenAuthority.makeKey)
-        guard tokenKey.count == FormTokenAuthority.keyLength else {
-            throw ConfigurationError("The form token key must be \(FormTokenAuthority.keyLength) bytes, not \(tokenKey.count).")
-        }
-        if let problem = InstanceID.problem(with: configuration.instanceID) { throw ConfigurationError(problem) }
-        let languages: Languages
-        do {
-            languages = try Languages(directory: configuration.templatesDirectory.appendingPathComponent("i18n"),
-                                      policy: configuration.policy)
-        } catch {
-            throw ConfigurationError("\(error)")
-        }
-        let sessions = FormSessionRegistry(settings: .init(
-            languages: languages,
-            availabilityChecker: availability,
-            availabilityDebounce: .nanoseconds(Int(configuration.availabilityDebounce.components.seconds * 1_000_000_000
-                + configuration.availabilityDebounce.components.attoseconds / 1_000_000_000)),
-            idleLifetime: configuration.sessionIdleLifetime,
-            maximumSessions: configuration.maximumSessions,
-            tokenLifetime: configuration.formTokenLifetime,
-            tokens: FormTokenAuthority(key: tokenKey, instance: configuration.instanceID),
-            limiters: limiters,
-            metrics: metrics,
-            now: configuration.now,
-            after: configuration.after))
-        self.sessions = sessions
-        hashing = PasswordHashingQueue(hasher: hasher,
-                                       maximumConcurrentJobs: configuration.maximumConcurrentHashes,
-                                       maximumJobsPerClient: configuration.limits.hashesPerAddress,
-                                       maximumQueuedPerLane: configuration.limits.hashQueueLength)
-        let addresses = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
+        let services = try Services(configuration: configuration, store: store, logger: logger)
+        self.services = services
         let stopping = Locked(false)
-        // The server is made after the routes that report its stream count.
-        // (Weakly: the server owns the routes that own this closure.)
-        let serverBox = WeakServer()
         self.stopping = stopping
-        let renderer = try PageRenderer(directory: configuration.templatesDirectory,
-                                        serviceName: configuration.policy.settings.serviceName)
-        let assets = try StaticAssets(directory: configuration.publicDirectory)
-        let pages = Pages(renderer: renderer, assets: assets, languages: languages, language: languages.english)
-        let publicOrigins = try SiteOrigin.normalized(configuration.publicOrigins, setting: "--public-origin")
-        let sameOrigin = SameOriginPolicy(publicOrigins: publicOrigins, addresses: addresses)
-        let returnTo = ReturnTo(allowedOrigins: Set(try SiteOrigin.normalized(configuration.returnToOrigins, setting: "--return-to-allow")),
-                                sameOrigin: sameOrigin)
-        let refusals = Refusals(metrics: metrics, logger: logger)
-        let webhooks = configuration.webhooks.map {
-            OutboxDelivery(channel: .webhook, schedule: $0.schedule, courier: WebhookCourier(settings: $0, now: configuration.now),
-                           store: store, metrics: metrics, logger: logger, now: configuration.now)
-        }
-        self.webhooks = webhooks
-        // Proofs of addresses: their keys are the store's, so every instance checks the codes
-        // and opens the mails the others made.
-        var proofs: AddressProofs?
-        var mails: OutboxDelivery?
-        if let settings = configuration.emailVerification {
-            let sealingKey = try configuration.mailSealingKey
-                ?? store.secret(named: "mail-outbox-key", createdBy: VerificationSecrets.makeKey)
-            let codeKey = try configuration.verificationCodeKey
-                ?? store.secret(named: "verification-code-key", createdBy: VerificationSecrets.makeKey)
-            for (name, key) in [("mail sealing", sealingKey), ("verification code", codeKey)] where key.count != VerificationSecrets.keyLength {
-                throw ConfigurationError("The \(name) key must be \(VerificationSecrets.keyLength) bytes, not \(key.count).")
-            }
-            let delivery = OutboxDelivery(
-                channel: .mail, schedule: settings.mail.schedule,
-                courier: MailCourier(settings: settings.mail, key: sealingKey, now: configuration.now),
-                store: store, metrics: metrics, logger: logger, now: configuration.now)
-            mails = delivery
-            let configuredOrigin = publicOrigins.first
-            let linkHost = ["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "localhost" : configuration.host
-            let configuredPort = configuration.port
-            let origin: @Sendable () -> String = {
-                configuredOrigin ?? "http://\(linkHost):\(configuredPort == 0 ? serverBox.server?.port ?? 0 : configuredPort)"
-            }
-            proofs = AddressProofs(
-                settings: settings, store: store,
-                secrets: VerificationSecrets(key: codeKey),
-                mails: VerificationMails(renderer: renderer, settings: settings, linkOrigin: origin, sealingKey: sealingKey),
-                limiters: limiters, delivery: delivery, now: configuration.now)
-        }
-        self.mails = mails
-        let deliveries = [webhooks, mails].compactMap { $0 }
-        let signedIn = SignedInUsers(store: store, lifetime: configuration.signInLifetime,
-                                     idleTimeout: configuration.signInIdleTimeout,
-                                     // An https public origin is served over TLS: the cookie must never go in clear.
-                                     secureCookies: configuration.secureCookies || publicOrigins.contains { $0.hasPrefix("https://") },
-                                     cookieDomain: configuration.cookieDomain,
-                                     now: configuration.now)
-        self.signedIn = signedIn
-        let routes = SignupRoutes(
-            liveForm: LiveFormRoutes(
-                policy: configuration.policy, refusals: refusals, sessions: sessions, limiters: limiters,
-                blankPages: Dictionary(uniqueKeysWithValues: languages.all.map {
-                    ($0.tag, renderer.blankSignupPage(language: $0, languages: languages, assets: assets,
-                                                      withChallenge: proofOfWork != nil))
-                }),
-                retryMilliseconds: configuration.retryMilliseconds, metrics: metrics, logger: logger,
-                proofOfWork: proofOfWork),
-            signup: SignupSubmitRoutes(
-                refusals: refusals, sessions: sessions, store: store, availability: availability,
-                hashing: hashing, signedIn: signedIn, limiters: limiters, metrics: metrics, logger: logger,
-                now: configuration.now, returnTo: returnTo, webhooks: webhooks, proofs: proofs,
-                proofOfWork: proofOfWork),
-            signIn: SignInRoutes(
-                refusals: refusals, store: store, hashing: hashing, signedIn: signedIn,
-                placeholderHash: try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID()),
-                limiters: limiters, metrics: metrics, logger: logger,
-                proofOfWork: proofOfWork, sessions: sessions),
-            verification: proofs.map {
-                VerificationRoutes(refusals: refusals, proofs: $0, store: store, signedIn: signedIn,
-                                   metrics: metrics, logger: logger, webhooks: webhooks, returnTo: returnTo, now: configuration.now,
-                                   proofOfWork: proofOfWork)
-            },
-            passkeys: PasskeyRoutes(
-                refusals: refusals, sessions: sessions, store: store, signedIn: signedIn, limiters: limiters,
-                metrics: metrics, logger: logger, sameOrigin: sameOrigin,
-                challenges: PasskeyChallenges(
-                    key: try store.secret(named: "passkey-challenge-key", createdBy: PasskeyChallenges.makeKey),
-                    store: store, lifetime: 300, now: configuration.now),
-                now: configuration.now),
-            operations: OperationsRoutes(
-                health: HealthChecks(store: store, isStopping: { stopping.withLock { $0 } }),
-                metricsExport: configuration.metricsExport.map { export in
-                    // Gauges are read at scrape time rather than updated on every change.
-                    MetricsExport(allowed: export.allowed) {
-                        for delivery in deliveries {
-                            if let status = try? store.outboxStatus(channel: delivery.channel) {
-                                metrics.recordOutbox(delivery.channel, status, now: configuration.now())
-                            }
-                        }
-                        metrics.formSessions.record(sessions.count)
-                        metrics.eventStreams.record(serverBox.server?.openStreamCount ?? 0)
-                        return export.render()
-                    }
-                },
-                assets: assets),
-            pages: pages,
-            maxBodyBytes: configuration.maxBodyBytes,
-            addresses: addresses,
-            sameOrigin: sameOrigin,
-            limiters: limiters,
-            refusals: refusals,
-            returnTo: returnTo,
-            metrics: metrics,
-            logger: logger,
-            accessLines: configuration.accessLines ?? LoggerAccessLines(logger: logger))
+        let routes = SignupRoutes(services, isStopping: { stopping.withLock { $0 } })
         self.routes = routes
+        let metrics = services.metrics, repeatLimited = services.repeatLimited
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: configuration.host, port: configuration.port,
@@ -339,7 +151,8 @@ public final class SignupApplication: Sendable {
                     }
                 }),
             responder: routes)
-        serverBox.server = server
+        // Weakly: the server owns the routes whose services read its port and stream count.
+        services.server.server = server
     }
 
     /// Answers a request in process, without a socket (as Hummingbird's testing framework
@@ -364,8 +177,8 @@ public final class SignupApplication: Sendable {
 
     public func start() throws {
         try server.start()
-        webhooks?.start()
-        mails?.start()
+        services.webhooks?.start()
+        services.mails?.start()
         scheduleSweep(every: min(60, max(1, configuration.sessionIdleLifetime / 4)))
         logger.info("Listening", metadata: ["url": "http://\(configuration.host):\(port)"])
         if configuration.publicOrigins.isEmpty {
@@ -381,13 +194,14 @@ public final class SignupApplication: Sendable {
             let removed = sessions.removeExpired()
             if removed > 0 { logger.debug("Expired idle form sessions", metadata: ["count": "\(removed)"]) }
             do {
+                let store = services.store
                 _ = try store.removeFullSharedBuckets(at: configuration.now())
                 _ = try store.removeDeliveredEvents(deliveredBefore: configuration.now().addingTimeInterval(-7 * 86_400))
                 _ = try store.removeExpiredProofs(at: configuration.now())
-                proofOfWork?.pricing.sweep()
+                services.proofOfWork?.pricing.sweep()
                 let released = try store.removeExpiredPendingSignups(at: configuration.now())
                 if released > 0 { logger.debug("Removed expired pending sign-ups", metadata: ["count": "\(released)"]) }
-                let ended = try signedIn.removeEnded()
+                let ended = try services.signedIn.removeEnded()
                 if ended > 0 { logger.debug("Removed ended signed-in sessions", metadata: ["count": "\(ended)"]) }
             } catch {
                 logger.warning("Could not remove ended signed-in sessions", metadata: ["error": "\(error)"])
@@ -408,9 +222,9 @@ public final class SignupApplication: Sendable {
     public func stop(grace: TimeInterval? = nil) -> Bool {
         stopping.withLock { $0 = true }
         server.beginShutdown()
-        webhooks?.stop()
-        mails?.stop()
-        hashing.shutDown()
+        services.webhooks?.stop()
+        services.mails?.stop()
+        services.hashing.shutDown()
         let stopped = server.finishShutdown(grace: grace ?? configuration.shutdownGrace)
         if stopped {
             logger.info("Stopped")
@@ -425,10 +239,4 @@ public final class SignupApplication: Sendable {
 public struct ConfigurationError: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
-}
-
-/// A weak reference to the server, set once during `SignupApplication.init` before any
-/// request can arrive; reading a weak reference is thread-safe.
-private final class WeakServer: @unchecked Sendable {
-    weak var server: HTTPServer?
 }

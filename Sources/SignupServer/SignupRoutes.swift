@@ -35,6 +35,25 @@ struct SignupRoutes: HTTPResponder {
     /// route or silence it like any logger), or the process's direct writer of the same text.
     let accessLines: any AccessLineWriting
 
+    init(_ services: Services, isStopping: @escaping @Sendable () -> Bool) {
+        liveForm = LiveFormRoutes(services)
+        signup = SignupSubmitRoutes(services)
+        signIn = SignInRoutes(services)
+        verification = VerificationRoutes(services)
+        passkeys = PasskeyRoutes(services)
+        operations = OperationsRoutes(services, isStopping: isStopping)
+        pages = services.pages
+        maxBodyBytes = services.configuration.maxBodyBytes
+        addresses = services.addresses
+        sameOrigin = services.sameOrigin
+        limiters = services.limiters
+        refusals = services.refusals
+        returnTo = services.returnTo
+        metrics = services.metrics
+        logger = services.logger
+        accessLines = services.configuration.accessLines ?? LoggerAccessLines(logger: services.logger)
+    }
+
     /// Every request: routed, then timed (metrics) and logged (one access line) once its
     /// answer is known, which for a deferred answer is when the work delivers it.
     func respond(to request: HTTPRequest) -> HTTPResponse {

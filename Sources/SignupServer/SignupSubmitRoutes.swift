@@ -28,6 +28,23 @@ struct SignupSubmitRoutes: Sendable {
     /// Checks the sign-up's proof of work, when proofs are on.
     let proofOfWork: ProofOfWorkGate?
 
+    init(_ services: Services) {
+        refusals = services.refusals
+        sessions = services.sessions
+        store = services.store
+        availability = services.availability
+        hashing = services.hashing
+        signedIn = services.signedIn
+        limiters = services.limiters
+        metrics = services.metrics
+        logger = services.logger
+        now = services.now
+        returnTo = services.returnTo
+        webhooks = services.webhooks
+        proofs = services.proofs
+        proofOfWork = services.proofOfWork
+    }
+
     /// One sign-up as it is handled: its request, and the credential its form chose.
     private struct Submission {
         let request: SignupRequest

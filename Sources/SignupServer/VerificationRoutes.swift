@@ -36,6 +36,21 @@ struct VerificationRoutes: Sendable {
     /// proof of work, as signing in does.
     let proofOfWork: ProofOfWorkGate?
 
+    /// Nil when addresses are not proved.
+    init?(_ services: Services) {
+        guard let proofs = services.proofs else { return nil }
+        refusals = services.refusals
+        self.proofs = proofs
+        store = services.store
+        signedIn = services.signedIn
+        metrics = services.metrics
+        logger = services.logger
+        webhooks = services.webhooks
+        returnTo = services.returnTo
+        now = services.now
+        proofOfWork = services.proofOfWork
+    }
+
     private var settings: EmailVerificationSettings { proofs.settings }
 
     // MARK: GET /verify

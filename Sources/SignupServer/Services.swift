@@ -1,0 +1,191 @@
+import Dispatch
+import Foundation
+import Logging
+import MicroHTTPD
+import SignupDomain
+
+/// Every service the handlers use, built once from the configuration and the store: the one
+/// place the app is wired. A handler struct takes what it uses from here (its `init(_:)`), so
+/// a new dependency is one line where it is built and one where it is used.
+struct Services: Sendable {
+    let configuration: SignupApplication.Configuration
+    let store: any AccountStore
+    let logger: Logger
+    let metrics: SignupMetrics
+    /// Each kind of failure logged once a minute at most, with a count of its repeats.
+    let repeatLimited: RepeatLimitedLog
+    let limiters: ClientLimiters
+    let refusals: Refusals
+    let languages: Languages
+    let renderer: PageRenderer
+    let assets: StaticAssets
+    /// The pages in English; each request carries its own in the visitor's language.
+    let pages: Pages
+    let availability: StoreAvailabilityChecker
+    let sessions: FormSessionRegistry
+    let hashing: PasswordHashingQueue
+    /// A hash of a random password, verified against when a sign-in names no account.
+    let placeholderHash: String
+    let addresses: ClientAddressResolver
+    let sameOrigin: SameOriginPolicy
+    let returnTo: ReturnTo
+    let signedIn: SignedInUsers
+    let proofOfWork: ProofOfWorkGate?
+    let webhooks: OutboxDelivery?
+    /// Proofs of addresses and the mail outbox they write to, when addresses are proved.
+    let proofs: AddressProofs?
+    let mails: OutboxDelivery?
+    let passkeyChallenges: PasskeyChallenges
+    /// The clock sessions expire and limits refill by (`Configuration.now`).
+    let now: @Sendable () -> Date
+    /// The server, once made (after the services): its port and open streams.
+    let server: WeakServer
+
+    init(configuration: SignupApplication.Configuration, store: any AccountStore, logger: Logger) throws {
+        self.configuration = configuration
+        self.store = store
+        self.logger = logger
+        let now = configuration.now
+        self.now = now
+        let policy = configuration.policy
+        let server = WeakServer()
+        self.server = server
+        let metrics = SignupMetrics()
+        self.metrics = metrics
+        let repeatLimited = RepeatLimitedLog(logger: logger, now: now)
+        self.repeatLimited = repeatLimited
+        let consulted: (@Sendable (RateLimitName) -> Void)? = configuration.onLimitConsulted.map { observe in
+            { @Sendable name in observe(name.rawValue) }
+        }
+        let limiters = ClientLimiters(configuration.limits, store: store, logger: logger, now: now, consulted: consulted)
+        self.limiters = limiters
+        refusals = Refusals(metrics: metrics, logger: logger)
+        Self.observeOutsideLookups(of: policy, metrics: metrics, log: repeatLimited)
+
+        do {
+            languages = try Languages(directory: configuration.templatesDirectory.appendingPathComponent("i18n"), policy: policy)
+        } catch {
+            throw ConfigurationError("\(error)")
+        }
+        renderer = try PageRenderer(directory: configuration.templatesDirectory, serviceName: policy.settings.serviceName)
+        assets = try StaticAssets(directory: configuration.publicDirectory)
+        pages = Pages(renderer: renderer, assets: assets, languages: languages, language: languages.english)
+
+        let availability = StoreAvailabilityChecker(store: store, isReserved: { policy.isReserved($0) }, now: now)
+        self.availability = availability
+        proofOfWork = try configuration.proofOfWork.map { settings in
+            let key = try configuration.proofOfWorkKey
+                ?? store.secret(named: "proof-of-work-key", createdBy: ProofOfWorkAuthority.makeKey)
+            return ProofOfWorkGate(
+                authority: ProofOfWorkAuthority(key: key), pricing: ProofOfWorkPricing(settings: settings, now: now),
+                store: store, withoutJavaScript: limiters.noJavaScriptSignups, metrics: metrics, logger: logger, now: now)
+        }
+        let tokenKey = try configuration.formTokenKey
+            ?? store.secret(named: "form-token-key", createdBy: FormTokenAuthority.makeKey)
+        guard tokenKey.count == FormTokenAuthority.keyLength else {
+            throw ConfigurationError("The form token key must be \(FormTokenAuthority.keyLength) bytes, not \(tokenKey.count).")
+        }
+        if let problem = InstanceID.problem(with: configuration.instanceID) { throw ConfigurationError(problem) }
+        let debounce = configuration.availabilityDebounce.components
+        sessions = FormSessionRegistry(settings: .init(
+            languages: languages,
+            availabilityChecker: availability,
+            availabilityDebounce: .nanoseconds(Int(debounce.seconds * 1_000_000_000 + debounce.attoseconds / 1_000_000_000)),
+            idleLifetime: configuration.sessionIdleLifetime,
+            maximumSessions: configuration.maximumSessions,
+            tokenLifetime: configuration.formTokenLifetime,
+            tokens: FormTokenAuthority(key: tokenKey, instance: configuration.instanceID),
+            limiters: limiters,
+            metrics: metrics,
+            now: now,
+            after: configuration.after))
+        let hasher = TimedPasswordHasher(base: configuration.passwordHasher, timer: metrics.passwordHashDuration,
+                                         computed: consulted.map { consulted in { @Sendable in consulted(.hashing) } })
+        hashing = PasswordHashingQueue(hasher: hasher,
+                                       maximumConcurrentJobs: configuration.maximumConcurrentHashes,
+                                       maximumJobsPerClient: configuration.limits.hashesPerAddress,
+                                       maximumQueuedPerLane: configuration.limits.hashQueueLength)
+        placeholderHash = try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID())
+
+        let addresses = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
+        self.addresses = addresses
+        let publicOrigins = try SiteOrigin.normalized(configuration.publicOrigins, setting: "--public-origin")
+        let sameOrigin = SameOriginPolicy(publicOrigins: publicOrigins, addresses: addresses)
+        self.sameOrigin = sameOrigin
+        returnTo = ReturnTo(allowedOrigins: Set(try SiteOrigin.normalized(configuration.returnToOrigins, setting: "--return-to-allow")),
+                            sameOrigin: sameOrigin)
+        signedIn = SignedInUsers(store: store, lifetime: configuration.signInLifetime,
+                                 idleTimeout: configuration.signInIdleTimeout,
+                                 // An https public origin is served over TLS: the cookie must never go in clear.
+                                 secureCookies: configuration.secureCookies || publicOrigins.contains { $0.hasPrefix("https://") },
+                                 cookieDomain: configuration.cookieDomain,
+                                 now: now)
+        webhooks = configuration.webhooks.map {
+            OutboxDelivery(channel: .webhook, schedule: $0.schedule, courier: WebhookCourier(settings: $0, now: now),
+                           store: store, metrics: metrics, logger: logger, now: now)
+        }
+        // Proofs of addresses: their keys are the store's, so every instance checks the codes
+        // and opens the mails the others made.
+        if let settings = configuration.emailVerification {
+            let sealingKey = try configuration.mailSealingKey
+                ?? store.secret(named: "mail-outbox-key", createdBy: VerificationSecrets.makeKey)
+            let codeKey = try configuration.verificationCodeKey
+                ?? store.secret(named: "verification-code-key", createdBy: VerificationSecrets.makeKey)
+            for (name, key) in [("mail sealing", sealingKey), ("verification code", codeKey)] where key.count != VerificationSecrets.keyLength {
+                throw ConfigurationError("The \(name) key must be \(VerificationSecrets.keyLength) bytes, not \(key.count).")
+            }
+            let delivery = OutboxDelivery(
+                channel: .mail, schedule: settings.mail.schedule,
+                courier: MailCourier(settings: settings.mail, key: sealingKey, now: now),
+                store: store, metrics: metrics, logger: logger, now: now)
+            mails = delivery
+            let configuredOrigin = publicOrigins.first
+            let linkHost = ["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "localhost" : configuration.host
+            let configuredPort = configuration.port
+            let origin: @Sendable () -> String = {
+                configuredOrigin ?? "http://\(linkHost):\(configuredPort == 0 ? server.server?.port ?? 0 : configuredPort)"
+            }
+            proofs = AddressProofs(
+                settings: settings, store: store,
+                secrets: VerificationSecrets(key: codeKey),
+                mails: VerificationMails(renderer: renderer, settings: settings, linkOrigin: origin, sealingKey: sealingKey),
+                limiters: limiters, delivery: delivery, now: now)
+        } else {
+            mails = nil
+            proofs = nil
+        }
+        passkeyChallenges = PasskeyChallenges(
+            key: try store.secret(named: "passkey-challenge-key", createdBy: PasskeyChallenges.makeKey),
+            store: store, lifetime: 300, now: now)
+    }
+
+    /// The outboxes this app delivers from.
+    var deliveries: [OutboxDelivery] { [webhooks, mails].compactMap { $0 } }
+
+    /// The breached-password source's and the mail domains' failures, counted and logged (a
+    /// broken source fails every look-up: one warning a minute per kind).
+    private static func observeOutsideLookups(of policy: SignupPolicy, metrics: SignupMetrics, log: RepeatLimitedLog) {
+        policy.breachedPasswords?.observeLookups { verdict, failure in
+            metrics.breachLookup(verdict, sourceFailure: failure)
+            if let failure {
+                log.log(.warning, "Breached-password source failed; the built-in list answered",
+                        cause: "breached_passwords " + failure.reason,
+                        metadata: ["reason": "\(failure.reason)", "error": "\(failure)"])
+            }
+        }
+        policy.mailDomains?.observeLookups { check, domain in
+            metrics.mailDomainLookup(check)
+            if case .failed(let failure) = check {
+                log.log(.warning, "DNS gave no answer about an email domain; the address was let through",
+                        cause: "email_dns " + failure.reason,
+                        metadata: ["reason": "\(failure.reason)", "domain": "\(domain)", "error": "\(failure)"])
+            }
+        }
+    }
+}
+
+/// A weak reference to the server, set once during `SignupApplication.init` before any
+/// request can arrive; reading a weak reference is thread-safe.
+final class WeakServer: @unchecked Sendable {
+    weak var server: HTTPServer?
+}
