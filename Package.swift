@@ -135,11 +135,16 @@ let package = Package(
                 "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Resources/policies"), .copy("Resources/i18n")]
+        ),
+
+        // Layer 3, the default engine: accounts in one SQLite file (GRDB), for one instance.
+        .target(
+            name: "SignupSQLite",
+            dependencies: ["SignupDomain", .product(name: "GRDB", package: "GRDB.swift")]
         ),
 
         // Layer 3, another engine: accounts in PostgreSQL (postgres-nio's pooled client), for
@@ -183,6 +188,7 @@ let package = Package(
             dependencies: [
                 "SignupServer",
                 "SignupDomain",
+                "SignupSQLite",
                 "SignupPostgres",
                 "MicroHTTPD",
                 "OutsideMail",
@@ -235,6 +241,14 @@ let package = Package(
             path: "Tests/AccountStoreTestSupport"
         ),
         .testTarget(
+            name: "SignupSQLiteTests",
+            dependencies: [
+                "SignupSQLite", "SignupDomain", "AccountStoreTestSupport", "ReactiveValidation",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
+        ),
+        .testTarget(
             name: "SignupPostgresTests",
             dependencies: ["SignupPostgres", "SignupDomain", "AccountStoreTestSupport", "HTTPTestSupport"]
         ),
@@ -247,7 +261,6 @@ let package = Package(
                 "HTTPTestSupport",
                 "OutsideDNS",
                 "LiveSignupClient",
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
             ]
@@ -277,7 +290,7 @@ let package = Package(
             dependencies: [
                 "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport", "WebAuthnTestSupport",
                 "WebAuthn",
-                "AccountStoreTestSupport", "SignupPostgres", "OutsideMail",
+                "AccountStoreTestSupport", "SignupSQLite", "SignupPostgres", "OutsideMail",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OutsideDNS
 import SignupDomain
+import SignupSQLite
 import SignupPostgres
 import SignupServer
 

@@ -4,6 +4,7 @@ import LiveSignupClient
 import MicroHTTPD
 import Logging
 import SignupDomain
+import SignupSQLite
 import SignupServer
 import XCTest
 

@@ -2,6 +2,7 @@ import Foundation
 import LiveSignupClient
 @testable import SignupServer
 import SignupDomain
+import SignupSQLite
 import XCTest
 
 /// Form tokens prove themselves: only this server's key makes one, any change breaks it, and

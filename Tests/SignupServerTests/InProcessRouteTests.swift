@@ -3,6 +3,7 @@ import HTTPTestSupport
 import Logging
 import MicroHTTPD
 import SignupDomain
+import SignupSQLite
 @testable import SignupServer
 import XCTest
 #if canImport(Combine)

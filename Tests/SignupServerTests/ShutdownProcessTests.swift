@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTestSupport
 import SignupDomain
+import SignupSQLite
 import XCTest
 
 /// SIGTERM while sign-ups are hashing (real argon2id, the defaults): every request gets an

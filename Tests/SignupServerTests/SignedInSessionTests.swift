@@ -3,6 +3,7 @@ import HTTPTestSupport
 import LiveSignupClient
 import Logging
 import SignupDomain
+import SignupSQLite
 @testable import SignupServer
 import XCTest
 

@@ -5,6 +5,7 @@ import FoundationNetworking
 import LiveSignupClient
 import Logging
 import SignupDomain
+import SignupSQLite
 import SignupServer
 import XCTest
 

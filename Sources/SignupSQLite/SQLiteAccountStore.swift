@@ -1,4 +1,5 @@
 import Foundation
+import SignupDomain
 import GRDB
 
 /// Accounts in SQLite through GRDB: versioned migrations, one `users` table whose canonical

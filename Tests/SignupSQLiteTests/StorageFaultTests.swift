@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import SignupDomain
+import SignupSQLite
 import XCTest
 
 /// No acknowledged account is ever lost to a fault around the database file: a write into a

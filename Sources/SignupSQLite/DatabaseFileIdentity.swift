@@ -1,4 +1,5 @@
 import Foundation
+import SignupDomain
 
 /// Which file a path names (device and inode). A database file deleted or replaced under a
 /// running process keeps working through the old descriptor, so every write would "succeed"

@@ -2,6 +2,7 @@ import AccountStoreTestSupport
 import Foundation
 import ReactiveValidation
 import SignupDomain
+import SignupSQLite
 import XCTest
 #if canImport(Combine)
 import Combine
