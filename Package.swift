@@ -128,8 +128,6 @@ let package = Package(
                 "ReactiveValidation",
                 "FormWire",
                 "SignupWire",
-                "OutsideHTTP",
-                "OutsideDNS",
                 "Zxcvbn",
                 "UsernameSafety",
                 "CSodium",
@@ -139,6 +137,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Resources/policies"), .copy("Resources/i18n")]
+        ),
+
+        // Layer 3, the outside look-ups the rules may ask: Have I Been Pwned's range API
+        // (OutsideHTTP) and mail domains over DNS (OutsideDNS), behind the domain's protocols.
+        .target(
+            name: "SignupLookups",
+            dependencies: [
+                "SignupDomain", "ReactiveValidation", "OutsideHTTP", "OutsideDNS",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+            ]
         ),
 
         // Layer 3, the default engine: accounts in one SQLite file (GRDB), for one instance.
@@ -168,6 +176,7 @@ let package = Package(
                 "SignupWire",
                 "ReactiveValidation",
                 "SignupDomain",
+                "SignupLookups",
                 "OutsideHTTP",
                 "OutsideMail",
                 "OutsideDNS",
@@ -190,6 +199,7 @@ let package = Package(
                 "SignupDomain",
                 "SignupSQLite",
                 "SignupPostgres",
+                "SignupLookups",
                 "MicroHTTPD",
                 "OutsideMail",
                 "OutsideDNS",
@@ -260,6 +270,7 @@ let package = Package(
                 "ReactiveValidation",
                 "HTTPTestSupport",
                 "OutsideDNS",
+                "SignupLookups",
                 "LiveSignupClient",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
@@ -290,7 +301,7 @@ let package = Package(
             dependencies: [
                 "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport", "WebAuthnTestSupport",
                 "WebAuthn",
-                "AccountStoreTestSupport", "SignupSQLite", "SignupPostgres", "OutsideMail",
+                "AccountStoreTestSupport", "SignupSQLite", "SignupPostgres", "SignupLookups", "OutsideMail",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]

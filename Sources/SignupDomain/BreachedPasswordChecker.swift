@@ -1,5 +1,4 @@
 import Foundation
-import OutsideHTTP
 import ReactiveValidation
 #if canImport(Combine)
 import Combine
@@ -41,21 +40,14 @@ public final class BreachedPasswordChecker: @unchecked Sendable {
     private var counts = (lookups: 0, failures: 0)
     private var observer: (@Sendable (BreachVerdict, _ sourceFailure: BreachedPasswordError?) -> Void)?
 
-    /// Threads look-ups run on by default: as many as the range API lets wait at once.
-    public static let lookupThreads = 8
-
-    /// `run` starts a look-up somewhere it may block, or returns false to have it answered
-    /// as a failed source at once; tests pass a queue they can drain.
+    /// `run` starts a look-up somewhere it may block (the app's worker threads:
+    /// `SignupLookups`), or returns false to have it answered as a failed source at once;
+    /// tests pass a queue they can drain.
     public init(lookup: any BreachedPasswordLookup, fallback: CommonPasswords = .builtIn,
-                run: (@Sendable (@escaping @Sendable () -> Void) -> Bool)? = nil) {
+                run: @escaping @Sendable (@escaping @Sendable () -> Void) -> Bool) {
         self.lookup = lookup
         self.fallback = fallback
-        if let run {
-            self.run = run
-        } else {
-            let threads = WorkerThreads(count: Self.lookupThreads, name: "breached-passwords")
-            self.run = { threads.submit($0) }
-        }
+        self.run = run
     }
 
     /// Look-ups made (each a file search or an API request, or a cached API answer).

@@ -104,7 +104,8 @@ public struct FormEvaluation: Equatable, Sendable {
         declared: [FieldEvaluation<String>],
         shownFields: Set<SignupField>,
         suggestions: [SignupField: String],
-        credential: CredentialChoice
+        credential: CredentialChoice,
+        breaches: BreachedPasswordChecker?
     ) {
         // With a passkey, the password fields and their checklist leave the form and
         // `passkey.created` takes their place; everything else is judged as always.
@@ -145,7 +146,7 @@ public struct FormEvaluation: Equatable, Sendable {
                 of: password,
                 // Built only when the breach rule is the one unmet: it reads the remembered count.
                 extraMessages: policy.passwordBreach == nil ? []
-                    : [password.states.last == .unmet ? policy.breachMessage(for: password.value.password) : ""],
+                    : [password.states.last == .unmet ? policy.breachMessage(for: password.value.password, checker: breaches) : ""],
                 isShown: shownFields.contains(.password)))
             validations.append(policy.confirm.validation(of: confirm, isShown: shownFields.contains(.confirm)))
         }
@@ -236,7 +237,8 @@ extension SignupPolicy {
         inPageOrder values: [String],
         availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
         breachAnswer: AsyncAnswer<String>? = nil, deliverableAnswer: AsyncAnswer<String>? = nil,
-        cache: FormEvaluationCache? = nil, credential: CredentialChoice = .password
+        cache: FormEvaluationCache? = nil, credential: CredentialChoice = .password,
+        breaches: BreachedPasswordChecker? = nil
     ) -> FormEvaluation {
         func value(at position: Int?) -> String {
             guard let position, position < values.count else { return "" }
@@ -265,7 +267,7 @@ extension SignupPolicy {
                 declared: declaredFields.map { $0.rules.evaluate(value(at: $0.position)) },
                 shownFields: shownFields,
                 suggestions: suggests ? emailSuggestion(for: email).map { [.email: $0] } ?? [:] : [:],
-                credential: credential)
+                credential: credential, breaches: breaches)
         }
         let candidate = cache.candidates.candidate(in: self, password: password, username: username, email: email)
         let confirmation = PasswordConfirmation(password: candidate.password, confirm: confirm.canonicallyComposed)
@@ -289,7 +291,7 @@ extension SignupPolicy {
             shownFields: shownFields,
             suggestions: suggests ? cache.emailSuggestion.value(for: email) { emailSuggestion(for: email) }
                 .map { [.email: $0] } ?? [:] : [:],
-            credential: credential)
+            credential: credential, breaches: breaches)
     }
 
     /// The same with the values by field (a field left out is empty).
@@ -297,11 +299,12 @@ extension SignupPolicy {
         values: [SignupField: String],
         availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
         breachAnswer: AsyncAnswer<String>? = nil, deliverableAnswer: AsyncAnswer<String>? = nil,
-        cache: FormEvaluationCache? = nil, credential: CredentialChoice = .password
+        cache: FormEvaluationCache? = nil, credential: CredentialChoice = .password,
+        breaches: BreachedPasswordChecker? = nil
     ) -> FormEvaluation {
         evaluate(inPageOrder: fieldOrder.map { values[$0] ?? "" }, availability: availability, answer: answer,
                  shownFields: shownFields, breachAnswer: breachAnswer, deliverableAnswer: deliverableAnswer, cache: cache,
-                 credential: credential)
+                 credential: credential, breaches: breaches)
     }
 
     /// The same for the built-in four alone (declared fields empty).
@@ -313,47 +316,6 @@ extension SignupPolicy {
         evaluate(values: [.username: username, .email: email, .password: password, .confirm: confirm],
                  availability: availability, answer: answer, shownFields: shownFields,
                  breachAnswer: breachAnswer, cache: cache)
-    }
-
-    /// `password.breached`'s state for a submitted password, looked up now (nil when no
-    /// breach source is configured; `unmet` for passwords too short to be looked up, which
-    /// their length rule refuses anyway).
-    public func breachStateNow(for password: String) -> RequirementState? {
-        switch breachQuestion(for: password) {
-        case .known(let state): return state
-        case .ask(let checker): return checker.verdictNow(for: password).state
-        }
-    }
-
-    /// The same, on the breach checker's queue, handed to `completion` there; at once (on
-    /// the caller's thread) when no look-up is needed. A look-up can take the source's whole
-    /// timeout, so request threads never wait for one.
-    public func breachState(for password: String, then completion: @escaping @Sendable (RequirementState?) -> Void) {
-        switch breachQuestion(for: password) {
-        case .known(let state): completion(state)
-        case .ask(let checker): checker.verdict(for: password) { completion($0.state) }
-        }
-    }
-
-    /// `email.deliverable`'s state for a submitted address: nil when DNS checks are off,
-    /// `unmet` for an address the email's own rules refuse (never asked about), else DNS's
-    /// answer (a remembered one at once, on the caller's thread; otherwise on the
-    /// resolver's thread, which `completion` must leave quickly).
-    public func deliverableState(for email: String, then completion: @escaping @Sendable (RequirementState?) -> Void) {
-        guard let rule = emailDeliverabilityRule, let checker = mailDomains else { return completion(nil) }
-        guard rule.isEligible(email) else { return completion(.unmet) }
-        checker.check(address: email) { completion($0.state) }
-    }
-
-    private enum BreachQuestion {
-        /// Known without asking: nil with no breach source, `unmet` when too short to ask about.
-        case known(RequirementState?)
-        case ask(BreachedPasswordChecker)
-    }
-
-    private func breachQuestion(for password: String) -> BreachQuestion {
-        guard let rule = passwordBreachRule, let checker = breachedPasswords else { return .known(nil) }
-        return rule.isEligible(password) ? .ask(checker) : .known(.unmet)
     }
 
     /// The form as a page view starts: every field empty, nothing shown, no answer yet.
@@ -373,13 +335,15 @@ extension SignupPolicy {
 
     /// Evaluates a complete submission with every problem shown, given the availability
     /// answer for its username (`met` free, `unmet` taken). The submit check uses this.
-    /// `breach` is `password.breached`'s state for `password` (`breachStateNow`), when a
-    /// breach source is configured; `deliverable` is `email.deliverable`'s, when DNS checks
-    /// are on. `credential` is the credential the form chose, with whether its session holds
-    /// a verified passkey.
+    /// `breach` is `password.breached`'s state for `password` (`Lookups.breachStateNow`),
+    /// when a breach source is configured, and `breaches` the checker that remembers how often
+    /// it was seen; `deliverable` is `email.deliverable`'s, when DNS checks are on.
+    /// `credential` is the credential the form chose, with whether its session holds a
+    /// verified passkey.
     public func evaluateSubmission(
         values: [SignupField: String], usernameAvailability: RequirementState, breach: RequirementState? = nil,
-        deliverable: RequirementState? = nil, credential: CredentialChoice = .password
+        deliverable: RequirementState? = nil, credential: CredentialChoice = .password,
+        breaches: BreachedPasswordChecker? = nil
     ) -> FormEvaluation {
         // The answer is already known, so the rule's check is never run.
         let availability = usernameAvailabilityRule { _ in Empty().eraseToAnyPublisher() }
@@ -389,15 +353,15 @@ extension SignupPolicy {
             shownFields: everyField,
             breachAnswer: breach.map { AsyncAnswer(value: values[.password] ?? "", state: $0) },
             deliverableAnswer: deliverable.map { AsyncAnswer(value: values[.email] ?? "", state: $0) },
-            credential: credential)
+            credential: credential, breaches: breaches)
     }
 
     /// The same for the built-in four alone (declared fields empty).
     public func evaluateSubmission(
         username: String, email: String, password: String, confirm: String, usernameAvailability: RequirementState,
-        breach: RequirementState? = nil
+        breach: RequirementState? = nil, breaches: BreachedPasswordChecker? = nil
     ) -> FormEvaluation {
         evaluateSubmission(values: [.username: username, .email: email, .password: password, .confirm: confirm],
-                           usernameAvailability: usernameAvailability, breach: breach)
+                           usernameAvailability: usernameAvailability, breach: breach, breaches: breaches)
     }
 }

@@ -26,13 +26,13 @@ public final class SignupPolicy: @unchecked Sendable {
     public let confirm: FieldRules<PasswordConfirmation>
     public let strengthEstimator: any PasswordStrengthEstimating
     /// `password.breached`, when a breach source is configured; checked asynchronously,
-    /// after the password's own rules pass.
+    /// after the password's own rules pass (the source is a service: `Lookups`).
     public let passwordBreach: Requirement?
-    public let breachedPasswords: BreachedPasswordChecker?
     /// `email.deliverable`, when DNS checks are on (`--email-dns-check`); checked
     /// asynchronously, after the email's own rules pass.
     public let emailDeliverable: Requirement?
-    public let mailDomains: MailDomainChecker?
+    /// Which of those two the rules have.
+    public let lookups: Lookups.Kinds
     /// `passkey.created`: the checklist's one requirement in place of the password's when the
     /// person signs up with a passkey.
     public let passkeyCreated: Requirement
@@ -113,24 +113,26 @@ public final class SignupPolicy: @unchecked Sendable {
     ///     bidi characters, mixed-script look-alikes), or nil when it is fine; nil means ICU's
     ///     spoof checker. (Resolved here, not as a default argument value, so no caller can
     ///     end up without the check.)
+    ///   - lookups: the requirements answered outside the process that the rules have; the
+    ///     services that answer them are given to the evaluation (`Lookups`).
     public init(
         _ settings: Policy,
         commonPasswords: CommonPasswords? = nil,
         strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
         usernameProblem: (@Sendable (String) -> String?)? = nil,
-        breachedPasswords: BreachedPasswordChecker? = nil,
-        mailDomains: MailDomainChecker? = nil,
+        lookups: Lookups.Kinds = [],
         language: String? = nil
     ) {
         self.settings = settings
         self.language = language
         let texts = settings.texts
-        self.breachedPasswords = breachedPasswords
+        self.lookups = lookups
         self.usernameProblem = usernameProblem
         self.commonPasswordsOverride = commonPasswords
-        passwordBreach = breachedPasswords.map { _ in Requirement(id: "password.breached", text: texts(.passwordBreachedText)) }
-        self.mailDomains = mailDomains
-        emailDeliverable = mailDomains.map { _ in Requirement(id: "email.deliverable", text: texts(.emailDeliverableText)) }
+        passwordBreach = lookups.contains(.breachedPasswords)
+            ? Requirement(id: "password.breached", text: texts(.passwordBreachedText)) : nil
+        emailDeliverable = lookups.contains(.mailDomains)
+            ? Requirement(id: "email.deliverable", text: texts(.emailDeliverableText)) : nil
         self.strengthEstimator = strengthEstimator
         reservedCanonicalNames = Set((settings.reservedUsernames + [settings.serviceName]).map(Username.canonical))
         let lengths = settings.usernameLength
@@ -212,7 +214,11 @@ public final class SignupPolicy: @unchecked Sendable {
                 fields: [.username, .email, .password, .confirm, .passkey] + declaredNames, pageFields: passkeyFieldOrder,
                 liveRequirementOrder: liveRequirementOrder, liveFieldOrder: liveFieldOrder))
         builtInRequirementCounts = (ids(.username).count, ids(.email).count, ids(.password).count, ids(.confirm).count)
-        emailDeliverabilityRule = Self.deliverabilityRule(emailDeliverable, email: email, checker: mailDomains)
+        let emailRulesBuilt = email
+        emailDeliverabilityRule = emailDeliverable.map { requirement in
+            // The answer comes with the evaluation; this rule only says who is asked about.
+            emailRulesBuilt.asyncRule(id: requirement.id, text: requirement.text, check: { _ in Empty().eraseToAnyPublisher() })
+        }
         passwordBreachCandidateRule = Self.breachCandidateRule(passwordBreach, minimum: settings.passwordMinimumLength)
         initialState = evaluateInitialState()
     }
@@ -279,14 +285,21 @@ public final class SignupPolicy: @unchecked Sendable {
 
     /// The same rules with their texts in a language: `texts` (the language's catalog) under
     /// the policy file's wording for that language if it has some, else under its general
-    /// `texts`; everything else shared (estimator, breach source).
+    /// `texts`; everything else shared (estimator, outside requirements).
     public func localized(_ texts: PolicyTexts, language: String? = nil) -> SignupPolicy {
         var settings = self.settings
         let own = language.flatMap { self.settings.textsByLanguage[$0] } ?? self.settings.texts
         settings.texts = own.over(texts)
         return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
-                            usernameProblem: usernameProblem, breachedPasswords: breachedPasswords, mailDomains: mailDomains,
-                            language: language)
+                            usernameProblem: usernameProblem, lookups: lookups, language: language)
+    }
+
+    /// The same rules with the outside requirements `kinds` names: the app's policy has
+    /// exactly the ones its services can answer. Itself when they are the ones it has.
+    public func lookingUp(_ kinds: Lookups.Kinds) -> SignupPolicy {
+        guard kinds != lookups else { return self }
+        return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
+                            usernameProblem: usernameProblem, lookups: kinds, language: language)
     }
 
     /// The password as its rules see it, given the other fields it must not be based on.
@@ -373,15 +386,16 @@ public final class SignupPolicy: @unchecked Sendable {
          .password: password.requirements + (breach.map { [$0] } ?? []), .confirm: confirm.requirements]
     }
 
-    /// The asynchronous `email.deliverable` rule, if DNS checks are on. Only addresses that
-    /// pass the email's own rules are looked up (one question per debounced address).
-    /// Built once in `init`: every evaluation (every keystroke) reads it.
+    /// The asynchronous `email.deliverable` rule, if DNS checks are on, without its check
+    /// (the evaluation is given the answer). Only addresses that pass the email's own rules
+    /// are looked up. Built once in `init`: every evaluation (every keystroke) reads it.
     public let emailDeliverabilityRule: AsyncRule<String>?
 
-    private static func deliverabilityRule(_ requirement: Requirement?, email rules: FieldRules<String>,
-                                           checker: MailDomainChecker?) -> AsyncRule<String>? {
-        guard let requirement, let checker else { return nil }
-        return rules.asyncRule(id: requirement.id, text: requirement.text, check: { checker.state(of: $0) })
+    /// The same rule asking `checker`: the view model's pipeline (one question per debounced
+    /// address).
+    public func emailDeliverabilityRule(checkingWith checker: any MailDomainChecking) -> AsyncRule<String>? {
+        guard let emailDeliverable else { return nil }
+        return email.asyncRule(id: emailDeliverable.id, text: emailDeliverable.text, check: { checker.state(of: $0) })
     }
 
     /// What the email field says when `email.deliverable` is unmet.
@@ -394,11 +408,11 @@ public final class SignupPolicy: @unchecked Sendable {
         settings.emailSuggestions.suggestion(for: email)
     }
 
-    /// The asynchronous `password.breached` rule over the password as typed, if configured.
-    /// Only passwords long enough to be accepted are looked up (one look-up per debounced
-    /// password, none for the first keystrokes).
-    public var passwordBreachRule: AsyncRule<String>? {
-        guard let passwordBreach, let checker = breachedPasswords else { return nil }
+    /// The asynchronous `password.breached` rule over the password as typed, asking
+    /// `checker`, if the rules have it. Only passwords long enough to be accepted are looked
+    /// up (one look-up per debounced password, none for the first keystrokes).
+    public func passwordBreachRule(checkingWith checker: BreachedPasswordChecker) -> AsyncRule<String>? {
+        guard let passwordBreach else { return nil }
         let minimum = settings.passwordMinimumLength
         return AsyncRule(
             id: passwordBreach.id, text: passwordBreach.text,
@@ -428,9 +442,10 @@ public final class SignupPolicy: @unchecked Sendable {
         return digits.joined()
     }
 
-    /// What the field says when `password.breached` is unmet: the count, kindly, if known.
-    func breachMessage(for password: String) -> String {
-        switch breachedPasswords?.rememberedVerdict(for: password) {
+    /// What the field says when `password.breached` is unmet: the count, kindly, if the
+    /// checker remembers it.
+    func breachMessage(for password: String, checker: BreachedPasswordChecker?) -> String {
+        switch checker?.rememberedVerdict(for: password) {
         case .seen(1)?:
             // "(1 times so far)" reads as a mistake; once has its own sentence.
             return settings.texts(.passwordBreachedOnce)

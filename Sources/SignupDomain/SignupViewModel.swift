@@ -78,6 +78,7 @@ public final class SignupViewModel {
     public init(
         policy: SignupPolicy,
         availabilityChecker: any UsernameAvailabilityChecking,
+        lookups: Lookups = .none,
         scheduler: AnySchedulerOf<DispatchQueue>,
         availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride = .milliseconds(300)
     ) {
@@ -95,12 +96,13 @@ public final class SignupViewModel {
         let usernameInput = username.$value
         // "Not in a known breach", when configured: the same debounced, latest-only pipeline,
         // so a burst of keystrokes costs one look-up of the password as it settled.
-        let breachAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = policy.passwordBreachRule.map {
+        let breaches = lookups.breachedPasswords
+        let breachAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = breaches.flatMap(policy.passwordBreachRule).map {
             password.$value.latestAnswers(for: $0, debounce: availabilityDebounce, scheduler: scheduler)
         } ?? Just(nil).eraseToAnyPublisher()
 
         // "Can receive mail", when DNS checks are on: the same pipeline over the email.
-        let deliverableAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = policy.emailDeliverabilityRule.flatMap { rule in
+        let deliverableAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = lookups.mailDomains.flatMap(policy.emailDeliverabilityRule).flatMap { rule in
             inputsByField[.email].map { $0.$value.latestAnswers(for: rule, debounce: availabilityDebounce, scheduler: scheduler) }
         } ?? Just(nil).eraseToAnyPublisher()
         let outsideAnswers = Publishers.CombineLatest(breachAnswers, deliverableAnswers)
@@ -134,7 +136,7 @@ public final class SignupViewModel {
                 availability: availability, answer: answer,
                 shownFields: visibility.1 ? policy.everyField : visibility.0,
                 breachAnswer: outsideAnswers.0, deliverableAnswer: outsideAnswers.1, cache: cache,
-                credential: visibility.2)
+                credential: visibility.2, breaches: breaches)
         }
         .removeDuplicates()
         // Into `form`'s own publisher, Combine's way for a `@Published` output: no

@@ -22,6 +22,8 @@ final class FormSession: @unchecked Sendable {
     /// What a session needs to build its view model on first use.
     struct Configuration {
         let policy: SignupPolicy
+        /// The breach source and the mail-domain checker the view model asks.
+        let lookups: Lookups
         /// The language of every text the session sends (its snapshot's `lang`).
         let language: String
         /// `policy.initialEvaluation` as a snapshot, computed once for every session.
@@ -29,9 +31,10 @@ final class FormSession: @unchecked Sendable {
         let availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride
         let metrics: SignupMetrics?
 
-        init(policy: SignupPolicy, language: String = Languages.fallback,
+        init(policy: SignupPolicy, lookups: Lookups = .none, language: String = Languages.fallback,
              availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride, metrics: SignupMetrics?) {
             self.policy = policy
+            self.lookups = lookups
             self.language = language
             var initial = policy.initialEvaluation.snapshot(rev: 0)
             initial.language = language
@@ -94,6 +97,7 @@ final class FormSession: @unchecked Sendable {
         let viewModel = SignupViewModel(
             policy: configuration.policy,
             availabilityChecker: availabilityChecker,
+            lookups: configuration.lookups,
             scheduler: SharedTimerScheduler(queue: queue, lock: lock).eraseToAnyScheduler(),
             availabilityDebounce: configuration.availabilityDebounce)
         self.viewModel = viewModel

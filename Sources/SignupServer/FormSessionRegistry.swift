@@ -11,6 +11,8 @@ final class FormSessionRegistry: @unchecked Sendable {
         /// Each language's rules: a session speaks the language its page was in.
         var languages: Languages
         var availabilityChecker: StoreAvailabilityChecker
+        /// The breach source and the mail-domain checker every view model asks.
+        var lookups: Lookups
         var availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride
         var idleLifetime: TimeInterval
         var maximumSessions: Int
@@ -51,7 +53,7 @@ final class FormSessionRegistry: @unchecked Sendable {
         self.settings = settings
         self.sessionConfigurations = Dictionary(uniqueKeysWithValues: settings.languages.all.map { language in
             (language.tag, FormSession.Configuration(
-                policy: language.policy, language: language.tag,
+                policy: language.policy, lookups: settings.lookups, language: language.tag,
                 availabilityDebounce: settings.availabilityDebounce, metrics: settings.metrics))
         })
     }

@@ -23,7 +23,7 @@ struct LiveFormRoutes: Sendable {
     let proofOfWork: ProofOfWorkGate?
 
     init(_ services: Services) {
-        policy = services.configuration.policy
+        policy = services.policy
         refusals = services.refusals
         sessions = services.sessions
         limiters = services.limiters

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import SignupLookups
 
 /// Every service the handlers use, built once from the configuration and the store: the one
 /// place the app is wired. A handler struct takes what it uses from here (its `init(_:)`), so
@@ -10,6 +11,10 @@ import SignupDomain
 struct Services: Sendable {
     let configuration: SignupApplication.Configuration
     let store: any AccountStore
+    /// The rules, with exactly the outside requirements `lookups` can answer.
+    let policy: SignupPolicy
+    /// The breach source and the mail-domain checker the rules ask.
+    let lookups: Lookups
     let logger: Logger
     let metrics: SignupMetrics
     /// Each kind of failure logged once a minute at most, with a count of its repeats.
@@ -47,7 +52,10 @@ struct Services: Sendable {
         self.logger = logger
         let now = configuration.now
         self.now = now
-        let policy = configuration.policy
+        let lookups = Lookups(breachedPasswords: configuration.breachedPasswords, mailDomains: configuration.mailDomains)
+        self.lookups = lookups
+        let policy = configuration.policy.lookingUp(lookups.kinds)
+        self.policy = policy
         let server = WeakServer()
         self.server = server
         let metrics = SignupMetrics()
@@ -60,7 +68,7 @@ struct Services: Sendable {
         let limiters = ClientLimiters(configuration.limits, store: store, logger: logger, now: now, consulted: consulted)
         self.limiters = limiters
         refusals = Refusals(metrics: metrics, logger: logger)
-        Self.observeOutsideLookups(of: policy, metrics: metrics, log: repeatLimited)
+        Self.observe(configuration, metrics: metrics, log: repeatLimited)
 
         do {
             languages = try Languages(directory: configuration.templatesDirectory.appendingPathComponent("i18n"), policy: policy)
@@ -90,6 +98,7 @@ struct Services: Sendable {
         sessions = FormSessionRegistry(settings: .init(
             languages: languages,
             availabilityChecker: availability,
+            lookups: lookups,
             availabilityDebounce: .nanoseconds(Int(debounce.seconds * 1_000_000_000 + debounce.attoseconds / 1_000_000_000)),
             idleLifetime: configuration.sessionIdleLifetime,
             maximumSessions: configuration.maximumSessions,
@@ -164,8 +173,9 @@ struct Services: Sendable {
 
     /// The breached-password source's and the mail domains' failures, counted and logged (a
     /// broken source fails every look-up: one warning a minute per kind).
-    private static func observeOutsideLookups(of policy: SignupPolicy, metrics: SignupMetrics, log: RepeatLimitedLog) {
-        policy.breachedPasswords?.observeLookups { verdict, failure in
+    private static func observe(_ configuration: SignupApplication.Configuration, metrics: SignupMetrics,
+                                log: RepeatLimitedLog) {
+        configuration.breachedPasswords?.observeLookups { verdict, failure in
             metrics.breachLookup(verdict, sourceFailure: failure)
             if let failure {
                 log.log(.warning, "Breached-password source failed; the built-in list answered",
@@ -173,7 +183,7 @@ struct Services: Sendable {
                         metadata: ["reason": "\(failure.reason)", "error": "\(failure)"])
             }
         }
-        policy.mailDomains?.observeLookups { check, domain in
+        configuration.mailDomains?.observeLookups { check, domain in
             metrics.mailDomainLookup(check)
             if case .failed(let failure) = check {
                 log.log(.warning, "DNS gave no answer about an email domain; the address was let through",

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import SignupLookups
 
 /// The whole sign-up web app: an HTTP server, the form sessions and the pages, wired to an
 /// account store. Start it, read `port`, stop it.
@@ -13,6 +14,11 @@ public final class SignupApplication: Sendable {
         public var publicDirectory = URL(fileURLWithPath: "Public")
         public var templatesDirectory = URL(fileURLWithPath: "Templates")
         public var policy = SignupPolicy.classic()
+        /// Where `password.breached` is answered (`--breached-passwords`, `-api`); nil: the
+        /// rules have no such requirement.
+        public var breachedPasswords: BreachedPasswordChecker?
+        /// Where `email.deliverable` is answered (`--email-dns-check`); nil: no such requirement.
+        public var mailDomains: MailDomainChecker?
         public var availabilityDebounce: Duration = .milliseconds(300)
         /// A session unused this long, with no open stream, is dropped (its token builds a
         /// fresh one if used again).

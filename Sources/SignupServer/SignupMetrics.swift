@@ -1,6 +1,7 @@
 import Foundation
 import MicroHTTPD
 import OutsideDNS
+import SignupLookups
 import Metrics
 import SignupDomain
 

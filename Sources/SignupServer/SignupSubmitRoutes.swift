@@ -27,6 +27,8 @@ struct SignupSubmitRoutes: Sendable {
     let proofs: AddressProofs?
     /// Checks the sign-up's proof of work, when proofs are on.
     let proofOfWork: ProofOfWorkGate?
+    /// The breach source and the mail-domain checker the submit check asks again.
+    let lookups: Lookups
 
     init(_ services: Services) {
         refusals = services.refusals
@@ -43,6 +45,7 @@ struct SignupSubmitRoutes: Sendable {
         webhooks = services.webhooks
         proofs = services.proofs
         proofOfWork = services.proofOfWork
+        lookups = services.lookups
     }
 
     /// One sign-up as it is handled: its request, and the credential its form chose.
@@ -139,7 +142,7 @@ struct SignupSubmitRoutes: Sendable {
             metrics.signup("unavailable")
             return unavailable(submission, values: values, token: token)
         }
-        guard policy.breachedPasswords != nil || policy.mailDomains != nil else {
+        guard policy.passwordBreach != nil || policy.emailDeliverable != nil else {
             return checked(submission, values: values, availability: availability, breach: nil, deliverable: nil, token: token,
                            session: session)
         }
@@ -147,8 +150,8 @@ struct SignupSubmitRoutes: Sendable {
         // their own threads and the answer follows from there, never holding a request thread.
         let email = values[.email] ?? ""
         return .later { [self] respond in
-            policy.breachState(for: password) { [self] breach in
-                policy.deliverableState(for: email) { [self] deliverable in
+            lookups.breachState(for: password, in: policy) { [self] breach in
+                lookups.deliverableState(for: email, in: policy) { [self] deliverable in
                     // Off the resolver's thread, which only relays answers.
                     DispatchQueue.global().async { [self] in
                         checked(submission, values: values, availability: availability, breach: breach,
@@ -169,7 +172,8 @@ struct SignupSubmitRoutes: Sendable {
         let passkey = session?.passkey
         let evaluation = policy.evaluateSubmission(
             values: values, usernameAvailability: availability, breach: breach, deliverable: deliverable,
-            credential: CredentialChoice(method: credential, passkeyCreated: passkey != nil))
+            credential: CredentialChoice(method: credential, passkeyCreated: passkey != nil),
+            breaches: lookups.breachedPasswords)
         guard evaluation.isValid else {
             metrics.signup(availability == .unmet ? "taken" : "invalid")
             return rerender(submission, values: values, evaluation: evaluation, token: token, status: .unprocessableContent)

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OutsideDNS
 import SignupDomain
+import SignupLookups
 import SignupSQLite
 import SignupPostgres
 import SignupServer
@@ -199,10 +200,14 @@ struct AccountOptions: ParsableArguments {
         // The flag wins over the policy file, which wins over the built-in 300 ms.
         let debounce = availabilityDebounceMs ?? settings.availabilityDebounceMilliseconds ?? 300
         configuration.availabilityDebounce = .milliseconds(debounce)
-        configuration.policy = SignupPolicy(settings, breachedPasswords: try breachLookup().map {
+        configuration.breachedPasswords = try breachLookup().map {
             // Fail-open: when the source cannot answer, the built-in common-password list does.
-            BreachedPasswordChecker(lookup: $0, fallback: .builtIn)
-        }, mailDomains: try mailDomainChecker())
+            BreachedPasswordChecker.onWorkerThreads(lookup: $0, fallback: .builtIn)
+        }
+        configuration.mailDomains = try mailDomainChecker()
+        // The rules have the outside requirements the services above answer.
+        configuration.policy = SignupPolicy(settings).lookingUp(
+            Lookups(breachedPasswords: configuration.breachedPasswords, mailDomains: configuration.mailDomains).kinds)
         configuration.passwordHasher = (Argon2Preset(rawValue: argon2Preset) ?? .interactive).hasher
         configuration.maximumConcurrentHashes = maxConcurrentHashes
     }

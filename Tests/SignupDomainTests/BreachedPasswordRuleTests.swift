@@ -26,6 +26,7 @@ final class BreachedPasswordRuleTests: XCTestCase {
 
     private struct Harness {
         let model: SignupViewModel
+        let lookups: Lookups
         let lookup: FakeLookup
         let checker: BreachedPasswordChecker
         let scheduler: TestSchedulerOf<DispatchQueue>
@@ -45,10 +46,11 @@ final class BreachedPasswordRuleTests: XCTestCase {
         let lookupQueue = DispatchQueue(label: "test-breach-lookups")
         let checker = BreachedPasswordChecker(lookup: lookup, run: { lookupQueue.async(execute: $0); return true })
         let scheduler = DispatchQueue.test
-        let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), breachedPasswords: checker)
-        let model = SignupViewModel(policy: policy, availabilityChecker: FakeAvailabilityChecker(),
+        let lookups = Lookups(breachedPasswords: checker)
+        let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: lookups.kinds)
+        let model = SignupViewModel(policy: policy, availabilityChecker: FakeAvailabilityChecker(), lookups: lookups,
                                     scheduler: scheduler.eraseToAnyScheduler())
-        return Harness(model: model, lookup: lookup, checker: checker, scheduler: scheduler, lookupQueue: lookupQueue)
+        return Harness(model: model, lookups: lookups, lookup: lookup, checker: checker, scheduler: scheduler, lookupQueue: lookupQueue)
     }
 
     func testTheRequirementIsListedOnlyWhenASourceIsConfigured() {
@@ -91,11 +93,13 @@ final class BreachedPasswordRuleTests: XCTestCase {
 
     func testACountOfOneHasItsOwnSentenceAndCountsUseTheLanguagesGrouping() {
         let once = "Sunshine-2024-Garden", often = "Autumn-Leaves-1987"
-        let policy = makeHarness(seen: [once: 1, often: 3861]).model.policy
+        let harness = makeHarness(seen: [once: 1, often: 3861])
+        let policy = harness.model.policy, lookups = harness.lookups
         func message(_ policy: SignupPolicy, _ password: String) -> String? {
             policy.evaluateSubmission(
                 username: "alice_01", email: "alice@example.com", password: password, confirm: password,
-                usernameAvailability: .met, breach: policy.breachStateNow(for: password)
+                usernameAvailability: .met, breach: lookups.breachStateNow(for: password, in: policy),
+                breaches: lookups.breachedPasswords
             ).problems.first { $0.field == .password }?.message
         }
         XCTAssertEqual(message(policy, once),
@@ -131,12 +135,14 @@ final class BreachedPasswordRuleTests: XCTestCase {
     func testTheSubmitCheckLooksThePasswordUpToo() {
         let breached = "Sunshine-2024-Garden"
         let harness = makeHarness(seen: [breached: 5])
-        let policy = harness.model.policy
-        XCTAssertEqual(policy.breachStateNow(for: breached), .unmet)
-        XCTAssertEqual(policy.breachStateNow(for: "Correct-Horse-7-Lantern"), .met)
+        let policy = harness.model.policy, lookups = harness.lookups
+        XCTAssertEqual(lookups.breachStateNow(for: breached, in: policy), .unmet)
+        XCTAssertEqual(lookups.breachStateNow(for: "Correct-Horse-7-Lantern", in: policy), .met)
+        XCTAssertNil(Lookups.none.breachStateNow(for: breached, in: policy), "no source: nothing to say")
         let evaluation = policy.evaluateSubmission(
             username: "alice_01", email: "alice@example.com", password: breached, confirm: breached,
-            usernameAvailability: .met, breach: policy.breachStateNow(for: breached))
+            usernameAvailability: .met, breach: lookups.breachStateNow(for: breached, in: policy),
+            breaches: lookups.breachedPasswords)
         XCTAssertFalse(evaluation.isValid)
         XCTAssertTrue(evaluation.problems.contains { $0.field == .password && $0.message.contains("(5 times so far)") },
                       "\(evaluation.problems)")

@@ -3,6 +3,7 @@ import Foundation
 import OutsideDNS
 import ReactiveValidation
 import SignupDomain
+import SignupLookups
 import XCTest
 #if canImport(Combine)
 import Combine
@@ -193,9 +194,10 @@ final class EmailHygieneTests: XCTestCase {
         let resolver = ScriptedResolver()
         let checker = MailDomainChecker(resolver: resolver)
         let scheduler = DispatchQueue.test
-        let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), mailDomains: checker)
+        let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: .mailDomains)
         XCTAssertEqual(policy.requirements(for: .email).map(\.id), ["email.format", "email.deliverable"])
         let model = SignupViewModel(policy: policy, availabilityChecker: FakeAvailabilityChecker(),
+                                    lookups: Lookups(mailDomains: checker),
                                     scheduler: scheduler.eraseToAnyScheduler())
         model.touchedFields.insert(.email)
         model.email = "ada@example"
@@ -221,11 +223,11 @@ final class EmailHygieneTests: XCTestCase {
 
     func testTheSubmitCheckUsesTheSameAnswerAndRefusesUndeliverableAddresses() {
         let resolver = ScriptedResolver()
-        let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(),
-                                  mailDomains: MailDomainChecker(resolver: resolver))
+        let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: .mailDomains)
+        let lookups = Lookups(mailDomains: MailDomainChecker(resolver: resolver))
         let states = Locked<[RequirementState?]>([])
-        policy.deliverableState(for: "not an address") { state in states.withLock { $0.append(state) } }
-        policy.deliverableState(for: "ada@gone.test") { state in states.withLock { $0.append(state) } }
+        lookups.deliverableState(for: "not an address", in: policy) { state in states.withLock { $0.append(state) } }
+        lookups.deliverableState(for: "ada@gone.test", in: policy) { state in states.withLock { $0.append(state) } }
         resolver.answer("gone.test", .success(.noSuchDomain))
         XCTAssertEqual(states.withLock { $0 }, [.unmet, .unmet])
         XCTAssertEqual(resolver.askedSoFar, ["gone.test"])
@@ -233,7 +235,9 @@ final class EmailHygieneTests: XCTestCase {
                                              .password: "Lantern-Orbit-42", .confirm: "Lantern-Orbit-42"]
         XCTAssertFalse(policy.evaluateSubmission(values: values, usernameAvailability: .met, deliverable: .unmet).isValid)
         XCTAssertTrue(policy.evaluateSubmission(values: values, usernameAvailability: .met, deliverable: .met).isValid)
-        SignupPolicy(.classic).deliverableState(for: "ada@gone.test") { state in states.withLock { $0.append(state) } }
+        lookups.deliverableState(for: "ada@gone.test", in: SignupPolicy(.classic)) { state in
+            states.withLock { $0.append(state) }
+        }
         XCTAssertEqual(states.withLock { $0 }.last, .some(nil), "no DNS check configured: nothing to say")
     }
 }

@@ -94,9 +94,10 @@ final class SignupViewModelTests: XCTestCase {
         let breaches = BreachedPasswordChecker(lookup: NoBreaches(), run: { $0(); return true })
         let policies = Policy.all.map { SignupPolicy($0) }
             + [SignupPolicy(declared, strengthEstimator: LengthStrengthEstimator()),
-               SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), breachedPasswords: breaches)]
+               SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: .breachedPasswords)]
         for policy in policies {
             let model = SignupViewModel(policy: policy, availabilityChecker: FakeAvailabilityChecker(),
+                                        lookups: Lookups(breachedPasswords: breaches),
                                         scheduler: DispatchQueue.test.eraseToAnyScheduler())
             let initial = model.form
             XCTAssertEqual(initial, policy.initialEvaluation, policy.name)

@@ -75,7 +75,9 @@ final class EventStreamTests: XCTestCase {
         _ = try await form.edit("email", to: "not-an-email", touched: true)  // rev 3: its problem shows
         _ = try await form.edit("email", to: "not-an-email", touched: true)  // rev 4: nothing new
         _ = try await form.edit("email", to: "ok@example.com")               // rev 5: the marker
-        let all = await events.wait { $0.contains(where: self.isEmailFormat) }
+        // The marker's two events: its requirement and its message (a wait for the first
+        // alone could read the list between the two).
+        let all = await events.wait { $0.contains(where: self.isEmailFormat) && $0.count >= 4 }
         guard all.count == 4, case .message(field: "email", let problem, rev: 3) = all[1] else {
             return XCTFail("expected the blur's message at rev 3, then the marker's events: \(all)")
         }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTestSupport
 import MicroHTTPD
 import SignupDomain
+import SignupLookups
 import XCTest
 
 /// The k-anonymity range client against a local stub of the API (MicroHTTPD): only the

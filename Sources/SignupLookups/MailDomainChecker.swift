@@ -1,11 +1,7 @@
 import Foundation
 import OutsideDNS
 import ReactiveValidation
-#if canImport(Combine)
-import Combine
-#else
-import OpenCombineShim
-#endif
+import SignupDomain
 
 /// What one "can this domain receive mail?" check found.
 public enum MailDomainCheck: Equatable, Sendable {
@@ -38,7 +34,7 @@ public enum MailDomainCheck: Equatable, Sendable {
 /// newest), so a person's submit after the live check, and everyone on gmail.com, cost no
 /// question. Failures are not remembered: the next check asks again. Questions for a domain
 /// already being asked wait for that answer instead of asking twice.
-public final class MailDomainChecker: @unchecked Sendable {
+public final class MailDomainChecker: MailDomainChecking, @unchecked Sendable {
     public let resolver: any MailDomainResolving
     private let now: @Sendable () -> Date
     private let verdictLifetime: TimeInterval
@@ -106,16 +102,8 @@ public final class MailDomainChecker: @unchecked Sendable {
         }
     }
 
-    /// `email.deliverable`'s state for `address`, asked when subscribed.
-    public func state(of address: String) -> AnyPublisher<RequirementState, Never> {
-        let checker = self
-        return Deferred {
-            Future<RequirementState, Never> { promise in
-                // A Future's promise may be called from any thread (it locks internally).
-                nonisolated(unsafe) let promise = promise
-                checker.check(address: address) { promise(.success($0.state)) }
-            }
-        }
-        .eraseToAnyPublisher()
+    /// `email.deliverable`'s state for `address` (`MailDomainChecking`).
+    public func deliverability(of address: String, then completion: @escaping @Sendable (RequirementState) -> Void) {
+        check(address: address) { completion($0.state) }
     }
 }

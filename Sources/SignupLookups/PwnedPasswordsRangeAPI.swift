@@ -1,5 +1,6 @@
 import Foundation
 import OutsideHTTP
+import SignupDomain
 
 /// Have I Been Pwned's k-anonymity range API (`GET {base}/range/{first 5 hex of SHA-1}`
 /// answers every `SUFFIX:COUNT` with that prefix): only five hex digits of the hash leave
