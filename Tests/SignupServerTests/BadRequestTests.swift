@@ -83,7 +83,9 @@ final class BadRequestTests: XCTestCase {
         let form = try await server.client.openForm()
         let value = String(repeating: "a", count: 16 * 1024)
         try assertError(
-            try await server.request("POST", "/fields", body: "token=\(form.token)&field=email&value=\(value)&seq=1"),
+            // The HTTP layer stops reading past the limit: over a socket.
+            try await server.request("POST", "/fields", body: "token=\(form.token)&field=email&value=\(value)&seq=1",
+                                     over: .socket),
             status: 413, code: "body_too_large", mentioning: ["16 KiB"])
         // Just under the limit is fine.
         let fits = String(repeating: "a", count: 16 * 1024 - 100)

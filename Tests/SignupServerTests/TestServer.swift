@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import LiveSignupClient
 import Logging
+import MicroHTTPD
 import SignupDomain
 import SignupSQLite
 import SignupServer
@@ -60,13 +61,52 @@ final class TestServer {
         try? FileManager.default.removeItem(at: databaseDirectory)
     }
 
-    /// A raw request, for checking statuses, headers and bodies exactly.
+    /// How `request` reaches the app.
+    enum Transport {
+        /// Handed to `SignupApplication.respond(to:)`: routing, limits, metrics and handlers
+        /// exactly as for a served request, without a socket (as Hummingbird's in-process
+        /// tests). The default: a route's answer is what most tests check.
+        case inProcess
+        /// Over a loopback socket through libmicrohttpd, for what only the HTTP layer does:
+        /// its body and header limits, its own headers, the peer's address, streams.
+        case socket
+    }
+
+    /// A raw request, for checking statuses, headers and bodies exactly; in process unless
+    /// the test is about the HTTP layer. Headers come back lowercased, repeated ones joined
+    /// with ", " (as URLSession joins them).
     func request(
         _ method: String, _ path: String, body: String? = nil,
         contentType: String? = "application/x-www-form-urlencoded",
-        headers: [String: String] = [:]
+        headers: [String: String] = [:], over transport: Transport = .inProcess
     ) async throws -> (status: Int, headers: [String: String], body: String) {
-        try await Self.request(to: baseURL, method, path, body: body, contentType: contentType, headers: headers)
+        guard transport == .inProcess else {
+            return try await Self.request(to: baseURL, method, path, body: body, contentType: contentType, headers: headers)
+        }
+        let parts = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let query = try parts.count > 1 ? URLEncodedForm(decoding: Array(parts[1].utf8)).fields : []
+        var sent = HTTPHeaders(headers.map { ($0.key, $0.value) })
+        // What every client sends and the site's origin is judged by.
+        if sent["Host"] == nil { sent.set("Host", "127.0.0.1:\(app.port)") }
+        var bytes: [UInt8] = []
+        if let body {
+            bytes = Array(body.utf8)
+            if let contentType { sent.set("Content-Type", contentType) }
+            sent.set("Content-Length", String(bytes.count))
+        }
+        let rawPath = String(parts[0])
+        let response = await app.respond(to: HTTPRequest(
+            method: method, path: rawPath.removingPercentEncoding ?? rawPath, rawPath: rawPath, query: query,
+            headers: sent, body: bytes))
+        var answered: [String: String] = [:]
+        for (name, value) in response.headers {
+            answered[name.lowercased(), default: ""] += (answered[name.lowercased()] == nil ? "" : ", ") + value
+        }
+        guard method != "HEAD", case .bytes(let content) = response.body else {
+            // HEAD has no body, and a stream's body is the stream (its tests read it as a client).
+            return (response.status.code, answered, "")
+        }
+        return (response.status.code, answered, String(decoding: content, as: UTF8.self))
     }
 
     /// The same, without the server object, for requests sent from several tasks at once.
