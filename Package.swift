@@ -102,13 +102,15 @@ let package = Package(
         // The wire vocabulary, Foundation only, shared by server and client. FormWire holds what
         // any live form says (requirement states, edit receipts, error bodies, SSE events);
         // SignupWire the sign-up's own snapshot, events and password strength.
+        // The one clock the app runs by (wall time and delayed work), and the test clock.
+        .target(name: "Clocks"),
         .target(name: "FormWire"),
         .target(name: "SignupWire", dependencies: ["FormWire"]),
 
         // Layer 1: the Swift face of libmicrohttpd. Knows HTTP and SSE, nothing about sign-up.
         .target(
             name: "MicroHTTPD",
-            dependencies: ["CMicroHTTPD", "MicroHTTPDShims"]
+            dependencies: ["CMicroHTTPD", "MicroHTTPDShims", "Clocks"]
         ),
 
         // Layer 2: reactive validation for any form: rules as data, OpenCombine operators.
@@ -177,6 +179,7 @@ let package = Package(
                 "ReactiveValidation",
                 "SignupDomain",
                 "SignupLookups",
+                "Clocks",
                 "OutsideHTTP",
                 "OutsideMail",
                 "OutsideDNS",
@@ -269,6 +272,7 @@ let package = Package(
                 "AccountStoreTestSupport",
                 "ReactiveValidation",
                 "HTTPTestSupport",
+                "Clocks",
                 "OutsideDNS",
                 "SignupLookups",
                 "LiveSignupClient",
@@ -294,14 +298,14 @@ let package = Package(
             resources: [.copy("Reference/reference-scores.tsv")]
         ),
         // Raw sockets for tests that check exact bytes or act as several client addresses.
-        .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
+        .target(name: "HTTPTestSupport", dependencies: ["Clocks"], path: "Tests/HTTPTestSupport"),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "HTTPTestSupport"]),
         .testTarget(
             name: "SignupServerTests",
             dependencies: [
                 "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport", "WebAuthnTestSupport",
                 "WebAuthn",
-                "AccountStoreTestSupport", "SignupSQLite", "SignupPostgres", "SignupLookups", "OutsideMail",
+                "AccountStoreTestSupport", "SignupSQLite", "SignupPostgres", "SignupLookups", "OutsideMail", "Clocks",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]

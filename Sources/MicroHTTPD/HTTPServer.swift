@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import Clocks
 import Dispatch
 import Foundation
 import MicroHTTPDShims
@@ -21,7 +22,6 @@ public final class HTTPServer: Sendable {
     private struct State {
         var daemon: OpaquePointer?
         var port: UInt16 = 0
-        var heartbeat: DispatchSourceTimer?
         var openStreams = OpenStreams()
         /// Connections suspended while a deferred response is computed.
         var pendingDeferred: [ObjectIdentifier: PendingDeferred] = [:]
@@ -90,15 +90,15 @@ public final class HTTPServer: Sendable {
             throw StartError.cannotStart(reason)
         }
         let port = mhd_shim_bound_port(daemon)
-        let heartbeat = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
-        let interval = configuration.heartbeatIntervalSeconds
-        heartbeat.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
-        heartbeat.setEventHandler { [weak self] in self?.sendHeartbeats() }
-        heartbeat.resume()
         state.withLock {
             $0.daemon = daemon
             $0.port = port
-            $0.heartbeat = heartbeat
+        }
+        // Until a shutdown begins (or the server is gone).
+        configuration.clock.every(configuration.heartbeatIntervalSeconds) { [weak self] in
+            guard let self, !state.withLock({ $0.isStopping }) else { return false }
+            sendHeartbeats()
+            return true
         }
     }
 
@@ -108,8 +108,6 @@ public final class HTTPServer: Sendable {
     public func beginShutdown() {
         let (daemon, streams) = state.withLock { state -> (OpaquePointer?, [EventStream]) in
             state.isStopping = true
-            state.heartbeat?.cancel()
-            state.heartbeat = nil
             defer { state.hasStoppedListening = true }
             return (state.hasStoppedListening ? nil : state.daemon, state.openStreams.list)
         }
@@ -166,7 +164,7 @@ public final class HTTPServer: Sendable {
         return response
     }
 
-    /// The periodic heartbeat, now (tests; the timer calls the same).
+    /// The periodic heartbeat, now (tests; the clock calls the same).
     public func sendHeartbeatsNow() { sendHeartbeats() }
 
     /// Each open stream gets a comment line, and streams whose client has hung up are

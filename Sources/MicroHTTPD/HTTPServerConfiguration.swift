@@ -1,3 +1,4 @@
+import Clocks
 /// How an `HTTPServer` listens and what it allows.
 public struct HTTPServerConfiguration: Sendable {
     /// Address or host name to bind, e.g. "127.0.0.1" or "::1".
@@ -24,6 +25,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxBodyBytes: Int
     /// How often open event streams get a comment line so dead peers are noticed.
     public var heartbeatIntervalSeconds: Double
+    /// The clock the heartbeat runs by (a test's clock sends it when moved).
+    public var clock: any WallClock
     /// Receives libmicrohttpd's own messages (a port in use, a failed accept, a client that
     /// hung up mid-answer), each marked with whether it is only a client gone.
     public var errorLog: (@Sendable (LibraryMessage) -> Void)?
@@ -38,8 +41,10 @@ public struct HTTPServerConfiguration: Sendable {
         maxBodyBytes: Int = 16 * 1024,
         connectionMemoryBytes: Int = 0,
         heartbeatIntervalSeconds: Double = 15,
+        clock: any WallClock = SystemClock(),
         errorLog: (@Sendable (LibraryMessage) -> Void)? = nil
     ) {
+        self.clock = clock
         self.perAddressConnectionLimit = perAddressConnectionLimit
         self.errorLog = errorLog
         self.host = host

@@ -52,13 +52,6 @@ public protocol AccountStore: SharedTokenBuckets, EventOutbox, PendingSignups, S
     func removeEndedSignInSessions(at now: Date, rules: SignInSessionRules) throws -> Int
 }
 
-extension AccountStore {
-    /// Whether a username is in use now (by the system clock).
-    public func isUsernameTaken(_ username: String) throws -> Bool {
-        try isUsernameTaken(username, at: Date())
-    }
-}
-
 /// Token buckets shared by every instance (limits that must hold across them): each
 /// `AccountStore` keeps them as rows; `InMemoryTokenBuckets` where there is one process only.
 /// Proof-of-work solutions are single use across every instance sharing the store.

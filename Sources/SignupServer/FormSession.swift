@@ -1,3 +1,4 @@
+import Clocks
 import CombineSchedulers
 import Foundation
 import MicroHTTPD
@@ -77,7 +78,7 @@ final class FormSession: @unchecked Sendable {
         token: String,
         configuration: Configuration,
         availabilityChecker: any UsernameAvailabilityChecking,
-        now: @escaping @Sendable () -> Date
+        clock: any WallClock
     ) {
         self.token = token
         self.configuration = configuration
@@ -85,7 +86,7 @@ final class FormSession: @unchecked Sendable {
         // Targets the shared non-overcommit pool: a serial queue of its own would let
         // thousands of sessions waking at once (streams closing) spawn a thread each.
         self.queue = DispatchQueue(label: "form-session", target: .global())
-        self.activity = ActivityClock(now: now)
+        self.activity = ActivityClock(clock: clock)
     }
 
     /// The view model, built on first use. Its one output, the settled form, is diffed
@@ -298,17 +299,17 @@ final class FormSession: @unchecked Sendable {
 /// When a session was last used and whether anyone is listening, readable from any thread.
 final class ActivityClock: @unchecked Sendable {
     private let lock = NSLock()
-    private let now: @Sendable () -> Date
+    private let clock: any WallClock
     private var lastValue: Date
     private var openStreamCount = 0
 
-    init(now: @escaping @Sendable () -> Date) {
-        self.now = now
-        self.lastValue = now()
+    init(clock: any WallClock) {
+        self.clock = clock
+        self.lastValue = clock.now
     }
 
     func touch() {
-        let date = now()
+        let date = clock.now
         lock.withLock { lastValue = date }
     }
 

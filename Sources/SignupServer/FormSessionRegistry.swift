@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import SignupDomain
 
@@ -21,9 +22,8 @@ final class FormSessionRegistry: @unchecked Sendable {
         var tokens: FormTokenAuthority
         var limiters: ClientLimiters
         var metrics: SignupMetrics
-        var now: @Sendable () -> Date
-        /// Runs a throttled look-up after its wait, by the same clock as `now`.
-        var after: @Sendable (TimeInterval, @escaping @Sendable () -> Void) -> Void
+        /// Tokens age, sessions idle and throttled look-ups wait by it.
+        var clock: any WallClock
     }
 
     enum LookupError: Error, Equatable {
@@ -62,7 +62,7 @@ final class FormSessionRegistry: @unchecked Sendable {
 
     /// A token for a new page view. No session exists until the token is used.
     func mintToken() -> String {
-        settings.tokens.mint(issuedAt: settings.now())
+        settings.tokens.mint(issuedAt: settings.clock.now)
     }
 
     /// When a genuine token's page was served (nil for anything else).
@@ -80,7 +80,7 @@ final class FormSessionRegistry: @unchecked Sendable {
     func acceptsForLiveUse(_ token: String) -> Bool {
         guard let issue = settings.tokens.issue(of: token) else { return false }
         return issue.instance == settings.tokens.instance
-            && settings.now().timeIntervalSince(issue.date) <= settings.tokenLifetime
+            && settings.clock.now.timeIntervalSince(issue.date) <= settings.tokenLifetime
     }
 
     /// The session already alive for `token`, if any; never builds one.
@@ -124,8 +124,8 @@ final class FormSessionRegistry: @unchecked Sendable {
             availabilityChecker: ThrottledAvailabilityChecker(
                 base: settings.availabilityChecker, limiters: settings.limiters,
                 sessionKey: token, addressKey: addressKey, checks: settings.metrics.availabilityChecks,
-                after: settings.after),
-            now: settings.now)
+                clock: settings.clock),
+            clock: settings.clock)
         return lock.withLock {
             // Two first uses at once (the stream and an edit): the first one in wins.
             if let raced = sessions[token] { return raced.session }
@@ -136,7 +136,7 @@ final class FormSessionRegistry: @unchecked Sendable {
     }
 
     private var expiryCutoff: Date {
-        settings.now().addingTimeInterval(-settings.idleLifetime)
+        settings.clock.now.addingTimeInterval(-settings.idleLifetime)
     }
 
     /// Drops sessions idle for longer than their lifetime; returns how many.

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Logging
 import MicroHTTPD
@@ -18,20 +19,21 @@ final class OutboxDelivery: Sendable {
     private let store: any EventOutbox
     private let metrics: SignupMetrics
     private let logger: Logger
-    private let now: @Sendable () -> Date
+    /// Events come due, are leased and retried by it.
+    private let clock: any WallClock
     private let condition = NSCondition()
     private let state = Locked((running: false, stopped: false, nudged: false))
     private let finished = DispatchSemaphore(value: 0)
 
     init(channel: OutboxChannel, schedule: DeliverySchedule, courier: any OutboxCourier, store: any EventOutbox,
-         metrics: SignupMetrics, logger: Logger, now: @escaping @Sendable () -> Date) {
+         metrics: SignupMetrics, logger: Logger, clock: any WallClock) {
         self.channel = channel
         self.schedule = schedule
         self.courier = courier
         self.store = store
         self.metrics = metrics
         self.logger = logger
-        self.now = now
+        self.clock = clock
     }
 
     func start() {
@@ -84,7 +86,7 @@ final class OutboxDelivery: Sendable {
         do {
             // The lease outlasts the batch's attempts, so no other instance takes one meanwhile;
             // if this process dies mid-attempt, the events are due again when it ends.
-            claimed = try store.claimDueEvents(channel: channel, at: now(), limit: schedule.batch,
+            claimed = try store.claimDueEvents(channel: channel, at: clock.now, limit: schedule.batch,
                                                lease: Double(schedule.batch) * (schedule.attemptTimeout + 1) + 4)
         } catch {
             logger.warning("Outbox unavailable", metadata: ["channel": "\(channel.rawValue)", "error": "\(error)"])
@@ -101,7 +103,7 @@ final class OutboxDelivery: Sendable {
         var parkNow = false
         switch courier.deliver(event) {
         case .delivered:
-            record { try store.markDelivered(eventID: event.id, attempts: attempts, at: now()) }
+            record { try store.markDelivered(eventID: event.id, attempts: attempts, at: clock.now) }
             metrics.outbox(channel, .delivered)
             return
         case .retry(let reason):
@@ -110,7 +112,7 @@ final class OutboxDelivery: Sendable {
             failure = reason
             parkNow = true
         }
-        let time = now()
+        let time = clock.now
         if parkNow || time.timeIntervalSince(event.createdAt) >= schedule.retryWindow {
             record { try store.park(eventID: event.id, attempts: attempts, error: failure) }
             metrics.outbox(channel, .parked)

@@ -1,3 +1,4 @@
+import Clocks
 import Dispatch
 import Foundation
 import Logging
@@ -41,7 +42,9 @@ struct Services: Sendable {
     let proofs: AddressProofs?
     let mails: OutboxDelivery?
     let passkeyChallenges: PasskeyChallenges
-    /// The clock sessions expire and limits refill by (`Configuration.now`).
+    /// The one clock (`Configuration.clock`), and its reading as the parts that only ask
+    /// for the time take it.
+    let clock: any WallClock
     let now: @Sendable () -> Date
     /// The server, once made (after the services): its port and open streams.
     let server: WeakServer
@@ -50,7 +53,9 @@ struct Services: Sendable {
         self.configuration = configuration
         self.store = store
         self.logger = logger
-        let now = configuration.now
+        let clock = configuration.clock
+        self.clock = clock
+        let now: @Sendable () -> Date = { clock.now }
         self.now = now
         let lookups = Lookups(breachedPasswords: configuration.breachedPasswords, mailDomains: configuration.mailDomains)
         self.lookups = lookups
@@ -106,8 +111,7 @@ struct Services: Sendable {
             tokens: FormTokenAuthority(key: tokenKey, instance: configuration.instanceID),
             limiters: limiters,
             metrics: metrics,
-            now: now,
-            after: configuration.after))
+            clock: clock))
         let hasher = TimedPasswordHasher(base: configuration.passwordHasher, timer: metrics.passwordHashDuration,
                                          computed: consulted.map { consulted in { @Sendable in consulted(.hashing) } })
         hashing = PasswordHashingQueue(hasher: hasher,
@@ -131,7 +135,7 @@ struct Services: Sendable {
                                  now: now)
         webhooks = configuration.webhooks.map {
             OutboxDelivery(channel: .webhook, schedule: $0.schedule, courier: WebhookCourier(settings: $0, now: now),
-                           store: store, metrics: metrics, logger: logger, now: now)
+                           store: store, metrics: metrics, logger: logger, clock: clock)
         }
         // Proofs of addresses: their keys are the store's, so every instance checks the codes
         // and opens the mails the others made.
@@ -146,7 +150,7 @@ struct Services: Sendable {
             let delivery = OutboxDelivery(
                 channel: .mail, schedule: settings.mail.schedule,
                 courier: MailCourier(settings: settings.mail, key: sealingKey, now: now),
-                store: store, metrics: metrics, logger: logger, now: now)
+                store: store, metrics: metrics, logger: logger, clock: clock)
             mails = delivery
             let configuredOrigin = publicOrigins.first
             let linkHost = ["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "localhost" : configuration.host

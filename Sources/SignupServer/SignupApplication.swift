@@ -1,3 +1,4 @@
+import Clocks
 import Dispatch
 import Foundation
 import Logging
@@ -106,13 +107,10 @@ public final class SignupApplication: Sendable {
         /// asks that limit, and `hashing` for each password hash: how a test walks the route
         /// table to check that every route names the limits it can spend, and no other.
         public var onLimitConsulted: (@Sendable (String) -> Void)?
-        /// The clock sessions expire and limits refill by; tests substitute one they can move.
-        public var now: @Sendable () -> Date = { Date() }
-        /// Runs work after a delay by the same clock: a live username look-up over its budget
-        /// waits here for its turn. Tests substitute one they drive together with `now`.
-        public var after: @Sendable (_ seconds: TimeInterval, _ work: @escaping @Sendable () -> Void) -> Void = { seconds, work in
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: work)
-        }
+        /// The one clock the app runs by: sessions expire, limits refill, codes and signed-in
+        /// sessions end, the outbox schedules, sweeps and the heartbeat run, and a live
+        /// username look-up over its budget waits for its turn. Tests give a `TestClock`.
+        public var clock: any WallClock = SystemClock()
 
         public init() {}
     }
@@ -145,6 +143,7 @@ public final class SignupApplication: Sendable {
                 maxBodyBytes: configuration.maxBodyBytes,
                 connectionMemoryBytes: configuration.connectionMemoryBytes,
                 heartbeatIntervalSeconds: configuration.heartbeatIntervalSeconds,
+                clock: configuration.clock,
                 errorLog: { message in
                     // A client that went away is the web working normally: counted, and at
                     // debug for whoever traces one connection. The rest are server problems,
@@ -192,27 +191,31 @@ public final class SignupApplication: Sendable {
         }
     }
 
-    /// Sweeps idle sessions every `interval` seconds on the app's clock (`Configuration.after`,
-    /// so a test's clock drives sweeps too) until the app stops.
+    /// Sweeps idle sessions every `interval` seconds on the app's clock (so a test's clock
+    /// drives sweeps too) until the app stops.
     private func scheduleSweep(every interval: TimeInterval) {
-        configuration.after(interval) { [weak self] in
-            guard let self, !stopping.withLock({ $0 }) else { return }
-            let removed = sessions.removeExpired()
-            if removed > 0 { logger.debug("Expired idle form sessions", metadata: ["count": "\(removed)"]) }
-            do {
-                let store = services.store
-                _ = try store.removeFullSharedBuckets(at: configuration.now())
-                _ = try store.removeDeliveredEvents(deliveredBefore: configuration.now().addingTimeInterval(-7 * 86_400))
-                _ = try store.removeExpiredProofs(at: configuration.now())
-                services.proofOfWork?.pricing.sweep()
-                let released = try store.removeExpiredPendingSignups(at: configuration.now())
-                if released > 0 { logger.debug("Removed expired pending sign-ups", metadata: ["count": "\(released)"]) }
-                let ended = try services.signedIn.removeEnded()
-                if ended > 0 { logger.debug("Removed ended signed-in sessions", metadata: ["count": "\(ended)"]) }
-            } catch {
-                logger.warning("Could not remove ended signed-in sessions", metadata: ["error": "\(error)"])
-            }
-            scheduleSweep(every: interval)
+        configuration.clock.every(interval) { [weak self] in
+            guard let self, !stopping.withLock({ $0 }) else { return false }
+            sweep()
+            return true
+        }
+    }
+
+    private func sweep() {
+        let removed = sessions.removeExpired()
+        if removed > 0 { logger.debug("Expired idle form sessions", metadata: ["count": "\(removed)"]) }
+        let store = services.store, now = configuration.clock.now
+        do {
+            _ = try store.removeFullSharedBuckets(at: now)
+            _ = try store.removeDeliveredEvents(deliveredBefore: now.addingTimeInterval(-7 * 86_400))
+            _ = try store.removeExpiredProofs(at: now)
+            services.proofOfWork?.pricing.sweep()
+            let released = try store.removeExpiredPendingSignups(at: now)
+            if released > 0 { logger.debug("Removed expired pending sign-ups", metadata: ["count": "\(released)"]) }
+            let ended = try services.signedIn.removeEnded()
+            if ended > 0 { logger.debug("Removed ended signed-in sessions", metadata: ["count": "\(ended)"]) }
+        } catch {
+            logger.warning("Could not remove ended signed-in sessions", metadata: ["error": "\(error)"])
         }
     }
 

@@ -175,6 +175,12 @@ struct SignupSubmitRoutes: Sendable {
             credential: CredentialChoice(method: credential, passkeyCreated: passkey != nil),
             breaches: lookups.breachedPasswords)
         guard evaluation.isValid else {
+            // A double click: the other post of this form made the account (and so took the
+            // name) while this one was on its way. It is told what happened, not "taken".
+            if availability == .unmet, wasUsedMeanwhile(token) {
+                metrics.signup("already_used")
+                return alreadyUsed(submission, values: values)
+            }
             metrics.signup(availability == .unmet ? "taken" : "invalid")
             return rerender(submission, values: values, evaluation: evaluation, token: token, status: .unprocessableContent)
         }
@@ -254,6 +260,9 @@ struct SignupSubmitRoutes: Sendable {
             metrics.signup("invalid")
             return rerender(submission, values: values, evaluation: nil, token: token, status: .conflict,
                             formError: request.text("passkey.error.exists"))
+        } catch AccountCreationError.usernameTaken where wasUsedMeanwhile(token) {
+            metrics.signup("already_used")
+            return alreadyUsed(submission, values: values)
         } catch AccountCreationError.usernameTaken {
             metrics.signup("taken")
             // Someone else got the name between the check and the insert.
@@ -338,6 +347,12 @@ struct SignupSubmitRoutes: Sendable {
                             status: .serviceUnavailable, retryAfter: 5,
                             formError: submission.request.text("error.restarting"))
         }
+    }
+
+    /// Whether this form made an account since its post was first checked (a store that
+    /// cannot answer counts as no: the page says what it would have said).
+    private func wasUsedMeanwhile(_ token: String) -> Bool {
+        (try? store.isFormTokenUsed(token)) == true
     }
 
     private func alreadyUsed(_ submission: Submission, values: [SignupField: String]) -> HTTPResponse {

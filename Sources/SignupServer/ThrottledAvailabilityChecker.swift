@@ -1,3 +1,4 @@
+import Clocks
 import Dispatch
 import Foundation
 import Metrics
@@ -21,7 +22,7 @@ struct ThrottledAvailabilityChecker: UsernameAvailabilityChecking {
     /// Counts the look-ups actually made.
     let checks: Counter
     /// Runs a look-up after its wait (the app's clock; tests drive it).
-    let after: @Sendable (TimeInterval, @escaping @Sendable () -> Void) -> Void
+    let clock: any WallClock
 
     func availability(of username: String) -> AnyPublisher<RequirementState, Never> {
         let checker = self
@@ -33,7 +34,7 @@ struct ThrottledAvailabilityChecker: UsernameAvailabilityChecking {
                     promise(.success(.pending))
                     return
                 }
-                checker.after(wait) {
+                checker.clock.after(wait) {
                     checker.checks.increment()
                     promise(.success((try? checker.base.availabilityNow(of: username)) ?? .pending))
                 }

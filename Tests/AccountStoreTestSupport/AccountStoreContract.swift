@@ -460,3 +460,11 @@ private final class Outcomes: @unchecked Sendable {
     func add(_ outcome: String) { lock.withLock { values[outcome, default: 0] += 1 } }
     var counts: [String: Int] { lock.withLock { values } }
 }
+
+extension AccountStore {
+    /// Whether a username is in use at the computer's time (the contract's tests run on it;
+    /// the app asks at its clock's time).
+    public func isUsernameTaken(_ username: String) throws -> Bool {
+        try isUsernameTaken(username, at: Date())
+    }
+}

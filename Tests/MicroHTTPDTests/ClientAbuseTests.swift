@@ -111,6 +111,30 @@ final class ClientAbuseTests: XCTestCase {
         }
     }
 
+    /// The heartbeat runs by the server's clock: moved past an interval, every stream gets
+    /// its ping with no real time waited; before that, none; after a shutdown began, no more.
+    func testTheHeartbeatRunsByTheServersClock() throws {
+        let clock = TestClock()
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(port: 0, perAddressConnectionLimit: 0, heartbeatIntervalSeconds: 15,
+                                                   clock: clock),
+            responder: StreamResponder())
+        try server.start()
+        defer { server.stop() }
+        let clients = try streamClients(2, of: server)
+        XCTAssertTrue(Condition.wait(timeout: 10) { server.openStreamCount == 2 })
+        clock.advance(by: 14)
+        XCTAssertFalse(clients[0].read(timeout: 0.3) { $0.contains(": ping") }, "no ping before its interval")
+        clock.advance(by: 1)
+        for client in clients {
+            XCTAssertTrue(client.read(timeout: 5) { $0.contains(": ping\n\n") }, client.received)
+        }
+        XCTAssertEqual(clock.waiting, 1, "the next beat is scheduled")
+        server.beginShutdown()
+        clock.advance(by: 15)
+        XCTAssertEqual(clock.waiting, 0, "a shutdown ends the beats")
+    }
+
     func testKilledStreamClientsAreReleasedWithinOneHeartbeatWithFewThreads() throws {
         let server = try streamServer(heartbeatSeconds: 1)
         defer { server.stop() }

@@ -1,4 +1,5 @@
 import CombineSchedulers
+import Clocks
 import Foundation
 import OutsideDNS
 import ReactiveValidation
@@ -154,16 +155,9 @@ final class EmailHygieneTests: XCTestCase {
         }
     }
 
-    private final class Clock: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value = Date(timeIntervalSince1970: 1_800_000_000)
-        var now: Date { lock.withLock { value } }
-        func advance(_ seconds: TimeInterval) { lock.withLock { value += seconds } }
-    }
-
     func testVerdictsAreRememberedPerDomainFailuresAreNotAndOneQuestionServesEveryoneWaiting() {
         let resolver = ScriptedResolver()
-        let clock = Clock()
+        let clock = TestClock()
         let checker = MailDomainChecker(resolver: resolver, verdictLifetime: 60, now: { clock.now })
         let observed = Locked<[String]>([])
         checker.observeLookups { check, domain in observed.withLock { $0.append("\(domain) \(check.label)") } }
@@ -176,7 +170,7 @@ final class EmailHygieneTests: XCTestCase {
         checker.check(address: "cy@example.org") { check in answers.withLock { $0.append(check.state) } }
         XCTAssertEqual(resolver.askedSoFar, ["example.org"], "remembered")
         XCTAssertEqual(answers.withLock { $0 }.count, 3)
-        clock.advance(61)
+        clock.advance(by: 61)
         checker.check(address: "cy@example.org") { _ in }
         XCTAssertEqual(resolver.askedSoFar, ["example.org", "example.org"], "asked again once forgotten")
         resolver.answer("example.org", .success(.acceptsMail))

@@ -1,3 +1,4 @@
+import AccountStoreTestSupport
 import Foundation
 import GRDB
 import SignupDomain

@@ -90,10 +90,10 @@ final class AbuseTests: XCTestCase {
     }
 
     func testWhenFullTheOldestIdleSessionWithoutAStreamGivesWay() async throws {
-        let clock = MovableClock()
+        let clock = TestClock()
         let server = try TestServer {
             $0.maximumSessions = 3
-            $0.now = { clock.now }
+            $0.clock = clock
         }
         defer { server.stop() }
         let control = try await controlSession(server)   // has a stream: never evicted

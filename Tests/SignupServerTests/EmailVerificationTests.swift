@@ -17,7 +17,7 @@ final class EmailVerificationTests: XCTestCase {
 
     override func setUpWithError() throws {
         server = try TestServer { [clock, outbox] configuration in
-            configuration.now = { clock.now }
+            configuration.clock = clock
             configuration.emailVerification = EmailVerificationSettings(
                 mail: MailSettings(transport: outbox, from: "Tests <noreply@example.org>"))
         }

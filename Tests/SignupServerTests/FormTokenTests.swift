@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import LiveSignupClient
 @testable import SignupServer
@@ -117,8 +118,8 @@ final class FormTokenTests: XCTestCase {
     }
 
     func testAPlainPostWorksWithATokenOfAnyAgeAcrossARestart() async throws {
-        let clock = MovableClock()
-        let first = try TestServer { $0.now = { clock.now } }
+        let clock = TestClock()
+        let first = try TestServer { $0.clock = clock }
         let page = try await first.request("GET", "/")
         let token = try XCTUnwrap(page.body.firstMatch(of: #/name="token" value="([a-z0-9-]+\.[0-9a-f]{56})"/#)?.1)
         let databasePath = first.store.path
@@ -132,7 +133,7 @@ final class FormTokenTests: XCTestCase {
         configuration.publicDirectory = TestServer.repositoryRoot.appendingPathComponent("Public")
         configuration.templatesDirectory = TestServer.repositoryRoot.appendingPathComponent("Templates")
         configuration.passwordHasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
-        configuration.now = { clock.now }
+        configuration.clock = clock
         let second = try SignupApplication(configuration: configuration, store: store)
         try second.start()
         defer {

@@ -31,7 +31,7 @@ final class InProcessRouteTests: XCTestCase {
 
     private func makeApp(_ configure: (inout SignupApplication.Configuration) -> Void = { _ in }) throws -> SignupApplication {
         var configuration = SignupApplication.Configuration.forTests()
-        configuration.now = { [clock] in clock.now }
+        configuration.clock = clock
         configure(&configuration)
         var quiet = Logger(label: "livesignup-route-test")
         quiet.logLevel = .critical
@@ -157,7 +157,7 @@ final class InProcessRouteTests: XCTestCase {
     }
 
     /// A live username look-up over its form's budget waits for its turn on the app's clock
-    /// (`Configuration.after`), not on the wall clock: the test moves time and the answer
+    /// (`Configuration.clock`), not on the computer's clock: the test moves time and the answer
     /// comes exactly when the budget allows.
     func testALiveLookUpOverItsBudgetWaitsForItsTurnOnTheInjectedClock() {
         var limits = SignupLimits.none
@@ -165,7 +165,7 @@ final class InProcessRouteTests: XCTestCase {
         let limiters = ClientLimiters(limits, now: { [clock] in clock.now })
         let checker = ThrottledAvailabilityChecker(
             base: StoreAvailabilityChecker(store: store), limiters: limiters, sessionKey: "form", addressKey: "127.0.0.1",
-            checks: SignupMetrics().availabilityChecks, after: clock.after)
+            checks: SignupMetrics().availabilityChecks, clock: clock)
         let answers = Locked<[RequirementState]>([])
         let first = checker.availability(of: "ada").sink { state in answers.withLock { $0.append(state) } }
         clock.advance(by: 0)
@@ -190,7 +190,6 @@ final class InProcessRouteTests: XCTestCase {
     func testIdleSessionsAreSweptWhenTheInjectedClockPassesTheirLifetime() async throws {
         let app = try makeApp {
             $0.sessionIdleLifetime = 60
-            $0.after = { [clock] in clock.after($0, $1) }
         }
         try app.start()
         defer { app.stop(grace: 0) }

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 @testable import SignupServer
 import XCTest
@@ -6,18 +7,11 @@ import XCTest
 /// sign-ins on an address or its network, hasty forms, a site-wide rush) and falls back by
 /// itself, on the clock the test drives.
 final class ProofOfWorkPricingTests: XCTestCase {
-    private final class Clock: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value = Date(timeIntervalSince1970: 1_800_000_000)
-        var now: Date { lock.withLock { value } }
-        func advance(_ seconds: TimeInterval) { lock.withLock { value += seconds } }
-    }
-
-    private func pricing(_ change: (inout ProofOfWorkSettings) -> Void = { _ in }) -> (ProofOfWorkPricing, Clock) {
+    private func pricing(_ change: (inout ProofOfWorkSettings) -> Void = { _ in }) -> (ProofOfWorkPricing, TestClock) {
         var settings = ProofOfWorkSettings()
         settings.baseCost = 1000
         change(&settings)
-        let clock = Clock()
+        let clock = TestClock()
         return (ProofOfWorkPricing(settings: settings, now: { clock.now }), clock)
     }
 
@@ -58,9 +52,9 @@ final class ProofOfWorkPricingTests: XCTestCase {
         XCTAssertEqual(pricing.level(forAddressKey: "192.0.2.1"), 2, "a hasty form weighs three")
         for _ in 0..<4 { pricing.record(.failedSignin, addressKey: "192.0.2.1") }
         XCTAssertEqual(pricing.level(forAddressKey: "192.0.2.1"), 3, "pressure 7")
-        clock.advance(600)
+        clock.advance(by: 600)
         XCTAssertEqual(pricing.level(forAddressKey: "192.0.2.1"), 2, "halved after the half-life")
-        clock.advance(3 * 600)
+        clock.advance(by: 3 * 600)
         XCTAssertEqual(pricing.level(forAddressKey: "192.0.2.1"), 0, "back to the base price")
         pricing.sweep()
         XCTAssertEqual(pricing.level(forAddressKey: "192.0.2.1"), 0)
@@ -74,7 +68,7 @@ final class ProofOfWorkPricingTests: XCTestCase {
         XCTAssertEqual(pricing.level(forAddressKey: "192.0.2.1"), 2, "above four times normal")
         for _ in 0..<20 { pricing.record(.signup, addressKey: "10.1.0.1") }
         XCTAssertEqual(pricing.level(forAddressKey: "10.1.0.1"), 3, "never above the maximum")
-        clock.advance(61)
+        clock.advance(by: 61)
         XCTAssertEqual(pricing.level(forAddressKey: "192.0.2.1"), 0, "the rush is over a minute later")
     }
 

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 @testable import SignupServer
 import XCTest
@@ -5,14 +6,6 @@ import XCTest
 /// The token buckets every limit is made of, on a clock the test moves: a key spends its
 /// burst, refills at its rate, and is forgotten once full again; other keys are untouched.
 final class RateLimiterTests: XCTestCase {
-    /// A clock that moves only when the test says so.
-    private final class TestClock: @unchecked Sendable {
-        private let lock = NSLock()
-        private var current = Date(timeIntervalSince1970: 1_000_000)
-        var now: Date { lock.withLock { current } }
-        func advance(_ seconds: TimeInterval) { lock.withLock { current += seconds } }
-    }
-
     private let clock = TestClock()
 
     private func limiter(_ rate: Rate, maximumKeys: Int = 100) -> RateLimiter {
@@ -25,9 +18,9 @@ final class RateLimiterTests: XCTestCase {
         for _ in 0..<3 { XCTAssertEqual(limiter.take("a"), .allowed) }
         XCTAssertEqual(limiter.take("a"), .limited(retryAfter: 0.5))
         XCTAssertEqual(limiter.take("b"), .allowed, "another key has its own bucket")
-        clock.advance(0.25)
+        clock.advance(by: 0.25)
         XCTAssertEqual(limiter.take("a"), .limited(retryAfter: 0.25), "half a token back after a quarter second")
-        clock.advance(0.25)
+        clock.advance(by: 0.25)
         XCTAssertEqual(limiter.take("a"), .allowed)
         XCTAssertEqual(limiter.take("a"), .limited(retryAfter: 0.5))
     }
@@ -50,7 +43,7 @@ final class RateLimiterTests: XCTestCase {
         XCTAssertNil(limiter.reserve("a", maximumWait: 1.5), "a wait of two seconds is too long")
         limiter.refund("a")
         XCTAssertEqual(limiter.reserve("a", maximumWait: 5), 1, "the refunded token is spent again")
-        clock.advance(10)
+        clock.advance(by: 10)
         XCTAssertEqual(limiter.take("a"), .allowed)
     }
 
@@ -58,7 +51,7 @@ final class RateLimiterTests: XCTestCase {
         let limiter = limiter(.per(second: 1, burst: 1), maximumKeys: 4)
         XCTAssertEqual(limiter.take("a"), .allowed)
         XCTAssertEqual(limiter.trackedKeys, 1)
-        clock.advance(1)
+        clock.advance(by: 1)
         XCTAssertEqual(limiter.check("a"), .allowed)
         XCTAssertEqual(limiter.trackedKeys, 0, "refilled to full: nothing to remember")
         for key in 0..<10 {

@@ -26,7 +26,7 @@ final class RouteLimitsTests: XCTestCase {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-limits-\(UUID().uuidString)")
         store = try SQLiteAccountStore(path: directory.appendingPathComponent("test.sqlite").path)
         var configuration = SignupApplication.Configuration.forTests()
-        configuration.now = { [clock] in clock.now }
+        configuration.clock = clock
         configuration.availabilityDebounce = .zero
         configuration.askCheapProofs()
         // Every limit unlimited: nothing is refused, and every one is still asked.

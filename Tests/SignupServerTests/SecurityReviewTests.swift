@@ -69,7 +69,7 @@ final class SecurityReviewTests: XCTestCase {
         let clock = TestClock()
         let hasher = CountingHasher(base: Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024))
         let server = try TestServer {
-            $0.now = { clock.now }
+            $0.clock = clock
             $0.passwordHasher = hasher
             $0.trustedProxies = [IPAddressRange("127.0.0.1")!]
         }
@@ -197,7 +197,7 @@ final class SecurityReviewTests: XCTestCase {
     func testUnknownCookiesAtAuthAreRememberedAndLimitedPerAddressAndAKnownSessionIsNot() async throws {
         let clock = TestClock()
         let server = try TestServer {
-            $0.now = { clock.now }
+            $0.clock = clock
             $0.trustedProxies = [IPAddressRange("127.0.0.1")!]
             $0.limits.unknownSessionsPerAddress = Rate(burst: 3, perSecond: 1.0 / 3600)
         }
@@ -283,7 +283,7 @@ final class BrowserBindingTests: XCTestCase {
 
     override func setUpWithError() throws {
         server = try TestServer { [outbox, clock] in
-            $0.now = { clock.now }
+            $0.clock = clock
             $0.emailVerification = EmailVerificationSettings(mail: MailSettings(transport: outbox, from: "t <t@example.org>"))
         }
     }

@@ -16,7 +16,7 @@ final class SignedInSessionTests: XCTestCase {
     private let clock = TestClock()
 
     override func setUpWithError() throws {
-        server = try TestServer { [clock] in $0.now = { clock.now } }
+        server = try TestServer { [clock] in $0.clock = clock }
     }
 
     override func tearDown() {
@@ -41,7 +41,7 @@ final class SignedInSessionTests: XCTestCase {
         configuration.publicDirectory = TestServer.repositoryRoot.appendingPathComponent("Public")
         configuration.templatesDirectory = TestServer.repositoryRoot.appendingPathComponent("Templates")
         configuration.passwordHasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
-        configuration.now = { [clock] in clock.now }  // one time for both, as real instances share
+        configuration.clock = clock  // one time for both, as real instances share
         var quiet = Logger(label: "second-instance")
         quiet.logLevel = .critical
         let other = try SignupApplication(
@@ -158,7 +158,7 @@ final class SignedInSessionTests: XCTestCase {
     func testAnIdleOrExpiredSessionIsSignedOut() async throws {
         let clock = TestClock()
         let timed = try TestServer {
-            $0.now = { clock.now }
+            $0.clock = clock
             $0.signInLifetime = 3 * 3600
             $0.signInIdleTimeout = 3600
         }

@@ -1,10 +1,11 @@
 import Foundation
 
-/// A clock tests move by hand, as Point-Free's test schedulers do for Combine: `now` stands
+/// A clock tests move by hand, as Point-Free's test clocks and schedulers do: `now` stands
 /// still until `advance(by:)`, and work given to `after` runs when the clock reaches its time
-/// (in time order, on the thread that advances). Hand `now` and `after` to whatever the test
-/// drives (`SignupApplication.Configuration.now`/`.after`, a limiter, a cache).
-public final class TestClock: @unchecked Sendable {
+/// (in time order, on the thread that advances). Given to the app
+/// (`SignupApplication.Configuration.clock`) or to one part (a limiter, a cache), it drives
+/// expiry, refills, sweeps and heartbeats without waiting.
+public final class TestClock: WallClock, @unchecked Sendable {
     private let lock = NSLock()
     private var current: Date
     private var scheduled: [(due: Date, order: Int, work: @Sendable () -> Void)] = []
