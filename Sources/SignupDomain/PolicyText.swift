@@ -88,16 +88,21 @@ public enum PolicyText: String, CaseIterable, Sendable {
 }
 
 /// The texts one policy uses: the built-in English catalog's, with a language's and a policy
-/// file's replacements, and translations of the strength estimator's English advice.
+/// file's replacements, and the language's words for the advice the strength estimator and
+/// the username checks give by key (`advice.*`, `username.unsafe.*`).
 public struct PolicyTexts: Sendable, Hashable {
     fileprivate var replaced: [PolicyText: String]
-    /// The strength estimator's English warnings and suggestions, translated (the English
-    /// sentence is the key); a sentence without one stays English.
+    /// The advice texts by key, in this language; a key without one is said in English.
     public private(set) var feedback: [String: String]
 
     public init(_ replaced: [PolicyText: String] = [:], feedback: [String: String] = [:]) {
         self.replaced = replaced
         self.feedback = feedback
+    }
+
+    /// Whether a catalog key names advice (said through `feedback(_:)`), not a `PolicyText`.
+    public static func isAdviceKey(_ key: String) -> Bool {
+        key.hasPrefix("advice.") || key.hasPrefix("username.unsafe.")
     }
 
     public static let builtIn = PolicyTexts()
@@ -110,10 +115,13 @@ public struct PolicyTexts: Sendable, Hashable {
         PolicyTexts(base.replaced.merging(replaced) { $1 }, feedback: base.feedback.merging(feedback) { $1 })
     }
 
-    /// A piece of the strength estimator's advice in this language.
-    public func feedback(_ english: String) -> String {
-        feedback[english] ?? english
+    /// A piece of advice (the strength estimator's, a username check's) in this language:
+    /// its key's text, else the built-in English one. English lives only in the catalog.
+    public func feedback(_ key: String) -> String {
+        feedback[key] ?? Self.englishAdvice[key] ?? key
     }
+
+    private static let englishAdvice: [String: String] = TextCatalog.builtInEnglish.policyTexts.feedback
 
     /// `text` with its placeholders filled in.
     public func callAsFunction(_ text: PolicyText, _ values: [String: String] = [:]) -> String {

@@ -323,9 +323,10 @@ public final class SignupPolicy: @unchecked Sendable {
     /// The estimator's label and advice in the policy's language.
     private func localized(_ strength: PasswordStrength) -> PasswordStrength {
         let texts = settings.texts
-        // English as estimated: nothing to translate (a catalog's identity entries are left
-        // out of `PolicyTexts`), so no copy per keystroke.
-        if texts.feedback.isEmpty, strength.label == texts(PolicyText.strengthLabel(score: strength.score)) {
+        // No advice (a strong password, or an empty one) and the label as estimated: nothing
+        // to say in words, so no copy per keystroke.
+        if strength.warning.isEmpty, strength.suggestions.isEmpty,
+           strength.label == texts(PolicyText.strengthLabel(score: strength.score)) {
             return strength
         }
         return PasswordStrength(
@@ -340,7 +341,7 @@ public final class SignupPolicy: @unchecked Sendable {
 
     /// ICU's verdict on a username as a message, nil when the name is safe.
     public static let unsafeUsernameMessage: @Sendable (String) -> String? = { username in
-        UsernameSafetyChecker().problem(in: username)?.message
+        UsernameSafetyChecker().problem(in: username)?.textKey
     }
 
     /// Whether a name is reserved for the site itself (compared in canonical form).

@@ -4,8 +4,10 @@ import Yams
 /// Every text a person reads in one language, as data: a YAML file per language. English is
 /// built in (`builtInEnglish`, this module's Resources/i18n/en.yaml: the one place English
 /// wording lives); the others are Templates/i18n/<language>.yaml. `texts` holds the page's
-/// and the script's texts and the policy's (`PolicyText` keys); `feedback` translates the
-/// strength estimator's English advice, keyed by the English sentence. Adding a language is
+/// and the script's texts, the policy's (`PolicyText` keys) and the advice the strength
+/// estimator and the username checks give by key (`advice.*`, `username.unsafe.*`).
+/// `feedback` is how catalogs written before those keys translated the advice, keyed by its
+/// English sentence; it is still read (`Languages` turns it into keys). Adding a language is
 /// adding a file.
 public struct TextCatalog: Sendable {
     /// A BCP 47 language tag, lower case ("en", "de", "pt-br").
@@ -53,8 +55,7 @@ public struct TextCatalog: Sendable {
         for text in PolicyText.allCases {
             if let value = texts[text.rawValue] { replaced[text] = value }
         }
-        // "English": "English" says nothing; leaving it out keeps English free of look-ups.
-        return PolicyTexts(replaced, feedback: feedback.filter { $0.key != $0.value })
+        return PolicyTexts(replaced, feedback: texts.filter { PolicyTexts.isAdviceKey($0.key) })
     }
 
     /// Reads a catalog file; refuses it with the file, line and reason like a policy file.

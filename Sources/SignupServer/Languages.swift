@@ -54,11 +54,17 @@ struct Languages: Sendable {
             if !unknown.isEmpty {
                 throw LoadError.unknownKeys(file: directory.appendingPathComponent("\(catalog.language).yaml").path, keys: unknown)
             }
-            // English's feedback is English itself; another language's stays its own.
-            let complete = catalog.language == Self.fallback
-                ? catalog.over(english)
-                : TextCatalog(language: catalog.language, name: catalog.name, direction: catalog.direction,
-                              texts: english.texts.merging(catalog.texts) { $1 }, feedback: catalog.feedback)
+            // A catalog written before the advice had keys translates it by English sentence.
+            var texts = catalog.texts
+            for (sentence, translation) in catalog.feedback {
+                guard let key = Self.adviceKeys[sentence] else {
+                    throw LoadError.unknownKeys(file: directory.appendingPathComponent("\(catalog.language).yaml").path,
+                                                keys: ["feedback: \(sentence)"])
+                }
+                if texts[key] == nil { texts[key] = translation }
+            }
+            let complete = TextCatalog(language: catalog.language, name: catalog.name, direction: catalog.direction,
+                                       texts: english.texts.merging(texts) { $1 })
             languages.append(Language(catalog: complete, policy: policy.localized(complete.policyTexts, language: catalog.language)))
         }
         let spoken = Set(catalogs.map(\.language))
@@ -71,6 +77,12 @@ struct Languages: Sendable {
     }
 
     var english: Language { byTag[Self.fallback]! }
+
+    /// The built-in English advice's keys by sentence: how an older catalog's `feedback:`
+    /// entries find their keys.
+    private static let adviceKeys: [String: String] = Dictionary(
+        TextCatalog.builtInEnglish.texts.filter { PolicyTexts.isAdviceKey($0.key) }.map { ($0.value, $0.key) },
+        uniquingKeysWith: { first, _ in first })
 
     /// The language for `tag` exactly (case-insensitive), or its primary language ("de-AT" →
     /// "de"), if the server has it.

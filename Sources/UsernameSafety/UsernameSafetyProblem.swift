@@ -11,17 +11,18 @@ public enum UsernameSafetyProblem: Sendable, Hashable {
     /// Digits from different number systems, such as Latin "1" beside Arabic-Indic "١".
     case mixedNumbers
 
-    /// One sentence for the person signing up.
-    public var message: String {
+    /// The key of the sentence that tells the person signing up (the catalog says it, in
+    /// each language: `username.unsafe.*`).
+    public var textKey: String {
         switch self {
         case .invisibleCharacter:
-            return "Username contains an invisible character. Type it again without copying and pasting"
+            return "username.unsafe.invisible"
         case .bidiControl:
-            return "Username contains a character that changes the text direction. Type it again without copying and pasting"
+            return "username.unsafe.bidi"
         case .mixedScripts:
-            return "Username can't mix letters from different alphabets, like Latin and Cyrillic"
+            return "username.unsafe.mixed_scripts"
         case .mixedNumbers:
-            return "Username can't mix digits from different number systems"
+            return "username.unsafe.mixed_numbers"
         }
     }
 }

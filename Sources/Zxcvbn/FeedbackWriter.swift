@@ -1,14 +1,16 @@
 /// Turns zxcvbn's matches into advice a person can act on. Only weak passwords (score 2 or
 /// less) get feedback, and it is about the longest part, the one that weakens the password
-/// most. Our own wording, following the kinds of advice zxcvbn gives.
+/// most. Our own wording, following the kinds of advice zxcvbn gives: each piece is a text
+/// key (`advice.*`), which a catalog says in each language (SignupDomain's en.yaml holds the
+/// English); no sentence lives in code.
 enum FeedbackWriter {
-    static let addWords = "Add another word or two; unusual words are better"
+    static let addWords = "advice.add_words"
 
     static func feedback(for matches: [PasswordMatch], score: Int, isEmpty: Bool) -> PasswordFeedback {
         if isEmpty {
             return PasswordFeedback(warning: "", suggestions: [
-                "Use a few words together and avoid well-known phrases",
-                "Symbols, digits and capitals are not required",
+                "advice.use_words",
+                "advice.no_symbols_needed",
             ])
         }
         guard score <= 2 else { return .none }
@@ -27,21 +29,21 @@ enum FeedbackWriter {
         case .dictionaryWord, .substitutedDictionaryWord:
             return wordAdvice(for: match, isSoleMatch: isSoleMatch)
         case .userInput, .substitutedUserInput:
-            return ("This is based on your own details, such as your username or email",
-                    ["Leave out words from your username, email address or this site's name"])
+            return ("advice.own_details",
+                    ["advice.leave_out_own_words"])
         case .repeated:
             let isSingleCharacter = Set(match.token).count == 1
             return (isSingleCharacter
-                        ? "Repeated characters such as \"aaa\" are easy to guess"
-                        : "Repeating a group such as \"abcabc\" is barely harder to guess than \"abc\"",
-                    ["Avoid repeated words and characters"])
+                        ? "advice.repeated_characters"
+                        : "advice.repeated_group",
+                    ["advice.avoid_repeats"])
         case .sequence:
-            return ("Runs such as \"abcd\" or \"9876\" are easy to guess", ["Avoid runs of letters or digits"])
+            return ("advice.runs", ["advice.avoid_runs"])
         case .keyboardPattern:
-            return ("Neighbouring keys such as \"qwerty\" are easy to guess",
-                    ["Avoid keyboard patterns, or use a long one with many turns"])
+            return ("advice.keyboard",
+                    ["advice.avoid_keyboard"])
         case .date, .year:
-            return ("Dates and years are easy to guess", ["Avoid dates and years that are connected to you"])
+            return ("advice.dates", ["advice.avoid_dates"])
         case .bruteForce, .longPassword, .other:
             return ("", [])
         }
@@ -52,30 +54,30 @@ enum FeedbackWriter {
         var suggestions: [String] = []
         let token = match.token
         if let first = token.first, first.isUppercase, token.dropFirst().allSatisfy({ !$0.isUppercase }) {
-            suggestions.append("A capital first letter adds little")
+            suggestions.append("advice.capital_first")
         } else if token.count > 1, token.allSatisfy({ !$0.isLowercase }), token.contains(where: \.isUppercase) {
-            suggestions.append("All capitals are barely harder to guess than all lower case")
+            suggestions.append("advice.all_capitals")
         }
         if isSubstituted {
-            suggestions.append("Look-alike swaps such as \"@\" for \"a\" add little")
+            suggestions.append("advice.look_alikes")
         }
 
         let plain = LookAlikes.plainForms(of: token.lowercased())
         let warning: String
         if let rank = plain.compactMap({ WordLists.passwordRanks[$0] }).min() {
             if !isSoleMatch || isSubstituted {
-                warning = "This is close to a commonly used password"
+                warning = "advice.close_to_common"
             } else if rank <= 10 {
-                warning = "This is one of the 10 most used passwords"
+                warning = "advice.top_10"
             } else if rank <= 100 {
-                warning = "This is one of the 100 most used passwords"
+                warning = "advice.top_100"
             } else {
-                warning = "This is a very commonly used password"
+                warning = "advice.very_common"
             }
         } else if plain.contains(where: WordLists.names.contains) {
-            warning = isSoleMatch ? "A name on its own is easy to guess" : "Common names and surnames are easy to guess"
+            warning = isSoleMatch ? "advice.name_alone" : "advice.common_names"
         } else {
-            warning = isSoleMatch ? "A single word on its own is easy to guess" : ""
+            warning = isSoleMatch ? "advice.single_word" : ""
         }
         return (warning, suggestions)
     }

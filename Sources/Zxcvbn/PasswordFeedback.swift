@@ -1,7 +1,9 @@
-/// What a person is told about a weak password: the main problem and how to do better.
+/// What a person is told about a weak password: the main problem and how to do better, as
+/// text keys (`advice.*`) a catalog says in the person's language.
 public struct PasswordFeedback: Sendable, Hashable {
-    /// The main weakness, or "" when there is nothing specific to say.
+    /// The main weakness's key, or "" when there is nothing specific to say.
     public let warning: String
+    /// The keys of what would do better.
     public let suggestions: [String]
 
     public init(warning: String, suggestions: [String]) {

@@ -160,6 +160,54 @@ final class LanguageTests: XCTestCase {
         XCTAssertTrue(html.contains(#"<label for="username">Username</label>"#), "the rest is the built-in English")
     }
 
+    /// The advice has keys (`advice.*`, `username.unsafe.*`) whose English is the built-in
+    /// catalog's; a catalog written before the keys translated it by English sentence under
+    /// `feedback:`, and says the same; a sentence English never had stops the start.
+    func testAdviceIsSaidByKeyAndOlderCatalogsTranslatingItBySentenceStillWork() async throws {
+        let templates = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-advice-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: templates) }
+        try FileManager.default.copyItem(at: TestServer.repositoryRoot.appendingPathComponent("Templates"), to: templates)
+        try """
+            language: nl
+            name: Nederlands
+            texts:
+              advice.own_details: "Dit is gebaseerd op uw eigen gegevens"
+            feedback:
+              "Username can't mix letters from different alphabets, like Latin and Cyrillic": "Geen letters uit verschillende alfabetten"
+            """.write(to: templates.appendingPathComponent("i18n/nl.yaml"), atomically: true, encoding: .utf8)
+        let server = try TestServer { $0.templatesDirectory = templates }
+        defer { server.stop() }
+        let english = SignupPolicy(.classic).passwordCandidate(password: "alice1234", username: "alice", email: "").strength
+        XCTAssertEqual(english.warning, "This is based on your own details, such as your username or email",
+                       "English said from the built-in catalog by its key")
+
+        let form = try await SignupClient(baseURL: server.baseURL, language: "nl").openForm()
+        let events = EventCollector(form.events())
+        defer { events.stop() }
+        await events.wait(forCount: 1)
+        _ = try await form.edit("username", to: "alice", touched: true)
+        _ = try await form.edit("password", to: "alice1234")
+        await events.wait { $0.contains { event in
+            if case .strength(let strength, _) = event { return strength.warning == "Dit is gebaseerd op uw eigen gegevens" }
+            return false
+        } }
+        _ = try await form.edit("username", to: "p\u{430}ypal", touched: true)  // a Cyrillic а among Latin letters
+        await events.wait { $0.contains { event in
+            if case .message(field: "username", let text, _) = event { return text == "Geen letters uit verschillende alfabetten" }
+            return false
+        } }
+
+        try """
+            language: nl
+            name: Nederlands
+            feedback:
+              "A sentence English never had": "Een zin"
+            """.write(to: templates.appendingPathComponent("i18n/nl.yaml"), atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try TestServer { $0.templatesDirectory = templates }) { error in
+            XCTAssertTrue("\(error)".contains("A sentence English never had"), "\(error)")
+        }
+    }
+
     func testThePolicysOwnWordingForALanguageShowsInThatLanguageOnly() async throws {
         var settings = Policy.classic
         settings.texts = PolicyTexts([.usernameAvailableText: "Still free"])
