@@ -4,13 +4,26 @@ import MicroHTTPD
 import SignupDomain
 
 /// What every handler that answers a person with a page shares: the renderer, the assets, the
-/// languages, and a language: English in the router's copy, the visitor's in the copy each
-/// request carries (`SignupRequest.pages`).
-struct Pages: Sendable {
+/// languages, and a language: English in the router's, the visitor's in the one a speaking
+/// request carries (`SignupRequest.pages`). A class: every request holds one, and a reference
+/// is one retain where the struct's fields were one each.
+final class Pages: Sendable {
     let renderer: PageRenderer
     let assets: StaticAssets
     let languages: Languages
-    var language: Languages.Language
+    let language: Languages.Language
+
+    init(renderer: PageRenderer, assets: StaticAssets, languages: Languages, language: Languages.Language) {
+        self.renderer = renderer
+        self.assets = assets
+        self.languages = languages
+        self.language = language
+    }
+
+    /// The same pages in `language`.
+    func speaking(_ language: Languages.Language) -> Pages {
+        Pages(renderer: renderer, assets: assets, languages: languages, language: language)
+    }
 
     /// `requested` (`?lang=`, a form's `lang` field), else `Accept-Language`, else English.
     func visitorLanguage(_ request: HTTPRequest, requested: String?) -> Languages.Language {

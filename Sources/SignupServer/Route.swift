@@ -82,33 +82,34 @@ final class Route: Sendable {
     let name: String
 }
 
-/// The rows of one path, by method.
-struct PathRoutes: Sendable {
-    let rows: [HTTPMethod: Route]
+/// The rows of one path, by method. A class with a slot per method: every request resolves
+/// one, and neither a copy of its fields nor a hashed look-up is paid for it.
+final class PathRoutes: Sendable {
+    /// The row of each method, at `HTTPMethod.position`; HEAD's slot holds GET's row (it is
+    /// answered by it, without the body: here and nowhere else).
+    private let slots: [Route?]
     /// The `Allow` header of its 405s: its methods, HEAD beside GET.
     let allow: String
     /// The metrics label.
     let name: String
-
-    init(_ rows: [Route]) {
-        let byMethod = Dictionary(uniqueKeysWithValues: rows.map { ($0.method, $0) })
-        self.rows = byMethod
-        var methods = HTTPMethod.allCases.filter { byMethod[$0] != nil }
-        if byMethod[.get] != nil { methods.insert(.head, at: methods.firstIndex(of: .get)! + 1) }
-        allow = methods.map(\.rawValue).joined(separator: ", ")
-        name = rows[0].name
-    }
-
-    /// The row that answers `method`: HEAD is answered by GET's row (without the body),
-    /// here and nowhere else.
-    func route(for method: HTTPMethod?) -> Route? {
-        guard let method else { return nil }
-        return rows[method] ?? (method == .head ? rows[.get] : nil)
-    }
-
     /// Any row of the path, for what all of them share (pages or JSON, for a refusal made
     /// before the method is known).
-    var any: Route { rows[.get] ?? rows.values.first! }
+    let any: Route
+
+    init(_ rows: [Route]) {
+        var slots = [Route?](repeating: nil, count: HTTPMethod.allCases.count)
+        for row in rows { slots[row.method.position] = row }
+        if let get = slots[HTTPMethod.get.position] { slots[HTTPMethod.head.position] = get }
+        self.slots = slots
+        allow = HTTPMethod.allCases.filter { slots[$0.position] != nil }.map(\.rawValue).joined(separator: ", ")
+        name = rows[0].name
+        any = slots[HTTPMethod.get.position] ?? rows[0]
+    }
+
+    /// The row that answers `method`, if the path has one.
+    func route(for method: HTTPMethod?) -> Route? {
+        method.flatMap { slots[$0.position] }
+    }
 }
 
 /// The routes, resolved by one dictionary look-up (or a short prefix scan) per request.

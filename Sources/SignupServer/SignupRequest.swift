@@ -8,6 +8,8 @@ import SignupDomain
 /// belongs to one request travels here, never in a copy of a handler.
 struct SignupRequest: Sendable {
     let http: HTTPRequest
+    /// The method as routed (HEAD for a GET row's look).
+    let method: HTTPMethod
     /// The row the router matched (its path and method, what it answers in).
     let route: Route
     /// The client's address as the access log and limits see it (behind trusted proxies, the
@@ -25,9 +27,10 @@ struct SignupRequest: Sendable {
     /// the query's), for rows that speak.
     let returnTarget: String?
 
-    init(_ http: HTTPRequest, route: Route, client: String, clientKey: String,
+    init(_ http: HTTPRequest, _ method: HTTPMethod, route: Route, client: String, clientKey: String,
          form: URLEncodedForm = URLEncodedForm(fields: []), pages: Pages, returnTo: ReturnTo? = nil) {
         self.http = http
+        self.method = method
         self.route = route
         self.client = client
         self.clientKey = clientKey
@@ -37,17 +40,13 @@ struct SignupRequest: Sendable {
             returnTarget = nil
             return
         }
-        var speaking = pages
-        speaking.language = pages.languages.negotiate(requested: route.reads == .form ? form["lang"] : http.queryValue("lang"),
-                                                      acceptLanguage: http.headers["accept-language"])
-        self.pages = speaking
+        self.pages = pages.speaking(pages.languages.negotiate(
+            requested: route.reads == .form ? form["lang"] : http.queryValue("lang"),
+            acceptLanguage: http.headers["accept-language"]))
         returnTarget = returnTo.flatMap { returnTo in
             route.reads == .form ? returnTo.validated(form["return_to"], for: http) : returnTo.requestedTarget(of: http)
         }
     }
-
-    /// The method as routed (HEAD for a GET row's look).
-    var method: HTTPMethod? { http.knownMethod }
 
     /// Whether it asked for JSON rather than a page (a program, not a browser): refused
     /// proofs are answered in it.

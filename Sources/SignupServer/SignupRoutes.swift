@@ -61,8 +61,9 @@ struct SignupRoutes: HTTPResponder {
         let client = addresses.clientAddress(of: request)
         // Resolved once: the handler and the metrics label both come from this path's rows.
         let rows = Self.table.resolve(request.path)
-        let row = rows?.route(for: request.knownMethod)
-        let response = route(request, to: row, of: rows, client: client)
+        let method = request.knownMethod
+        let row = rows?.route(for: method)
+        let response = route(request, method, to: row, of: rows, client: client)
         let label = rows?.name ?? RouteTable.unrouted
         guard case .deferred(let work) = response.body else {
             record(request, route: label, client: client, status: response.status.code, started: started)
@@ -200,7 +201,7 @@ struct SignupRoutes: HTTPResponder {
     /// the body a second time: the value of the first pair named "token" (at the start or
     /// after '&' only, so "xtoken=" is not taken for it).
     private static func tokenRange(in request: HTTPRequest) -> Range<Int>? {
-        guard request.knownMethod == .post, !request.body.isEmpty else { return nil }
+        guard request.method == "POST", !request.body.isEmpty else { return nil }
         return request.body.withUnsafeBufferPointer { body in
             let key = "token=".utf8
             var pairStart = 0
@@ -215,9 +216,10 @@ struct SignupRoutes: HTTPResponder {
         }
     }
 
-    private func route(_ request: HTTPRequest, to route: Route?, of rows: PathRoutes?, client: String) -> HTTPResponse {
+    private func route(_ request: HTTPRequest, _ method: HTTPMethod?, to route: Route?, of rows: PathRoutes?,
+                       client: String) -> HTTPResponse {
         if request.bodyExceededLimit { return APIError.bodyTooLarge(limit: maxBodyBytes).response }
-        if request.knownMethod == .post, case .refused(let reason) = sameOrigin.check(request) {
+        if method == .post, case .refused(let reason) = sameOrigin.check(request) {
             // info, not warning: anyone can send these, and the access line shows the 403 too.
             logger.info("Refused a cross-site request",
                            metadata: ["path": "\(request.path)", "client": "\(client)", "reason": "\(reason)"])
@@ -229,7 +231,7 @@ struct SignupRoutes: HTTPResponder {
             return crossSite(request, answers: route?.answers ?? rows?.any.answers ?? .json)
         }
         guard let rows else { return APIError.notFound.response }
-        guard let route else { return methodNotAllowed(allow: rows.allow) }
+        guard let route, let method else { return methodNotAllowed(allow: rows.allow) }
         let clientKey = ClientKey.of(client)
         // What every request of the route costs, spent before any of its work, in one place.
         for name in route.spentFirst {
@@ -248,7 +250,7 @@ struct SignupRoutes: HTTPResponder {
         if route.reads == .form {
             do throws(APIError) { form = try decodeForm(request) } catch { return error.response }
         }
-        return route.handler(self, SignupRequest(request, route: route, client: client, clientKey: clientKey, form: form, pages: pages,
+        return route.handler(self, SignupRequest(request, method, route: route, client: client, clientKey: clientKey, form: form, pages: pages,
                                                  returnTo: returnTo))
     }
 
@@ -280,8 +282,6 @@ struct SignupRoutes: HTTPResponder {
 
     /// The pages in the visitor's language (`?lang=`, else `Accept-Language`, else English).
     private func page(for request: HTTPRequest) -> Pages {
-        var pages = pages
-        pages.language = pages.visitorLanguage(request, requested: request.queryValue("lang"))
-        return pages
+        pages.speaking(pages.visitorLanguage(request, requested: request.queryValue("lang")))
     }
 }
