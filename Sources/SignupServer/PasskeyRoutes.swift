@@ -203,7 +203,7 @@ struct PasskeyRoutes: Sendable {
 
     private func addOptions(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
         do throws(PasskeyRefusal) {
-            let account = try signedInAccount(request.http)
+            let account = try signedInAccount(request)
             let handle: [UInt8], existing: [Passkey]
             do {
                 handle = try store.userHandle(ofAccount: account.id)
@@ -230,7 +230,7 @@ struct PasskeyRoutes: Sendable {
     private func add(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
         guard let text = form["response"] else { return APIError.missingParameter("response").response }
         do throws(PasskeyRefusal) {
-            let account = try signedInAccount(request.http)
+            let account = try signedInAccount(request)
             let registration = try decodedRegistration(text)
             let challenge: [UInt8]
             do throws(WebAuthnError) {
@@ -352,18 +352,18 @@ struct PasskeyRoutes: Sendable {
         }
     }
 
-    private func signedInAccount(_ request: HTTPRequest) throws(PasskeyRefusal) -> Account {
-        let account: Account?
-        do {
-            account = try signedIn.account(cookieHeader: request.headers["Cookie"])
-        } catch {
+    /// The signed-in person's account (the router read the session), or the refusal that
+    /// says why there is none.
+    private func signedInAccount(_ request: SignupRequest) throws(PasskeyRefusal) -> Account {
+        switch request.signedIn {
+        case .account(let account):
+            return account
+        case .unavailable(let error):
             throw unavailable("the signed-in session could not be read: \(error)")
-        }
-        guard let account else {
+        case .signedOut, .notAsked:
             throw PasskeyRefusal(reason: "signed_out", status: .unauthorized, text: "passkey.error.signed_out",
                                  detail: "no signed-in session")
         }
-        return account
     }
 
     private func unavailable(_ detail: String) -> PasskeyRefusal {

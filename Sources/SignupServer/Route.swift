@@ -56,11 +56,15 @@ final class Route: Sendable {
     /// Every answer of this route carries `Referrer-Policy: no-referrer` (its URLs hold a
     /// secret or a token: `/verify?token=…`, `/verify?link=…`), whatever the handler sent.
     let sendsNoReferrer: Bool
+    /// Whether its handler acts for the signed-in person: the router looks the session up
+    /// once (`SignupRequest.signedIn`) and the handler answers a signed-out one in its own
+    /// words (a redirect to `/signin`, a passkey refusal).
+    let readsSignedIn: Bool
     let handler: Handler
 
     init(_ method: HTTPMethod, _ path: String, prefix: Bool = false, answers: Answers, reads: Reads = .query,
          limits: [RateLimitName] = [], spentFirst: [RateLimitName] = [], outcome: Outcome? = nil,
-         sendsNoReferrer: Bool = false, handler: @escaping Handler) {
+         sendsNoReferrer: Bool = false, signedIn: Bool = false, handler: @escaping Handler) {
         precondition(spentFirst.allSatisfy(limits.contains), "\(path): a limit spent first is one of its limits")
         precondition(method != .head, "\(path): HEAD is answered by the GET row")
         self.method = method
@@ -73,6 +77,7 @@ final class Route: Sendable {
         self.spentFirst = spentFirst
         self.outcome = outcome
         self.sendsNoReferrer = sendsNoReferrer
+        readsSignedIn = signedIn
         self.handler = handler
         name = prefix ? String(path.dropLast()) : path
     }

@@ -194,7 +194,7 @@ struct SignInRoutes: Sendable {
     // MARK: GET /welcome
 
     func welcome(_ request: SignupRequest) -> HTTPResponse {
-        guard let account = signedInAccount(request.http) else { return Pages.redirect(to: "/signin") }
+        guard let account = signedInAccount(request) else { return Pages.redirect(to: "/signin") }
         // The page works without the count (a store that cannot answer just hides it).
         let passkeys = try? store.passkeys(ofAccount: account.id).count
         var response = Pages.html(request.renderer.renderWelcome(username: account.username, passkeys: passkeys,
@@ -271,13 +271,16 @@ struct SignInRoutes: Sendable {
 
     private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
-    /// The live session's account for a request, or nil (a store that cannot answer counts
-    /// as signed out, logged).
-    private func signedInAccount(_ request: HTTPRequest) -> Account? {
-        do {
-            return try signedIn.account(cookieHeader: request.headers["Cookie"])
-        } catch {
+    /// The live session's account for a request (the router read it), or nil: a store that
+    /// could not answer counts as signed out, logged.
+    private func signedInAccount(_ request: SignupRequest) -> Account? {
+        switch request.signedIn {
+        case .account(let account):
+            return account
+        case .unavailable(let error):
             logger.error("Account store unavailable to check a signed-in session", metadata: ["error": "\(error)"])
+            return nil
+        case .signedOut, .notAsked:
             return nil
         }
     }

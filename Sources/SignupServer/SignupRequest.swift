@@ -26,15 +26,29 @@ struct SignupRequest: Sendable {
     /// Where the person goes after signing in or up, validated (a form's `return_to`, else
     /// the query's), for rows that speak.
     let returnTarget: String?
+    /// The signed-in session, for rows that read it (`Route.readsSignedIn`).
+    let signedIn: SignedInSession
+
+    /// What the store said of a request's sign-in cookie.
+    enum SignedInSession: Sendable {
+        /// The row does not read it.
+        case notAsked
+        case signedOut
+        case account(Account)
+        /// The store could not answer (the reason, for the log).
+        case unavailable(String)
+    }
 
     init(_ http: HTTPRequest, _ method: HTTPMethod, route: Route, client: String, clientKey: String,
-         form: URLEncodedForm = URLEncodedForm(fields: []), pages: Pages, returnTo: ReturnTo? = nil) {
+         form: URLEncodedForm = URLEncodedForm(fields: []), pages: Pages, returnTo: ReturnTo? = nil,
+         signedIn: SignedInSession = .notAsked) {
         self.http = http
         self.method = method
         self.route = route
         self.client = client
         self.clientKey = clientKey
         self.form = form
+        self.signedIn = signedIn
         guard route.speaks else {
             self.pages = pages
             returnTarget = nil

@@ -29,6 +29,8 @@ struct SignupRoutes: HTTPResponder {
     let refusals: Refusals
     /// Validates each speaking row's `return_to` for its handler.
     let returnTo: ReturnTo
+    /// Reads the signed-in session for the rows that act for the signed-in person.
+    let signedInUsers: SignedInUsers
     let metrics: SignupMetrics
     let logger: Logger
     /// The access log, one line per request: swift-log's `livesignup.access` logger (operators
@@ -49,6 +51,7 @@ struct SignupRoutes: HTTPResponder {
         limiters = services.limiters
         refusals = services.refusals
         returnTo = services.returnTo
+        signedInUsers = services.signedIn
         metrics = services.metrics
         logger = services.logger
         accessLines = services.configuration.accessLines ?? LoggerAccessLines(logger: services.logger)
@@ -167,7 +170,7 @@ struct SignupRoutes: HTTPResponder {
         Route(.post, "/verify/change", answers: .page, reads: .form, sendsNoReferrer: true) { routes, request in
             routes.verification == nil ? APIError.notFound.response : routes.signup.changeAddress(request)
         },
-        Route(.get, "/welcome", answers: .page) { $0.signIn.welcome($1) },
+        Route(.get, "/welcome", answers: .page, signedIn: true) { $0.signIn.welcome($1) },
         Route(.get, "/signin", answers: .page) { $0.signIn.signInForm($1) },
         Route(.post, "/signin", answers: .page, reads: .form, limits: [.signins, .noJavaScript, .hashing], outcome: .signin) {
             $0.signIn.signIn($1)
@@ -184,12 +187,10 @@ struct SignupRoutes: HTTPResponder {
         },
         Route(.post, "/passkeys/signin", answers: .json, reads: .form, limits: [.passkeys, .signins], spentFirst: [.passkeys],
               outcome: .signin) { $0.passkeys.signIn($1) },
-        Route(.post, "/account/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages]) {
-            $0.passkeys.addOptions($1)
-        },
-        Route(.post, "/account/passkeys", answers: .json, reads: .form, limits: [.passkeys], spentFirst: [.passkeys]) {
-            $0.passkeys.add($1)
-        },
+        Route(.post, "/account/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages],
+              signedIn: true) { $0.passkeys.addOptions($1) },
+        Route(.post, "/account/passkeys", answers: .json, reads: .form, limits: [.passkeys], spentFirst: [.passkeys],
+              signedIn: true) { $0.passkeys.add($1) },
         Route(.get, "/auth", answers: .json, limits: [.unknownSessions]) { $0.signIn.forwardAuth($1) },
         Route(.get, "/healthz", answers: .json) { routes, _ in routes.operations.liveness() },
         Route(.get, "/readyz", answers: .json) { routes, _ in routes.operations.readiness() },
@@ -250,8 +251,18 @@ struct SignupRoutes: HTTPResponder {
         if route.reads == .form {
             do throws(APIError) { form = try decodeForm(request) } catch { return error.response }
         }
-        return route.handler(self, SignupRequest(request, method, route: route, client: client, clientKey: clientKey, form: form, pages: pages,
-                                                 returnTo: returnTo))
+        return route.handler(self, SignupRequest(request, method, route: route, client: client, clientKey: clientKey, form: form,
+                                                 pages: pages, returnTo: returnTo,
+                                                 signedIn: route.readsSignedIn ? signedInSession(of: request) : .notAsked))
+    }
+
+    /// The request's signed-in session, as the store says.
+    private func signedInSession(of request: HTTPRequest) -> SignupRequest.SignedInSession {
+        do {
+            return try signedInUsers.account(cookieHeader: request.headers["Cookie"]).map { .account($0) } ?? .signedOut
+        } catch {
+            return .unavailable("\(error)")
+        }
     }
 
     /// Requests refused before routing: the readable page where a person is looking.

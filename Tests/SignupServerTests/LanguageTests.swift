@@ -123,16 +123,14 @@ final class LanguageTests: XCTestCase {
     }
 
     func testARightToLeftLanguageGetsItsDirectionAndEnglishFillsItsGaps() async throws {
-        let templates = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-rtl-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: templates) }
-        try FileManager.default.copyItem(at: TestServer.repositoryRoot.appendingPathComponent("Templates"), to: templates)
-        try """
+        let templates = try Self.templates(withCatalog: """
             language: he
             name: עברית
             direction: rtl
             texts:
               page.title: "יצירת חשבון"
-            """.write(to: templates.appendingPathComponent("i18n/he.yaml"), atomically: true, encoding: .utf8)
+            """, named: "he")
+        defer { try? FileManager.default.removeItem(at: templates) }
         let server = try TestServer { $0.templatesDirectory = templates }
         defer { server.stop() }
         let html = try await server.request("GET", "/", headers: ["Accept-Language": "he"]).body
@@ -142,16 +140,14 @@ final class LanguageTests: XCTestCase {
     }
 
     func testAnOperatorsEnglishCatalogReplacesTextsOfTheBuiltInOne() async throws {
-        let templates = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-en-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: templates) }
-        try FileManager.default.copyItem(at: TestServer.repositoryRoot.appendingPathComponent("Templates"), to: templates)
-        try """
+        let templates = try Self.templates(withCatalog: """
             language: en
             name: English
             texts:
               page.title: "Join us"
               username.available.text: "Still free"
-            """.write(to: templates.appendingPathComponent("i18n/en.yaml"), atomically: true, encoding: .utf8)
+            """, named: "en")
+        defer { try? FileManager.default.removeItem(at: templates) }
         let server = try TestServer { $0.templatesDirectory = templates }
         defer { server.stop() }
         let html = try await server.request("GET", "/").body
@@ -164,17 +160,15 @@ final class LanguageTests: XCTestCase {
     /// catalog's; a catalog written before the keys translated it by English sentence under
     /// `feedback:`, and says the same; a sentence English never had stops the start.
     func testAdviceIsSaidByKeyAndOlderCatalogsTranslatingItBySentenceStillWork() async throws {
-        let templates = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-advice-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: templates) }
-        try FileManager.default.copyItem(at: TestServer.repositoryRoot.appendingPathComponent("Templates"), to: templates)
-        try """
+        let templates = try Self.templates(withCatalog: """
             language: nl
             name: Nederlands
             texts:
               advice.own_details: "Dit is gebaseerd op uw eigen gegevens"
             feedback:
               "Username can't mix letters from different alphabets, like Latin and Cyrillic": "Geen letters uit verschillende alfabetten"
-            """.write(to: templates.appendingPathComponent("i18n/nl.yaml"), atomically: true, encoding: .utf8)
+            """, named: "nl")
+        defer { try? FileManager.default.removeItem(at: templates) }
         let server = try TestServer { $0.templatesDirectory = templates }
         defer { server.stop() }
         let english = SignupPolicy(.classic).passwordCandidate(password: "alice1234", username: "alice", email: "").strength
@@ -240,5 +234,13 @@ final class LanguageTests: XCTestCase {
         XCTAssertThrowsError(try TestServer { $0.policy = SignupPolicy(settings) }) { error in
             XCTAssertTrue("\(error)".contains("The policy has texts for fr"), "\(error)")
         }
+    }
+
+    /// A copy of the project's Templates with `catalog` as `i18n/<tag>.yaml` (remove it after).
+    private static func templates(withCatalog catalog: String, named tag: String) throws -> URL {
+        let templates = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-\(tag)-\(UUID().uuidString)")
+        try FileManager.default.copyItem(at: TestServer.repositoryRoot.appendingPathComponent("Templates"), to: templates)
+        try catalog.write(to: templates.appendingPathComponent("i18n/\(tag).yaml"), atomically: true, encoding: .utf8)
+        return templates
     }
 }
