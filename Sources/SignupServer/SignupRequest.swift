@@ -4,7 +4,8 @@ import SignupDomain
 /// Everything a handler learns about its request, worked out once by the router before the
 /// handler runs (as Hummingbird builds a request context): the request, the row it was routed
 /// by, the client's address and rate-limit key, the posted form, the visitor's language with
-/// its pages, and the validated `return_to`. Handlers are immutable bundles of services; what
+/// its pages, the validated `return_to` and the signed-in session, each where its row asks for
+/// it. Handlers are immutable bundles of services; what
 /// belongs to one request travels here, never in a copy of a handler.
 struct SignupRequest: Sendable {
     let http: HTTPRequest
@@ -19,9 +20,9 @@ struct SignupRequest: Sendable {
     let clientKey: String
     /// The posted urlencoded form for rows that read one (`Route.Reads.form`); else empty.
     let form: URLEncodedForm
-    /// The pages in the visitor's language, for rows that speak (`Route.speaks`): a form's
-    /// hidden `lang` field, else `?lang=`, else `Accept-Language`, else English. English on
-    /// the typing path, which never negotiates.
+    /// The pages in the visitor's language, for rows that speak (`Route.speaks`): a posted
+    /// form's hidden `lang` field (other rows: `?lang=`), else `Accept-Language`, else English.
+    /// English on the typing path, which never negotiates.
     let pages: Pages
     /// Where the person goes after signing in or up, validated (a form's `return_to`, else
     /// the query's), for rows that speak.
