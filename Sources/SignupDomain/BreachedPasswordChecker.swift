@@ -33,6 +33,9 @@ public final class BreachedPasswordChecker: @unchecked Sendable {
     /// Starts a look-up where it may block (a source may take its whole timeout, so not on
     /// Dispatch's shared pool); false when it cannot be taken now.
     private let run: @Sendable (@escaping @Sendable () -> Void) -> Bool
+    /// The same for a submitted form's look-up: a lane of its own, so people typing (whose
+    /// look-ups may each wait out a slow source) never hold up a sign-up.
+    private let runSubmitted: @Sendable (@escaping @Sendable () -> Void) -> Bool
     private let lock = NSLock()
     private var remembered: [String: BreachVerdict] = [:]
     private var rememberedOrder: [String] = []
@@ -40,14 +43,17 @@ public final class BreachedPasswordChecker: @unchecked Sendable {
     private var counts = (lookups: 0, failures: 0)
     private var observer: (@Sendable (BreachVerdict, _ sourceFailure: BreachedPasswordError?) -> Void)?
 
-    /// `run` starts a look-up somewhere it may block (the app's worker threads:
+    /// `run` starts a live look-up somewhere it may block (the app's worker threads:
     /// `SignupLookups`), or returns false to have it answered as a failed source at once;
-    /// tests pass a queue they can drain.
+    /// `runSubmitted` does the same for submitted forms (nil: the same lane as `run`). Tests
+    /// pass queues they can drain.
     public init(lookup: any BreachedPasswordLookup, fallback: CommonPasswords = .builtIn,
-                run: @escaping @Sendable (@escaping @Sendable () -> Void) -> Bool) {
+                run: @escaping @Sendable (@escaping @Sendable () -> Void) -> Bool,
+                runSubmitted: (@Sendable (@escaping @Sendable () -> Void) -> Bool)? = nil) {
         self.lookup = lookup
         self.fallback = fallback
         self.run = run
+        self.runSubmitted = runSubmitted ?? run
     }
 
     /// Look-ups made (each a file search or an API request, or a cached API answer).
@@ -101,7 +107,17 @@ public final class BreachedPasswordChecker: @unchecked Sendable {
     /// there (the submit check: never on a thread that serves requests). When too many
     /// look-ups are waiting already, it fails open at once, on the caller's thread.
     public func verdict(for password: String, then completion: @escaping @Sendable (BreachVerdict) -> Void) {
-        guard run({ [self] in completion(verdictNow(for: password)) }) else {
+        verdict(for: password, on: run, then: completion)
+    }
+
+    /// The same for a submitted form, in the submissions' own lane.
+    public func submittedVerdict(for password: String, then completion: @escaping @Sendable (BreachVerdict) -> Void) {
+        verdict(for: password, on: runSubmitted, then: completion)
+    }
+
+    private func verdict(for password: String, on lane: @Sendable (@escaping @Sendable () -> Void) -> Bool,
+                         then completion: @escaping @Sendable (BreachVerdict) -> Void) {
+        guard lane({ [self] in completion(verdictNow(for: password)) }) else {
             let failure = BreachedPasswordError("too many look-ups are waiting for the source", reason: "busy")
             return completion(failOpen(password, hash: BreachedPasswords.sha1(of: password), failure))
         }

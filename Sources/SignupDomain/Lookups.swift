@@ -56,7 +56,7 @@ public struct Lookups: Sendable {
                             then completion: @escaping @Sendable (RequirementState?) -> Void) {
         switch breachQuestion(for: password, in: policy) {
         case .known(let state): completion(state)
-        case .ask(let checker): checker.verdict(for: password) { completion($0.state) }
+        case .ask(let checker): checker.submittedVerdict(for: password) { completion($0.state) }
         }
     }
 
