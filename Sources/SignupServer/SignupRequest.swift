@@ -2,17 +2,15 @@ import MicroHTTPD
 import SignupDomain
 
 /// Everything a handler learns about its request, worked out once by the router before the
-/// handler runs (as Hummingbird builds a request context): the request, the row it was routed
-/// by, the client's address and rate-limit key, the posted form, the visitor's language with
-/// its pages, the validated `return_to` and the signed-in session, each where its row asks for
-/// it. Handlers are immutable bundles of services; what
-/// belongs to one request travels here, never in a copy of a handler.
+/// handler runs (as Hummingbird builds a request context), as its row (`Route`) asks: the
+/// request and its method, the client's address and rate-limit key, the posted form, the
+/// visitor's language with its pages, the validated `return_to` and the signed-in session.
+/// Handlers are immutable bundles of services; what belongs to one request travels here,
+/// never in a copy of a handler.
 struct SignupRequest: Sendable {
     let http: HTTPRequest
     /// The method as routed (HEAD for a GET row's look).
     let method: HTTPMethod
-    /// The row the router matched (its path and method, what it answers in).
-    let route: Route
     /// The client's address as the access log and limits see it (behind trusted proxies, the
     /// one they name).
     let client: String
@@ -45,7 +43,6 @@ struct SignupRequest: Sendable {
          signedIn: SignedInSession = .notAsked) {
         self.http = http
         self.method = method
-        self.route = route
         self.client = client
         self.clientKey = clientKey
         self.form = form
@@ -55,9 +52,8 @@ struct SignupRequest: Sendable {
             returnTarget = nil
             return
         }
-        self.pages = pages.speaking(pages.languages.negotiate(
-            requested: route.reads == .form ? form["lang"] : http.queryValue("lang"),
-            acceptLanguage: http.headers["accept-language"]))
+        self.pages = pages.speaking(pages.visitorLanguage(
+            http, requested: route.reads == .form ? form["lang"] : http.queryValue("lang")))
         returnTarget = returnTo.flatMap { returnTo in
             route.reads == .form ? returnTo.validated(form["return_to"], for: http) : returnTo.requestedTarget(of: http)
         }

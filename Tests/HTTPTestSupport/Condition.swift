@@ -13,18 +13,34 @@ public enum Condition {
         return XCTWaiter().wait(for: [expectation { condition() }], timeout: timeout) == .completed
     }
 
-    /// For async tests: the condition is checked every 5 ms until it holds or the bound
-    /// passes. Not XCTest's `fulfillment(of:)`, which on Linux blocks a detached thread in a
-    /// Foundation run loop per wait; a CI run crashed inside that machinery (libdispatch,
-    /// under XCTest and Foundation), and a task that checks and sleeps needs none of it.
+    /// For async tests: the test is suspended until the condition holds or the bound passes,
+    /// whichever comes first. A timer on a private queue checks it every 5 ms and resumes the
+    /// test then; nothing sleeps. Not XCTest's `fulfillment(of:)`, which on Linux blocks a
+    /// detached thread in a Foundation run loop per wait: a CI run crashed inside that
+    /// machinery (libdispatch, under XCTest and Foundation).
     @discardableResult
     public static func wait(timeout: TimeInterval, until condition: @escaping @Sendable () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-        while true {
-            if condition() { return true }
-            if ContinuousClock.now >= deadline { return false }
-            try? await Task.sleep(for: .milliseconds(5))
+        if condition() { return true }
+        let deadline = DispatchTime.now() + timeout
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let checker = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "condition-checker"))
+            // Touched only by the timer's handler, on its serial queue.
+            let finished = Flag()
+            checker.schedule(deadline: .now() + .milliseconds(5), repeating: .milliseconds(5))
+            checker.setEventHandler {
+                guard !finished.isSet else { return }
+                let holds = condition()
+                guard holds || DispatchTime.now() >= deadline else { return }
+                finished.isSet = true
+                checker.cancel()
+                continuation.resume(returning: holds)
+            }
+            checker.resume()
         }
+    }
+
+    private final class Flag: @unchecked Sendable {
+        var isSet = false
     }
 
     private static func expectation(_ condition: @escaping @Sendable () -> Bool) -> XCTestExpectation {

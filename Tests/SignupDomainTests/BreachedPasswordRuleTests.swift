@@ -137,16 +137,16 @@ final class BreachedPasswordRuleTests: XCTestCase {
     func testTheSubmitCheckIsNotQueuedBehindLiveLookUps() {
         let lookup = FakeLookup()
         lookup.seen = [BreachedPasswords.sha1(of: "Sunshine-2024-Garden"): 3]
-        let stuck = Guarded<[@Sendable () -> Void]>([])
-        let checker = BreachedPasswordChecker(lookup: lookup, run: { work in stuck.withValue { $0.append(work) }; return true },
+        let stuck = Locked<[@Sendable () -> Void]>([])
+        let checker = BreachedPasswordChecker(lookup: lookup, run: { work in stuck.withLock { $0.append(work) }; return true },
                                               runSubmitted: { $0(); return true })
         let lookups = Lookups(breachedPasswords: checker)
         let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: lookups.kinds)
         checker.verdict(for: "Typing-Along-Slowly-1") { _ in XCTFail("the live lane never runs in this test") }
-        let answered = Guarded<RequirementState??>(nil)
-        lookups.breachState(for: "Sunshine-2024-Garden", in: policy) { state in answered.withValue { $0 = state } }
-        XCTAssertEqual(answered.withValue { $0 }, .some(.some(.unmet)), "answered in its own lane, at once")
-        XCTAssertEqual(stuck.withValue { $0.count }, 1, "the live look-up still waits")
+        let answered = Locked<RequirementState??>(nil)
+        lookups.breachState(for: "Sunshine-2024-Garden", in: policy) { state in answered.withLock { $0 = state } }
+        XCTAssertEqual(answered.withLock { $0 }, .some(.some(.unmet)), "answered in its own lane, at once")
+        XCTAssertEqual(stuck.withLock { $0.count }, 1, "the live look-up still waits")
     }
 
     func testTheSubmitCheckLooksThePasswordUpToo() {
@@ -164,12 +164,4 @@ final class BreachedPasswordRuleTests: XCTestCase {
         XCTAssertTrue(evaluation.problems.contains { $0.field == .password && $0.message.contains("(5 times so far)") },
                       "\(evaluation.problems)")
     }
-}
-
-/// A value several threads touch, behind a lock.
-private final class Guarded<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withValue<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&value) } }
 }

@@ -237,9 +237,3 @@ final class EmailHygieneTests: XCTestCase {
 }
 
 /// A value shared with callbacks from other threads.
-private final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&value) } }
-}

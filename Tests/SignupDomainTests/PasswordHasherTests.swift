@@ -142,41 +142,41 @@ final class PasswordHasherTests: XCTestCase {
     func testQueueHashesAndVerifiesWithTheRealHasher() async throws {
         let queue = PasswordHashingQueue(hasher: fast, maximumConcurrentJobs: 2)
         let hashed = Occurrences()
-        let result = HashingTestBox<Result<String, Error>?>(nil)
+        let result = Locked<Result<String, Error>?>(nil)
         try queue.hash("queued password") { outcome in
-            result.withValue { $0 = outcome }
+            result.withLock { $0 = outcome }
             hashed.record()
         }
         let hashedInTime = await hashed.wait(timeout: 10)
         XCTAssertTrue(hashedInTime)
-        let hash = try XCTUnwrap(result.withValue { $0 }).get()
+        let hash = try XCTUnwrap(result.withLock { $0 }).get()
         XCTAssertTrue(fast.verify("queued password", against: hash))
 
         let verified = Occurrences()
-        let answers = HashingTestBox<[String: Bool]>([:])
+        let answers = Locked<[String: Bool]>([:])
         for candidate in ["queued password", "queued passwore", "", "!"] {
             try queue.verify(candidate, against: hash) { outcome in
-                answers.withValue { $0[candidate] = (try? outcome.get()) ?? false }
+                answers.withLock { $0[candidate] = (try? outcome.get()) ?? false }
                 verified.record()
             }
         }
         let verifiedInTime = await verified.wait(for: 4, timeout: 10)
         XCTAssertTrue(verifiedInTime)
-        XCTAssertEqual(answers.withValue { $0 },
+        XCTAssertEqual(answers.withLock { $0 },
                        ["queued password": true, "queued passwore": false, "": false, "!": false])
     }
 
     func testQueueReportsHashingErrors() async throws {
         let queue = PasswordHashingQueue(hasher: Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 1024))
         let done = Occurrences()
-        let error = HashingTestBox<Error?>(nil)
+        let error = Locked<Error?>(nil)
         try queue.hash("pw") { outcome in
-            if case .failure(let failure) = outcome { error.withValue { $0 = failure } }
+            if case .failure(let failure) = outcome { error.withLock { $0 = failure } }
             done.record()
         }
         let doneInTime = await done.wait(timeout: 10)
         XCTAssertTrue(doneInTime)
-        XCTAssertEqual(error.withValue { $0 } as? PasswordHashingError, .failed)
+        XCTAssertEqual(error.withLock { $0 } as? PasswordHashingError, .failed)
     }
 
     func testQueueNeverRunsMoreThanTwoJobsAtOnceWithABoundOfTwo() async {
@@ -202,16 +202,16 @@ final class PasswordHasherTests: XCTestCase {
         hasher.onEntry(bound + 1) { oneMoreRunning.record() }
 
         let completed = Occurrences()
-        let results = HashingTestBox<[String]>([])
+        let results = Locked<[String]>([])
         for index in 0..<jobs {
             if index.isMultiple(of: 2) {
                 try? queue.hash("job \(index)") { result in
-                    results.withValue { $0.append((try? result.get()) ?? "error") }
+                    results.withLock { $0.append((try? result.get()) ?? "error") }
                     completed.record()
                 }
             } else {
                 try? queue.verify("job \(index)", against: "whatever") { outcome in
-                    results.withValue { $0.append((try? outcome.get()) == true ? "verified" : "rejected") }
+                    results.withLock { $0.append((try? outcome.get()) == true ? "verified" : "rejected") }
                     completed.record()
                 }
             }
@@ -231,7 +231,7 @@ final class PasswordHasherTests: XCTestCase {
         XCTAssertEqual(hasher.maxRunning, bound, "most jobs at once", file: file, line: line)
         XCTAssertEqual(hasher.entries, jobs, file: file, line: line)
         XCTAssertEqual(hasher.running, 0, file: file, line: line)
-        let outcomes = results.withValue { $0 }
+        let outcomes = results.withLock { $0 }
         XCTAssertEqual(outcomes.count, jobs, file: file, line: line)
         XCTAssertEqual(outcomes.filter { $0 == "verified" }.count, jobs / 2, file: file, line: line)
         XCTAssertEqual(Set(outcomes.filter { $0.hasPrefix("hashed:") }),
@@ -288,17 +288,5 @@ private final class BlockingPasswordHasher: PasswordHashing, @unchecked Sendable
     func verify(_ password: String, against hash: String) -> Bool {
         enterAndBlock()
         return true
-    }
-}
-
-/// A value shared between a test and the completions it hands out.
-private final class HashingTestBox<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withValue<Result>(_ body: (inout Value) -> Result) -> Result {
-        lock.withLock { body(&value) }
     }
 }
