@@ -45,6 +45,19 @@ public struct OutboxEvent: Sendable, Equatable {
         return OutboxEvent(id: makeID(), type: "account.created", body: body, createdAt: account.createdAt)
     }
 
+    /// `account.password_reset`: the account's password was replaced through a recovery
+    /// (every signed-in session of it ended at the same moment). Says only what happened and
+    /// when, never the password or its hash.
+    public static func passwordReset(_ account: Account, at date: Date, endedSessions: Int) -> OutboxEvent {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let at = formatter.string(from: date)
+        let data = "{\"id\":\"\(account.id)\",\"username\":\(jsonString(account.username)),"
+            + "\"email\":\(jsonString(account.email)),\"reset_at\":\"\(at)\",\"sessions_ended\":\(endedSessions)}"
+        let body = "{\"type\":\"account.password_reset\",\"timestamp\":\"\(at)\",\"data\":\(data)}"
+        return OutboxEvent(id: makeID(), type: "account.password_reset", body: body, createdAt: date)
+    }
+
     public static func makeID() -> String {
         var generator = SystemRandomNumberGenerator()
         return "msg_" + (0..<16).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()

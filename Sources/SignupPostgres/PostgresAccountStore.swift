@@ -179,6 +179,23 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         (11, "passkeys made on sign-up forms", [
             "ALTER TABLE pending_signups ADD COLUMN passkey TEXT NOT NULL DEFAULT ''",
         ]),
+        // Ways back into accounts; a stand-in for a name with no account has no account_id.
+        (12, "account recoveries", [
+            """
+            CREATE TABLE account_recoveries (
+                token TEXT PRIMARY KEY,
+                account_id BIGINT REFERENCES users (id) ON DELETE CASCADE,
+                code_hash TEXT NOT NULL,
+                link_hash TEXT NOT NULL CONSTRAINT account_recoveries_link_hash UNIQUE,
+                wrong_tries INTEGER NOT NULL,
+                language TEXT NOT NULL,
+                expires_at TIMESTAMPTZ NOT NULL,
+                created_at TIMESTAMPTZ NOT NULL
+            )
+            """,
+            "CREATE INDEX account_recoveries_account ON account_recoveries (account_id)",
+            "CREATE INDEX account_recoveries_expiry ON account_recoveries (expires_at)",
+        ]),
     ]
 
     private func migrate() throws {
@@ -684,6 +701,137 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             try await Self.first(Bool.self, client.query(
                 "SELECT EXISTS(SELECT 1 FROM users WHERE email_canonical = \(canonical))")) ?? false
         }
+    }
+
+    // MARK: Account recoveries
+
+    public func startRecovery(_ recovery: AccountRecovery, mail: OutboxEvent?) throws {
+        let logger = self.logger
+        try run("start an account recovery") { client in
+            try await client.withTransaction(logger: logger) { connection in
+                // A new code voids the account's earlier ones; ended ones go on the way.
+                try await connection.query("""
+                    DELETE FROM account_recoveries
+                    WHERE expires_at <= \(recovery.createdAt) OR token = \(recovery.token) OR account_id = \(recovery.accountID)
+                    """, logger: logger)
+                try await connection.query("""
+                    INSERT INTO account_recoveries (token, account_id, code_hash, link_hash, wrong_tries, language, expires_at,
+                        created_at)
+                    VALUES (\(recovery.token), \(recovery.accountID), \(recovery.codeHash), \(recovery.linkHash),
+                        \(recovery.wrongTries), \(recovery.language), \(recovery.expiresAt), \(recovery.createdAt))
+                    """, logger: logger)
+                if let mail { try await Self.enqueue(mail, connection, logger) }
+            }
+        }
+    }
+
+    public func recovery(token: String, at now: Date) throws -> AccountRecovery? {
+        try run("read an account recovery") { client in
+            try await Self.recovery(client.query("""
+                SELECT \(unescaped: Self.recoveryColumns) FROM account_recoveries WHERE token = \(token) AND expires_at > \(now)
+                """))
+        }
+    }
+
+    public func recovery(linkHash: String, at now: Date) throws -> AccountRecovery? {
+        try run("read an account recovery") { client in
+            try await Self.recovery(client.query("""
+                SELECT \(unescaped: Self.recoveryColumns) FROM account_recoveries
+                WHERE link_hash = \(linkHash) AND expires_at > \(now)
+                """))
+        }
+    }
+
+    public func spendRecoveryTry(token: String, maximum: Int, at now: Date) throws -> Int? {
+        try run("spend a recovery code try") { client in
+            try await Self.first(Int.self, client.query("""
+                UPDATE account_recoveries SET wrong_tries = wrong_tries + 1
+                WHERE token = \(token) AND wrong_tries < \(maximum) AND expires_at > \(now) RETURNING wrong_tries
+                """))
+        }
+    }
+
+    public func exchangeRecoveryCode(token: String, linkHash: String, at now: Date) throws -> Bool {
+        try run("open an account recovery") { client in
+            try await Self.first(String.self, client.query("""
+                UPDATE account_recoveries SET code_hash = '', link_hash = \(linkHash)
+                WHERE token = \(token) AND expires_at > \(now) RETURNING token
+                """)) != nil
+        }
+    }
+
+    public func completeRecovery(linkHash: String, passwordHash: String, at now: Date,
+                                 events: @Sendable (Account) -> [OutboxEvent]) throws -> CompletedRecovery? {
+        let logger = self.logger
+        // The events are made before the transaction's task starts (a non-escaping closure
+        // cannot travel into it): from the account as the recovery names it, then checked.
+        guard let pending = try recovery(linkHash: linkHash, at: now), let id = pending.accountID,
+              let before = try account(id: id) else { return nil }
+        let written = events(Account(id: before.id, username: before.username, email: before.email, passwordHash: passwordHash,
+                                     createdAt: before.createdAt, profile: before.profile,
+                                     emailVerifiedAt: before.emailVerifiedAt))
+        return try run("store a recovered account's password") { client in
+            try await client.withTransaction(logger: logger) { connection -> CompletedRecovery? in
+                // Deleted first, in the same transaction: the link works once, whatever follows.
+                guard try await Self.first(Int64.self, connection.query("""
+                    DELETE FROM account_recoveries
+                    WHERE link_hash = \(linkHash) AND expires_at > \(now) AND account_id = \(id) RETURNING account_id
+                    """, logger: logger)) != nil else { return nil }
+                guard let account = try await Self.accounts(connection.query("""
+                    UPDATE users SET password_hash = \(passwordHash) WHERE id = \(id)
+                    RETURNING id, username, email, password_hash, created_at, profile::text, email_verified_at
+                    """, logger: logger)).first else { return nil }
+                var ended = 0
+                for try await _ in try await connection.query(
+                    "DELETE FROM sign_in_sessions WHERE user_id = \(id) RETURNING id_hash", logger: logger).decode(String.self) {
+                    ended += 1
+                }
+                try await connection.query("DELETE FROM account_recoveries WHERE account_id = \(id)", logger: logger)
+                for event in written { try await Self.enqueue(event, connection, logger) }
+                return CompletedRecovery(account: account, endedSessions: ended)
+            }
+        }
+    }
+
+    public func removeExpiredRecoveries(at now: Date) throws -> Int {
+        try run("remove expired account recoveries") { client in
+            var removed = 0
+            for try await _ in try await client.query(
+                "DELETE FROM account_recoveries WHERE expires_at <= \(now) RETURNING token").decode(String.self) {
+                removed += 1
+            }
+            return removed
+        }
+    }
+
+    public func account(withProvedEmail email: String) throws -> Account? {
+        let canonical = EmailAddress.canonical(email)
+        return try run("read an account") { client in
+            try await Self.accounts(client.query("""
+                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at FROM users
+                WHERE email_canonical = \(canonical)
+                """)).first
+        }
+    }
+
+    public func account(id: Int64) throws -> Account? {
+        try run("read an account") { client in
+            try await Self.accounts(client.query("""
+                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at FROM users
+                WHERE id = \(id)
+                """)).first
+        }
+    }
+
+    private static let recoveryColumns = "token, account_id, code_hash, link_hash, wrong_tries, language, expires_at, created_at"
+
+    private static func recovery(_ rows: PostgresRowSequence) async throws -> AccountRecovery? {
+        for try await (token, account, codeHash, linkHash, tries, language, expires, created)
+            in rows.decode((String, Int64?, String, String, Int, String, Date, Date).self) {
+            return AccountRecovery(token: token, accountID: account, codeHash: codeHash, linkHash: linkHash, wrongTries: tries,
+                                   language: language, expiresAt: expires, createdAt: created)
+        }
+        return nil
     }
 
     private static let pendingColumns = """

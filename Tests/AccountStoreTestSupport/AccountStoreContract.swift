@@ -454,6 +454,96 @@ public struct AccountStoreContract {
     }
 }
 
+extension AccountStoreContract {
+    private static func recovery(_ token: String, account: Int64?, link: String, at now: Date) -> AccountRecovery {
+        AccountRecovery(token: token, accountID: account, codeHash: "code-\(token)", linkHash: link, language: "de",
+                        expiresAt: now.addingTimeInterval(900), createdAt: now)
+    }
+
+    /// A recovery is found by its token or its link until it expires; wrong codes are spent
+    /// atomically up to the maximum; a new one voids the account's old one; a right code
+    /// swaps the code for a new link; completing it works once, stores the new hash, ends
+    /// every signed-in session of that account (and no other) and writes its events in the
+    /// same transaction; a stand-in (no account) can never complete.
+    public func recoveriesWorkOnceAndEndTheAccountsSessions(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let owner = try store.createAccount(NewAccount(username: "Forgetful", email: "f@example.org", passwordHash: "old-hash",
+                                                       formToken: "r-form-1"))
+        let other = try store.createAccount(NewAccount(username: "Bystander", email: "b@example.org", passwordHash: "b-hash",
+                                                       formToken: "r-form-2"))
+        XCTAssertEqual(try store.account(id: owner.id)?.username, "Forgetful", file: file, line: line)
+        XCTAssertNil(try store.account(id: 987_654), file: file, line: line)
+        let rules = SignInSessionRules(idleTimeout: 3600)
+        for (hash, account) in [("s-owner-1", owner), ("s-owner-2", owner), ("s-other", other)] {
+            try store.startSignInSession(NewSignInSession(idHash: hash, accountID: account.id, createdAt: now,
+                                                          expiresAt: now.addingTimeInterval(86_400)))
+        }
+
+        try store.startRecovery(Self.recovery("t-1", account: owner.id, link: "link-1", at: now), mail: Self.mail(at: now))
+        XCTAssertEqual(try store.outboxStatus(channel: .mail).pending, 1, "the code's mail, with it", file: file, line: line)
+        let found = try XCTUnwrap(try reopen().recovery(token: "t-1", at: now.addingTimeInterval(899)), file: file, line: line)
+        XCTAssertEqual([found.accountID], [owner.id], file: file, line: line)
+        XCTAssertEqual([found.codeHash, found.linkHash, found.language], ["code-t-1", "link-1", "de"], file: file, line: line)
+        XCTAssertEqual(try store.recovery(linkHash: "link-1", at: now)?.token, "t-1", file: file, line: line)
+        XCTAssertNil(try store.recovery(token: "t-1", at: now.addingTimeInterval(900)), "expired", file: file, line: line)
+        XCTAssertEqual(try store.spendRecoveryTry(token: "t-1", maximum: 2, at: now), 1, file: file, line: line)
+        XCTAssertEqual(try store.spendRecoveryTry(token: "t-1", maximum: 2, at: now), 2, file: file, line: line)
+        XCTAssertNil(try store.spendRecoveryTry(token: "t-1", maximum: 2, at: now), "none left", file: file, line: line)
+        XCTAssertNil(try store.spendRecoveryTry(token: "nobody", maximum: 2, at: now), file: file, line: line)
+
+        // A new one voids the old one.
+        try store.startRecovery(Self.recovery("t-2", account: owner.id, link: "link-2", at: now), mail: Self.mail(at: now))
+        XCTAssertNil(try store.recovery(token: "t-1", at: now), file: file, line: line)
+        XCTAssertNil(try store.recovery(linkHash: "link-1", at: now), file: file, line: line)
+        XCTAssertNil(try store.completeRecovery(linkHash: "link-1", passwordHash: "stolen", at: now, events: { _ in [] }),
+                     "the old link is void", file: file, line: line)
+
+        // A right code: the code is spent, a new secret opens the form.
+        XCTAssertTrue(try store.exchangeRecoveryCode(token: "t-2", linkHash: "opened-2", at: now), file: file, line: line)
+        XCTAssertEqual(try store.recovery(token: "t-2", at: now)?.codeHash, "", file: file, line: line)
+        XCTAssertNil(try store.recovery(linkHash: "link-2", at: now), file: file, line: line)
+        XCTAssertFalse(try store.exchangeRecoveryCode(token: "gone", linkHash: "x", at: now), file: file, line: line)
+        XCTAssertNil(try store.completeRecovery(linkHash: "opened-2", passwordHash: "late", at: now.addingTimeInterval(900),
+                                                events: { _ in [] }), "expired", file: file, line: line)
+
+        let completed = try XCTUnwrap(try store.completeRecovery(
+            linkHash: "opened-2", passwordHash: "new-hash", at: now.addingTimeInterval(60),
+            events: { [OutboxEvent.passwordReset($0, at: now, endedSessions: 2)] }), file: file, line: line)
+        XCTAssertEqual(completed.account.passwordHash, "new-hash", file: file, line: line)
+        XCTAssertEqual(completed.endedSessions, 2, file: file, line: line)
+        XCTAssertEqual(try reopen().account(named: "forgetful")?.passwordHash, "new-hash", file: file, line: line)
+        XCTAssertNil(try store.signedInAccount(idHash: "s-owner-1", at: now, rules: rules), file: file, line: line)
+        XCTAssertNil(try store.signedInAccount(idHash: "s-owner-2", at: now, rules: rules), file: file, line: line)
+        XCTAssertEqual(try store.signedInAccount(idHash: "s-other", at: now, rules: rules)?.username, "Bystander",
+                       "another account's session is untouched", file: file, line: line)
+        XCTAssertEqual(try store.account(named: "bystander")?.passwordHash, "b-hash", file: file, line: line)
+        XCTAssertEqual(try store.claimDueEvents(channel: .webhook, at: now, limit: 10, lease: 30).map(\.event.type),
+                       ["account.password_reset"], file: file, line: line)
+        XCTAssertNil(try store.completeRecovery(linkHash: "opened-2", passwordHash: "again", at: now, events: { _ in [] }),
+                     "once", file: file, line: line)
+        XCTAssertEqual(try store.account(named: "forgetful")?.passwordHash, "new-hash", file: file, line: line)
+
+        // A stand-in looks like any other recovery and can never complete.
+        try store.startRecovery(Self.recovery("t-3", account: nil, link: "link-3", at: now), mail: nil)
+        XCTAssertNotNil(try store.recovery(token: "t-3", at: now), file: file, line: line)
+        XCTAssertEqual(try store.spendRecoveryTry(token: "t-3", maximum: 5, at: now), 1, file: file, line: line)
+        XCTAssertNil(try store.completeRecovery(linkHash: "link-3", passwordHash: "x", at: now, events: { _ in [] }),
+                     file: file, line: line)
+        try store.startRecovery(Self.recovery("t-4", account: nil, link: "link-4", at: now), mail: nil)
+        XCTAssertNotNil(try store.recovery(token: "t-3", at: now), "stand-ins void nothing", file: file, line: line)
+
+        // Proved addresses find their account; unproved ones do not.
+        XCTAssertNil(try store.account(withProvedEmail: "f@example.org"), "made without a proof", file: file, line: line)
+        try store.startPendingSignup(Self.pending("Proved", email: "Proved@Example.org", token: "r-p", at: now, link: "r-l"),
+                                     mail: Self.mail(at: now), at: now)
+        _ = try store.completePendingSignup(formToken: "r-p", at: now, announce: false)
+        XCTAssertEqual(try store.account(withProvedEmail: "proved@EXAMPLE.org")?.username, "Proved", file: file, line: line)
+
+        XCTAssertEqual(try store.removeExpiredRecoveries(at: now.addingTimeInterval(899)), 0, file: file, line: line)
+        XCTAssertEqual(try store.removeExpiredRecoveries(at: now.addingTimeInterval(900)), 2, file: file, line: line)
+    }
+}
+
 private final class Outcomes: @unchecked Sendable {
     private let lock = NSLock()
     private var values: [String: Int] = [:]

@@ -73,6 +73,16 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func passkeys(ofAccount id: Int64) throws -> [Passkey] { throw Failure() }
         func recordPasskeyUse(credentialID: [UInt8], signCount: UInt32, isBackedUp: Bool, at date: Date) throws -> Bool { throw Failure() }
         func isEmailTaken(_ email: String) throws -> Bool { throw Failure() }
+        func startRecovery(_ recovery: AccountRecovery, mail: OutboxEvent?) throws { throw Failure() }
+        func recovery(token: String, at now: Date) throws -> AccountRecovery? { throw Failure() }
+        func recovery(linkHash: String, at now: Date) throws -> AccountRecovery? { throw Failure() }
+        func spendRecoveryTry(token: String, maximum: Int, at now: Date) throws -> Int? { throw Failure() }
+        func exchangeRecoveryCode(token: String, linkHash: String, at now: Date) throws -> Bool { throw Failure() }
+        func completeRecovery(linkHash: String, passwordHash: String, at now: Date,
+                              events: @Sendable (Account) -> [OutboxEvent]) throws -> CompletedRecovery? { throw Failure() }
+        func removeExpiredRecoveries(at now: Date) throws -> Int { throw Failure() }
+        func account(withProvedEmail email: String) throws -> Account? { throw Failure() }
+        func account(id: Int64) throws -> Account? { throw Failure() }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -127,6 +137,16 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func passkeys(ofAccount id: Int64) throws -> [Passkey] { [] }
         func recordPasskeyUse(credentialID: [UInt8], signCount: UInt32, isBackedUp: Bool, at date: Date) throws -> Bool { false }
         func isEmailTaken(_ email: String) throws -> Bool { false }
+        func startRecovery(_ recovery: AccountRecovery, mail: OutboxEvent?) throws {}
+        func recovery(token: String, at now: Date) throws -> AccountRecovery? { nil }
+        func recovery(linkHash: String, at now: Date) throws -> AccountRecovery? { nil }
+        func spendRecoveryTry(token: String, maximum: Int, at now: Date) throws -> Int? { nil }
+        func exchangeRecoveryCode(token: String, linkHash: String, at now: Date) throws -> Bool { false }
+        func completeRecovery(linkHash: String, passwordHash: String, at now: Date,
+                              events: @Sendable (Account) -> [OutboxEvent]) throws -> CompletedRecovery? { nil }
+        func removeExpiredRecoveries(at now: Date) throws -> Int { 0 }
+        func account(withProvedEmail email: String) throws -> Account? { nil }
+        func account(id: Int64) throws -> Account? { nil }
         struct UnusedInTheseTests: Error {}
     }
 
@@ -167,6 +187,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }
     func testTheOutboxHoldsEachAccountsEventUntilItIsDelivered() throws { try contract().theOutboxHoldsEachAccountsEventUntilItIsDelivered() }
     func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
+    func testRecoveriesWorkOnceAndEndTheAccountsSessions() throws { try contract().recoveriesWorkOnceAndEndTheAccountsSessions() }
     func testAProofOfWorkIsSpentOnce() throws { try contract().aProofOfWorkIsSpentOnce() }
     func testPasskeysBelongToTheirAccounts() throws { try contract().passkeysBelongToTheirAccounts() }
     func testSignUpPasskeysArriveWithTheirAccounts() throws { try contract().signUpPasskeysArriveWithTheirAccounts() }
