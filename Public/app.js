@@ -515,7 +515,9 @@ function check() {
 }
 
 function renew() {
-  return fetch("/sessions", { method: "POST", cache: "no-store" }).then(function (response) {
+  // The form says where its fresh sessions come from (a new-password form has its own).
+  var sessionURL = form.getAttribute("data-session-url") || "/sessions";
+  return fetch(withLang(sessionURL), { method: "POST", cache: "no-store", credentials: "same-origin" }).then(function (response) {
     if (!response.ok) { throw new Error("HTTP " + response.status); }
     return response.json();
   }).then(function (data) {

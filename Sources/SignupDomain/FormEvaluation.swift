@@ -161,7 +161,8 @@ public struct FormEvaluation: Equatable, Sendable {
             requirementIDs: order.requirementIDs, states: states,
             validatedFields: order.fields, validations: validations,
             strength: usesPasskey ? .none : password.value.strength,
-            isValid: username.allMet && email.allMet && credentialMet && declaredValid,
+            // A new-password form has no identity fields to judge (`SignupPolicy.account`).
+            isValid: (policy.account != nil || username.allMet && email.allMet) && credentialMet && declaredValid,
             fieldOrder: usesPasskey ? policy.passkeyFieldOrder : policy.fieldOrder,
             suggestions: suggestions, credential: credential.method))
     }
@@ -244,7 +245,9 @@ extension SignupPolicy {
             guard let position, position < values.count else { return "" }
             return values[position]
         }
-        let username = value(at: builtInPositions.username), email = value(at: builtInPositions.email)
+        // A new-password form's identity is the account's: the words its password is judged against.
+        let username = account?.username ?? value(at: builtInPositions.username)
+        let email = account?.email ?? value(at: builtInPositions.email)
         let password = value(at: builtInPositions.password), confirm = value(at: builtInPositions.confirm)
         let breachRule = passwordBreachCandidateRule
         let deliverableRule = emailDeliverabilityRule

@@ -45,15 +45,15 @@ public struct OutboxEvent: Sendable, Equatable {
         return OutboxEvent(id: makeID(), type: "account.created", body: body, createdAt: account.createdAt)
     }
 
-    /// `account.password_reset`: the account's password was replaced through a recovery
-    /// (every signed-in session of it ended at the same moment). Says only what happened and
-    /// when, never the password or its hash.
-    public static func passwordReset(_ account: Account, at date: Date, endedSessions: Int) -> OutboxEvent {
+    /// `account.password_reset`: the account's password was replaced through a recovery, and
+    /// every signed-in session of it ended in the same transaction. Says only what happened
+    /// and when, never the password or its hash.
+    public static func passwordReset(_ account: Account, at date: Date) -> OutboxEvent {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let at = formatter.string(from: date)
         let data = "{\"id\":\"\(account.id)\",\"username\":\(jsonString(account.username)),"
-            + "\"email\":\(jsonString(account.email)),\"reset_at\":\"\(at)\",\"sessions_ended\":\(endedSessions)}"
+            + "\"email\":\(jsonString(account.email)),\"reset_at\":\"\(at)\"}"
         let body = "{\"type\":\"account.password_reset\",\"timestamp\":\"\(at)\",\"data\":\(data)}"
         return OutboxEvent(id: makeID(), type: "account.password_reset", body: body, createdAt: date)
     }

@@ -53,6 +53,22 @@ public final class SignupPolicy: @unchecked Sendable {
     private let commonPasswordsOverride: CommonPasswords?
     private let reservedCanonicalNames: Set<String>
     private let checklists: [SignupField: [Requirement]]
+    /// The account a new password is chosen for (account recovery), nil on the sign-up form.
+    /// Its username and address are not fields then: they are what the password must not
+    /// be built on, and the form is judged on the password fields alone.
+    public let account: AccountContext?
+
+    /// Whose password a new-password form sets: the words it must not contain.
+    public struct AccountContext: Sendable, Equatable {
+        public let username: String
+        public let email: String
+
+        public init(username: String, email: String) {
+            self.username = username
+            self.email = email
+        }
+    }
+
     /// The language of these rules' texts (a catalog's tag), nil for the policy's own words.
     public let language: String?
     /// Every field of the form in page order, in this language.
@@ -121,10 +137,12 @@ public final class SignupPolicy: @unchecked Sendable {
         strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
         usernameProblem: (@Sendable (String) -> String?)? = nil,
         lookups: Lookups.Kinds = [],
-        language: String? = nil
+        language: String? = nil,
+        account: AccountContext? = nil
     ) {
         self.settings = settings
         self.language = language
+        self.account = account
         let texts = settings.texts
         self.lookups = lookups
         self.usernameProblem = usernameProblem
@@ -194,6 +212,11 @@ public final class SignupPolicy: @unchecked Sendable {
         var checklists = Self.checklists(username: username, availability: usernameAvailability, email: email,
                                          deliverable: emailDeliverable, password: password, breach: passwordBreach,
                                          confirm: confirm)
+        if account != nil {
+            // The account's name and address are given, not typed: nothing to judge.
+            checklists[.username] = []
+            checklists[.email] = []
+        }
         for declared in declaredFields { checklists[declared.field] = declared.rules.requirements }
         self.checklists = checklists
         let passkeyCreatedID = passkeyCreated.id
@@ -294,12 +317,22 @@ public final class SignupPolicy: @unchecked Sendable {
                             usernameProblem: usernameProblem, lookups: lookups, language: language)
     }
 
+    /// The rules of a form that sets a new password for `account` (account recovery): the
+    /// password fields alone, in these rules' words and with their outside requirements, and
+    /// passwords built on the account's username or address refused (`password.common`).
+    public func newPassword(for account: AccountContext) -> SignupPolicy {
+        var settings = self.settings
+        settings.fields = settings.fields.filter { $0.kind == .password || $0.kind == .confirm }
+        return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
+                            usernameProblem: usernameProblem, lookups: lookups, language: language, account: account)
+    }
+
     /// The same rules with the outside requirements `kinds` names: the app's policy has
     /// exactly the ones its services can answer. Itself when they are the ones it has.
     public func lookingUp(_ kinds: Lookups.Kinds) -> SignupPolicy {
         guard kinds != lookups else { return self }
         return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
-                            usernameProblem: usernameProblem, lookups: kinds, language: language)
+                            usernameProblem: usernameProblem, lookups: kinds, language: language, account: account)
     }
 
     /// The password as its rules see it, given the other fields it must not be based on.

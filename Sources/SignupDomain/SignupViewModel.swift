@@ -89,11 +89,15 @@ public final class SignupViewModel {
 
         let availability = policy.usernameAvailabilityRule { availabilityChecker.availability(of: $0) }
         // A sign-up form always has these two (PolicyFile refuses a file without them); a
-        // `Policy` made in code without them is a programming error, said as one.
-        guard let username = inputsByField[.username], let password = inputsByField[.password] else {
+        // new-password form (`policy.account`) has the password alone. A `Policy` made in code
+        // without them is a programming error, said as one.
+        guard let password = inputsByField[.password], inputsByField[.username] != nil || policy.account != nil else {
             preconditionFailure("A sign-up policy declares the username and password fields; this one has \(policy.fieldOrder.map(\.rawValue))")
         }
-        let usernameInput = username.$value
+        // No username is looked up on a new-password form: the account's own is given.
+        let availabilityAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = inputsByField[.username].map {
+            $0.$value.latestAnswers(for: availability, debounce: availabilityDebounce, scheduler: scheduler)
+        } ?? Just(nil).eraseToAnyPublisher()
         // "Not in a known breach", when configured: the same debounced, latest-only pipeline,
         // so a burst of keystrokes costs one look-up of the password as it settled.
         let breaches = lookups.breachedPasswords
@@ -122,7 +126,7 @@ public final class SignupViewModel {
         let visibility = Publishers.CombineLatest3($touchedFields, $submitAttempted, $credential)
         Publishers.CombineLatest4(
             values,
-            usernameInput.latestAnswers(for: availability, debounce: availabilityDebounce, scheduler: scheduler),
+            availabilityAnswers,
             outsideAnswers,
             visibility
         )

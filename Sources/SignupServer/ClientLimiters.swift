@@ -19,6 +19,8 @@ final class ClientLimiters: Sendable {
     /// Shared by every instance: the recipient's mailbox is one, however many instances.
     let mailsPerRecipient: SharedRateLimiter
     let mailsPerAddress: RateLimiter
+    /// Shared by every instance: recovery requests for one account, wherever they come from.
+    let recoveriesPerAccount: SharedRateLimiter
     /// Keyed by one key for everybody (`ProofOfWorkGate.everybody`).
     let noJavaScriptSignups: RateLimiter
     let passkeys: RateLimiter
@@ -52,6 +54,9 @@ final class ClientLimiters: Sendable {
             .mails, bucket: LimitSetting.mailsPerRecipient.flag, rate: limits.mailsPerRecipient,
             store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, consulted: consulted)
         mailsPerAddress = limiter(.mailsPerAddress)
+        recoveriesPerAccount = SharedRateLimiter(
+            .mails, bucket: LimitSetting.recoveriesPerAccount.flag, rate: limits.recoveriesPerAccount,
+            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, consulted: consulted)
         noJavaScriptSignups = limiter(.noJavaScriptSignups)
         passkeys = limiter(.passkeysPerAddress)
         unknownSessions = limiter(.unknownSessionsPerAddress)

@@ -13,8 +13,10 @@ public struct EmailVerificationSettings: Sendable {
     public var codeLifetime: TimeInterval = 30 * 60
     /// How soon after a mail the person may ask for another.
     public var resendCooldown: TimeInterval = 60
-    /// Wrong codes before a new one must be sent.
+    /// Wrong codes before a new one must be sent (a sign-up's and a recovery's alike).
     public var maximumWrongCodes = 5
+    /// How long a recovery's code and link work (`--recovery-minutes`).
+    public var recoveryLifetime: TimeInterval = 15 * 60
 
     public init(mail: MailSettings) {
         self.mail = mail
@@ -108,6 +110,40 @@ struct VerificationMails: Sendable {
             after: [text("mail.in_use_ignore", language)],
             footer: text("mail.footer", language))
         return try seal(content, to: address, type: "mail.address_in_use", language: language, at: now, expiresAt: nil)
+    }
+
+    /// The code and the link that lead back into an account (`/recover`).
+    func recovery(to address: String, username: String, code: String, link: String, language: Languages.Language,
+                  at now: Date, expiresAt: Date) throws -> OutboxEvent {
+        let minutes = String(Int(expiresAt.timeIntervalSince(now) / 60))
+        let content = PageRenderer.MailContent(
+            subject: text("mail.recover_subject", language).replacingOccurrences(of: "{code}", with: code),
+            heading: text("mail.recover_heading", language),
+            lead: text("mail.recover_lead", language).replacingOccurrences(of: "{username}", with: username),
+            code: code,
+            linkLead: text("mail.recover_link", language),
+            linkURL: "\(linkOrigin())/recover?link=\(link)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
+            linkText: text("mail.recover_link_text", language),
+            after: [text("mail.recover_expiry", language).replacingOccurrences(of: "{minutes}", with: minutes),
+                    text("mail.recover_ignore", language)],
+            footer: text("mail.footer", language))
+        return try seal(content, to: address, type: "mail.recovery", language: language, at: now, expiresAt: expiresAt)
+    }
+
+    /// For the owner: the password was changed through a recovery, and what to do if it was
+    /// not them.
+    func passwordChanged(to address: String, username: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
+        let content = PageRenderer.MailContent(
+            subject: text("mail.changed_subject", language),
+            heading: text("mail.changed_heading", language),
+            lead: text("mail.changed_lead", language).replacingOccurrences(of: "{username}", with: username),
+            code: nil,
+            linkLead: text("mail.changed_not_you", language),
+            linkURL: "\(linkOrigin())/recover" + PageRenderer.languageQuery(language),
+            linkText: text("mail.changed_not_you_link", language),
+            after: [text("mail.changed_sessions", language)],
+            footer: text("mail.footer", language))
+        return try seal(content, to: address, type: "mail.password_changed", language: language, at: now, expiresAt: nil)
     }
 
     private func seal(_ content: PageRenderer.MailContent, to address: String, type: String, language: Languages.Language,

@@ -99,6 +99,55 @@ final class FormSessionRegistry: @unchecked Sendable {
         // the page is told the session is unknown, takes a fresh token here and re-sends.
         guard acceptsForLiveUse(token) else { throw .unknown }
         let addressKey = ClientKey.of(address)
+        try admitNewSession(from: addressKey)
+        let session = FormSession(
+            token: token,
+            configuration: sessionConfigurations[settings.languages.language(language)?.tag ?? Languages.fallback]!,
+            availabilityChecker: availabilityChecker(for: token, addressKey: addressKey),
+            clock: settings.clock)
+        return insert(session, addressKey: addressKey)
+    }
+
+    /// A live session for a form that sets `policy`'s account a new password (account
+    /// recovery), built now and counted like any other against `address`. Its token is
+    /// random, not a signed form token: when the session is gone, nothing can build it again
+    /// from the token (which would make a sign-up form of it); the page asks its own route
+    /// for a fresh one.
+    func startNewPasswordSession(_ policy: SignupPolicy, language: String, address: String) throws(LookupError) -> String {
+        precondition(policy.account != nil, "a new-password session is for an account")
+        let addressKey = ClientKey.of(address)
+        try admitNewSession(from: addressKey)
+        let token = "np" + Self.makeRandomID()
+        let session = FormSession(
+            token: token,
+            configuration: FormSession.Configuration(
+                policy: policy, lookups: settings.lookups, language: language,
+                availabilityDebounce: settings.availabilityDebounce, metrics: settings.metrics),
+            availabilityChecker: availabilityChecker(for: token, addressKey: addressKey),
+            clock: settings.clock)
+        _ = insert(session, addressKey: addressKey)
+        return token
+    }
+
+    private func availabilityChecker(for token: String, addressKey: String) -> ThrottledAvailabilityChecker {
+        ThrottledAvailabilityChecker(
+            base: settings.availabilityChecker, limiters: settings.limiters,
+            sessionKey: token, addressKey: addressKey, checks: settings.metrics.availabilityChecks,
+            clock: settings.clock)
+    }
+
+    private func insert(_ session: FormSession, addressKey: String) -> FormSession {
+        lock.withLock {
+            // Two first uses at once (the stream and an edit): the first one in wins.
+            if let raced = sessions[session.token] { return raced.session }
+            sessions[session.token] = Entry(session: session, addressKey: addressKey)
+            liveByAddress[addressKey, default: 0] += 1
+            return session
+        }
+    }
+
+    /// Whether `addressKey` may start one more session, and room for it; spends its allowance.
+    private func admitNewSession(from addressKey: String) throws(LookupError) {
         let atCapacity = lock.withLock { liveByAddress[addressKey, default: 0] >= settings.limiters.limits.liveSessionsPerAddress }
         if atCapacity {
             // Its own idle sessions give way first; the address is refused only if it holds
@@ -117,21 +166,6 @@ final class FormSessionRegistry: @unchecked Sendable {
             // Make room in batches so a full table is not scanned for every new session.
             evictIdle(count: max(1, settings.maximumSessions / 100), ownedBy: nil)
             if count >= settings.maximumSessions { throw .full }
-        }
-        let session = FormSession(
-            token: token,
-            configuration: sessionConfigurations[settings.languages.language(language)?.tag ?? Languages.fallback]!,
-            availabilityChecker: ThrottledAvailabilityChecker(
-                base: settings.availabilityChecker, limiters: settings.limiters,
-                sessionKey: token, addressKey: addressKey, checks: settings.metrics.availabilityChecks,
-                clock: settings.clock),
-            clock: settings.clock)
-        return lock.withLock {
-            // Two first uses at once (the stream and an edit): the first one in wins.
-            if let raced = sessions[token] { return raced.session }
-            sessions[token] = Entry(session: session, addressKey: addressKey)
-            liveByAddress[addressKey, default: 0] += 1
-            return session
         }
     }
 

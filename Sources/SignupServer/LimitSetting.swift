@@ -20,6 +20,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
     case signinFailuresPerAddress = "signin-failures-per-address"
     case mailsPerRecipient = "mails-per-recipient"
     case mailsPerAddress = "mails-per-address"
+    case recoveriesPerAccount = "recoveries-per-account"
     case noJavaScriptSignups = "no-javascript-signups"
     case passkeysPerAddress = "passkeys-per-address"
     case unknownSessionsPerAddress = "unknown-sessions-per-address"
@@ -49,6 +50,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .signinFailuresPerAddress: return .rate(\.signinFailuresPerAddress)
         case .mailsPerRecipient: return .rate(\.mailsPerRecipient)
         case .mailsPerAddress: return .rate(\.mailsPerAddress)
+        case .recoveriesPerAccount: return .rate(\.recoveriesPerAccount)
         case .noJavaScriptSignups: return .rate(\.noJavaScriptSignups)
         case .passkeysPerAddress: return .rate(\.passkeysPerAddress)
         case .unknownSessionsPerAddress: return .rate(\.unknownSessionsPerAddress)
@@ -67,7 +69,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .lookupsPerSession, .lookupsPerAddress: return .lookups
         case .signupsPerAddress: return .signups
         case .signinFailuresPerAccount, .signinFailuresPerAddress: return .signins
-        case .mailsPerRecipient, .mailsPerAddress: return .mails
+        case .mailsPerRecipient, .mailsPerAddress, .recoveriesPerAccount: return .mails
         case .noJavaScriptSignups: return .noJavaScript
         case .passkeysPerAddress: return .passkeys
         case .unknownSessionsPerAddress: return .unknownSessions
@@ -91,6 +93,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .signinFailuresPerAddress: return "Failed sign-ins per address before each try must wait."
         case .mailsPerRecipient: return "Mails (codes, notices) to one email address, across instances: nobody can mail-bomb an address through the form."
         case .mailsPerAddress: return "Mails (codes, notices) asked for from one client address."
+        case .recoveriesPerAccount: return "Recovery requests for one account (forgotten passwords), across instances; over it nothing is mailed and the page says the same, so it reveals no account."
         case .noJavaScriptSignups: return "Sign-up posts without a proof of work (people without JavaScript), all clients together; over it the page asks for JavaScript or patience."
         case .passkeysPerAddress: return "Passkey ceremonies (made on the form, signed in with, added) per address."
         case .unknownSessionsPerAddress: return "/auth answers for sign-in cookies that name no live session, per address (known sessions never count)."

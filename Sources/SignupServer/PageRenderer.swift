@@ -27,7 +27,7 @@ struct PageRenderer: Sendable {
             let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
             templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text)
         }
-        for required in ["signup", "welcome", "signin", "problem", "verify", "mail.txt", "mail.html"] where templates[required] == nil {
+        for required in ["signup", "welcome", "signin", "problem", "verify", "recover", "mail.txt", "mail.html"] where templates[required] == nil {
             throw LoadError.missingTemplate(required, directory: directory.path)
         }
         library = MustacheLibrary(templates: templates)
@@ -58,12 +58,27 @@ struct PageRenderer: Sendable {
         var credential = CredentialMethod.password
         /// A passkey was made on this form (its session holds it).
         var passkeyCreated = false
+        /// A sign-up, or a new password for an account (`/recover/password`).
+        var purpose = Purpose.signup
+
+        enum Purpose: Equatable {
+            case signup
+            /// The password fields alone, for this account; posted to `/recover/password`.
+            case newPassword(username: String)
+        }
 
         var hasErrors: Bool { !errors.isEmpty || !formError.isEmpty }
     }
 
-    func renderSignup(_ page: SignupPage, language: Languages.Language, languages: Languages, assets: StaticAssets) -> String {
-        let policy = language.policy
+    /// `policy`: the form's rules, the language's sign-up rules unless given (a new-password
+    /// form's are its account's, `SignupPolicy.newPassword(for:)`).
+    func renderSignup(_ page: SignupPage, language: Languages.Language, languages: Languages, assets: StaticAssets,
+                      policy: SignupPolicy? = nil) -> String {
+        let policy = policy ?? language.policy
+        let newPasswordFor: String? = {
+            if case .newPassword(let username) = page.purpose { return username }
+            return nil
+        }()
         let catalog = language.catalog
         func text(_ key: String) -> String { catalog[key] ?? key }
         // The passkey step follows the last password field; the choice comes before the password.
@@ -130,9 +145,10 @@ struct PageRenderer: Sendable {
                 // never fewer), so nobody types past what the server accepts.
                 "textMaxLength": kind == .text ? formField.declaration.maximumLength ?? DeclaredFieldRules.longestText : 0,
                 "passwordRules": Self.passwordRules(policy.settings),
-                "offersPasskey": field == .password,
+                // A new password is a password: no passkey instead of it on that form.
+                "offersPasskey": field == .password && newPasswordFor == nil,
                 // false when there is none: Mustache shows a section for a nil inside `Any`.
-                "passkeyStep": field == policy.passkeyStepFollows ? passkeyStep : false,
+                "passkeyStep": field == policy.passkeyStepFollows && newPasswordFor == nil ? passkeyStep : false,
                 "requirements": policy.requirements(for: field).map { requirement -> [String: Any] in
                     let state = page.requirementStates[requirement.id] ?? .unmet
                     return ["id": requirement.id, "text": requirement.text,
@@ -142,7 +158,7 @@ struct PageRenderer: Sendable {
         }
         // The strength label in this language (a page re-rendered after a submit has none yet).
         let strengthLabel = policy.settings.texts(PolicyText.strengthLabel(score: page.strength.score))
-        let title = text("page.title")
+        let title = newPasswordFor == nil ? text("page.title") : text("recover.password_title")
         // Catalog keys with dots become underscores for the template ({{t.page_title}}).
         let t = Dictionary(uniqueKeysWithValues: catalog.texts.map { ($0.key.replacingOccurrences(of: ".", with: "_"), $0.value) })
         let context: [String: Any] = [
@@ -152,7 +168,7 @@ struct PageRenderer: Sendable {
             "langQuery": Self.languageQuery(language),
             "languages": languages.all.count > 1 ? languages.all.map { other -> [String: Any] in
                 ["tag": other.tag, "name": other.catalog.name, "isCurrent": other.tag == language.tag,
-                 "href": "/?lang=\(other.tag)"]
+                 "href": (newPasswordFor == nil ? "/" : "/recover/password") + "?lang=\(other.tag)"]
             } : [],
             "title": title,
             "pageTitle": page.hasErrors ? text("page.error_prefix") + title : title,
@@ -168,7 +184,15 @@ struct PageRenderer: Sendable {
                 ?? Self.query(languageQuery: Self.languageQuery(language), returnTo: page.returnTo),
             "scriptURL": assets.url(for: "app.js"),
             "stylesheetURL": assets.url(for: "style.css"),
-            "formAction": "/signup",
+            "formAction": newPasswordFor == nil ? "/signup" : "/recover/password",
+            "isSignup": newPasswordFor == nil,
+            // A new-password form: whose (for password managers, and the lead), and where
+            // the page's script asks for a fresh live session.
+            "newPassword": newPasswordFor.map { username -> [String: Any] in
+                ["username": username,
+                 "lead": text("recover.password_lead").replacingOccurrences(of: "{username}", with: username)]
+            } ?? false,
+            "sessionURL": newPasswordFor == nil ? "/sessions" : "/recover/session",
             "hasChallenge": !page.challenge.isEmpty,
             "challenge": page.challenge,
             "proofWorkerURL": assets.url(for: "proof-worker.js"),
@@ -179,7 +203,7 @@ struct PageRenderer: Sendable {
             "policyName": policy.name,
             "credential": page.credential.rawValue,
             "passkeyScriptURL": assets.url(for: "passkey.js"),
-            "submitLabel": text("page.submit"),
+            "submitLabel": newPasswordFor == nil ? text("page.submit") : text("recover.password_submit"),
         ]
         return library.render(context, withTemplate: "signup") ?? ""
     }
@@ -339,9 +363,12 @@ struct PageRenderer: Sendable {
 
     /// `proof`: the form token and challenge (JSON) when this client must pay a proof of
     /// work to sign in (after failed sign-ins).
+    /// `offersRecovery`: "Forgot your password?" leads to `/recover` (mail can be sent).
     func renderSignIn(username: String, errorMessage: String?, returnTo: String?, language: Languages.Language,
-                      assets: StaticAssets, proof: (token: String, challenge: String)? = nil) -> String {
+                      assets: StaticAssets, proof: (token: String, challenge: String)? = nil,
+                      offersRecovery: Bool = false) -> String {
         var context = common(language, assets: assets)
+        context["offersRecovery"] = offersRecovery
         context["passkeyScriptURL"] = assets.url(for: "passkey.js")
         context["hasChallenge"] = proof != nil
         context["token"] = proof?.token ?? ""
@@ -400,6 +427,52 @@ struct PageRenderer: Sendable {
         context["proofScriptURL"] = assets.url(for: "proof.js")
         return library.render(context, withTemplate: "verify") ?? ""
     }
+
+    /// What `/recover` shows: the request form (a username or address), or after it the code
+    /// form (`recoveryToken`), in the same words whether or not an account matched.
+    struct RecoverPage {
+        /// What was typed into the request form.
+        var identifier = ""
+        /// The recovery the code form is for (the code form is shown when set).
+        var recoveryToken: String?
+        var code = ""
+        /// The field's message (empty, wrong code); also the error summary's entry.
+        var fieldError = ""
+        /// About the page as a whole (too many requests, a refused proof): the summary only.
+        var formError = ""
+        /// A proof-of-work challenge (JSON) and the form token it is bound to.
+        var proof: (token: String, challenge: String)?
+    }
+
+    func renderRecover(_ page: RecoverPage, language: Languages.Language, assets: StaticAssets) -> String {
+        var context = common(language, assets: assets)
+        func text(_ key: String) -> String { language.catalog[key] ?? key }
+        let heading = page.recoveryToken == nil ? text("recover.title") : text("recover.code_title")
+        let error = page.fieldError.isEmpty ? page.formError : page.fieldError
+        context["pageTitle"] = error.isEmpty ? heading : text("page.error_prefix") + heading
+        context["heading"] = heading
+        context["hasError"] = !error.isEmpty
+        context["errorMessage"] = error
+        context["errorTarget"] = page.recoveryToken == nil ? Self.recoverIdentifierField : "code"
+        // Absent, not "", where a section is not shown: Mustache shows one for any string.
+        context["fieldError"] = page.fieldError.isEmpty ? nil : page.fieldError
+        context["identifier"] = page.identifier
+        context["identifierField"] = Self.recoverIdentifierField
+        context["recoveryToken"] = page.recoveryToken
+        context["askForAccount"] = page.recoveryToken == nil ? true : nil
+        context["code"] = page.code
+        context["codePattern"] = VerificationCodeShape.pattern
+        context["scriptURL"] = assets.url(for: "app.js")
+        context["hasChallenge"] = page.proof != nil
+        context["token"] = page.proof?.token ?? ""
+        context["challenge"] = page.proof?.challenge ?? ""
+        context["proofWorkerURL"] = assets.url(for: "proof-worker.js")
+        context["proofScriptURL"] = assets.url(for: "proof.js")
+        return library.render(context, withTemplate: "recover") ?? ""
+    }
+
+    /// The request form's one field (`RecoveryRoutes.identifierField`).
+    static let recoverIdentifierField = "identifier"
 
     /// What a mail says, in its language: the same words become its text and its HTML part.
     struct MailContent {

@@ -44,9 +44,9 @@ final class Pages: Sendable {
     }
 
     /// A problem page (429, 403, restarting) in the request's language.
-    func problem(title: String, message: String, code: String, linkText: String? = nil,
+    func problem(title: String, message: String, code: String, linkURL: String = "/", linkText: String? = nil,
                  status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        Self.html(renderer.renderProblem(title: title, message: message, code: code, linkText: linkText,
+        Self.html(renderer.renderProblem(title: title, message: message, code: code, linkURL: linkURL, linkText: linkText,
                                          language: language, assets: assets),
                   status: status, headers: headers)
     }

@@ -24,6 +24,8 @@ struct SignInRoutes: Sendable {
     let proofOfWork: ProofOfWorkGate?
     /// Mints the tokens sign-in challenges are bound to.
     let sessions: FormSessionRegistry
+    /// Whether a forgotten password can be recovered here (mail can be sent).
+    let offersRecovery: Bool
 
     init(_ services: Services) {
         refusals = services.refusals
@@ -36,6 +38,7 @@ struct SignInRoutes: Sendable {
         logger = services.logger
         proofOfWork = services.proofOfWork
         sessions = services.sessions
+        offersRecovery = services.proofs != nil
     }
 
     func signInPage(_ request: SignupRequest, username: String, error: String?, status: HTTPStatus,
@@ -44,7 +47,8 @@ struct SignInRoutes: Sendable {
         headers.add("Content-Language", request.language.tag)
         return Pages.html(request.renderer.renderSignIn(username: username, errorMessage: error, returnTo: request.returnTarget,
                                                         language: request.language, assets: request.assets,
-                                                        proof: signInProof(for: request.clientKey)),
+                                                        proof: signInProof(for: request.clientKey),
+                                                        offersRecovery: offersRecovery),
                           status: status, headers: headers)
     }
 

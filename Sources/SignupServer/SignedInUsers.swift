@@ -122,6 +122,12 @@ final class SignedInUsers: Sendable {
         return account
     }
 
+    /// Forgets every remembered confirmation for the account (its sessions were ended in the
+    /// store), so this instance refuses them at once rather than after `confirmationLifetime`.
+    func forgetSessions(ofAccount id: Int64) {
+        remembered.withLock { memory in memory = memory.filter { $0.value.account?.id != id } }
+    }
+
     private func forget(_ hash: String) {
         _ = remembered.withLock { $0.removeValue(forKey: hash) }
     }

@@ -33,6 +33,10 @@ public struct SignupLimits: Sendable {
     /// Mails to one email address (a code, a new code, an "address in use" notice), counted
     /// across instances: three at once, then one every 12 minutes.
     public var mailsPerRecipient = Rate(burst: 3, perSecond: 5.0 / 3600)
+    /// Recovery requests for one account (`POST /recover`), counted across instances,
+    /// whatever the address: three at once, then three an hour. Over it the page says the
+    /// same and nothing is mailed, so the limit tells nobody the account exists.
+    public var recoveriesPerAccount = Rate(burst: 3, perSecond: 3.0 / 3600)
     /// Mails asked for from one client address.
     public var mailsPerAddress = Rate(burst: 10, perSecond: 20.0 / 3600)
     /// Sign-ups posted without a proof of work (no JavaScript), everybody together: bots
@@ -62,6 +66,7 @@ public struct SignupLimits: Sendable {
         limits.signinFailuresPerAddress = .unlimited
         limits.mailsPerRecipient = .unlimited
         limits.mailsPerAddress = .unlimited
+        limits.recoveriesPerAccount = .unlimited
         limits.noJavaScriptSignups = .unlimited
         limits.passkeysPerAddress = .unlimited
         limits.unknownSessionsPerAddress = .unlimited

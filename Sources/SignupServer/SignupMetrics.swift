@@ -107,6 +107,25 @@ final class SignupMetrics: Sendable {
 
     func verification(_ outcome: String) { verificationResults[outcome]?.increment() }
 
+    /// `/recover` outcomes, named once here (README's metrics table): `mailed` (a code went to
+    /// a proved address), `no_account` (nothing matched: the same page, no mail),
+    /// `unproved` (the account's address was never proved: no mail), `limited` (the account's
+    /// or recipient's mails are spent: the same page, no mail), `wrong_code`, `invalid` (not six
+    /// digits), `used_up`, `code_accepted`, `expired` (unknown, used or expired code or link),
+    /// `refused` (the new password broke a rule), `current_password`, `completed`,
+    /// `unavailable`, `unproved_client` (a refused proof of work).
+    static let recoveryOutcomes = ["mailed", "no_account", "unproved", "limited", "wrong_code", "invalid", "used_up",
+                                   "code_accepted", "expired", "refused", "current_password", "completed", "unavailable",
+                                   "unproved_client"]
+    private let recoveryResults = Dictionary(uniqueKeysWithValues: recoveryOutcomes.map {
+        ($0, Counter(label: "livesignup_recoveries_total", dimensions: [("result", $0)]))
+    })
+
+    func recovery(_ outcome: String) {
+        assert(recoveryResults[outcome] != nil, "\(outcome) is not a recovery outcome")
+        recoveryResults[outcome]?.increment()
+    }
+
     /// Clients that went away mid-request or mid-answer (a closed tab, a lost signal), as
     /// libmicrohttpd reports them: normal on the web, so counted here and logged at debug.
     let clientDisconnects = Counter(label: "livesignup_client_disconnects_total")

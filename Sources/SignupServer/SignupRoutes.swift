@@ -17,6 +17,8 @@ struct SignupRoutes: HTTPResponder {
     let signIn: SignInRoutes
     /// Nil when addresses are not proved (`--email-verification off`): `/verify` is then 404.
     let verification: VerificationRoutes?
+    /// Nil when no mail can be sent: `/recover` is then 404.
+    let recovery: RecoveryRoutes?
     let passkeys: PasskeyRoutes
     let operations: OperationsRoutes
     /// For the pages answered before a handler (403 cross-site, 503 restarting).
@@ -42,6 +44,7 @@ struct SignupRoutes: HTTPResponder {
         signup = SignupSubmitRoutes(services)
         signIn = SignInRoutes(services)
         verification = VerificationRoutes(services)
+        recovery = RecoveryRoutes(services)
         passkeys = PasskeyRoutes(services)
         operations = OperationsRoutes(services, isStopping: isStopping)
         pages = services.pages
@@ -169,6 +172,27 @@ struct SignupRoutes: HTTPResponder {
         },
         Route(.post, "/verify/change", answers: .page, reads: .form, sendsNoReferrer: true) { routes, request in
             routes.verification == nil ? APIError.notFound.response : routes.signup.changeAddress(request)
+        },
+        // Account recovery: every answer without a referrer (a link's secret passes through).
+        Route(.get, "/recover", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) { routes, request in
+            routes.recovery?.requestPage(request) ?? APIError.notFound.response
+        },
+        Route(.post, "/recover", answers: .page, reads: .form, limits: [.mails, .noJavaScript], sendsNoReferrer: true) {
+            routes, request in routes.recovery?.start(request) ?? APIError.notFound.response
+        },
+        Route(.post, "/recover/code", answers: .page, reads: .form, limits: [.noJavaScript], sendsNoReferrer: true) {
+            routes, request in routes.recovery?.checkCode(request) ?? APIError.notFound.response
+        },
+        Route(.get, "/recover/password", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages],
+              sendsNoReferrer: true) { routes, request in
+            routes.recovery?.passwordPage(request) ?? APIError.notFound.response
+        },
+        Route(.post, "/recover/password", answers: .page, reads: .form, limits: [.hashing, .sessions],
+              sendsNoReferrer: true) { routes, request in
+            routes.recovery?.setPassword(request) ?? APIError.notFound.response
+        },
+        Route(.post, "/recover/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages], sendsNoReferrer: true) {
+            routes, request in routes.recovery?.renewSession(request) ?? APIError.notFound.response
         },
         Route(.get, "/welcome", answers: .page, signedIn: true) { $0.signIn.welcome($1) },
         Route(.get, "/signin", answers: .page) { $0.signIn.signInForm($1) },

@@ -55,6 +55,7 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help(.signinFailuresPerAddress)) var signinFailuresPerAddress = LimitSetting.signinFailuresPerAddress.defaultText
     @Option(help: help(.mailsPerRecipient)) var mailsPerRecipient = LimitSetting.mailsPerRecipient.defaultText
     @Option(help: help(.mailsPerAddress)) var mailsPerAddress = LimitSetting.mailsPerAddress.defaultText
+    @Option(help: help(.recoveriesPerAccount)) var recoveriesPerAccount = LimitSetting.recoveriesPerAccount.defaultText
     @Option(help: help(.noJavaScriptSignups)) var noJavascriptSignups = LimitSetting.noJavaScriptSignups.defaultText
     @Option(help: help(.passkeysPerAddress)) var passkeysPerAddress = LimitSetting.passkeysPerAddress.defaultText
     @Option(help: help(.unknownSessionsPerAddress)) var unknownSessionsPerAddress = LimitSetting.unknownSessionsPerAddress.defaultText
@@ -72,6 +73,7 @@ struct LimitOptions: ParsableArguments {
             .signupsPerAddress: signupsPerAddress,
             .signinFailuresPerAccount: signinFailuresPerAccount, .signinFailuresPerAddress: signinFailuresPerAddress,
             .mailsPerRecipient: mailsPerRecipient, .mailsPerAddress: mailsPerAddress,
+            .recoveriesPerAccount: recoveriesPerAccount,
             .noJavaScriptSignups: noJavascriptSignups,
             .passkeysPerAddress: passkeysPerAddress, .unknownSessionsPerAddress: unknownSessionsPerAddress,
             .hashesPerAddress: String(hashesPerAddress), .hashQueueLength: String(hashQueueLength),

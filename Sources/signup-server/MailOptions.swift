@@ -32,6 +32,9 @@ struct MailOptions: ParsableArguments {
     @Option(help: help("verification-resend-seconds", "How soon after a mail the person may ask for a new code (0: only the mail limits apply)."))
     var verificationResendSeconds = 60
 
+    @Option(help: help("recovery-minutes", "How long a mailed recovery code and link work (forgotten passwords), once."))
+    var recoveryMinutes = 15
+
     @Option(help: help("mail-first-retry-seconds", "The first retry's delay when the mail server did not take a mail; each next one doubles, up to an hour."))
     var mailFirstRetrySeconds = 5
 
@@ -41,7 +44,7 @@ struct MailOptions: ParsableArguments {
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("email-verification", .option), ("smtp-url", .option), ("smtp-require-tls", .flag), ("smtp-allow-plaintext", .flag), ("smtp-ca-file", .option),
         ("mail-dir", .option), ("mail-from", .option), ("verification-minutes", .option),
-        ("verification-resend-seconds", .option), ("mail-first-retry-seconds", .option), ("mail-retry-hours", .option),
+        ("verification-resend-seconds", .option), ("recovery-minutes", .option), ("mail-first-retry-seconds", .option), ("mail-retry-hours", .option),
     ]
 
     func validate() throws {
@@ -73,6 +76,9 @@ struct MailOptions: ParsableArguments {
         }
         guard (0...3600).contains(verificationResendSeconds) else {
             throw ValidationError("--verification-resend-seconds must be 0 to 3600.")
+        }
+        guard (5...24 * 60).contains(recoveryMinutes) else {
+            throw ValidationError("--recovery-minutes must be 5 to 1440 (a day).")
         }
         guard (1...3600).contains(mailFirstRetrySeconds) else {
             throw ValidationError("--mail-first-retry-seconds must be 1 to 3600.")
@@ -115,6 +121,7 @@ struct MailOptions: ParsableArguments {
         var settings = EmailVerificationSettings(mail: mail)
         settings.codeLifetime = TimeInterval(verificationMinutes * 60)
         settings.resendCooldown = TimeInterval(verificationResendSeconds)
+        settings.recoveryLifetime = TimeInterval(recoveryMinutes * 60)
         return settings
     }
 }

@@ -508,7 +508,7 @@ extension AccountStoreContract {
 
         let completed = try XCTUnwrap(try store.completeRecovery(
             linkHash: "opened-2", passwordHash: "new-hash", at: now.addingTimeInterval(60),
-            events: { [OutboxEvent.passwordReset($0, at: now, endedSessions: 2)] }), file: file, line: line)
+            events: { [OutboxEvent.passwordReset($0, at: now)] }), file: file, line: line)
         XCTAssertEqual(completed.account.passwordHash, "new-hash", file: file, line: line)
         XCTAssertEqual(completed.endedSessions, 2, file: file, line: line)
         XCTAssertEqual(try reopen().account(named: "forgetful")?.passwordHash, "new-hash", file: file, line: line)

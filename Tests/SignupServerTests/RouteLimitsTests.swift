@@ -18,6 +18,8 @@ final class RouteLimitsTests: XCTestCase {
     private var store: SQLiteAccountStore!
     private let clock = TestClock()
     private let asked = AskedLimits()
+    /// The key codes and links are hashed with, so the walk can make a recovery it knows the code of.
+    private let codeKey = VerificationSecrets.makeKey()
     private var app: SignupApplication!
     /// The limits each row's requests asked, by the row's name.
     private var consulted: [String: Set<String>] = [:]
@@ -35,6 +37,7 @@ final class RouteLimitsTests: XCTestCase {
         verification.resendCooldown = 0
         configuration.emailVerification = verification
         configuration.onLimitConsulted = { [asked] in asked.record($0) }
+        configuration.verificationCodeKey = codeKey
         var quiet = Logger(label: "livesignup-limits-test")
         quiet.logLevel = .critical
         app = try SignupApplication(configuration: configuration, store: store, logger: quiet)
@@ -115,8 +118,8 @@ final class RouteLimitsTests: XCTestCase {
 
         // A signed-in account: its pages, passkeys and the proxy's question.
         let hash = try Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024).hash(password)
-        _ = try store.createAccount(NewAccount(username: "limits_owner", email: "owner@example.org", passwordHash: hash,
-                                               formToken: "limits-owner-form"))
+        let owner = try store.createAccount(NewAccount(username: "limits_owner", email: "owner@example.org", passwordHash: hash,
+                                                       formToken: "limits-owner-form"))
         await send("GET", "/signin")
         let signedIn = await send("POST", "/signin", [("username", "limits_owner"), ("password", password)])
         XCTAssertEqual(signedIn.status, .seeOther, text(signedIn))
@@ -129,6 +132,29 @@ final class RouteLimitsTests: XCTestCase {
         await send("GET", "/auth", cookie: session)
         await send("GET", "/auth", cookie: "livesignup_auth=" + SignInSessionID.make())
         await send("POST", "/signout", cookie: session)
+
+        // Account recovery: a request, the link's first step, a wrong code and a right one (for a
+        // recovery made here, whose code is known), the live form, a refused and a good password.
+        await send("GET", "/recover")
+        await send("GET", "/recover?link=" + VerificationSecrets.makeLinkToken())
+        await send("POST", "/recover", [("identifier", "limits_owner")])
+        let secrets = VerificationSecrets(key: codeKey)
+        let recoveryToken = VerificationSecrets.makeLinkToken()
+        try store.startRecovery(AccountRecovery(
+            token: recoveryToken, accountID: owner.id, codeHash: secrets.codeHash("123456", formToken: recoveryToken),
+            linkHash: VerificationSecrets.unmatchableHash(), language: "en", expiresAt: clock.now.addingTimeInterval(900),
+            createdAt: clock.now), mail: nil)
+        await send("POST", "/recover/code", [("token", recoveryToken), ("code", "000000")])
+        let opened = await send("POST", "/recover/code", [("token", recoveryToken), ("code", "123456")])
+        let recoveryCookie = try XCTUnwrap(cookie(opened, named: RecoveryRoutes.secretCookie), "a right code opens the form")
+        await send("GET", "/recover/password", cookie: recoveryCookie)
+        await send("POST", "/recover/session", cookie: recoveryCookie)
+        let refused = await send("POST", "/recover/password", [("password", "Another-Cobol-1960"), ("confirm", "different")],
+                                 cookie: recoveryCookie)
+        XCTAssertEqual(refused.status, .unprocessableContent, text(refused))
+        let reset = await send("POST", "/recover/password", [("password", "Another-Cobol-1960"), ("confirm", "Another-Cobol-1960")],
+                               cookie: recoveryCookie)
+        XCTAssertEqual(reset.status, .seeOther, text(reset))
 
         // Operations.
         for path in ["/healthz", "/readyz", "/metrics", "/static/app.js"] { await send("GET", path) }

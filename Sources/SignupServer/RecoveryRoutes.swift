@@ -1,0 +1,515 @@
+import Foundation
+import Logging
+import MicroHTTPD
+import SignupDomain
+
+/// `/recover`: the way back into an account whose owner forgot the password, by a code or
+/// link mailed to the account's proved address, ending in the live new-password form.
+///
+/// - `GET /recover`: one field, the username or the email address.
+/// - `POST /recover`: the same page ("if an account exists, we sent a code"), in the same
+///   time, whether or not an account matched: a recovery is stored either way, a stand-in
+///   that nothing completes when none did (`AccountRecovery`). Limits per client (visible),
+///   per account and per recipient (silent: the page says the same and nothing is mailed).
+/// - `POST /recover/code`: a right code opens the new-password form in this browser (a
+///   secret in a cookie for `/recover` only); wrong ones are counted, five at most.
+/// - `GET /recover?link=…`: the link's secret leaves the URL at once, into the same cookie,
+///   and a `303` leads to the form. A GET never spends anything: a mail scanner opening the
+///   link leaves it usable.
+/// - `GET /recover/password`: the live form, the sign-up form's password fields with the
+///   same checklist, strength and stream, judged against this account (`SignupPolicy.account`).
+/// - `POST /recover/password`: the new password, checked again on the server; not the
+///   current one; then stored, every signed-in session of the account ended, this browser
+///   signed in, the owner told by mail, `account.password_reset` sent.
+struct RecoveryRoutes: Sendable {
+    let refusals: Refusals
+    let proofs: AddressProofs
+    let store: any AccountStore
+    let sessions: FormSessionRegistry
+    let hashing: PasswordHashingQueue
+    let signedIn: SignedInUsers
+    let limiters: ClientLimiters
+    let lookups: Lookups
+    let metrics: SignupMetrics
+    let logger: Logger
+    let webhooks: OutboxDelivery?
+    let now: @Sendable () -> Date
+    let proofOfWork: ProofOfWorkGate?
+
+    /// Nil when no mail can be sent (`--email-verification off`): the routes are then 404.
+    init?(_ services: Services) {
+        guard let proofs = services.proofs else { return nil }
+        self.proofs = proofs
+        refusals = services.refusals
+        store = services.store
+        sessions = services.sessions
+        hashing = services.hashing
+        signedIn = services.signedIn
+        limiters = services.limiters
+        lookups = services.lookups
+        metrics = services.metrics
+        logger = services.logger
+        webhooks = services.webhooks
+        now = services.now
+        proofOfWork = services.proofOfWork
+    }
+
+    private var settings: EmailVerificationSettings { proofs.settings }
+
+    /// The cookie that carries a mailed link's secret, or the secret a right code gave this
+    /// browser, from the page that received it to the new-password form (path `/recover`,
+    /// for the recovery's lifetime, never readable by scripts).
+    static let secretCookie = "livesignup_recover"
+
+    /// The request form's field: a username or an email address.
+    static let identifierField = PageRenderer.recoverIdentifierField
+
+    // MARK: GET /recover
+
+    func requestPage(_ request: SignupRequest) -> HTTPResponse {
+        if let link = request.http.queryValue("link") {
+            // Only a value shaped like our links goes into a header (no `;`, no line break).
+            guard link.isRandomToken else { return expired(request) }
+            // The row adds `Referrer-Policy: no-referrer`; the URL with the secret is left
+            // before anything renders or is looked up.
+            return Pages.redirect(to: "/recover/password" + PageRenderer.languageQuery(request.language),
+                                  cookies: [secretCookie(link)])
+        }
+        return recoverPage(request, PageRenderer.RecoverPage(), status: .ok)
+    }
+
+    // MARK: POST /recover
+
+    /// Starts a recovery for whatever account the identifier names, and answers the code form
+    /// whether or not one does. Both paths do the same work in the same order (look up, spend
+    /// the limits, write a mail, store a recovery in one transaction) so the time does not
+    /// tell them apart either (`RecoveryTests.testTheAnswerTakesAsLongForAnAccountAsForNone`).
+    func start(_ request: SignupRequest) -> HTTPResponse {
+        let identifier = (request.form[Self.identifierField] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !identifier.isEmpty, identifier.utf8.count <= 320 else {
+            metrics.recovery("invalid")
+            var page = PageRenderer.RecoverPage(identifier: identifier)
+            page.fieldError = request.text(identifier.isEmpty ? "recover.identifier_empty" : "recover.identifier_long")
+            return recoverPage(request, page, status: .unprocessableContent)
+        }
+        if let proofOfWork {
+            let token = request.form["token"].flatMap { sessions.isGenuine($0) ? $0 : nil } ?? ""
+            do throws(ProofOfWorkGate.Refusal) {
+                _ = try proofOfWork.check(request.form[ProofOfWorkGate.field], token: token, addressKey: request.clientKey,
+                                          issuedAt: nil)
+            } catch {
+                metrics.recovery("unproved_client")
+                let message = request.proofRefusalMessage(error, signingIn: true, refusals: refusals)
+                if request.wantsJSON { return error.json(message: message) }
+                var page = PageRenderer.RecoverPage(identifier: identifier)
+                page.formError = message
+                switch error {
+                case .overBudget(let exceeded):
+                    return recoverPage(request, page, status: .tooManyRequests, retryAfter: exceeded.retryAfterSeconds)
+                case .storeUnavailable:
+                    return unavailable(request, error)
+                case .proof(let reason):
+                    return recoverPage(request, page, status: reason.status)
+                }
+            }
+        }
+        // The client's allowance is about the client, not the account: refusing it openly
+        // says nothing about who has an account.
+        do throws(LimitExceeded) {
+            try limiters.mailsPerAddress.admit(request.clientKey)
+        } catch {
+            refusals.count(error)
+            var page = PageRenderer.RecoverPage(identifier: identifier)
+            page.formError = request.text("recover.too_many").replacingOccurrences(
+                of: "{wait}", with: request.waitPhrase(error.retryAfterSeconds))
+            return recoverPage(request, page, status: .tooManyRequests, retryAfter: error.retryAfterSeconds)
+        }
+        let token = VerificationSecrets.makeLinkToken()
+        do {
+            let account = identifier.contains("@")
+                ? try store.account(withProvedEmail: identifier) : try store.account(named: identifier)
+            let time = now(), expiresAt = time.addingTimeInterval(settings.recoveryLifetime)
+            let code = VerificationSecrets.makeCode(), link = VerificationSecrets.makeLinkToken()
+            // Spent whatever matched, keyed by what matched or else by what was typed: a
+            // made-up name costs the same round trips as a real one.
+            let accountKey = account.map { "account:\($0.id)" } ?? "typed:" + Username.canonical(identifier)
+            let recipientKey = EmailAddress.canonical(account?.email ?? identifier)
+            let withinLimits = admitted(account: accountKey, recipient: recipientKey)
+            // The mail is written either way and dropped unless it goes: the same work.
+            let mail = try proofs.mails.recovery(to: account?.email ?? identifier, username: account?.username ?? identifier,
+                                                 code: code, link: link, language: request.language, at: time,
+                                                 expiresAt: expiresAt)
+            let outcome: String
+            switch account {
+            case let account? where account.emailVerifiedAt == nil:
+                outcome = "unproved"
+                logger.notice("Recovery asked for an account whose address was never proved; nothing was mailed",
+                              metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+            case let account? where !withinLimits:
+                outcome = "limited"
+                logger.notice("Recovery asked for too often for one account or address; nothing was mailed",
+                              metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+            case .some:
+                outcome = "mailed"
+            case nil:
+                outcome = "no_account"
+            }
+            let mails = outcome == "mailed"
+            try store.startRecovery(AccountRecovery(
+                token: token, accountID: mails ? account?.id : nil,
+                codeHash: mails ? proofs.secrets.codeHash(code, formToken: token) : VerificationSecrets.unmatchableHash(),
+                linkHash: mails ? proofs.secrets.linkHash(link) : VerificationSecrets.unmatchableHash(),
+                language: request.language.tag, expiresAt: expiresAt, createdAt: time), mail: mails ? mail : nil)
+            if mails {
+                proofs.delivery.nudge()
+                logger.notice("Recovery code mailed", metadata: ["account": "\(account!.id)", "client": "\(request.client)"])
+            }
+            metrics.recovery(outcome)
+        } catch {
+            return unavailable(request, error)
+        }
+        return codePage(request, token: token, status: .ok)
+    }
+
+    /// Spends one from the account's and the recipient's allowances (both, always: the time
+    /// must not say which was over). False when either was spent already.
+    private func admitted(account: String, recipient: String) -> Bool {
+        var within = true
+        do throws(LimitExceeded) { try limiters.recoveriesPerAccount.admit(account) } catch { within = false }
+        do throws(LimitExceeded) { try limiters.mailsPerRecipient.admit(recipient) } catch { within = false }
+        return within
+    }
+
+    // MARK: POST /recover/code
+
+    func checkCode(_ request: SignupRequest) -> HTTPResponse {
+        let token = request.form["token"] ?? "", typed = request.form["code"] ?? ""
+        let clientKey = request.clientKey
+        let recovery: AccountRecovery?
+        do {
+            recovery = token.isRandomToken ? try store.recovery(token: token, at: now()) : nil
+        } catch {
+            return unavailable(request, error)
+        }
+        guard let recovery else {
+            metrics.recovery("expired")
+            return expired(request)
+        }
+        // After failures from this client a code pays a proof of work, as /verify does.
+        if let proofOfWork, proofOfWork.pricing.needsProofAfterFailures(addressKey: clientKey) {
+            do throws(ProofOfWorkGate.Refusal) {
+                _ = try proofOfWork.check(request.form[ProofOfWorkGate.field], token: token, addressKey: clientKey, issuedAt: nil)
+            } catch {
+                metrics.recovery("unproved_client")
+                let message = request.proofRefusalMessage(error, signingIn: true, refusals: refusals)
+                if case .storeUnavailable = error { return unavailable(request, error) }
+                let status: HTTPStatus
+                switch error {
+                case .overBudget: status = .tooManyRequests
+                case .proof(let reason): status = reason.status
+                case .storeUnavailable: status = .serviceUnavailable
+                }
+                return codePage(request, token: recovery.token, code: typed, formError: message, status: status)
+            }
+        }
+        guard let code = VerificationCodeShape.normalized(typed) else {
+            metrics.recovery("invalid")
+            return codePage(request, token: recovery.token, code: typed, fieldError: request.text("verify.code_shape"),
+                            status: .unprocessableContent)
+        }
+        // The try is spent before the code is compared, in one atomic update.
+        let tries: Int
+        do {
+            guard let spent = try store.spendRecoveryTry(token: recovery.token, maximum: settings.maximumWrongCodes, at: now()) else {
+                metrics.recovery("used_up")
+                return codePage(request, token: recovery.token, code: typed, fieldError: request.text("recover.code_used_up"),
+                                status: .unprocessableContent)
+            }
+            tries = spent
+        } catch {
+            return unavailable(request, error)
+        }
+        // A stand-in's hash matches no code: its wrong codes read exactly like a real one's.
+        guard !recovery.codeHash.isEmpty,
+              proofs.secrets.codeMatches(code, formToken: recovery.token, storedHash: recovery.codeHash) else {
+            metrics.recovery("wrong_code")
+            proofOfWork?.pricing.record(.wrongCode, addressKey: clientKey)
+            let left = settings.maximumWrongCodes - tries
+            let message = left <= 0 ? request.text("recover.code_used_up")
+                : left == 1 ? request.text("verify.code_wrong_one")
+                : request.text("verify.code_wrong").replacingOccurrences(of: "{n}", with: String(left))
+            return codePage(request, token: recovery.token, code: typed, fieldError: message, status: .unprocessableContent)
+        }
+        // The code is spent; a new secret, given to this browser only, opens the form.
+        let secret = VerificationSecrets.makeLinkToken()
+        do {
+            guard try store.exchangeRecoveryCode(token: recovery.token, linkHash: proofs.secrets.linkHash(secret), at: now()) else {
+                metrics.recovery("expired")
+                return expired(request)
+            }
+        } catch {
+            return unavailable(request, error)
+        }
+        metrics.recovery("code_accepted")
+        return Pages.redirect(to: "/recover/password" + PageRenderer.languageQuery(request.language),
+                              cookies: [secretCookie(secret)])
+    }
+
+    // MARK: GET /recover/password
+
+    /// The live new-password form for the recovery this browser holds. Looks, never spends.
+    func passwordPage(_ request: SignupRequest) -> HTTPResponse {
+        let opened: (recovery: AccountRecovery, account: Account)?
+        do { opened = try openedRecovery(request) } catch { return unavailable(request, error) }
+        guard let opened else {
+            metrics.recovery("expired")
+            return expired(request)
+        }
+        return newPasswordPage(request, account: opened.account, status: .ok)
+    }
+
+    // MARK: POST /recover/session
+
+    /// A fresh live session for the form (its old one was dropped), as `POST /sessions` is
+    /// for the sign-up form: `{"token": …}`.
+    func renewSession(_ request: SignupRequest) -> HTTPResponse {
+        let opened: (recovery: AccountRecovery, account: Account)?
+        do { opened = try openedRecovery(request) } catch {
+            logger.error("Account store unavailable during recovery", metadata: ["error": "\(error)"])
+            return APIError(status: .serviceUnavailable, code: "unavailable", message: request.text("error.unavailable")).response
+        }
+        guard let opened else {
+            return APIError(status: .gone, code: "recovery_expired",
+                            message: request.text("recover.expired_message")).response
+        }
+        // A JSON row negotiates no language: the page's script names its own (`?lang=`).
+        let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
+        let account = opened.account
+        do throws(FormSessionRegistry.LookupError) {
+            let token = try sessions.startNewPasswordSession(
+                language.policy.newPassword(for: .init(username: account.username, email: account.email)),
+                language: language.tag, address: request.client)
+            var response = HTTPResponse.json("{\"token\":\"\(token)\"}", status: .created)
+            response.headers.add("Cache-Control", "no-store")
+            return response
+        } catch {
+            return sessionRefused(error)
+        }
+    }
+
+    // MARK: POST /recover/password
+
+    func setPassword(_ request: SignupRequest) -> HTTPResponse {
+        let opened: (recovery: AccountRecovery, account: Account)?
+        do { opened = try openedRecovery(request) } catch { return unavailable(request, error) }
+        guard let (recovery, account) = opened else {
+            metrics.recovery("expired")
+            return expired(request)
+        }
+        let policy = newPasswordPolicy(request, account)
+        let values: [SignupField: String] = [.password: request.form["password"] ?? "", .confirm: request.form["confirm"] ?? ""]
+        let password = (values[.password] ?? "").canonicallyComposed
+        return .later { [self] respond in
+            // The breach source may take its whole timeout: asked off the request threads.
+            lookups.breachState(for: password, in: policy) { breach in
+                let evaluation = policy.evaluateSubmission(values: values, usernameAvailability: .met, breach: breach,
+                                                           breaches: lookups.breachedPasswords)
+                guard evaluation.isValid else {
+                    metrics.recovery("refused")
+                    return respond(newPasswordPage(request, account: account, problems: evaluation.problems,
+                                                   status: .unprocessableContent))
+                }
+                checkNotCurrent(password, of: account, request: request) { isCurrent in
+                    guard !isCurrent else {
+                        metrics.recovery("current_password")
+                        return respond(newPasswordPage(request, account: account,
+                                                       problems: [(.password, request.text("recover.same_password"))],
+                                                       status: .unprocessableContent))
+                    }
+                    store(password, for: account, recovery: recovery, request: request, respond: respond)
+                }
+            }
+        }
+    }
+
+    /// Whether `password` is the account's password now (argon2id, in the sign-in lane); false
+    /// for an account without one (passkeys only).
+    private func checkNotCurrent(_ password: String, of account: Account, request: SignupRequest,
+                                 then completion: @escaping @Sendable (Bool) -> Void) {
+        guard account.passwordHash != Account.unusablePasswordHash else { return completion(false) }
+        do throws(HashingRefusal) {
+            try hashing.verify(password, against: account.passwordHash, client: request.clientKey) { outcome in
+                completion((try? outcome.get()) == true)
+            }
+        } catch {
+            completion(false)
+        }
+    }
+
+    private func store(_ password: String, for account: Account, recovery: AccountRecovery, request: SignupRequest,
+                       respond: @escaping @Sendable (HTTPResponse) -> Void) {
+        do throws(HashingRefusal) {
+            try hashing.hash(password, client: request.clientKey) { [self] outcome in
+                guard case .success(let hash) = outcome else {
+                    metrics.recovery("unavailable")
+                    return respond(busy(request))
+                }
+                respond(complete(request, recovery: recovery, account: account, hash: hash))
+            }
+        } catch {
+            metrics.recovery("unavailable")
+            respond(busy(request))
+        }
+    }
+
+    /// Stores the hash (the recovery spent, every session of the account ended, the notice
+    /// and the webhook written, in one transaction), then signs this browser in.
+    private func complete(_ request: SignupRequest, recovery: AccountRecovery, account: Account, hash: String) -> HTTPResponse {
+        let time = now(), language = request.language
+        let announce = webhooks != nil
+        let notice: OutboxEvent
+        do {
+            notice = try proofs.mails.passwordChanged(to: account.email, username: account.username, language: language, at: time)
+        } catch {
+            return unavailable(request, error)
+        }
+        let completed: CompletedRecovery
+        do {
+            guard let done = try store.completeRecovery(
+                linkHash: recovery.linkHash, passwordHash: hash, at: time,
+                events: { account in
+                    [notice] + (announce ? [OutboxEvent.passwordReset(account, at: time)] : [])
+                }) else {
+                metrics.recovery("expired")
+                return expired(request)
+            }
+            completed = done
+        } catch {
+            return unavailable(request, error)
+        }
+        // This instance forgets the ended sessions at once; the others within their 5 s.
+        signedIn.forgetSessions(ofAccount: account.id)
+        proofs.delivery.nudge()
+        webhooks?.nudge()
+        metrics.recovery("completed")
+        logger.notice("Password reset through recovery; every signed-in session of the account ended",
+                      metadata: ["account": "\(account.id)", "sessions_ended": "\(completed.endedSessions)",
+                                 "client": "\(request.client)"])
+        do {
+            var cookies = try signedIn.signIn(completed.account, replacing: request.cookieHeader)
+            cookies.append(secretCookie(""))
+            return Pages.redirect(to: "/welcome" + PageRenderer.languageQuery(language), cookies: cookies)
+        } catch {
+            logger.error("Password reset, but the signed-in session could not be stored", metadata: ["error": "\(error)"])
+            return Pages.redirect(to: "/signin" + PageRenderer.languageQuery(language), cookies: [secretCookie("")])
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The recovery whose secret this browser's cookie holds, with its account; nil when
+    /// there is none, it expired, was used, or is a stand-in.
+    private func openedRecovery(_ request: SignupRequest) throws -> (recovery: AccountRecovery, account: Account)? {
+        let secrets = request.http.cookieValues(named: Self.secretCookie).filter(\.isRandomToken)
+        // Two cookies: one was planted; neither is believed.
+        guard secrets.count == 1 else { return nil }
+        guard let recovery = try store.recovery(linkHash: proofs.secrets.linkHash(secrets[0]), at: now()),
+              let id = recovery.accountID, let account = try store.account(id: id) else { return nil }
+        return (recovery, account)
+    }
+
+    private func newPasswordPolicy(_ request: SignupRequest, _ account: Account) -> SignupPolicy {
+        request.policy.newPassword(for: .init(username: account.username, email: account.email))
+    }
+
+    private func secretCookie(_ value: String) -> String {
+        let cookie = SetCookie(Self.secretCookie, value, path: "/recover", maxAge: Int(settings.recoveryLifetime), sameSite: .lax,
+                               secure: signedIn.secureCookies)
+        return value.isEmpty ? cookie.cleared.header : cookie.header
+    }
+
+    private func newPasswordPage(_ request: SignupRequest, account: Account,
+                                 problems: [(field: SignupField, message: String)] = [], status: HTTPStatus) -> HTTPResponse {
+        let policy = newPasswordPolicy(request, account)
+        // The form's live session, built now (its token is not a signed one: see the registry).
+        let token: String
+        do throws(FormSessionRegistry.LookupError) {
+            token = try sessions.startNewPasswordSession(policy, language: request.language.tag, address: request.client)
+        } catch {
+            // The form still works without its live session: the server checks on submit.
+            token = ""
+        }
+        let evaluation = policy.initialEvaluation
+        var page = PageRenderer.SignupPage(
+            token: token, values: [:], requirementStates: evaluation.requirementStates,
+            messages: Dictionary(uniqueKeysWithValues: problems.map { ($0.field, $0.message) }), strength: .none)
+        page.errors = problems
+        page.purpose = .newPassword(username: account.username)
+        var headers = HTTPHeaders([("Content-Language", request.language.tag)])
+        headers.add("Vary", "Accept-Language")
+        return Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,
+                                                        assets: request.assets, policy: policy),
+                          status: status, headers: headers)
+    }
+
+    private func recoverPage(_ request: SignupRequest, _ page: PageRenderer.RecoverPage, status: HTTPStatus,
+                             retryAfter: Int? = nil) -> HTTPResponse {
+        var page = page
+        if let proofOfWork {
+            let token = sessions.mintToken()
+            page.proof = (token, proofOfWork.challenge(for: token, addressKey: request.clientKey).json)
+        }
+        var headers = HTTPHeaders([("Content-Language", request.language.tag)])
+        if let retryAfter { headers.add("Retry-After", String(retryAfter)) }
+        return Pages.html(request.renderer.renderRecover(page, language: request.language, assets: request.assets),
+                          status: status, headers: headers)
+    }
+
+    private func codePage(_ request: SignupRequest, token: String, code: String = "", fieldError: String = "",
+                          formError: String = "", status: HTTPStatus) -> HTTPResponse {
+        var page = PageRenderer.RecoverPage()
+        page.recoveryToken = token
+        page.code = code
+        page.fieldError = fieldError
+        page.formError = formError
+        if let proofOfWork, proofOfWork.pricing.needsProofAfterFailures(addressKey: request.clientKey) {
+            page.proof = (token, proofOfWork.challenge(for: token, addressKey: request.clientKey).json)
+        }
+        var headers = HTTPHeaders([("Content-Language", request.language.tag)])
+        if status == .tooManyRequests { headers.add("Retry-After", "60") }
+        return Pages.html(request.renderer.renderRecover(page, language: request.language, assets: request.assets),
+                          status: status, headers: headers)
+    }
+
+    /// 410: the code or link is unknown, used or expired (they look the same on purpose).
+    private func expired(_ request: SignupRequest) -> HTTPResponse {
+        request.pages.problem(
+            title: request.text("recover.expired_title"),
+            message: request.text("recover.expired_message")
+                .replacingOccurrences(of: "{minutes}", with: String(Int(settings.recoveryLifetime / 60))),
+            code: "recovery_expired", linkURL: "/recover", linkText: request.text("recover.again"), status: .gone)
+    }
+
+    private func busy(_ request: SignupRequest) -> HTTPResponse {
+        request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("error.unavailable"),
+                              code: "unavailable", status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
+    }
+
+    private func unavailable(_ request: SignupRequest, _ error: Error) -> HTTPResponse {
+        logger.error("Account store unavailable during recovery", metadata: ["error": "\(error)"])
+        metrics.recovery("unavailable")
+        return request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("error.unavailable"),
+                                     code: "unavailable", status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "10")]))
+    }
+
+    private func sessionRefused(_ error: FormSessionRegistry.LookupError) -> HTTPResponse {
+        switch error {
+        case .limited(let exceeded): return refusals.limited(exceeded)
+        case .unknown, .full:
+            var refusal = APIError(status: .serviceUnavailable, code: "too_many_sessions",
+                                   message: "Too many forms are open. Please try again in a minute.")
+            refusal.retryAfter = 60
+            return refusal.response
+        }
+    }
+}
