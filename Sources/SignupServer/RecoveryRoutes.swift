@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Logging
 import MicroHTTPD
@@ -35,6 +36,8 @@ struct RecoveryRoutes: Sendable {
     let webhooks: OutboxDelivery?
     let now: @Sendable () -> Date
     let proofOfWork: ProofOfWorkGate?
+    /// How soon `POST /recover` may answer once it looked for an account (`Configuration.recoveryAnswerFloor`).
+    let answerFloor: TimeInterval
 
     /// Nil when no mail can be sent (`--email-verification off`): the routes are then 404.
     init?(_ services: Services) {
@@ -52,6 +55,7 @@ struct RecoveryRoutes: Sendable {
         webhooks = services.webhooks
         now = services.now
         proofOfWork = services.proofOfWork
+        answerFloor = services.configuration.recoveryAnswerFloor
     }
 
     private var settings: EmailVerificationSettings { proofs.settings }
@@ -82,8 +86,9 @@ struct RecoveryRoutes: Sendable {
 
     /// Starts a recovery for whatever account the identifier names, and answers the code form
     /// whether or not one does. Both paths do the same work in the same order (look up, spend
-    /// the limits, write a mail, store a recovery in one transaction) so the time does not
-    /// tell them apart either (`RecoveryTests.testTheAnswerTakesAsLongForAnAccountAsForNone`).
+    /// the limits, write a mail, store a recovery in one transaction), and the answer waits
+    /// for `answerFloor` (its connection suspended, no thread held), so the time does not tell
+    /// them apart either (`RecoveryTests.testTheAnswerTakesAsLongForAnAccountAsForNone`).
     func start(_ request: SignupRequest) -> HTTPResponse {
         let identifier = (request.form[Self.identifierField] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard !identifier.isEmpty, identifier.utf8.count <= 320 else {
@@ -124,6 +129,7 @@ struct RecoveryRoutes: Sendable {
                 of: "{wait}", with: request.waitPhrase(error.retryAfterSeconds))
             return recoverPage(request, page, status: .tooManyRequests, retryAfter: error.retryAfterSeconds)
         }
+        let arrived = DispatchTime.now()
         let token = VerificationSecrets.makeLinkToken()
         do {
             let account = identifier.contains("@")
@@ -168,7 +174,10 @@ struct RecoveryRoutes: Sendable {
         } catch {
             return unavailable(request, error)
         }
-        return codePage(request, token: token, status: .ok)
+        let answer = codePage(request, token: token, status: .ok)
+        let due = arrived + answerFloor
+        guard DispatchTime.now() < due else { return answer }
+        return .later { respond in DispatchQueue.global().asyncAfter(deadline: due) { respond(answer) } }
     }
 
     /// Spends one from the account's and the recipient's allowances (both, always: the time

@@ -24,6 +24,11 @@ public final class SignupApplication: Sendable {
         /// A session unused this long, with no open stream, is dropped (its token builds a
         /// fresh one if used again).
         public var sessionIdleLifetime: TimeInterval = 30 * 60
+        /// `POST /recover` answers no sooner than this after it arrived, whatever it found: an
+        /// account's answer writes a mail that a made-up name's does not, about a tenth of a
+        /// SQLite commit's time (issue 42), and nobody may learn from the clock which names
+        /// exist. Real time, not `clock`'s: it is what a client measures.
+        public var recoveryAnswerFloor: TimeInterval = 0.05
         /// Form sessions held at once; when full, the longest-idle ones without a stream go.
         /// About 20 KiB each without a stream (see docs/SECURITY.md for the memory bound).
         public var maximumSessions = 20_000
