@@ -217,6 +217,8 @@ public final class SignupApplication: Sendable {
             services.proofOfWork?.pricing.sweep()
             let released = try store.removeExpiredPendingSignups(at: now)
             if released > 0 { logger.debug("Removed expired pending sign-ups", metadata: ["count": "\(released)"]) }
+            let recoveries = try store.removeExpiredRecoveries(at: now)
+            if recoveries > 0 { logger.debug("Removed expired account recoveries", metadata: ["count": "\(recoveries)"]) }
             let ended = try services.signedIn.removeEnded()
             if ended > 0 { logger.debug("Removed ended signed-in sessions", metadata: ["count": "\(ended)"]) }
         } catch {

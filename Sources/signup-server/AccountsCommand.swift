@@ -6,8 +6,8 @@ import SignupDomain
 /// Operator commands on the account store.
 struct Accounts: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Inspect stored accounts.",
-        subcommands: [List.self])
+        abstract: "Inspect stored accounts, and start a recovery for one.",
+        subcommands: [List.self, Recover.self])
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -68,6 +68,64 @@ struct Accounts: ParsableCommand {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]
             return String(decoding: (try? encoder.encode(entries)) ?? Data("[]".utf8), as: UTF8.self)
+        }
+    }
+
+    /// ASVS V6.4: an operator may start a recovery for a person who cannot (a lost mailbox,
+    /// a support call), never set or see a password. The link works like a mailed one: once,
+    /// for `--recovery-minutes`, and any recovery the account had before stops working.
+    struct Recover: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a one-time link that lets the account's owner choose a new password (hand it over yourself).")
+
+        @Option(help: help("database", "SQLite database file or PostgreSQL URL."))
+        var database = "data/livesignup.sqlite"
+
+        @Option(help: "The account's username.")
+        var username: String
+
+        @Option(help: help("public-origin", "The origin the site is served under (e.g. https://signup.example.com): the link's start."))
+        var publicOrigin: String
+
+        @Option(help: help("recovery-minutes", "How long the link works."))
+        var recoveryMinutes = 15
+
+        static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
+            ("database", .option), ("public-origin", .option), ("recovery-minutes", .option),
+        ]
+
+        func validate() throws {
+            guard (5...24 * 60).contains(recoveryMinutes) else {
+                throw ValidationError("--recovery-minutes must be 5 to 1440 (a day).")
+            }
+            guard let url = URL(string: publicOrigin), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+                  url.host != nil, url.path.isEmpty || url.path == "/", url.query == nil else {
+                throw ValidationError("--public-origin must be an origin like https://signup.example.com, not '\(publicOrigin)'.")
+            }
+        }
+
+        func run() throws {
+            try AccountOptions.checkDatabase(database)
+            guard AccountOptions.isURL(database) || FileManager.default.fileExists(atPath: database) else {
+                throw ValidationError("No database at '\(database)'.")
+            }
+            let store = try AccountOptions.openStore(database, logger: Logger(label: "livesignup.accounts"))
+            guard let account = try store.account(named: username) else {
+                throw ValidationError("No account is named '\(username)'.")
+            }
+            // The server's key for codes and links (made by whichever of them ran first).
+            let secrets = VerificationSecrets(key: try store.secret(named: "verification-code-key",
+                                                                    createdBy: VerificationSecrets.makeKey))
+            let link = VerificationSecrets.makeLinkToken(), now = Date()
+            try store.startRecovery(AccountRecovery(
+                token: VerificationSecrets.makeLinkToken(), accountID: account.id,
+                codeHash: VerificationSecrets.unmatchableHash(), linkHash: secrets.linkHash(link), language: "en",
+                expiresAt: now.addingTimeInterval(TimeInterval(recoveryMinutes * 60)), createdAt: now), mail: nil)
+            let origin = publicOrigin.hasSuffix("/") ? String(publicOrigin.dropLast()) : publicOrigin
+            print("\(origin)/recover?link=\(link)")
+            let note = "A new password can be chosen for \(account.username) with this link, once, for \(recoveryMinutes) "
+                + "minutes. Hand it over only to its owner; any earlier recovery of the account stopped working.\n"
+            FileHandle.standardError.write(Data(note.utf8))
         }
     }
 }

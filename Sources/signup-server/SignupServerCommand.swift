@@ -22,6 +22,7 @@ struct SignupServerCommand: ParsableCommand {
         let arguments = Array(CommandLine.arguments.dropFirst())
         let options: [(name: String, kind: EnvironmentArguments.Kind)]
         switch arguments.first {
+        case "accounts" where arguments.dropFirst().first == "recover": options = Accounts.Recover.environmentOptions
         case "accounts", "sessions": options = Accounts.List.environmentOptions
         case "mail": options = Mail.Test.environmentOptions
         default: options = Serve.environmentOptions

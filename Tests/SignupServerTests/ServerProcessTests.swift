@@ -4,6 +4,9 @@ import FoundationNetworking
 #endif
 import LiveSignupClient
 import HTTPTestSupport
+import SignupDomain
+import SignupSQLite
+@testable import SignupServer
 import XCTest
 
 /// The executable as an operator runs it.
@@ -144,5 +147,51 @@ final class DurabilityTests: XCTestCase {
         XCTAssertTrue(text.contains("username"))
         XCTAssertFalse(text.contains("$argon2id$"))
         XCTAssertFalse(text.contains("!  "), "the unusable-hash marker is described, not printed")
+    }
+}
+
+/// The operator's way to hand a person back their account.
+final class OperatorRecoveryTests: XCTestCase {
+    /// `accounts recover` prints a one-time link (ASVS: an operator may start a recovery, never
+    /// set the password); the running server, sharing the database and its key, honours it once.
+    func testAnOperatorsRecoveryLinkLetsTheOwnerChooseANewPassword() async throws {
+        let mailDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-mail-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: mailDirectory) }
+        let server = try ServerProcess(arguments: ["--mail-dir", mailDirectory.path])
+        defer { server.removeData() }
+        try await server.start()
+        let hash = try Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024).hash("Old-Password-1")
+        _ = try SQLiteAccountStore(path: server.databasePath).createAccount(
+            NewAccount(username: "Locked_Out", email: "locked@example.org", passwordHash: hash, formToken: "operator-test"))
+        let base = "http://127.0.0.1:\(server.port)"
+
+        let unknown = try ServerProcess.run(["accounts", "recover", "--username", "nobody_at_all", "--database", server.databasePath,
+                                             "--public-origin", base])
+        XCTAssertEqual(unknown.0, 64, "a readable refusal")
+        XCTAssertTrue(unknown.2.contains("No account is named 'nobody_at_all'"), unknown.2)
+
+        let (status, output, _) = try ServerProcess.run(["accounts", "recover", "--username", "locked_out",
+                                                         "--database", server.databasePath, "--public-origin", base + "/"])
+        XCTAssertEqual(status, 0)
+        let link = try XCTUnwrap(output.firstMatch(of: #/\/recover\?link=([A-Za-z0-9_-]{43})/#)).1.description
+        XCTAssertTrue(output.hasPrefix(base + "/recover?link="), output)
+        XCTAssertFalse(output.contains("Old-Password"))
+
+        let url = URL(string: base)!
+        let moved = try await TestServer.request(to: url, "GET", "/recover?link=\(link)")
+        XCTAssertEqual(moved.status, 303)
+        let cookie = "\(RecoveryRoutes.secretCookie)=\(link)"
+        let chosen = try await TestServer.request(to: url, "POST", "/recover/password",
+                                                  body: FormURLEncoder.encode([("password", "Handed-Over-1963"),
+                                                                               ("confirm", "Handed-Over-1963")]),
+                                                  headers: ["Cookie": cookie, "Origin": base])
+        XCTAssertEqual(chosen.status, 303, chosen.body)
+        let again = try await TestServer.request(to: url, "GET", "/recover/password", headers: ["Cookie": cookie])
+        XCTAssertEqual(again.status, 410, "once")
+        let signIn = try await TestServer.request(to: url, "POST", "/signin",
+                                                  body: FormURLEncoder.encode([("username", "locked_out"),
+                                                                               ("password", "Handed-Over-1963")]),
+                                                  headers: ["Origin": base])
+        XCTAssertEqual(signIn.status, 303)
     }
 }
