@@ -26,6 +26,10 @@ public enum PolicyText: String, CaseIterable, Sendable {
     case passwordCommonMessage = "password.common.message"
     case passwordCommonSiteWord = "password.common.site_word"
     case passwordCommonPersonalWord = "password.common.personal_word"
+    /// A new-password form's (account recovery) own requirement: not containing the account's
+    /// username or address anywhere.
+    case passwordPersonalText = "password.personal.text"
+    case passwordPersonalMessage = "password.personal.message"
     case passwordStrengthText = "password.strength.text"
     case passwordStrengthMessage = "password.strength.message"
     case passwordStrengthAdvice = "password.strength.default_advice"

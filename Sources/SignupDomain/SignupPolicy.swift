@@ -182,7 +182,7 @@ public final class SignupPolicy: @unchecked Sendable {
                                    isMet: { EmailAddress.isValid($0) && !disposable.contains(address: $0) }))
         }
         email = FieldRules(rules: emailRules, emptyMessage: texts(.emailEmpty))
-        password = Self.passwordRules(settings, commonPasswords: commonPasswords ?? settings.blocklist)
+        password = Self.passwordRules(settings, commonPasswords: commonPasswords ?? settings.blocklist, account: account)
         confirm = FieldRules(
             rules: [
                 Rule(id: "confirm.match", text: texts(.confirmMatchText),
@@ -246,7 +246,8 @@ public final class SignupPolicy: @unchecked Sendable {
         initialState = evaluateInitialState()
     }
 
-    private static func passwordRules(_ settings: Policy, commonPasswords: CommonPasswords) -> FieldRules<PasswordCandidate> {
+    private static func passwordRules(_ settings: Policy, commonPasswords: CommonPasswords,
+                                      account: AccountContext?) -> FieldRules<PasswordCandidate> {
         let texts = settings.texts
         let minimum = settings.passwordMinimumLength
         var rules = [
@@ -276,6 +277,20 @@ public final class SignupPolicy: @unchecked Sendable {
                 !candidate.password.isEmpty && !commonPasswords.contains(candidate.password)
                     && candidate.context.word(underlying: candidate.password) == nil
             }))
+        if let account {
+            // A new password for an account must not hold its name or address anywhere, not
+            // only be built on them (`password.common`): the attacker who knows whose account
+            // it is tries those first. Parts shorter than three characters would refuse too much.
+            let local = account.email.split(separator: "@").first.map(String.init) ?? ""
+            let words = [account.username, local, account.email].map(ContextWords.fold).filter { $0.count >= 3 }
+            rules.append(Rule(
+                id: "password.personal", text: texts(.passwordPersonalText), message: texts(.passwordPersonalMessage),
+                isMet: { candidate in
+                    guard !candidate.password.isEmpty else { return false }
+                    let folded = ContextWords.fold(candidate.password)
+                    return !words.contains { folded.contains($0) }
+                }))
+        }
         let score = settings.minimumStrengthScore
         let defaultAdvice = texts(.passwordStrengthAdvice)
         // Split once around {advice}: this message is built on many password keystrokes, and

@@ -260,6 +260,11 @@ final class RecoveryTests: XCTestCase {
         let named = try await choose("Margaret1969!", cookie: cookie)
         XCTAssertEqual(named.status, 422)
         XCTAssertTrue(named.body.contains("based on your username or email"), named.body)
+        let containing = try await choose("Ask-margaret-Anything-7", cookie: cookie)
+        XCTAssertEqual(containing.status, 422)
+        XCTAssertTrue(containing.body.contains("contains your username or email address"), containing.body)
+        let local = try await choose("Orbit-HAMILTON-Lunar-9", cookie: cookie)
+        XCTAssertTrue(local.body.contains("contains your username or email address"), "the address's local part too")
         let mismatched = try await choose("Apollo-Guidance-11", confirm: "Apollo-Guidance-12", cookie: cookie)
         XCTAssertEqual(mismatched.status, 422)
         XCTAssertTrue(mismatched.body.contains("Passwords don&#39;t match") || mismatched.body.contains("Passwords don't match"),
@@ -281,7 +286,7 @@ final class RecoveryTests: XCTestCase {
         await events.wait { $0.contains { if case .snapshot = $0 { return true }; return false } }
         guard case .snapshot(let snapshot)? = events.events.first else { return XCTFail("a snapshot first") }
         XCTAssertEqual(Set(snapshot.requirements.keys), ["password.length", "password.uppercase", "password.common",
-                                                        "password.strength", "confirm.match"])
+                                                        "password.personal", "password.strength", "confirm.match"])
 
         _ = try await form.edit("password", to: "Ada_Live-1815", touched: true)
         // Built on the account's own name: refused as the sign-up form refuses it.
