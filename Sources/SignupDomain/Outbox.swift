@@ -7,6 +7,10 @@ public enum OutboxChannel: String, Sendable, CaseIterable {
     case webhook
     /// Mails to people (codes, notices), sealed (`OutgoingMail.sealed`).
     case mail
+    /// Mails about accounts that exist (recovery codes, "your password was changed"), sealed
+    /// the same way, on a lane of their own: a flood of recovery requests never delays the
+    /// code a person signing up waits for.
+    case accountMail = "account_mail"
 }
 
 /// A message for the world outside (a webhook, a mail), written to the store's outbox in the

@@ -127,7 +127,8 @@ struct VerificationMails: Sendable {
             after: [text("mail.recover_expiry", language).replacingOccurrences(of: "{minutes}", with: minutes),
                     text("mail.recover_ignore", language)],
             footer: text("mail.footer", language))
-        return try seal(content, to: address, type: "mail.recovery", language: language, at: now, expiresAt: expiresAt)
+        return try seal(content, to: address, type: "mail.recovery", language: language, at: now, expiresAt: expiresAt,
+                        channel: .accountMail)
     }
 
     /// For the owner: the password was changed through a recovery, and what to do if it was
@@ -143,17 +144,18 @@ struct VerificationMails: Sendable {
             linkText: text("mail.changed_not_you_link", language),
             after: [text("mail.changed_sessions", language)],
             footer: text("mail.footer", language))
-        return try seal(content, to: address, type: "mail.password_changed", language: language, at: now, expiresAt: nil)
+        return try seal(content, to: address, type: "mail.password_changed", language: language, at: now, expiresAt: nil,
+                        channel: .accountMail)
     }
 
     private func seal(_ content: PageRenderer.MailContent, to address: String, type: String, language: Languages.Language,
-                      at now: Date, expiresAt: Date?) throws -> OutboxEvent {
+                      at now: Date, expiresAt: Date?, channel: OutboxChannel = .mail) throws -> OutboxEvent {
         let parts = renderer.renderMail(content, language: language)
         let mail = OutgoingMail(
             message: MailMessage(from: "", to: address, subject: content.subject, text: parts.text, html: parts.html,
                                  messageID: OutgoingMail.makeMessageID(domain: settings.mail.senderDomain), date: now),
             expiresAt: expiresAt)
-        return try mail.sealed(type: type, key: SymmetricKey(data: sealingKey))
+        return try mail.sealed(type: type, key: SymmetricKey(data: sealingKey), channel: channel)
     }
 
     private func text(_ key: String, _ language: Languages.Language) -> String {

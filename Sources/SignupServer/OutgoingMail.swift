@@ -16,12 +16,12 @@ struct OutgoingMail: Sendable, Equatable, Codable {
     /// This mail as an outbox event of `type`, sealed with `key` (ChaCha20-Poly1305): a
     /// verification mail holds a live code, and the table it waits in must not give it away
     /// to whoever can read the database.
-    func sealed(type: String, key: SymmetricKey) throws -> OutboxEvent {
+    func sealed(type: String, key: SymmetricKey, channel: OutboxChannel = .mail) throws -> OutboxEvent {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         let box = try ChaChaPoly.seal(try encoder.encode(self), using: key)
         return OutboxEvent(id: OutboxEvent.makeID(), type: type, body: box.combined.base64EncodedString(),
-                           createdAt: message.date, channel: .mail)
+                           createdAt: message.date, channel: channel)
     }
 
     /// The mail sealed in `event`; throws when the key is not the one it was sealed with or

@@ -34,6 +34,8 @@ struct RecoveryRoutes: Sendable {
     let metrics: SignupMetrics
     let logger: Logger
     let webhooks: OutboxDelivery?
+    /// The lane recovery mails go out on (`OutboxChannel.accountMail`).
+    let mails: OutboxDelivery
     let now: @Sendable () -> Date
     let proofOfWork: ProofOfWorkGate?
     /// How soon `POST /recover` may answer once it looked for an account (`Configuration.recoveryAnswerFloor`).
@@ -41,8 +43,9 @@ struct RecoveryRoutes: Sendable {
 
     /// Nil when no mail can be sent (`--email-verification off`): the routes are then 404.
     init?(_ services: Services) {
-        guard let proofs = services.proofs else { return nil }
+        guard let proofs = services.proofs, let mails = services.accountMails else { return nil }
         self.proofs = proofs
+        self.mails = mails
         refusals = services.refusals
         store = services.store
         sessions = services.sessions
@@ -160,14 +163,14 @@ struct RecoveryRoutes: Sendable {
             case nil:
                 outcome = "no_account"
             }
-            let mails = outcome == "mailed"
+            let mailsNow = outcome == "mailed"
             try store.startRecovery(AccountRecovery(
-                token: token, accountID: mails ? account?.id : nil,
-                codeHash: mails ? proofs.secrets.codeHash(code, formToken: token) : VerificationSecrets.unmatchableHash(),
-                linkHash: mails ? proofs.secrets.linkHash(link) : VerificationSecrets.unmatchableHash(),
-                language: request.language.tag, expiresAt: expiresAt, createdAt: time), mail: mails ? mail : nil)
-            if mails {
-                proofs.delivery.nudge()
+                token: token, accountID: mailsNow ? account?.id : nil,
+                codeHash: mailsNow ? proofs.secrets.codeHash(code, formToken: token) : VerificationSecrets.unmatchableHash(),
+                linkHash: mailsNow ? proofs.secrets.linkHash(link) : VerificationSecrets.unmatchableHash(),
+                language: request.language.tag, expiresAt: expiresAt, createdAt: time), mail: mailsNow ? mail : nil)
+            if mailsNow {
+                mails.nudge()
                 logger.notice("Recovery code mailed", metadata: ["account": "\(account!.id)", "client": "\(request.client)"])
             }
             metrics.recovery(outcome)
@@ -398,7 +401,7 @@ struct RecoveryRoutes: Sendable {
         }
         // This instance forgets the ended sessions at once; the others within their 5 s.
         signedIn.forgetSessions(ofAccount: account.id)
-        proofs.delivery.nudge()
+        mails.nudge()
         webhooks?.nudge()
         metrics.recovery("completed")
         logger.notice("Password reset through recovery; every signed-in session of the account ended",

@@ -41,6 +41,8 @@ struct Services: Sendable {
     /// Proofs of addresses and the mail outbox they write to, when addresses are proved.
     let proofs: AddressProofs?
     let mails: OutboxDelivery?
+    /// Mails about existing accounts (recovery), delivered on their own lane.
+    let accountMails: OutboxDelivery?
     let passkeyChallenges: PasskeyChallenges
     /// The one clock (`Configuration.clock`), and its reading as the parts that only ask
     /// for the time take it.
@@ -152,6 +154,10 @@ struct Services: Sendable {
                 courier: MailCourier(settings: settings.mail, key: sealingKey, now: now),
                 store: store, metrics: metrics, logger: logger, clock: clock)
             mails = delivery
+            accountMails = OutboxDelivery(
+                channel: .accountMail, schedule: settings.mail.schedule,
+                courier: MailCourier(settings: settings.mail, key: sealingKey, now: now),
+                store: store, metrics: metrics, logger: logger, clock: clock)
             let configuredOrigin = publicOrigins.first
             let linkHost = ["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "localhost" : configuration.host
             let configuredPort = configuration.port
@@ -165,6 +171,7 @@ struct Services: Sendable {
                 limiters: limiters, delivery: delivery, now: now)
         } else {
             mails = nil
+            accountMails = nil
             proofs = nil
         }
         passkeyChallenges = PasskeyChallenges(
@@ -173,7 +180,7 @@ struct Services: Sendable {
     }
 
     /// The outboxes this app delivers from.
-    var deliveries: [OutboxDelivery] { [webhooks, mails].compactMap { $0 } }
+    var deliveries: [OutboxDelivery] { [webhooks, mails, accountMails].compactMap { $0 } }
 
     /// The breached-password source's and the mail domains' failures, counted and logged (a
     /// broken source fails every look-up: one warning a minute per kind).

@@ -187,8 +187,7 @@ public final class SignupApplication: Sendable {
 
     public func start() throws {
         try server.start()
-        services.webhooks?.start()
-        services.mails?.start()
+        for delivery in services.deliveries { delivery.start() }
         scheduleSweep(every: min(60, max(1, configuration.sessionIdleLifetime / 4)))
         logger.info("Listening", metadata: ["url": "http://\(configuration.host):\(port)"])
         if configuration.publicOrigins.isEmpty {
@@ -238,8 +237,7 @@ public final class SignupApplication: Sendable {
     public func stop(grace: TimeInterval? = nil) -> Bool {
         stopping.withLock { $0 = true }
         server.beginShutdown()
-        services.webhooks?.stop()
-        services.mails?.stop()
+        for delivery in services.deliveries { delivery.stop() }
         services.hashing.shutDown()
         let stopped = server.finishShutdown(grace: grace ?? configuration.shutdownGrace)
         if stopped {

@@ -68,7 +68,8 @@ final class SignupMetrics: Sendable {
     }
 
     /// Attempts by channel and outcome: `livesignup_webhooks_total{result=delivered|retried|parked}`
-    /// and `livesignup_mails_total{result=sent|retried|failed}`.
+    /// `livesignup_mails_total{result=sent|retried|failed}` and the same for account mails
+    /// (recovery), `livesignup_account_mails_total`.
     private let deliveryOutcomes: [OutboxChannel: [DeliveryOutcome: Counter]] = [
         .webhook: [.delivered: Counter(label: "livesignup_webhooks_total", dimensions: [("result", "delivered")]),
                    .retried: Counter(label: "livesignup_webhooks_total", dimensions: [("result", "retried")]),
@@ -76,6 +77,9 @@ final class SignupMetrics: Sendable {
         .mail: [.delivered: Counter(label: "livesignup_mails_total", dimensions: [("result", "sent")]),
                 .retried: Counter(label: "livesignup_mails_total", dimensions: [("result", "retried")]),
                 .parked: Counter(label: "livesignup_mails_total", dimensions: [("result", "failed")])],
+        .accountMail: [.delivered: Counter(label: "livesignup_account_mails_total", dimensions: [("result", "sent")]),
+                       .retried: Counter(label: "livesignup_account_mails_total", dimensions: [("result", "retried")]),
+                       .parked: Counter(label: "livesignup_account_mails_total", dimensions: [("result", "failed")])],
     ]
     /// Each channel's outbox at scrape time (`recordOutbox`): pending, parked (failed for
     /// good) and the age of the oldest pending event.
@@ -84,6 +88,8 @@ final class SignupMetrics: Sendable {
                    Gauge(label: "livesignup_webhooks_oldest_pending_seconds")),
         .mail: (Gauge(label: "livesignup_mails_pending"), Gauge(label: "livesignup_mails_failed"),
                 Gauge(label: "livesignup_mails_oldest_pending_seconds")),
+        .accountMail: (Gauge(label: "livesignup_account_mails_pending"), Gauge(label: "livesignup_account_mails_failed"),
+                       Gauge(label: "livesignup_account_mails_oldest_pending_seconds")),
     ]
 
     func outbox(_ channel: OutboxChannel, _ outcome: DeliveryOutcome) {

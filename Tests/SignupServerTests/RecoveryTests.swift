@@ -319,7 +319,7 @@ final class RecoveryTests: XCTestCase {
         XCTAssertEqual(asked.body.replacing(#/value="[A-Za-z0-9_-]{43}"/#, with: ""),
                        control.body.replacing(#/value="[A-Za-z0-9_-]{43}"/#, with: ""))
         // Nothing is waiting in the outbox either (the mail would have been written at once).
-        XCTAssertEqual(try server.store.outboxStatus(channel: .mail).pending, 0)
+        XCTAssertEqual(try server.store.outboxStatus(channel: .accountMail).pending, 0)
         XCTAssertEqual(mail.messages(to: "unproved@example.org").count, 0)
     }
 
@@ -338,7 +338,7 @@ final class RecoveryTests: XCTestCase {
         let three = await Condition.wait(timeout: 10) { mail.messages(to: "popular@example.org").count >= 1 + 2 }
         XCTAssertTrue(three)
         // The sign-up code, then two recoveries: the recipient's allowance (3) is spent.
-        XCTAssertEqual(try server.store.outboxStatus(channel: .mail).pending, 0)
+        XCTAssertEqual(try server.store.outboxStatus(channel: .accountMail).pending, 0)
         XCTAssertEqual(mail.messages(to: "popular@example.org").count, 3)
     }
 
@@ -385,5 +385,85 @@ final class RecoveryTests: XCTestCase {
         print("recovery answer medians: account \(knownMedian) ms, none \(unknownMedian) ms")
         XCTAssertLessThan(difference, max(knownMedian, unknownMedian) * 0.05,
                           "medians \(knownMedian) ms (account) and \(unknownMedian) ms (none)")
+    }
+
+    /// A flood of recovery mails never delays a sign-up's code: account mails have a lane of
+    /// their own. With the recovery lane stuck on a mail server that holds its mail, a code
+    /// for a new sign-up still arrives at once.
+    func testRecoveryMailsNeverHoldUpASignUpsCode() async throws {
+        let held = HoldingMail(holding: "recovery code")
+        let lanes = try TestServer { [clock] configuration in
+            configuration.clock = clock
+            configuration.emailVerification = EmailVerificationSettings(
+                mail: MailSettings(transport: held, from: "Tests <noreply@example.org>"))
+        }
+        defer {
+            held.release()
+            lanes.stop()
+        }
+        let first = try await lanes.client.openForm()
+        _ = try await lanes.request("POST", "/signup", body: FormURLEncoder.encode([
+            ("token", first.token), ("username", "Flooded"), ("email", "flooded@example.org"), ("password", password),
+            ("confirm", password)]))
+        let sent = await Condition.wait(timeout: 10) { held.messages(to: "flooded@example.org").count == 1 }
+        XCTAssertTrue(sent)
+        let code = try XCTUnwrap(held.messages(to: "flooded@example.org").first?.text.firstMatch(of: #/\n\s+(\d{6})\n/#)).1
+        _ = try await lanes.request("POST", "/verify", body: FormURLEncoder.encode([("token", first.token), ("code", String(code))]))
+        for _ in 0..<3 {
+            _ = try await lanes.request("POST", "/recover", body: FormURLEncoder.encode([("identifier", "flooded")]))
+        }
+        let stuck = await Condition.wait(timeout: 10) { held.holding }
+        XCTAssertTrue(stuck, "the recovery lane is stuck on its first mail")
+
+        let newcomer = try await lanes.client.openForm()
+        let signup = try await lanes.request("POST", "/signup", body: FormURLEncoder.encode([
+            ("token", newcomer.token), ("username", "Newcomer"), ("email", "newcomer@example.org"), ("password", password),
+            ("confirm", password)]))
+        XCTAssertEqual(signup.status, 303)
+        let arrived = await Condition.wait(timeout: 10) { held.messages(to: "newcomer@example.org").count == 1 }
+        XCTAssertTrue(arrived, "the sign-up's code went out while recovery mails waited")
+        held.release()
+        let recoveries = await Condition.wait(timeout: 10) { held.messages(to: "flooded@example.org").count >= 3 }
+        XCTAssertTrue(recoveries, "and the recovery mails went out once the server took them")
+    }
+}
+
+/// A mail server that holds every mail whose subject contains `holding` until released (as a
+/// slow or stuck server would), and takes the others at once.
+final class HoldingMail: MailTransport, @unchecked Sendable {
+    private let condition = NSCondition()
+    private let pattern: String
+    private var released = false
+    private var waiting = false
+    private var sent: [MailMessage] = []
+
+    init(holding pattern: String) {
+        self.pattern = pattern
+    }
+
+    var holding: Bool { condition.withLock { waiting } }
+
+    func release() {
+        condition.withLock {
+            released = true
+            condition.broadcast()
+        }
+    }
+
+    func messages(to address: String) -> [MailMessage] {
+        condition.withLock { sent.filter { $0.to == address } }
+    }
+
+    func send(_ message: MailMessage) throws(MailFailure) {
+        condition.withLock {
+            if message.subject.contains(pattern) {
+                waiting = true
+                // Bounded: a test that forgets to release cannot hang the run.
+                let deadline = Date().addingTimeInterval(30)
+                while !released, condition.wait(until: deadline) {}
+                waiting = false
+            }
+            sent.append(message)
+        }
     }
 }
