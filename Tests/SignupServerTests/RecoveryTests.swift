@@ -308,6 +308,24 @@ final class RecoveryTests: XCTestCase {
         XCTAssertEqual(answer14, 410, "without the cookie: nothing")
     }
 
+    /// A passkey-only account (no password) recovers by mail too, and sets a password; its
+    /// passkeys stay (the welcome page offers to add another).
+    func testAPasskeyOnlyAccountSetsAPasswordByMail() async throws {
+        try server.store.startPendingSignup(
+            PendingSignup.starting(formToken: "keyed-form", username: "Keyed_Only", email: "keyed@example.org",
+                                   passwordHash: Account.unusablePasswordHash, profile: [:], language: "en", returnTo: "",
+                                   codeHash: "x", linkHash: "y", at: clock.now, lifetime: 600),
+            mail: OutboxEvent(id: OutboxEvent.makeID(), type: "t", body: "", createdAt: clock.now, channel: .webhook),
+            at: clock.now)
+        _ = try server.store.completePendingSignup(formToken: "keyed-form", at: clock.now, announce: false)
+        _ = try await ask("keyed_only")
+        let link = try await mailed(to: "keyed@example.org", count: 1).link
+        let done = try await choose("First-Password-1971", cookie: "\(RecoveryRoutes.secretCookie)=\(link)")
+        XCTAssertEqual(done.status, 303, done.body)
+        let signedIn = try await signIn("keyed_only", "First-Password-1971")
+        XCTAssertEqual(signedIn.status, 303)
+    }
+
     /// An account whose address was never proved gets no mail (its address proves nothing);
     /// the page is the same.
     func testAnUnprovedAddressGetsNoMail() async throws {
