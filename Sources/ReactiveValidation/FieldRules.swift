@@ -72,6 +72,30 @@ extension FieldRules where Value: Equatable {
 
     /// The field's verdict for an evaluation, given whether problems may be shown yet.
     /// `extraMessages` are the asynchronous rule's messages, after the rules' own.
+    /// The same with several asynchronous rules, each with its latest answer (same order):
+    /// their states follow the synchronous ones in that order. The one-rule form above is the
+    /// typing path's; this one serves fields that have more (a new password: the breach
+    /// check and "not your current password").
+    @inlinable public func evaluate(
+        _ value: Value, asyncRules: [AsyncRule<Value>], answers: [AsyncAnswer<Value>?]
+    ) -> FieldEvaluation<Value> {
+        precondition(asyncRules.count == answers.count, "one answer (or nil) per asynchronous rule")
+        var states = rules.map { $0.state(for: value) }
+        let failedCheck = failedCheckMessage(for: value)
+        let fieldPasses = failedCheck == nil && states.allSatisfy { $0 == .met }
+        for (asyncRule, answer) in zip(asyncRules, answers) {
+            let isEligible = asyncRule.isEligibleWhenFieldPasses ? fieldPasses : asyncRule.isEligible(value)
+            if !isEligible {
+                states.append(.unmet)
+            } else if let answer, answer.value == value {
+                states.append(answer.state)
+            } else {
+                states.append(.pending)
+            }
+        }
+        return FieldEvaluation(value: value, states: states, failedCheckMessage: failedCheck)
+    }
+
     @inlinable public func validation(of evaluation: FieldEvaluation<Value>, extraMessages: [String] = [], isShown: Bool) -> FieldValidation {
         guard isShown else { return .idle }
         let value = evaluation.value

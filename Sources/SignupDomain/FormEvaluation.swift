@@ -145,7 +145,8 @@ public struct FormEvaluation: Equatable, Sendable {
             validations.append(policy.password.validation(
                 of: password,
                 // Built only when the breach rule is the one unmet: it reads the remembered count.
-                extraMessages: policy.passwordBreach == nil ? []
+                extraMessages: policy.passwordNotCurrent != nil ? policy.newPasswordExtraMessages(for: password, breaches: breaches)
+                    : policy.passwordBreach == nil ? []
                     : [password.states.last == .unmet ? policy.breachMessage(for: password.value.password, checker: breaches) : ""],
                 isShown: shownFields.contains(.password)))
             validations.append(policy.confirm.validation(of: confirm, isShown: shownFields.contains(.confirm)))
@@ -234,12 +235,13 @@ extension SignupPolicy {
     ///     so only the fields whose inputs changed are evaluated again.
     ///   - values: every field's value in page order (`fieldOrder`), as the view model holds
     ///     them: no dictionary is built per keystroke.
+    ///   - notCurrentAnswer: on a new-password form, the latest "not the current password" answer.
     public func evaluate(
         inPageOrder values: [String],
         availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
         breachAnswer: AsyncAnswer<String>? = nil, deliverableAnswer: AsyncAnswer<String>? = nil,
         cache: FormEvaluationCache? = nil, credential: CredentialChoice = .password,
-        breaches: BreachedPasswordChecker? = nil
+        breaches: BreachedPasswordChecker? = nil, notCurrentAnswer: AsyncAnswer<String>? = nil
     ) -> FormEvaluation {
         func value(at position: Int?) -> String {
             guard let position, position < values.count else { return "" }
@@ -258,13 +260,28 @@ extension SignupPolicy {
             guard let breachAnswer, breachAnswer.value == password else { return nil }
             return AsyncAnswer(value: candidate, state: breachAnswer.state)
         }
+        func notCurrent(_ candidate: PasswordCandidate) -> AsyncAnswer<PasswordCandidate>? {
+            guard let notCurrentAnswer, notCurrentAnswer.value == password else { return nil }
+            return AsyncAnswer(value: candidate, state: notCurrentAnswer.state)
+        }
+        /// The password's evaluation: the breach rule alone (the sign-up form, the typing
+        /// path), or with "not the current password" after it (a new-password form).
+        func evaluatePassword(_ candidate: PasswordCandidate, _ breachAnswer: AsyncAnswer<PasswordCandidate>?,
+                              _ notCurrentAnswer: AsyncAnswer<PasswordCandidate>?) -> FieldEvaluation<PasswordCandidate> {
+            guard let notCurrentRule = passwordNotCurrentCandidateRule else {
+                return self.password.evaluate(candidate, asyncRule: breachRule, answer: breachAnswer)
+            }
+            return self.password.evaluate(
+                candidate, asyncRules: (breachRule.map { [$0] } ?? []) + [notCurrentRule],
+                answers: (breachRule == nil ? [] : [breachAnswer]) + [notCurrentAnswer])
+        }
         guard let cache else {
             let candidate = passwordCandidate(password: password, username: username, email: email)
             return FormEvaluation(
                 policy: self,
                 username: self.username.evaluate(username, asyncRule: availability, answer: answer),
                 email: self.email.evaluate(email, asyncRule: deliverableRule, answer: deliverableAnswer),
-                password: self.password.evaluate(candidate, asyncRule: breachRule, answer: breach(candidate)),
+                password: evaluatePassword(candidate, breach(candidate), notCurrent(candidate)),
                 confirm: self.confirm.evaluate(PasswordConfirmation(
                     password: candidate.password, confirm: confirm.canonicallyComposed)),
                 declared: declaredFields.map { $0.rules.evaluate(value(at: $0.position)) },
@@ -275,6 +292,7 @@ extension SignupPolicy {
         let candidate = cache.candidates.candidate(in: self, password: password, username: username, email: email)
         let confirmation = PasswordConfirmation(password: candidate.password, confirm: confirm.canonicallyComposed)
         let passwordAnswer = breach(candidate)
+        let notCurrentPasswordAnswer = passwordNotCurrentCandidateRule == nil ? nil : notCurrent(candidate)
         return FormEvaluation(
             policy: self,
             username: cache.username.value(for: .init(value: username, answer: answer)) {
@@ -283,8 +301,9 @@ extension SignupPolicy {
             email: cache.email.value(for: .init(value: email, answer: deliverableAnswer)) {
                 self.email.evaluate(email, asyncRule: deliverableRule, answer: deliverableAnswer)
             },
-            password: cache.password.value(for: .init(candidate: candidate, answer: passwordAnswer)) {
-                self.password.evaluate(candidate, asyncRule: breachRule, answer: passwordAnswer)
+            password: cache.password.value(for: .init(candidate: candidate, answer: passwordAnswer,
+                                                      notCurrent: notCurrentPasswordAnswer)) {
+                evaluatePassword(candidate, passwordAnswer, notCurrentPasswordAnswer)
             },
             confirm: cache.confirm.value(for: confirmation) { self.confirm.evaluate(confirmation) },
             declared: declaredFields.enumerated().map { slot, field in
@@ -303,11 +322,11 @@ extension SignupPolicy {
         availability: AsyncRule<String>, answer: AsyncAnswer<String>?, shownFields: Set<SignupField>,
         breachAnswer: AsyncAnswer<String>? = nil, deliverableAnswer: AsyncAnswer<String>? = nil,
         cache: FormEvaluationCache? = nil, credential: CredentialChoice = .password,
-        breaches: BreachedPasswordChecker? = nil
+        breaches: BreachedPasswordChecker? = nil, notCurrentAnswer: AsyncAnswer<String>? = nil
     ) -> FormEvaluation {
         evaluate(inPageOrder: fieldOrder.map { values[$0] ?? "" }, availability: availability, answer: answer,
                  shownFields: shownFields, breachAnswer: breachAnswer, deliverableAnswer: deliverableAnswer, cache: cache,
-                 credential: credential, breaches: breaches)
+                 credential: credential, breaches: breaches, notCurrentAnswer: notCurrentAnswer)
     }
 
     /// The same for the built-in four alone (declared fields empty).
@@ -343,10 +362,11 @@ extension SignupPolicy {
     /// it was seen; `deliverable` is `email.deliverable`'s, when DNS checks are on.
     /// `credential` is the credential the form chose, with whether its session holds a
     /// verified passkey.
+    /// `notCurrent`: on a new-password form, `password.not_current`'s state for `password`.
     public func evaluateSubmission(
         values: [SignupField: String], usernameAvailability: RequirementState, breach: RequirementState? = nil,
         deliverable: RequirementState? = nil, credential: CredentialChoice = .password,
-        breaches: BreachedPasswordChecker? = nil
+        breaches: BreachedPasswordChecker? = nil, notCurrent: RequirementState? = nil
     ) -> FormEvaluation {
         // The answer is already known, so the rule's check is never run.
         let availability = usernameAvailabilityRule { _ in Empty().eraseToAnyPublisher() }
@@ -356,7 +376,8 @@ extension SignupPolicy {
             shownFields: everyField,
             breachAnswer: breach.map { AsyncAnswer(value: values[.password] ?? "", state: $0) },
             deliverableAnswer: deliverable.map { AsyncAnswer(value: values[.email] ?? "", state: $0) },
-            credential: credential, breaches: breaches)
+            credential: credential, breaches: breaches,
+            notCurrentAnswer: notCurrent.map { AsyncAnswer(value: values[.password] ?? "", state: $0) })
     }
 
     /// The same for the built-in four alone (declared fields empty).

@@ -12,10 +12,12 @@ public final class FormEvaluationCache {
         let answer: AsyncAnswer<String>?
     }
 
-    /// The password's inputs: its candidate and the latest breach answer.
+    /// The password's inputs: its candidate, the latest breach answer and, on a new-password
+    /// form, the latest "not the current password" answer.
     struct PasswordInput: Equatable {
         let candidate: PasswordCandidate
         let answer: AsyncAnswer<PasswordCandidate>?
+        var notCurrent: AsyncAnswer<PasswordCandidate>? = nil
     }
 
     /// The email's inputs: the address and the latest deliverability answer.

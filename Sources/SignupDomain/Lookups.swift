@@ -12,10 +12,15 @@ import OpenCombineShim
 public struct Lookups: Sendable {
     public var breachedPasswords: BreachedPasswordChecker?
     public var mailDomains: (any MailDomainChecking)?
+    /// A new-password form's "is this the account's password now?" (`password.not_current`),
+    /// given to that form's session only; the account's policy says whether it has the rule.
+    public var currentPassword: (any CurrentPasswordChecking)?
 
-    public init(breachedPasswords: BreachedPasswordChecker? = nil, mailDomains: (any MailDomainChecking)? = nil) {
+    public init(breachedPasswords: BreachedPasswordChecker? = nil, mailDomains: (any MailDomainChecking)? = nil,
+                currentPassword: (any CurrentPasswordChecking)? = nil) {
         self.breachedPasswords = breachedPasswords
         self.mailDomains = mailDomains
+        self.currentPassword = currentPassword
     }
 
     /// No questions outside: neither requirement exists.
@@ -106,4 +111,13 @@ extension MailDomainChecking {
         }
         .eraseToAnyPublisher()
     }
+}
+
+/// Answers "is this the account's password now?" for a new-password form (account
+/// recovery): `password.not_current`. The server's checks the argon2id hash on its hashing
+/// queue; tests give their own.
+public protocol CurrentPasswordChecking: Sendable {
+    /// `password.not_current`'s state for `password`: `met` when it is not the current one.
+    /// Asked when subscribed; answers once.
+    func state(of password: String) -> AnyPublisher<RequirementState, Never>
 }

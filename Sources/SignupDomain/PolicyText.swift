@@ -30,6 +30,9 @@ public enum PolicyText: String, CaseIterable, Sendable {
     /// username or address anywhere.
     case passwordPersonalText = "password.personal.text"
     case passwordPersonalMessage = "password.personal.message"
+    /// A new-password form's rule for an account that has a password.
+    case passwordNotCurrentText = "password.not_current.text"
+    case passwordNotCurrentMessage = "password.not_current.message"
     case passwordStrengthText = "password.strength.text"
     case passwordStrengthMessage = "password.strength.message"
     case passwordStrengthAdvice = "password.strength.default_advice"

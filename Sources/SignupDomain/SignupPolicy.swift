@@ -33,6 +33,11 @@ public final class SignupPolicy: @unchecked Sendable {
     public let emailDeliverable: Requirement?
     /// Which of those two the rules have.
     public let lookups: Lookups.Kinds
+    /// `password.not_current`, on a new-password form for an account with a password;
+    /// answered asynchronously (`Lookups.currentPassword`), after the length rule passes.
+    public let passwordNotCurrent: Requirement?
+    /// What the password field says when it is the current one.
+    let notCurrentMessage: String
     /// `passkey.created`: the checklist's one requirement in place of the password's when the
     /// person signs up with a passkey.
     public let passkeyCreated: Requirement
@@ -62,10 +67,14 @@ public final class SignupPolicy: @unchecked Sendable {
     public struct AccountContext: Sendable, Equatable {
         public let username: String
         public let email: String
+        /// Whether it has a password now (a passkey-only account has none): then the new
+        /// one must differ from it (`password.not_current`).
+        public let hasPassword: Bool
 
-        public init(username: String, email: String) {
+        public init(username: String, email: String, hasPassword: Bool = true) {
             self.username = username
             self.email = email
+            self.hasPassword = hasPassword
         }
     }
 
@@ -151,6 +160,9 @@ public final class SignupPolicy: @unchecked Sendable {
             ? Requirement(id: "password.breached", text: texts(.passwordBreachedText)) : nil
         emailDeliverable = lookups.contains(.mailDomains)
             ? Requirement(id: "email.deliverable", text: texts(.emailDeliverableText)) : nil
+        passwordNotCurrent = account?.hasPassword == true
+            ? Requirement(id: "password.not_current", text: texts(.passwordNotCurrentText)) : nil
+        notCurrentMessage = texts(.passwordNotCurrentMessage)
         self.strengthEstimator = strengthEstimator
         reservedCanonicalNames = Set((settings.reservedUsernames + [settings.serviceName]).map(Username.canonical))
         let lengths = settings.usernameLength
@@ -211,7 +223,7 @@ public final class SignupPolicy: @unchecked Sendable {
         }
         var checklists = Self.checklists(username: username, availability: usernameAvailability, email: email,
                                          deliverable: emailDeliverable, password: password, breach: passwordBreach,
-                                         confirm: confirm)
+                                         notCurrent: passwordNotCurrent, confirm: confirm)
         if account != nil {
             // The account's name and address are given, not typed: nothing to judge.
             checklists[.username] = []
@@ -242,7 +254,9 @@ public final class SignupPolicy: @unchecked Sendable {
             // The answer comes with the evaluation; this rule only says who is asked about.
             emailRulesBuilt.asyncRule(id: requirement.id, text: requirement.text, check: { _ in Empty().eraseToAnyPublisher() })
         }
-        passwordBreachCandidateRule = Self.breachCandidateRule(passwordBreach, minimum: settings.passwordMinimumLength)
+        passwordBreachCandidateRule = Self.lengthGatedCandidateRule(passwordBreach, minimum: settings.passwordMinimumLength)
+        passwordNotCurrentCandidateRule = Self.lengthGatedCandidateRule(passwordNotCurrent,
+                                                                        minimum: settings.passwordMinimumLength)
         initialState = evaluateInitialState()
     }
 
@@ -429,10 +443,12 @@ public final class SignupPolicy: @unchecked Sendable {
     /// Built once: every edit reads them to name its requirement states.
     private static func checklists(
         username: FieldRules<String>, availability: Requirement, email: FieldRules<String>, deliverable: Requirement?,
-        password: FieldRules<PasswordCandidate>, breach: Requirement?, confirm: FieldRules<PasswordConfirmation>
+        password: FieldRules<PasswordCandidate>, breach: Requirement?, notCurrent: Requirement?,
+        confirm: FieldRules<PasswordConfirmation>
     ) -> [SignupField: [Requirement]] {
         [.username: username.requirements + [availability], .email: email.requirements + (deliverable.map { [$0] } ?? []),
-         .password: password.requirements + (breach.map { [$0] } ?? []), .confirm: confirm.requirements]
+         .password: password.requirements + (breach.map { [$0] } ?? []) + (notCurrent.map { [$0] } ?? []),
+         .confirm: confirm.requirements]
     }
 
     /// The asynchronous `email.deliverable` rule, if DNS checks are on, without its check
@@ -473,7 +489,38 @@ public final class SignupPolicy: @unchecked Sendable {
     /// `init`, since every evaluation (every keystroke) reads it.
     let passwordBreachCandidateRule: AsyncRule<PasswordCandidate>?
 
-    private static func breachCandidateRule(_ requirement: Requirement?, minimum: Int) -> AsyncRule<PasswordCandidate>? {
+    /// `password.not_current` over the password as typed, asking `checker`, on a new-password
+    /// form for an account with a password: only passwords long enough to be accepted are
+    /// checked (each check is an argon2id verification).
+    public func passwordNotCurrentRule(checkingWith checker: any CurrentPasswordChecking) -> AsyncRule<String>? {
+        guard let passwordNotCurrent else { return nil }
+        let minimum = settings.passwordMinimumLength
+        return AsyncRule(
+            id: passwordNotCurrent.id, text: passwordNotCurrent.text,
+            isEligible: { TextLength.codePoints($0.canonicallyComposed) >= minimum },
+            check: { checker.state(of: $0) })
+    }
+
+    /// The same over the candidate, for evaluating the field (its answer is given).
+    let passwordNotCurrentCandidateRule: AsyncRule<PasswordCandidate>?
+
+    /// The password field's messages for its asynchronous requirements on a new-password form,
+    /// in their order: the breach's (when unmet), then "that is your current password".
+    func newPasswordExtraMessages(for password: FieldEvaluation<PasswordCandidate>,
+                                  breaches: BreachedPasswordChecker?) -> [String] {
+        var messages: [String] = []
+        let first = self.password.rules.count
+        if passwordBreach != nil {
+            let isUnmet = password.states.count > first && password.states[first] == .unmet
+            messages.append(isUnmet ? breachMessage(for: password.value.password, checker: breaches) : "")
+        }
+        if passwordNotCurrent != nil { messages.append(notCurrentMessage) }
+        return messages
+    }
+
+    /// An asynchronous password rule over the candidate whose answer the evaluation is given,
+    /// asked about passwords long enough to be accepted.
+    private static func lengthGatedCandidateRule(_ requirement: Requirement?, minimum: Int) -> AsyncRule<PasswordCandidate>? {
         guard let requirement else { return nil }
         return AsyncRule(id: requirement.id, text: requirement.text,
                          isEligible: { TextLength.codePoints($0.password) >= minimum },

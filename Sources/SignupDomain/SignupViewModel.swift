@@ -109,7 +109,13 @@ public final class SignupViewModel {
         let deliverableAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = lookups.mailDomains.flatMap(policy.emailDeliverabilityRule).flatMap { rule in
             inputsByField[.email].map { $0.$value.latestAnswers(for: rule, debounce: availabilityDebounce, scheduler: scheduler) }
         } ?? Just(nil).eraseToAnyPublisher()
-        let outsideAnswers = Publishers.CombineLatest(breachAnswers, deliverableAnswers)
+        // "Not your current password", on a new-password form: an argon2id check per pause in
+        // typing, the same debounced, latest-only pipeline.
+        let notCurrentAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = lookups.currentPassword
+            .flatMap(policy.passwordNotCurrentRule).map {
+                password.$value.latestAnswers(for: $0, debounce: availabilityDebounce, scheduler: scheduler)
+            } ?? Just(nil).eraseToAnyPublisher()
+        let outsideAnswers = Publishers.CombineLatest3(breachAnswers, deliverableAnswers, notCurrentAnswers)
 
         // The whole form is evaluated in one step per change. Separate pipelines per field
         // would each subscribe to the password, and OpenCombine calls a publisher's
@@ -140,7 +146,7 @@ public final class SignupViewModel {
                 availability: availability, answer: answer,
                 shownFields: visibility.1 ? policy.everyField : visibility.0,
                 breachAnswer: outsideAnswers.0, deliverableAnswer: outsideAnswers.1, cache: cache,
-                credential: visibility.2, breaches: breaches)
+                credential: visibility.2, breaches: breaches, notCurrentAnswer: outsideAnswers.2)
         }
         .removeDuplicates()
         // Into `form`'s own publisher, Combine's way for a `@Published` output: no

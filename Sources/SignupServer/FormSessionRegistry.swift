@@ -113,7 +113,9 @@ final class FormSessionRegistry: @unchecked Sendable {
     /// random, not a signed form token: when the session is gone, nothing can build it again
     /// from the token (which would make a sign-up form of it); the page asks its own route
     /// for a fresh one.
-    func startNewPasswordSession(_ policy: SignupPolicy, language: String, address: String) throws(LookupError) -> String {
+    /// - Parameter currentPassword: answers `password.not_current` for this account.
+    func startNewPasswordSession(_ policy: SignupPolicy, currentPassword: (any CurrentPasswordChecking)?, language: String,
+                                 address: String) throws(LookupError) -> String {
         precondition(policy.account != nil, "a new-password session is for an account")
         let addressKey = ClientKey.of(address)
         try admitNewSession(from: addressKey)
@@ -121,7 +123,9 @@ final class FormSessionRegistry: @unchecked Sendable {
         let session = FormSession(
             token: token,
             configuration: FormSession.Configuration(
-                policy: policy, lookups: settings.lookups, language: language,
+                policy: policy,
+                lookups: Lookups(breachedPasswords: settings.lookups.breachedPasswords, currentPassword: currentPassword),
+                language: language,
                 availabilityDebounce: settings.availabilityDebounce, metrics: settings.metrics),
             availabilityChecker: availabilityChecker(for: token, addressKey: addressKey),
             clock: settings.clock)

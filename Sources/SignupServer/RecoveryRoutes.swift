@@ -299,7 +299,7 @@ struct RecoveryRoutes: Sendable {
         let account = opened.account
         do throws(FormSessionRegistry.LookupError) {
             let token = try sessions.startNewPasswordSession(
-                language.policy.newPassword(for: .init(username: account.username, email: account.email)),
+                language.policy.newPassword(for: Self.context(of: account)), currentPassword: currentPasswordCheck(account, request),
                 language: language.tag, address: request.client)
             var response = HTTPResponse.json("{\"token\":\"\(token)\"}", status: .created)
             response.headers.add("Cache-Control", "no-store")
@@ -324,18 +324,13 @@ struct RecoveryRoutes: Sendable {
         return .later { [self] respond in
             // The breach source may take its whole timeout: asked off the request threads.
             lookups.breachState(for: password, in: policy) { breach in
-                let evaluation = policy.evaluateSubmission(values: values, usernameAvailability: .met, breach: breach,
-                                                           breaches: lookups.breachedPasswords)
-                guard evaluation.isValid else {
-                    metrics.recovery("refused")
-                    return respond(newPasswordPage(request, account: account, problems: evaluation.problems,
-                                                   status: .unprocessableContent))
-                }
                 checkNotCurrent(password, of: account, request: request) { isCurrent in
-                    guard !isCurrent else {
-                        metrics.recovery("current_password")
-                        return respond(newPasswordPage(request, account: account,
-                                                       problems: [(.password, request.text("recover.same_password"))],
+                    let evaluation = policy.evaluateSubmission(
+                        values: values, usernameAvailability: .met, breach: breach, breaches: lookups.breachedPasswords,
+                        notCurrent: policy.passwordNotCurrent == nil ? nil : isCurrent ? .unmet : .met)
+                    guard evaluation.isValid else {
+                        metrics.recovery(isCurrent ? "current_password" : "refused")
+                        return respond(newPasswordPage(request, account: account, problems: evaluation.problems,
                                                        status: .unprocessableContent))
                     }
                     store(password, for: account, recovery: recovery, request: request, respond: respond)
@@ -345,10 +340,12 @@ struct RecoveryRoutes: Sendable {
     }
 
     /// Whether `password` is the account's password now (argon2id, in the sign-in lane); false
-    /// for an account without one (passkeys only).
+    /// for an account without one (passkeys only), and for a password too short to be
+    /// accepted (its length rule refuses it: no hash is spent on it).
     private func checkNotCurrent(_ password: String, of account: Account, request: SignupRequest,
                                  then completion: @escaping @Sendable (Bool) -> Void) {
-        guard account.passwordHash != Account.unusablePasswordHash else { return completion(false) }
+        guard account.passwordHash != Account.unusablePasswordHash,
+              TextLength.codePoints(password) >= request.policy.settings.passwordMinimumLength else { return completion(false) }
         do throws(HashingRefusal) {
             try hashing.verify(password, against: account.passwordHash, client: request.clientKey) { outcome in
                 completion((try? outcome.get()) == true)
@@ -431,7 +428,20 @@ struct RecoveryRoutes: Sendable {
     }
 
     private func newPasswordPolicy(_ request: SignupRequest, _ account: Account) -> SignupPolicy {
-        request.policy.newPassword(for: .init(username: account.username, email: account.email))
+        request.policy.newPassword(for: Self.context(of: account))
+    }
+
+    /// What a new password is judged against: the account's name and address, and whether
+    /// it has a password the new one must differ from.
+    private static func context(of account: Account) -> SignupPolicy.AccountContext {
+        .init(username: account.username, email: account.email,
+              hasPassword: account.passwordHash != Account.unusablePasswordHash)
+    }
+
+    /// The live form's "not your current password", for an account that has one.
+    private func currentPasswordCheck(_ account: Account, _ request: SignupRequest) -> CurrentPasswordCheck? {
+        guard account.passwordHash != Account.unusablePasswordHash else { return nil }
+        return CurrentPasswordCheck(hash: account.passwordHash, hashing: hashing, client: request.clientKey)
     }
 
     private func secretCookie(_ value: String) -> String {
@@ -446,7 +456,8 @@ struct RecoveryRoutes: Sendable {
         // The form's live session, built now (its token is not a signed one: see the registry).
         let token: String
         do throws(FormSessionRegistry.LookupError) {
-            token = try sessions.startNewPasswordSession(policy, language: request.language.tag, address: request.client)
+            token = try sessions.startNewPasswordSession(policy, currentPassword: currentPasswordCheck(account, request),
+                                                         language: request.language.tag, address: request.client)
         } catch {
             // The form still works without its live session: the server checks on submit.
             token = ""

@@ -153,7 +153,8 @@ struct SignupRoutes: HTTPResponder {
         Route(.get, "/", answers: .page, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.signupPage($1) },
         Route(.get, "/events", answers: .json, limits: [.sessions]) { $0.liveForm.events($1) },
         // The typing path reads its own body: only the fields it uses, no language.
-        Route(.post, "/fields", answers: .json, limits: [.edits, .sessions, .lookups], spentFirst: [.edits]) {
+        // A recovery's new-password form checks "not your current password" with a hash.
+        Route(.post, "/fields", answers: .json, limits: [.edits, .sessions, .lookups, .hashing], spentFirst: [.edits]) {
             $0.liveForm.fieldEdit($1)
         },
         Route(.post, "/sessions", answers: .json, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.newSession($1) },
