@@ -517,7 +517,9 @@ function check() {
 function renew() {
   // The form says where its fresh sessions come from (a new-password form has its own).
   var sessionURL = form.getAttribute("data-session-url") || "/sessions";
-  return fetch(withLang(sessionURL), { method: "POST", cache: "no-store", credentials: "same-origin" }).then(function (response) {
+  // (withLang adds "&lang=" to a URL that has a query already; this one has none.)
+  var query = LANG ? "?lang=" + encodeURIComponent(LANG) : "";
+  return fetch(sessionURL + query, { method: "POST", cache: "no-store", credentials: "same-origin" }).then(function (response) {
     if (!response.ok) { throw new Error("HTTP " + response.status); }
     return response.json();
   }).then(function (data) {

@@ -56,22 +56,12 @@ extension FieldRules where Value: Equatable {
         var states = rules.map { $0.state(for: value) }
         let failedCheck = failedCheckMessage(for: value)
         if let asyncRule {
-            let isEligible = asyncRule.isEligibleWhenFieldPasses
-                ? failedCheck == nil && states.allSatisfy { $0 == .met }
-                : asyncRule.isEligible(value)
-            if !isEligible {
-                states.append(.unmet)
-            } else if let answer, answer.value == value {
-                states.append(answer.state)
-            } else {
-                states.append(.pending)
-            }
+            states.append(asyncState(asyncRule, answer: answer, for: value,
+                                     fieldPasses: { failedCheck == nil && states.allSatisfy { $0 == .met } }))
         }
         return FieldEvaluation(value: value, states: states, failedCheckMessage: failedCheck)
     }
 
-    /// The field's verdict for an evaluation, given whether problems may be shown yet.
-    /// `extraMessages` are the asynchronous rule's messages, after the rules' own.
     /// The same with several asynchronous rules, each with its latest answer (same order):
     /// their states follow the synchronous ones in that order. The one-rule form above is the
     /// typing path's; this one serves fields that have more (a new password: the breach
@@ -84,18 +74,24 @@ extension FieldRules where Value: Equatable {
         let failedCheck = failedCheckMessage(for: value)
         let fieldPasses = failedCheck == nil && states.allSatisfy { $0 == .met }
         for (asyncRule, answer) in zip(asyncRules, answers) {
-            let isEligible = asyncRule.isEligibleWhenFieldPasses ? fieldPasses : asyncRule.isEligible(value)
-            if !isEligible {
-                states.append(.unmet)
-            } else if let answer, answer.value == value {
-                states.append(answer.state)
-            } else {
-                states.append(.pending)
-            }
+            states.append(asyncState(asyncRule, answer: answer, for: value, fieldPasses: { fieldPasses }))
         }
         return FieldEvaluation(value: value, states: states, failedCheckMessage: failedCheck)
     }
 
+    /// One asynchronous rule's state for `value`: `unmet` when the value is not eligible for
+    /// checking (`fieldPasses` is asked only for rules that wait for the field's own), its
+    /// answer when the latest answer is for this very value, otherwise `pending`.
+    @inlinable func asyncState(_ asyncRule: AsyncRule<Value>, answer: AsyncAnswer<Value>?, for value: Value,
+                               fieldPasses: () -> Bool) -> RequirementState {
+        let isEligible = asyncRule.isEligibleWhenFieldPasses ? fieldPasses() : asyncRule.isEligible(value)
+        guard isEligible else { return .unmet }
+        if let answer, answer.value == value { return answer.state }
+        return .pending
+    }
+
+    /// The field's verdict for an evaluation, given whether problems may be shown yet.
+    /// `extraMessages` are the asynchronous rule's messages, after the rules' own.
     @inlinable public func validation(of evaluation: FieldEvaluation<Value>, extraMessages: [String] = [], isShown: Bool) -> FieldValidation {
         guard isShown else { return .idle }
         let value = evaluation.value

@@ -477,12 +477,17 @@ public final class SignupPolicy: @unchecked Sendable {
     /// `checker`, if the rules have it. Only passwords long enough to be accepted are looked
     /// up (one look-up per debounced password, none for the first keystrokes).
     public func passwordBreachRule(checkingWith checker: BreachedPasswordChecker) -> AsyncRule<String>? {
-        guard let passwordBreach else { return nil }
+        lengthGatedRule(passwordBreach) { checker.state(of: $0) }
+    }
+
+    /// An asynchronous rule over the password as typed, asked only about passwords long
+    /// enough to be accepted; nil without its requirement.
+    private func lengthGatedRule(_ requirement: Requirement?,
+                                 check: @escaping @Sendable (String) -> AnyPublisher<RequirementState, Never>) -> AsyncRule<String>? {
+        guard let requirement else { return nil }
         let minimum = settings.passwordMinimumLength
-        return AsyncRule(
-            id: passwordBreach.id, text: passwordBreach.text,
-            isEligible: { TextLength.codePoints($0.canonicallyComposed) >= minimum },
-            check: { checker.state(of: $0) })
+        return AsyncRule(id: requirement.id, text: requirement.text,
+                         isEligible: { TextLength.codePoints($0.canonicallyComposed) >= minimum }, check: check)
     }
 
     /// The same rule over the password's candidate, for evaluating its field; built once in
@@ -493,12 +498,7 @@ public final class SignupPolicy: @unchecked Sendable {
     /// form for an account with a password: only passwords long enough to be accepted are
     /// checked (each check is an argon2id verification).
     public func passwordNotCurrentRule(checkingWith checker: any CurrentPasswordChecking) -> AsyncRule<String>? {
-        guard let passwordNotCurrent else { return nil }
-        let minimum = settings.passwordMinimumLength
-        return AsyncRule(
-            id: passwordNotCurrent.id, text: passwordNotCurrent.text,
-            isEligible: { TextLength.codePoints($0.canonicallyComposed) >= minimum },
-            check: { checker.state(of: $0) })
+        lengthGatedRule(passwordNotCurrent) { checker.state(of: $0) }
     }
 
     /// The same over the candidate, for evaluating the field (its answer is given).

@@ -81,19 +81,8 @@ struct VerificationMails: Sendable {
     /// The code and the link for a new sign-up.
     func verification(to address: String, code: String, link: String, language: Languages.Language, at now: Date,
                       expiresAt: Date) throws -> OutboxEvent {
-        let minutes = String(Int(expiresAt.timeIntervalSince(now) / 60))
-        let content = PageRenderer.MailContent(
-            subject: text("mail.verify_subject", language).replacingOccurrences(of: "{code}", with: code),
-            heading: text("mail.verify_heading", language),
-            lead: text("mail.verify_lead", language),
-            code: code,
-            linkLead: text("mail.verify_link", language),
-            linkURL: "\(linkOrigin())/verify?link=\(link)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
-            linkText: text("mail.verify_link_text", language),
-            after: [text("mail.verify_expiry", language).replacingOccurrences(of: "{minutes}", with: minutes),
-                    text("mail.verify_ignore", language)],
-            footer: text("mail.footer", language))
-        return try seal(content, to: address, type: "mail.verification", language: language, at: now, expiresAt: expiresAt)
+        try codeAndLink(.verification, to: address, username: "", code: code, link: link, language: language, at: now,
+                        expiresAt: expiresAt)
     }
 
     /// For the owner of an address that already has an account: someone tried to sign up
@@ -115,20 +104,37 @@ struct VerificationMails: Sendable {
     /// The code and the link that lead back into an account (`/recover`).
     func recovery(to address: String, username: String, code: String, link: String, language: Languages.Language,
                   at now: Date, expiresAt: Date) throws -> OutboxEvent {
+        try codeAndLink(.recovery, to: address, username: username, code: code, link: link, language: language, at: now,
+                        expiresAt: expiresAt)
+    }
+
+    /// The two mails that carry a code and a link: their texts (`mail.<prefix>_*`), the route
+    /// the link opens, and the outbox lane.
+    private struct CodeMail {
+        let prefix: String
+        let path: String
+        let type: String
+        let channel: OutboxChannel
+        static let verification = CodeMail(prefix: "verify", path: "/verify", type: "mail.verification", channel: .mail)
+        static let recovery = CodeMail(prefix: "recover", path: "/recover", type: "mail.recovery", channel: .accountMail)
+    }
+
+    private func codeAndLink(_ kind: CodeMail, to address: String, username: String, code: String, link: String,
+                             language: Languages.Language, at now: Date, expiresAt: Date) throws -> OutboxEvent {
+        func words(_ name: String) -> String { text("mail.\(kind.prefix)_\(name)", language) }
         let minutes = String(Int(expiresAt.timeIntervalSince(now) / 60))
         let content = PageRenderer.MailContent(
-            subject: text("mail.recover_subject", language).replacingOccurrences(of: "{code}", with: code),
-            heading: text("mail.recover_heading", language),
-            lead: text("mail.recover_lead", language).replacingOccurrences(of: "{username}", with: username),
+            subject: words("subject").replacingOccurrences(of: "{code}", with: code),
+            heading: words("heading"),
+            lead: words("lead").replacingOccurrences(of: "{username}", with: username),
             code: code,
-            linkLead: text("mail.recover_link", language),
-            linkURL: "\(linkOrigin())/recover?link=\(link)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
-            linkText: text("mail.recover_link_text", language),
-            after: [text("mail.recover_expiry", language).replacingOccurrences(of: "{minutes}", with: minutes),
-                    text("mail.recover_ignore", language)],
+            linkLead: words("link"),
+            linkURL: "\(linkOrigin())\(kind.path)?link=\(link)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
+            linkText: words("link_text"),
+            after: [words("expiry").replacingOccurrences(of: "{minutes}", with: minutes), words("ignore")],
             footer: text("mail.footer", language))
-        return try seal(content, to: address, type: "mail.recovery", language: language, at: now, expiresAt: expiresAt,
-                        channel: .accountMail)
+        return try seal(content, to: address, type: kind.type, language: language, at: now, expiresAt: expiresAt,
+                        channel: kind.channel)
     }
 
     /// For the owner: the password was changed through a recovery, and what to do if it was

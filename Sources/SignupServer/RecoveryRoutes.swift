@@ -246,10 +246,7 @@ struct RecoveryRoutes: Sendable {
               proofs.secrets.codeMatches(code, formToken: recovery.token, storedHash: recovery.codeHash) else {
             metrics.recovery("wrong_code")
             proofOfWork?.pricing.record(.wrongCode, addressKey: clientKey)
-            let left = settings.maximumWrongCodes - tries
-            let message = left <= 0 ? request.text("recover.code_used_up")
-                : left == 1 ? request.text("verify.code_wrong_one")
-                : request.text("verify.code_wrong").replacingOccurrences(of: "{n}", with: String(left))
+            let message = request.wrongCodeMessage(triesLeft: settings.maximumWrongCodes - tries, usedUp: "recover.code_used_up")
             return codePage(request, token: recovery.token, code: typed, fieldError: message, status: .unprocessableContent)
         }
         // The code is spent; a new secret, given to this browser only, opens the form.

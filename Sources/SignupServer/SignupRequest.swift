@@ -77,4 +77,12 @@ struct SignupRequest: Sendable {
     func text(_ key: String) -> String { pages.text(key) }
     /// "2 seconds", "a minute" in the request's language.
     func waitPhrase(_ seconds: Int) -> String { pages.waitPhrase(seconds) }
+
+    /// What a mailed code's form says to a wrong code: how many tries are left, or the text
+    /// `usedUp` names when none is (what to do then differs between a sign-up and a recovery).
+    func wrongCodeMessage(triesLeft: Int, usedUp: String) -> String {
+        triesLeft <= 0 ? text(usedUp)
+            : triesLeft == 1 ? text("verify.code_wrong_one")
+            : text("verify.code_wrong").replacingOccurrences(of: "{n}", with: String(triesLeft))
+    }
 }

@@ -183,10 +183,7 @@ struct VerificationRoutes: Sendable {
             metrics.verification("wrong_code")
             proofOfWork?.pricing.record(.wrongCode, addressKey: clientKey)
             logger.info("Wrong verification code", metadata: ["tries": "\(tries)"])
-            let left = settings.maximumWrongCodes - tries
-            let message = left <= 0 ? request.text("verify.code_used_up")
-                : left == 1 ? request.text("verify.code_wrong_one")
-                : request.text("verify.code_wrong").replacingOccurrences(of: "{n}", with: String(left))
+            let message = request.wrongCodeMessage(triesLeft: settings.maximumWrongCodes - tries, usedUp: "verify.code_used_up")
             return codePage(request, pending, code: typed, fieldError: message, status: .unprocessableContent)
         }
         return complete(request, pending)

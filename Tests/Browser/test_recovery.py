@@ -14,7 +14,9 @@ import urllib.request
 import pytest
 from selenium.webdriver.common.by import By
 
-from conftest import STRONG_PASSWORD, Page, make_driver
+from types import SimpleNamespace
+
+from conftest import STRONG_PASSWORD, Page, make_driver, metric
 from instances import NGINX, free_port
 from test_accessibility import audit
 from test_email_verification import Person, code_in, mail_setup, text_of  # noqa: F401 (a fixture)
@@ -196,6 +198,10 @@ def test_an_account_and_a_made_up_name_get_the_same_bytes_and_only_one_mail_goes
     assert real == made_up == by_address
     smtp.wait_for_mails("real@example.org", 2)
     assert smtp.mails_to("nobody@example.org") == []
+    # The operator can tell what the asker cannot.
+    server = SimpleNamespace(port=port)
+    assert metric(server, "livesignup_recoveries_total", result="mailed") == 1
+    assert metric(server, "livesignup_recoveries_total", result="no_account") == 2
 
     # German, for an audit in another language.
     driver = make_driver(javascript=True)
