@@ -109,17 +109,19 @@ final class FormSessionRegistry: @unchecked Sendable {
     }
 
     /// A live session for a form that sets `policy`'s account a new password (account
-    /// recovery), built now and counted like any other against `address`. Its token is
-    /// random, not a signed form token: when the session is gone, nothing can build it again
-    /// from the token (which would make a sign-up form of it); the page asks its own route
-    /// for a fresh one.
+    /// recovery), built now and counted like any other against `address`. Its token is this
+    /// instance's id, a dot, `np` and 32 random hex digits: a proxy in front of several
+    /// instances routes its stream and edits here by the id, as for a form token
+    /// (deploy/nginx/livesignup-instances.conf), but it is not a signed form token: when the
+    /// session is gone, nothing can build it again from the token (which would make a sign-up
+    /// form of it); the page asks its own route for a fresh one.
     /// - Parameter currentPassword: answers `password.not_current` for this account.
     func startNewPasswordSession(_ policy: SignupPolicy, currentPassword: (any CurrentPasswordChecking)?, language: String,
                                  address: String) throws(LookupError) -> String {
         precondition(policy.account != nil, "a new-password session is for an account")
         let addressKey = ClientKey.of(address)
         try admitNewSession(from: addressKey)
-        let token = "np" + Self.makeRandomID()
+        let token = settings.tokens.instance + ".np" + Self.makeRandomID()
         let session = FormSession(
             token: token,
             configuration: FormSession.Configuration(

@@ -137,8 +137,9 @@ class Instance:
     """One signup-server process with its own instance id, on an ephemeral port, sharing
     the PostgreSQL database; its stdout and stderr go to a log file."""
 
-    def __init__(self, instance_id, database_url, directory):
+    def __init__(self, instance_id, database_url, directory, extra_args=()):
         self.id = instance_id
+        self.extra_args = list(extra_args)
         self.database_url = database_url
         self.log_path = Path(directory) / f"{instance_id}.log"
         self.process = None
@@ -153,7 +154,7 @@ class Instance:
                  "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
                  "--availability-debounce-ms", "150", "--log-level", "warning",
                  "--trusted-proxy", "127.0.0.1", "--connections-per-address", "0",
-                 "--argon2-preset", "owasp-minimum"],
+                 "--argon2-preset", "owasp-minimum"] + self.extra_args,
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=child_environment())
         finally:
             log.close()

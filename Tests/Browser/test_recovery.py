@@ -6,8 +6,12 @@ password on the live form; every other signed-in browser of the account is signe
 answer for an account and for a made-up name are the same bytes apart from their tokens; axe
 finds nothing in any state.
 """
+import email
+import email.policy
 import re
 import tempfile
+import time
+from pathlib import Path
 import urllib.parse
 import urllib.request
 
@@ -17,7 +21,7 @@ from selenium.webdriver.common.by import By
 from types import SimpleNamespace
 
 from conftest import STRONG_PASSWORD, Page, make_driver, metric
-from instances import NGINX, free_port
+from instances import NGINX, Instance, Nginx, PostgreSQL, free_port, postgresql_bin
 from test_accessibility import audit
 from test_email_verification import Person, code_in, mail_setup, text_of  # noqa: F401 (a fixture)
 from test_protected_app import EchoApplication, ProtectingNginx
@@ -213,3 +217,74 @@ def test_an_account_and_a_made_up_name_get_the_same_bytes_and_only_one_mail_goes
         audit(page, "recover-request-de")
     finally:
         driver.quit()
+
+
+def mails_in(directory, address):
+    """The .eml files `--mail-dir` wrote to `address`, oldest first."""
+    found = []
+    for path in sorted(Path(directory).glob("*.eml"), key=lambda p: p.stat().st_mtime):
+        message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+        if message["To"].lower() == address.lower():
+            found.append(message)
+    return found
+
+
+def test_the_live_form_works_through_nginx_in_front_of_two_instances(browser):
+    """The new-password form's live session lives on the instance that served it; its token
+    names that instance (as a form token does), so nginx's shipped livesignup-instances.conf
+    sends its stream and edits there and the checklist follows the typing."""
+    bin_dir = postgresql_bin()
+    if bin_dir is None or not NGINX.exists():
+        pytest.fail("PostgreSQL and nginx are needed (make test-deps installs them)")
+    with tempfile.TemporaryDirectory() as directory:
+        mail_dir = Path(directory) / "mail"
+        database = PostgreSQL(bin_dir)
+        instances, nginx = {}, None
+        try:
+            database.start()
+            for instance_id in ("web1", "web2"):
+                instances[instance_id] = Instance(instance_id, database.url, directory,
+                                                  ["--mail-dir", str(mail_dir), "--no-javascript-signups", "off"])
+                instances[instance_id].start()
+            nginx = Nginx(directory, {instance_id: instance.port for instance_id, instance in instances.items()})
+            nginx.start()
+            person = Person(nginx.port, "127.0.5.1")
+            status, _, _ = person.sign_up("two_instances", "two@example.org")
+            assert status == 303
+            mail = None
+            for _ in range(200):
+                found = mails_in(mail_dir, "two@example.org")
+                if found:
+                    mail = found[0]
+                    break
+                time.sleep(0.05)
+            assert mail is not None, "the sign-up's code was written"
+            assert person.verify(code_in(mail))[0] == 303
+            status, _, _ = person.request("POST", "/recover", {"identifier": "two_instances"})
+            assert status == 200
+            link = None
+            for _ in range(200):
+                found = mails_in(mail_dir, "two@example.org")
+                if len(found) >= 2:
+                    link = recovery_link_in(found[1]).split("/recover?", 1)[1]
+                    break
+                time.sleep(0.05)
+            assert link, "the recovery mail was written"
+
+            browser.open(f"{nginx.url}/recover?{link}")
+            browser.until(lambda: browser.driver.current_url.endswith("/recover/password"), "the new-password form")
+            token = browser.driver.find_element(By.CSS_SELECTOR, 'input[name="token"]').get_attribute("value")
+            assert re.fullmatch(r"web[12]\.np[0-9a-f]{32}", token), token
+            browser.until_live()
+            browser.type("password", NEW_PASSWORD)
+            browser.type("confirm", NEW_PASSWORD, leave=True)
+            browser.until(browser.button_enabled, "every requirement met through nginx, the current-password check included")
+            assert browser.state("password.not_current") == "met"
+            browser.button().click()
+            browser.until(lambda: browser.driver.current_url.endswith("/welcome"), "signed in")
+        finally:
+            if nginx is not None:
+                nginx.kill()
+            for instance in instances.values():
+                instance.stop()
+            database.stop()
