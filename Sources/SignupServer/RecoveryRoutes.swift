@@ -373,9 +373,12 @@ struct RecoveryRoutes: Sendable {
     private func complete(_ request: SignupRequest, recovery: AccountRecovery, account: Account, hash: String) -> HTTPResponse {
         let time = now(), language = request.language
         let announce = webhooks != nil
-        let notice: OutboxEvent
+        // The owner is told at a proved address only (an operator's link may serve an account
+        // whose address nobody proved: nothing goes there).
+        let notice: OutboxEvent?
         do {
-            notice = try proofs.mails.passwordChanged(to: account.email, username: account.username, language: language, at: time)
+            notice = account.emailVerifiedAt == nil ? nil
+                : try proofs.mails.passwordChanged(to: account.email, username: account.username, language: language, at: time)
         } catch {
             return unavailable(request, error)
         }
@@ -384,7 +387,7 @@ struct RecoveryRoutes: Sendable {
             guard let done = try store.completeRecovery(
                 linkHash: recovery.linkHash, passwordHash: hash, at: time,
                 events: { account in
-                    [notice] + (announce ? [OutboxEvent.passwordReset(account, at: time)] : [])
+                    (notice.map { [$0] } ?? []) + (announce ? [OutboxEvent.passwordReset(account, at: time)] : [])
                 }) else {
                 metrics.recovery("expired")
                 return expired(request)

@@ -116,8 +116,8 @@ final class SignupMetrics: Sendable {
     /// `/recover` outcomes, named once here (README's metrics table): `mailed` (a code went to
     /// a proved address), `no_account` (nothing matched: the same page, no mail),
     /// `unproved` (the account's address was never proved: no mail), `limited` (the account's
-    /// or recipient's mails are spent: the same page, no mail), `wrong_code`, `invalid` (not six
-    /// digits), `used_up`, `code_accepted`, `expired` (unknown, used or expired code or link),
+    /// or recipient's mails are spent: the same page, no mail), `wrong_code`, `invalid` (an empty
+    /// request, or a code that is not six digits), `used_up`, `code_accepted`, `expired` (unknown, used or expired code or link),
     /// `refused` (the new password broke a rule), `current_password`, `completed`,
     /// `unavailable`, `unproved_client` (a refused proof of work).
     static let recoveryOutcomes = ["mailed", "no_account", "unproved", "limited", "wrong_code", "invalid", "used_up",

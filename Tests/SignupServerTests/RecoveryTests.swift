@@ -337,6 +337,34 @@ final class RecoveryTests: XCTestCase {
         XCTAssertEqual(signedIn.status, 303)
     }
 
+    /// An operator's link may serve an account whose address nobody proved: the password is
+    /// set, and the "your password was changed" notice goes nowhere (the address proves nothing).
+    func testNoNoticeGoesToAnAddressNobodyProved() async throws {
+        let key = VerificationSecrets.makeKey()
+        let operatorServer = try TestServer { [clock, mail] configuration in
+            configuration.clock = clock
+            configuration.verificationCodeKey = key
+            configuration.emailVerification = EmailVerificationSettings(
+                mail: MailSettings(transport: mail, from: "Tests <noreply@example.org>"))
+        }
+        defer { operatorServer.stop() }
+        let account = try operatorServer.store.createAccount(NewAccount(
+            username: "unproved_owner", email: "unproved.owner@example.org", passwordHash: "x", formToken: "unproved-owner"))
+        let link = VerificationSecrets.makeLinkToken()
+        try operatorServer.store.startRecovery(AccountRecovery(
+            token: VerificationSecrets.makeLinkToken(), accountID: account.id, codeHash: VerificationSecrets.unmatchableHash(),
+            linkHash: VerificationSecrets(key: key).linkHash(link), language: "en", expiresAt: clock.now.addingTimeInterval(900),
+            createdAt: clock.now), mail: nil)
+        let done = try await operatorServer.request(
+            "POST", "/recover/password", body: FormURLEncoder.encode([("password", "Operator-Handed-1964"),
+                                                                     ("confirm", "Operator-Handed-1964")]),
+            headers: ["Cookie": "\(RecoveryRoutes.secretCookie)=\(link)"])
+        XCTAssertEqual(done.status, 303, done.body)
+        // Written in the same transaction if at all: pending, or already delivered.
+        XCTAssertEqual(try operatorServer.store.outboxStatus(channel: .accountMail).pending, 0)
+        XCTAssertEqual(mail.messages(to: "unproved.owner@example.org").count, 0)
+    }
+
     /// An account whose address was never proved gets no mail (its address proves nothing);
     /// the page is the same.
     func testAnUnprovedAddressGetsNoMail() async throws {
