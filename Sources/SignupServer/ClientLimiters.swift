@@ -23,6 +23,8 @@ final class ClientLimiters: Sendable {
     let recoveriesPerAccount: SharedRateLimiter
     /// Keyed by one key for everybody (`ProofOfWorkGate.everybody`).
     let noJavaScriptSignups: RateLimiter
+    /// The same for recoveries (`/recover`, `/recover/code`), apart from sign-ups'.
+    let noJavaScriptRecoveries: RateLimiter
     let passkeys: RateLimiter
     let unknownSessions: RateLimiter
     let limits: SignupLimits
@@ -58,6 +60,7 @@ final class ClientLimiters: Sendable {
             .mails, bucket: LimitSetting.recoveriesPerAccount.flag, rate: limits.recoveriesPerAccount,
             store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, consulted: consulted)
         noJavaScriptSignups = limiter(.noJavaScriptSignups)
+        noJavaScriptRecoveries = limiter(.noJavaScriptRecoveries)
         passkeys = limiter(.passkeysPerAddress)
         unknownSessions = limiter(.unknownSessionsPerAddress)
     }

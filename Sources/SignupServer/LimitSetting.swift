@@ -22,6 +22,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
     case mailsPerAddress = "mails-per-address"
     case recoveriesPerAccount = "recoveries-per-account"
     case noJavaScriptSignups = "no-javascript-signups"
+    case noJavaScriptRecoveries = "no-javascript-recoveries"
     case passkeysPerAddress = "passkeys-per-address"
     case unknownSessionsPerAddress = "unknown-sessions-per-address"
     case hashesPerAddress = "hashes-per-address"
@@ -52,6 +53,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .mailsPerAddress: return .rate(\.mailsPerAddress)
         case .recoveriesPerAccount: return .rate(\.recoveriesPerAccount)
         case .noJavaScriptSignups: return .rate(\.noJavaScriptSignups)
+        case .noJavaScriptRecoveries: return .rate(\.noJavaScriptRecoveries)
         case .passkeysPerAddress: return .rate(\.passkeysPerAddress)
         case .unknownSessionsPerAddress: return .rate(\.unknownSessionsPerAddress)
         case .hashesPerAddress: return .count(\.hashesPerAddress)
@@ -70,7 +72,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .signupsPerAddress: return .signups
         case .signinFailuresPerAccount, .signinFailuresPerAddress: return .signins
         case .mailsPerRecipient, .mailsPerAddress, .recoveriesPerAccount: return .mails
-        case .noJavaScriptSignups: return .noJavaScript
+        case .noJavaScriptSignups, .noJavaScriptRecoveries: return .noJavaScript
         case .passkeysPerAddress: return .passkeys
         case .unknownSessionsPerAddress: return .unknownSessions
         case .hashesPerAddress: return .hashing
@@ -95,6 +97,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .mailsPerAddress: return "Mails (codes, notices) asked for from one client address."
         case .recoveriesPerAccount: return "Recovery requests for one account (forgotten passwords), across instances; over it nothing is mailed and the page says the same, so it reveals no account."
         case .noJavaScriptSignups: return "Sign-up posts without a proof of work (people without JavaScript), all clients together; over it the page asks for JavaScript or patience."
+        case .noJavaScriptRecoveries: return "Recovery requests and codes posted without a proof of work, all clients together: their own budget, so a flood of them never turns away sign-ups without JavaScript."
         case .passkeysPerAddress: return "Passkey ceremonies (made on the form, signed in with, added) per address."
         case .unknownSessionsPerAddress: return "/auth answers for sign-in cookies that name no live session, per address (known sessions never count)."
         case .hashesPerAddress: return "Password hashes one address may have queued or running."

@@ -49,7 +49,10 @@ struct ProofOfWorkGate: Sendable {
 
     /// Checks a sign-up's proof; spends it when it passes (so it is single use even if the
     /// rest of the sign-up then fails). `issuedAt` is when the form's page was served.
-    func check(_ field: String?, token: String, addressKey: String, issuedAt: Date?) throws(Refusal) -> Verdict {
+    /// `withoutProof`: the budget a post without a proof draws from, when not sign-ups' own
+    /// (`withoutJavaScript`): recoveries have theirs.
+    func check(_ field: String?, token: String, addressKey: String, issuedAt: Date?,
+               withoutProof budget: RateLimiter? = nil) throws(Refusal) -> Verdict {
         let now = now()
         // A hasty form raises what the next ones cost, not its own: recorded once this one is judged.
         defer {
@@ -59,7 +62,7 @@ struct ProofOfWorkGate: Sendable {
         }
         guard let field, !field.isEmpty else {
             do throws(LimitExceeded) {
-                try withoutJavaScript.admit(Self.everybody)
+                try (budget ?? withoutJavaScript).admit(Self.everybody)
             } catch {
                 metrics.proof("missing_over_budget")
                 throw .overBudget(error)

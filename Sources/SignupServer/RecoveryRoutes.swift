@@ -104,7 +104,7 @@ struct RecoveryRoutes: Sendable {
             let token = request.form["token"].flatMap { sessions.isGenuine($0) ? $0 : nil } ?? ""
             do throws(ProofOfWorkGate.Refusal) {
                 _ = try proofOfWork.check(request.form[ProofOfWorkGate.field], token: token, addressKey: request.clientKey,
-                                          issuedAt: nil)
+                                          issuedAt: nil, withoutProof: limiters.noJavaScriptRecoveries)
             } catch {
                 metrics.recovery("unproved_client")
                 let message = request.proofRefusalMessage(error, signingIn: true, refusals: refusals)
@@ -210,7 +210,8 @@ struct RecoveryRoutes: Sendable {
         // After failures from this client a code pays a proof of work, as /verify does.
         if let proofOfWork, proofOfWork.pricing.needsProofAfterFailures(addressKey: clientKey) {
             do throws(ProofOfWorkGate.Refusal) {
-                _ = try proofOfWork.check(request.form[ProofOfWorkGate.field], token: token, addressKey: clientKey, issuedAt: nil)
+                _ = try proofOfWork.check(request.form[ProofOfWorkGate.field], token: token, addressKey: clientKey, issuedAt: nil,
+                                          withoutProof: limiters.noJavaScriptRecoveries)
             } catch {
                 metrics.recovery("unproved_client")
                 let message = request.proofRefusalMessage(error, signingIn: true, refusals: refusals)

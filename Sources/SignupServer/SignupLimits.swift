@@ -42,6 +42,10 @@ public struct SignupLimits: Sendable {
     /// Sign-ups posted without a proof of work (no JavaScript), everybody together: bots
     /// that skip the work share this budget with the few people who have no JavaScript.
     public var noJavaScriptSignups = Rate.per(minute: 10, burst: 10)
+    /// Recovery requests and codes posted without a proof of work, everybody together: a
+    /// budget of their own, so a flood of them never turns away a person signing up without
+    /// JavaScript.
+    public var noJavaScriptRecoveries = Rate.per(minute: 10, burst: 10)
     /// Password hashes (sign-ups and sign-ins) one address may have queued or running.
     public var hashesPerAddress = 2
     /// Password hashes waiting per kind (sign-up, sign-in) before new ones get 503.
@@ -68,6 +72,7 @@ public struct SignupLimits: Sendable {
         limits.mailsPerAddress = .unlimited
         limits.recoveriesPerAccount = .unlimited
         limits.noJavaScriptSignups = .unlimited
+        limits.noJavaScriptRecoveries = .unlimited
         limits.passkeysPerAddress = .unlimited
         limits.unknownSessionsPerAddress = .unlimited
         limits.hashesPerAddress = 1_000_000

@@ -57,6 +57,7 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help(.mailsPerAddress)) var mailsPerAddress = LimitSetting.mailsPerAddress.defaultText
     @Option(help: help(.recoveriesPerAccount)) var recoveriesPerAccount = LimitSetting.recoveriesPerAccount.defaultText
     @Option(help: help(.noJavaScriptSignups)) var noJavascriptSignups = LimitSetting.noJavaScriptSignups.defaultText
+    @Option(help: help(.noJavaScriptRecoveries)) var noJavascriptRecoveries = LimitSetting.noJavaScriptRecoveries.defaultText
     @Option(help: help(.passkeysPerAddress)) var passkeysPerAddress = LimitSetting.passkeysPerAddress.defaultText
     @Option(help: help(.unknownSessionsPerAddress)) var unknownSessionsPerAddress = LimitSetting.unknownSessionsPerAddress.defaultText
     @Option(help: help(.hashesPerAddress)) var hashesPerAddress = defaults.limits.hashesPerAddress
@@ -74,7 +75,7 @@ struct LimitOptions: ParsableArguments {
             .signinFailuresPerAccount: signinFailuresPerAccount, .signinFailuresPerAddress: signinFailuresPerAddress,
             .mailsPerRecipient: mailsPerRecipient, .mailsPerAddress: mailsPerAddress,
             .recoveriesPerAccount: recoveriesPerAccount,
-            .noJavaScriptSignups: noJavascriptSignups,
+            .noJavaScriptSignups: noJavascriptSignups, .noJavaScriptRecoveries: noJavascriptRecoveries,
             .passkeysPerAddress: passkeysPerAddress, .unknownSessionsPerAddress: unknownSessionsPerAddress,
             .hashesPerAddress: String(hashesPerAddress), .hashQueueLength: String(hashQueueLength),
         ]

@@ -365,6 +365,31 @@ final class RecoveryTests: XCTestCase {
         XCTAssertEqual(mail.messages(to: "unproved.owner@example.org").count, 0)
     }
 
+    /// Posts without a proof of work (no JavaScript, or a bot skipping the work) draw from a
+    /// budget of recoveries' own: a flood of them never turns away a sign-up without JavaScript.
+    func testAFloodOfRecoveriesWithoutAProofTurnsAwayNoSignUp() async throws {
+        let flooded = try TestServer { [clock, mail] configuration in
+            configuration.clock = clock
+            configuration.askCheapProofs()
+            configuration.limits.noJavaScriptRecoveries = Rate(burst: 2, perSecond: 1.0 / 3600)
+            configuration.emailVerification = EmailVerificationSettings(
+                mail: MailSettings(transport: mail, from: "Tests <noreply@example.org>"))
+        }
+        defer { flooded.stop() }
+        var statuses: [Int] = []
+        for index in 0..<3 {
+            let asked = try await flooded.request("POST", "/recover",
+                                                  body: FormURLEncoder.encode([("identifier", "flood_\(index)")]))
+            statuses.append(asked.status)
+        }
+        XCTAssertEqual(statuses, [200, 200, 429], "the recoveries' budget, spent")
+        let form = try await flooded.client.openForm()
+        let signup = try await flooded.request("POST", "/signup", body: FormURLEncoder.encode([
+            ("token", form.token), ("username", "Without_Script"), ("email", "noscript@example.org"), ("password", password),
+            ("confirm", password)]))
+        XCTAssertEqual(signup.status, 303, "a sign-up without JavaScript still goes through: \(signup.body.prefix(300))")
+    }
+
     /// An account whose address was never proved gets no mail (its address proves nothing);
     /// the page is the same.
     func testAnUnprovedAddressGetsNoMail() async throws {
