@@ -107,7 +107,7 @@ struct RecoveryRoutes: Sendable {
                                           issuedAt: nil, withoutProof: limiters.noJavaScriptRecoveries)
             } catch {
                 metrics.recovery("unproved_client")
-                let message = request.proofRefusalMessage(error, signingIn: true, refusals: refusals)
+                let message = proofRefusalMessage(error, request)
                 if request.wantsJSON { return error.json(message: message) }
                 var page = PageRenderer.RecoverPage(identifier: identifier)
                 page.formError = message
@@ -214,7 +214,7 @@ struct RecoveryRoutes: Sendable {
                                           withoutProof: limiters.noJavaScriptRecoveries)
             } catch {
                 metrics.recovery("unproved_client")
-                let message = request.proofRefusalMessage(error, signingIn: true, refusals: refusals)
+                let message = proofRefusalMessage(error, request)
                 if case .storeUnavailable = error { return unavailable(request, error) }
                 let status: HTTPStatus
                 switch error {
@@ -416,6 +416,21 @@ struct RecoveryRoutes: Sendable {
     }
 
     // MARK: Helpers
+
+    /// What a refused proof of work says here (the sign-in's words would speak of failed
+    /// sign-ins); a spent budget is counted, once.
+    private func proofRefusalMessage(_ refusal: ProofOfWorkGate.Refusal, _ request: SignupRequest) -> String {
+        switch refusal {
+        case .overBudget(let exceeded):
+            refusals.count(exceeded)
+            return request.text("recover.no_javascript")
+                .replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds))
+        case .storeUnavailable:
+            return request.text("error.unavailable")
+        case .proof(let reason):
+            return request.text(reason.isStale ? "recover.proof_stale" : "recover.proof_refused")
+        }
+    }
 
     /// The recovery whose secret this browser's cookie holds, with its account; nil when
     /// there is none, it expired, was used, or is a stand-in.

@@ -376,13 +376,15 @@ final class RecoveryTests: XCTestCase {
                 mail: MailSettings(transport: mail, from: "Tests <noreply@example.org>"))
         }
         defer { flooded.stop() }
-        var statuses: [Int] = []
+        var statuses: [Int] = [], last = ""
         for index in 0..<3 {
             let asked = try await flooded.request("POST", "/recover",
                                                   body: FormURLEncoder.encode([("identifier", "flood_\(index)")]))
             statuses.append(asked.status)
+            last = asked.body
         }
         XCTAssertEqual(statuses, [200, 200, 429], "the recoveries' budget, spent")
+        XCTAssertTrue(last.contains("Many requests came without JavaScript just now"), "in recovery's words: \(last)")
         let form = try await flooded.client.openForm()
         let signup = try await flooded.request("POST", "/signup", body: FormURLEncoder.encode([
             ("token", form.token), ("username", "Without_Script"), ("email", "noscript@example.org"), ("password", password),
