@@ -290,7 +290,7 @@ struct RecoveryRoutes: Sendable {
         }
         guard let opened else {
             return APIError(status: .gone, code: "recovery_expired",
-                            message: request.text("recover.expired_message")).response
+                            message: expiredMessage(request)).response
         }
         // A JSON row negotiates no language: the page's script names its own (`?lang=`).
         let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
@@ -523,10 +523,12 @@ struct RecoveryRoutes: Sendable {
     /// 410: the code or link is unknown, used or expired (they look the same on purpose).
     private func expired(_ request: SignupRequest) -> HTTPResponse {
         request.pages.problem(
-            title: request.text("recover.expired_title"),
-            message: request.text("recover.expired_message")
-                .replacingOccurrences(of: "{minutes}", with: String(Int(settings.recoveryLifetime / 60))),
-            code: "recovery_expired", linkURL: "/recover", linkText: request.text("recover.again"), status: .gone)
+            title: request.text("recover.expired_title"), message: expiredMessage(request), code: "recovery_expired", linkURL: "/recover", linkText: request.text("recover.again"), status: .gone)
+    }
+
+    private func expiredMessage(_ request: SignupRequest) -> String {
+        request.text("recover.expired_message")
+            .replacingOccurrences(of: "{minutes}", with: String(Int(settings.recoveryLifetime / 60)))
     }
 
     private func busy(_ request: SignupRequest) -> HTTPResponse {
