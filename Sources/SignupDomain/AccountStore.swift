@@ -51,6 +51,21 @@ public protocol AccountStore: SharedTokenBuckets, EventOutbox, PendingSignups, S
 
     /// Deletes sessions that have ended by `now` (expired or idle); returns how many.
     func removeEndedSignInSessions(at now: Date, rules: SignInSessionRules) throws -> Int
+
+    /// Every live session of the account at `now`, the most recently used first.
+    func signInSessions(ofAccount id: Int64, at now: Date, rules: SignInSessionRules) throws -> [SignInSessionSummary]
+
+    /// Ends the account's session with this handle; false when it has none by that handle
+    /// (another account's handle ends nothing).
+    func endSignInSession(publicID: String, ofAccount id: Int64) throws -> Bool
+
+    /// Ends every session of the account but the one with `keeping` (its id's hash; nil ends
+    /// them all); returns how many ended.
+    func endSignInSessions(ofAccount id: Int64, keeping idHash: String?) throws -> Int
+
+    /// Records that the session's owner proved who they are again at `date` (a fresh sign-in
+    /// for a sensitive change). False when the session is gone.
+    func recordAuthentication(idHash: String, at date: Date) throws -> Bool
 }
 
 /// Token buckets shared by every instance (limits that must hold across them): each

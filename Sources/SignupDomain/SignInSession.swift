@@ -10,12 +10,50 @@ public struct NewSignInSession: Sendable, Equatable {
     public let createdAt: Date
     /// When it ends however much it is used (the lifetime).
     public let expiresAt: Date
+    /// The browser, coarsely ("Firefox · Linux"), for the owner's list of devices.
+    public let device: String
+    /// The network it came from (an IPv4 /24, an IPv6 /48), never the whole address.
+    public let network: String
+    /// The handle the owner's pages name it by (random; the id's hash never leaves the store).
+    public let publicID: String
 
-    public init(idHash: String, accountID: Int64, createdAt: Date, expiresAt: Date) {
+    public init(idHash: String, accountID: Int64, createdAt: Date, expiresAt: Date, device: String = "",
+                network: String = "", publicID: String = SignInSessionID.makePublicID()) {
         self.idHash = idHash
         self.accountID = accountID
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+        self.device = device
+        self.network = network
+        self.publicID = publicID
+    }
+}
+
+/// One live signed-in session of an account, as its owner sees it ("your devices").
+public struct SignInSessionSummary: Sendable, Equatable {
+    /// Its handle (`NewSignInSession.publicID`).
+    public let publicID: String
+    /// The SHA-256 of its cookie's id: for telling "this browser" apart, never shown.
+    public let idHash: String
+    public let createdAt: Date
+    public let lastSeenAt: Date
+    /// When its owner last proved who they are in it (a password or a passkey): what a
+    /// sensitive change asks to be recent.
+    public let authenticatedAt: Date
+    public let expiresAt: Date
+    public let device: String
+    public let network: String
+
+    public init(publicID: String, idHash: String, createdAt: Date, lastSeenAt: Date, authenticatedAt: Date,
+                expiresAt: Date, device: String, network: String) {
+        self.publicID = publicID
+        self.idHash = idHash
+        self.createdAt = createdAt
+        self.lastSeenAt = lastSeenAt
+        self.authenticatedAt = authenticatedAt
+        self.expiresAt = expiresAt
+        self.device = device
+        self.network = network
     }
 }
 
@@ -42,6 +80,14 @@ public enum SignInSessionID {
         return Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// A session's public handle: 16 random hex digits.
+    public static func makePublicID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let value = generator.next() as UInt64
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
     /// What the store keeps of an id: its SHA-256 in lower-case hex.

@@ -196,6 +196,19 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             "CREATE INDEX account_recoveries_account ON account_recoveries (account_id)",
             "CREATE INDEX account_recoveries_expiry ON account_recoveries (expires_at)",
         ]),
+        // Sessions their owners can see: sessions from before have no device or network to
+        // show, count as proved when they began, and each gets a random handle.
+        (13, "sessions their owners can see", [
+            "ALTER TABLE sign_in_sessions ADD COLUMN authenticated_at TIMESTAMPTZ",
+            "ALTER TABLE sign_in_sessions ADD COLUMN device TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE sign_in_sessions ADD COLUMN network TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE sign_in_sessions ADD COLUMN public_id TEXT",
+            """
+            UPDATE sign_in_sessions
+            SET authenticated_at = created_at, public_id = substr(md5(random()::text || id_hash), 1, 16)
+            """,
+            "CREATE UNIQUE INDEX sign_in_sessions_public_id ON sign_in_sessions (public_id)",
+        ]),
     ]
 
     private func migrate() throws {
@@ -341,8 +354,10 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
     public func startSignInSession(_ session: NewSignInSession) throws {
         try run("start a signed-in session") { client in
             try await client.query("""
-                INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at)
-                VALUES (\(session.idHash), \(session.accountID), \(session.createdAt), \(session.expiresAt), \(session.createdAt))
+                INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at, authenticated_at, device,
+                    network, public_id)
+                VALUES (\(session.idHash), \(session.accountID), \(session.createdAt), \(session.expiresAt), \(session.createdAt),
+                    \(session.createdAt), \(session.device), \(session.network), \(session.publicID))
                 """)
         }
     }
@@ -382,6 +397,51 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 ended += 1
             }
             return ended
+        }
+    }
+
+    public func signInSessions(ofAccount id: Int64, at now: Date, rules: SignInSessionRules) throws -> [SignInSessionSummary] {
+        let idleSince = now.addingTimeInterval(-rules.idleTimeout)
+        return try run("read an account's signed-in sessions") { client in
+            var sessions: [SignInSessionSummary] = []
+            for try await (publicID, idHash, created, lastSeen, authenticated, expires, device, network) in try await client.query("""
+                SELECT public_id, id_hash, created_at, last_seen_at, authenticated_at, expires_at, device, network
+                FROM sign_in_sessions WHERE user_id = \(id) AND expires_at > \(now) AND last_seen_at > \(idleSince)
+                ORDER BY last_seen_at DESC, created_at DESC
+                """).decode((String, String, Date, Date, Date, Date, String, String).self) {
+                sessions.append(SignInSessionSummary(publicID: publicID, idHash: idHash, createdAt: created, lastSeenAt: lastSeen,
+                                                     authenticatedAt: authenticated, expiresAt: expires, device: device,
+                                                     network: network))
+            }
+            return sessions
+        }
+    }
+
+    public func endSignInSession(publicID: String, ofAccount id: Int64) throws -> Bool {
+        try run("end a signed-in session") { client in
+            try await Self.first(String.self, client.query("""
+                DELETE FROM sign_in_sessions WHERE public_id = \(publicID) AND user_id = \(id) RETURNING id_hash
+                """)) != nil
+        }
+    }
+
+    public func endSignInSessions(ofAccount id: Int64, keeping idHash: String?) throws -> Int {
+        try run("end an account's other signed-in sessions") { client in
+            var ended = 0
+            for try await _ in try await client.query("""
+                DELETE FROM sign_in_sessions WHERE user_id = \(id) AND id_hash IS DISTINCT FROM \(idHash) RETURNING id_hash
+                """).decode(String.self) {
+                ended += 1
+            }
+            return ended
+        }
+    }
+
+    public func recordAuthentication(idHash: String, at date: Date) throws -> Bool {
+        try run("record a fresh sign-in") { client in
+            try await Self.first(String.self, client.query("""
+                UPDATE sign_in_sessions SET authenticated_at = \(date) WHERE id_hash = \(idHash) RETURNING id_hash
+                """)) != nil
         }
     }
 

@@ -201,6 +201,20 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             }
             try db.create(index: "account_recoveries_expiry", on: "account_recoveries", columns: ["expires_at"])
         }
+        migrator.registerMigration("v14: sessions their owners can see") { db in
+            // Sessions from before have no device or network to show, and count as proved
+            // when they began; each gets a random handle.
+            try db.alter(table: "sign_in_sessions") { table in
+                table.add(column: "authenticated_at", .datetime)
+                table.add(column: "device", .text).notNull().defaults(to: "")
+                table.add(column: "network", .text).notNull().defaults(to: "")
+                table.add(column: "public_id", .text)
+            }
+            try db.execute(sql: """
+                UPDATE sign_in_sessions SET authenticated_at = created_at, public_id = lower(hex(randomblob(8)))
+                """)
+            try db.create(index: "sign_in_sessions_public_id", on: "sign_in_sessions", columns: ["public_id"], unique: true)
+        }
         return migrator
     }
 
@@ -325,10 +339,12 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         try write { db in
             try db.execute(
                 sql: """
-                INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at)
-                VALUES (?, ?, ?, ?, ?)
+                INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at, authenticated_at, device,
+                    network, public_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                arguments: [session.idHash, session.accountID, session.createdAt, session.expiresAt, session.createdAt])
+                arguments: [session.idHash, session.accountID, session.createdAt, session.expiresAt, session.createdAt,
+                            session.createdAt, session.device, session.network, session.publicID])
         }
     }
 
@@ -375,6 +391,41 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             try db.execute(sql: "DELETE FROM sign_in_sessions WHERE expires_at <= ? OR last_seen_at <= ?",
                            arguments: [now, now.addingTimeInterval(-rules.idleTimeout)])
             return db.changesCount
+        }
+    }
+
+    public func signInSessions(ofAccount id: Int64, at now: Date, rules: SignInSessionRules) throws -> [SignInSessionSummary] {
+        try read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT public_id, id_hash, created_at, last_seen_at, authenticated_at, expires_at, device, network
+                FROM sign_in_sessions WHERE user_id = ? AND expires_at > ? AND last_seen_at > ?
+                ORDER BY last_seen_at DESC, created_at DESC
+                """, arguments: [id, now, now.addingTimeInterval(-rules.idleTimeout)]).map { row in
+                SignInSessionSummary(publicID: row["public_id"], idHash: row["id_hash"], createdAt: row["created_at"],
+                                     lastSeenAt: row["last_seen_at"], authenticatedAt: row["authenticated_at"],
+                                     expiresAt: row["expires_at"], device: row["device"], network: row["network"])
+            }
+        }
+    }
+
+    public func endSignInSession(publicID: String, ofAccount id: Int64) throws -> Bool {
+        try write { db in
+            try db.execute(sql: "DELETE FROM sign_in_sessions WHERE public_id = ? AND user_id = ?", arguments: [publicID, id])
+            return db.changesCount == 1
+        }
+    }
+
+    public func endSignInSessions(ofAccount id: Int64, keeping idHash: String?) throws -> Int {
+        try write { db in
+            try db.execute(sql: "DELETE FROM sign_in_sessions WHERE user_id = ? AND id_hash IS NOT ?", arguments: [id, idHash])
+            return db.changesCount
+        }
+    }
+
+    public func recordAuthentication(idHash: String, at date: Date) throws -> Bool {
+        try write { db in
+            try db.execute(sql: "UPDATE sign_in_sessions SET authenticated_at = ? WHERE id_hash = ?", arguments: [date, idHash])
+            return db.changesCount == 1
         }
     }
 

@@ -544,6 +544,58 @@ extension AccountStoreContract {
     }
 }
 
+extension AccountStoreContract {
+    /// Issue 43's groundwork: an account's live sessions are listed for its owner (device,
+    /// network, handle, when they began, were last used and last proved), most recent first;
+    /// one is ended by its handle (another account's handle ends nothing); all but one end at
+    /// once; a fresh sign-in is recorded; ended and idle sessions are not listed.
+    public func ownersSeeAndEndTheirSessions(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let rules = SignInSessionRules(idleTimeout: 3600)
+        let owner = try store.createAccount(NewAccount(username: "Traveller", email: "t@example.org", passwordHash: "h",
+                                                       formToken: "s-form-1"))
+        let other = try store.createAccount(NewAccount(username: "Stranger", email: "s@example.org", passwordHash: "h",
+                                                       formToken: "s-form-2"))
+        func start(_ hash: String, _ account: Account, at date: Date, device: String, publicID: String) throws {
+            try store.startSignInSession(NewSignInSession(idHash: hash, accountID: account.id, createdAt: date,
+                                                          expiresAt: date.addingTimeInterval(86_400), device: device,
+                                                          network: "203.0.113.0/24", publicID: publicID))
+        }
+        try start("h-laptop", owner, at: now, device: "Firefox · Linux", publicID: "p-laptop")
+        try start("h-phone", owner, at: now.addingTimeInterval(60), device: "Safari · iOS", publicID: "p-phone")
+        try start("h-tablet", owner, at: now.addingTimeInterval(120), device: "Chrome · Android", publicID: "p-tablet")
+        try start("h-other", other, at: now, device: "Edge · Windows", publicID: "p-other")
+        try start("h-idle", owner, at: now.addingTimeInterval(-7200), device: "Opera · macOS", publicID: "p-idle")
+
+        let listed = try reopen().signInSessions(ofAccount: owner.id, at: now.addingTimeInterval(300), rules: rules)
+        XCTAssertEqual(listed.map(\.publicID), ["p-tablet", "p-phone", "p-laptop"], "live ones, most recent first",
+                       file: file, line: line)
+        XCTAssertEqual(listed.last?.device, "Firefox · Linux", file: file, line: line)
+        XCTAssertEqual(listed.last?.network, "203.0.113.0/24", file: file, line: line)
+        XCTAssertEqual(listed.last?.authenticatedAt, now, "proved when it began", file: file, line: line)
+        XCTAssertEqual(listed.last?.idHash, "h-laptop", file: file, line: line)
+
+        XCTAssertTrue(try store.recordAuthentication(idHash: "h-laptop", at: now.addingTimeInterval(200)), file: file, line: line)
+        XCTAssertFalse(try store.recordAuthentication(idHash: "h-gone", at: now), file: file, line: line)
+        XCTAssertEqual(try store.signInSessions(ofAccount: owner.id, at: now.addingTimeInterval(300), rules: rules)
+                        .first { $0.publicID == "p-laptop" }?.authenticatedAt, now.addingTimeInterval(200), file: file, line: line)
+
+        XCTAssertFalse(try store.endSignInSession(publicID: "p-other", ofAccount: owner.id), "not this account's",
+                       file: file, line: line)
+        XCTAssertNotNil(try store.signedInAccount(idHash: "h-other", at: now, rules: rules), file: file, line: line)
+        XCTAssertTrue(try store.endSignInSession(publicID: "p-phone", ofAccount: owner.id), file: file, line: line)
+        XCTAssertNil(try store.signedInAccount(idHash: "h-phone", at: now.addingTimeInterval(300), rules: rules),
+                     file: file, line: line)
+        XCTAssertEqual(try store.endSignInSessions(ofAccount: owner.id, keeping: "h-laptop"), 2, "the tablet and the idle one",
+                       file: file, line: line)
+        XCTAssertEqual(try store.signInSessions(ofAccount: owner.id, at: now.addingTimeInterval(300), rules: rules).map(\.publicID),
+                       ["p-laptop"], file: file, line: line)
+        XCTAssertEqual(try store.signInSessions(ofAccount: other.id, at: now.addingTimeInterval(300), rules: rules).count, 1,
+                       "another account's sessions stay", file: file, line: line)
+        XCTAssertEqual(try store.endSignInSessions(ofAccount: owner.id, keeping: nil), 1, file: file, line: line)
+    }
+}
+
 private final class Outcomes: @unchecked Sendable {
     private let lock = NSLock()
     private var values: [String: Int] = [:]

@@ -29,6 +29,7 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }
     func testTheOutboxHoldsEachAccountsEventUntilItIsDelivered() throws { try contract().theOutboxHoldsEachAccountsEventUntilItIsDelivered() }
     func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
+    func testOwnersSeeAndEndTheirSessions() throws { try contract().ownersSeeAndEndTheirSessions() }
     func testRecoveriesWorkOnceAndEndTheAccountsSessions() throws { try contract().recoveriesWorkOnceAndEndTheAccountsSessions() }
     func testAProofOfWorkIsSpentOnce() throws { try contract().aProofOfWorkIsSpentOnce() }
     func testPasskeysBelongToTheirAccounts() throws { try contract().passkeysBelongToTheirAccounts() }

@@ -83,6 +83,10 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func removeExpiredRecoveries(at now: Date) throws -> Int { throw Failure() }
         func account(withProvedEmail email: String) throws -> Account? { throw Failure() }
         func account(id: Int64) throws -> Account? { throw Failure() }
+        func signInSessions(ofAccount id: Int64, at now: Date, rules: SignInSessionRules) throws -> [SignInSessionSummary] { throw Failure() }
+        func endSignInSession(publicID: String, ofAccount id: Int64) throws -> Bool { throw Failure() }
+        func endSignInSessions(ofAccount id: Int64, keeping idHash: String?) throws -> Int { throw Failure() }
+        func recordAuthentication(idHash: String, at date: Date) throws -> Bool { throw Failure() }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -147,6 +151,10 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func removeExpiredRecoveries(at now: Date) throws -> Int { 0 }
         func account(withProvedEmail email: String) throws -> Account? { nil }
         func account(id: Int64) throws -> Account? { nil }
+        func signInSessions(ofAccount id: Int64, at now: Date, rules: SignInSessionRules) throws -> [SignInSessionSummary] { [] }
+        func endSignInSession(publicID: String, ofAccount id: Int64) throws -> Bool { false }
+        func endSignInSessions(ofAccount id: Int64, keeping idHash: String?) throws -> Int { 0 }
+        func recordAuthentication(idHash: String, at date: Date) throws -> Bool { false }
         struct UnusedInTheseTests: Error {}
     }
 
@@ -187,6 +195,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }
     func testTheOutboxHoldsEachAccountsEventUntilItIsDelivered() throws { try contract().theOutboxHoldsEachAccountsEventUntilItIsDelivered() }
     func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
+    func testOwnersSeeAndEndTheirSessions() throws { try contract().ownersSeeAndEndTheirSessions() }
     func testRecoveriesWorkOnceAndEndTheAccountsSessions() throws { try contract().recoveriesWorkOnceAndEndTheAccountsSessions() }
     func testAProofOfWorkIsSpentOnce() throws { try contract().aProofOfWorkIsSpentOnce() }
     func testPasskeysBelongToTheirAccounts() throws { try contract().passkeysBelongToTheirAccounts() }
