@@ -160,7 +160,7 @@ struct PasskeyRoutes: Sendable {
             limiters.signinFailuresPerAddress.refund(request.clientKey)
             let cookies: [String]
             do {
-                cookies = try signedIn.signIn(account, replacing: request.cookieHeader)
+                cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
             } catch {
                 throw unavailable("the signed-in session could not be stored: \(error)")
             }

@@ -406,7 +406,7 @@ struct RecoveryRoutes: Sendable {
                       metadata: ["account": "\(account.id)", "sessions_ended": "\(completed.endedSessions)",
                                  "client": "\(request.client)"])
         do {
-            var cookies = try signedIn.signIn(completed.account, replacing: request.cookieHeader)
+            var cookies = try signedIn.signIn(completed.account, replacing: request.cookieHeader, from: request.signInOrigin)
             cookies.append(secretCookie(""))
             return Pages.redirect(to: "/welcome" + PageRenderer.languageQuery(language), cookies: cookies)
         } catch {

@@ -128,7 +128,7 @@ struct SignInRoutes: Sendable {
                         limiters.signinFailuresPerAccount.reset(accountKey)
                         limiters.signinFailuresPerAddress.refund(clientKey)
                         do {
-                            let cookies = try signedIn.signIn(account!, replacing: request.cookieHeader)
+                            let cookies = try signedIn.signIn(account!, replacing: request.cookieHeader, from: request.signInOrigin)
                             metrics.signin("success")
                             respond(Pages.redirect(to: request.returnTarget ?? "/welcome" + PageRenderer.languageQuery(request.language),
                                                    cookies: cookies))

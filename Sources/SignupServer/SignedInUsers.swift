@@ -52,9 +52,17 @@ final class SignedInUsers: Sendable {
         plainNameReadUntil = hostOnly ? now().addingTimeInterval(lifetime) : nil
     }
 
+    /// Where a sign-in comes from, as the owner's list of devices shows it.
+    struct Origin: Sendable {
+        /// `DeviceLabel`'s "Firefox · Linux".
+        var device: String
+        /// The client's network (`ClientKey.network`), never its whole address.
+        var network: String
+    }
+
     /// Starts a session for `account`, ending the one `cookieHeader` held (if any); returns
     /// the `Set-Cookie` values that carry it (and clear the old name when it changed).
-    func signIn(_ account: Account, replacing cookieHeader: String?) throws -> [String] {
+    func signIn(_ account: Account, replacing cookieHeader: String?, from origin: Origin) throws -> [String] {
         for previous in sessionIDs(in: cookieHeader) {
             let hash = SignInSessionID.hash(previous)
             forget(hash)
@@ -64,7 +72,8 @@ final class SignedInUsers: Sendable {
         let started = now()
         try store.startSignInSession(NewSignInSession(
             idHash: SignInSessionID.hash(id), accountID: account.id,
-            createdAt: started, expiresAt: started.addingTimeInterval(lifetime)))
+            createdAt: started, expiresAt: started.addingTimeInterval(lifetime),
+            device: origin.device, network: origin.network))
         return cookies(id)
     }
 

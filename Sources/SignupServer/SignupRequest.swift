@@ -66,6 +66,11 @@ struct SignupRequest: Sendable {
     /// The cookies it sent, as one header (the signed-in session's, the form's bindings).
     var cookieHeader: String? { http.headers["Cookie"] }
 
+    /// Where a sign-in made by this request comes from: its browser, coarsely, and network.
+    var signInOrigin: SignedInUsers.Origin {
+        .init(device: DeviceLabel.of(userAgent: http.headers["User-Agent"]), network: ClientKey.network(ofKey: clientKey))
+    }
+
     var language: Languages.Language { pages.language }
     var languages: Languages { pages.languages }
     /// The rules and texts of the request's language.

@@ -248,7 +248,7 @@ struct SignupSubmitRoutes: Sendable {
             // the sign-in page is where its owner goes next.
             do {
                 return Pages.redirect(to: request.returnTarget ?? "/welcome" + PageRenderer.languageQuery(language),
-                                      cookies: try signedIn.signIn(account, replacing: request.cookieHeader))
+                                      cookies: try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin))
             } catch {
                 logger.error("Account created, but its signed-in session could not be stored", metadata: ["error": "\(error)"])
                 return Pages.redirect(to: "/signin" + PageRenderer.languageQuery(language))

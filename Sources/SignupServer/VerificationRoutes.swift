@@ -224,7 +224,7 @@ struct VerificationRoutes: Sendable {
         let language = request.language
         let target = returnTo.validated(pending.returnTo, for: request.http) ?? "/welcome" + PageRenderer.languageQuery(language)
         do {
-            var cookies = try signedIn.signIn(account, replacing: request.cookieHeader)
+            var cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
             if !request.http.cookieValues(named: Self.linkCookie).isEmpty { cookies.append(linkCookie("")) }
             return Pages.redirect(to: target, cookies: cookies)
         } catch {
