@@ -27,7 +27,7 @@ struct PageRenderer: Sendable {
             let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
             templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text)
         }
-        for required in ["signup", "welcome", "signin", "problem", "verify", "recover", "mail.txt", "mail.html"] where templates[required] == nil {
+        for required in ["signup", "welcome", "signin", "problem", "verify", "recover", "account", "mail.txt", "mail.html"] where templates[required] == nil {
             throw LoadError.missingTemplate(required, directory: directory.path)
         }
         library = MustacheLibrary(templates: templates)
@@ -473,6 +473,61 @@ struct PageRenderer: Sendable {
 
     /// The request form's one field (`RecoveryRoutes.identifierField`).
     static let recoverIdentifierField = "identifier"
+
+    /// What `/account` shows: whose account, and where it is signed in.
+    struct AccountPage {
+        struct Device {
+            /// The session's handle, posted to end it.
+            var handle: String
+            /// "Firefox · Linux", "" when the browser did not say.
+            var device: String
+            var network: String
+            var began: Date
+            var lastUsed: Date
+            var isThisBrowser: Bool
+        }
+        var username: String
+        var devices: [Device]
+        /// "Signed out on that device." after an ending.
+        var notice: String?
+        /// A refused request about the page as a whole.
+        var error: String?
+    }
+
+    func renderAccount(_ page: AccountPage, language: Languages.Language, assets: StaticAssets) -> String {
+        var context = common(language, assets: assets)
+        func text(_ key: String) -> String { language.catalog[key] ?? key }
+        // In UTC, in the language's own order of day, month and time: the server does not
+        // know the person's zone, and says which one it shows.
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: language.tag)
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateStyle = .medium
+        formatter.timeStyle = .short
+        let iso = ISO8601DateFormatter()
+        func when(_ date: Date) -> [String: String] { ["iso": iso.string(from: date), "text": formatter.string(from: date) + " UTC"] }
+        let title = text("account.title")
+        context["pageTitle"] = page.error == nil ? title : text("page.error_prefix") + title
+        context["heading"] = title
+        context["lead"] = text("account.lead").replacingOccurrences(of: "{name}", with: page.username)
+        context["notice"] = page.notice
+        context["hasError"] = page.error != nil
+        context["errorMessage"] = page.error ?? ""
+        context["sessionField"] = AccountRoutes.sessionField
+        context["devices"] = page.devices.map { device -> [String: Any] in
+            [
+                "handle": device.handle,
+                "device": device.device.isEmpty ? text("account.unknown_device") : device.device,
+                "network": device.network,
+                "hasNetwork": !device.network.isEmpty,
+                "began": when(device.began),
+                "lastUsed": when(device.lastUsed),
+                "isThisBrowser": device.isThisBrowser,
+            ]
+        }
+        context["hasOthers"] = page.devices.contains { !$0.isThisBrowser }
+        return library.render(context, withTemplate: "account") ?? ""
+    }
 
     /// What a mail says, in its language: the same words become its text and its HTML part.
     struct MailContent {

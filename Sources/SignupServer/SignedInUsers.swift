@@ -131,6 +131,17 @@ final class SignedInUsers: Sendable {
         return account
     }
 
+    /// The stored hash of the session a `Cookie` header carries (one of ours, exactly one).
+    func sessionHash(in cookieHeader: String?) -> String? {
+        sessionID(in: cookieHeader).map(SignInSessionID.hash)
+    }
+
+    /// Forgets what this instance remembered of one session (ended in the store), so it is
+    /// refused here at once.
+    func forget(idHash: String) {
+        forget(idHash)
+    }
+
     /// Forgets every remembered confirmation for the account (its sessions were ended in the
     /// store), so this instance refuses them at once rather than after `confirmationLifetime`.
     func forgetSessions(ofAccount id: Int64) {

@@ -19,6 +19,7 @@ struct SignupRoutes: HTTPResponder {
     let verification: VerificationRoutes?
     /// Nil when no mail can be sent: `/recover` is then 404.
     let recovery: RecoveryRoutes?
+    let account: AccountRoutes
     let passkeys: PasskeyRoutes
     let operations: OperationsRoutes
     /// For the pages answered before a handler (403 cross-site, 503 restarting).
@@ -45,6 +46,7 @@ struct SignupRoutes: HTTPResponder {
         signIn = SignInRoutes(services)
         verification = VerificationRoutes(services)
         recovery = RecoveryRoutes(services)
+        account = AccountRoutes(services)
         passkeys = PasskeyRoutes(services)
         operations = OperationsRoutes(services, isStopping: isStopping)
         pages = services.pages
@@ -196,6 +198,12 @@ struct SignupRoutes: HTTPResponder {
             routes, request in routes.recovery?.renewSession(request) ?? APIError.notFound.response
         },
         Route(.get, "/welcome", answers: .page, signedIn: true) { $0.signIn.welcome($1) },
+        // The signed-in person's page (issue 43): where they are signed in, so far.
+        Route(.get, "/account", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) { $0.account.page($1) },
+        Route(.post, "/account/sessions/end", answers: .page, reads: .form, signedIn: true) { $0.account.endSession($1) },
+        Route(.post, "/account/sessions/end-others", answers: .page, reads: .form, signedIn: true) {
+            $0.account.endOtherSessions($1)
+        },
         Route(.get, "/signin", answers: .page) { $0.signIn.signInForm($1) },
         Route(.post, "/signin", answers: .page, reads: .form, limits: [.signins, .noJavaScript, .hashing], outcome: .signin) {
             $0.signIn.signIn($1)

@@ -125,6 +125,10 @@ final class RouteLimitsTests: XCTestCase {
         XCTAssertEqual(signedIn.status, .seeOther, text(signedIn))
         let session = try XCTUnwrap(cookie(signedIn, named: SignedInUsers.plainCookieName))
         await send("GET", "/welcome", cookie: session)
+        let account = text(await send("GET", "/account", cookie: session))
+        let handle = account.firstMatch(of: #/name="session" value="([0-9a-f]{16})"/#).map { String($0.1) } ?? "0000000000000000"
+        await send("POST", "/account/sessions/end", [("session", handle)], cookie: session)
+        await send("POST", "/account/sessions/end-others", [("lang", "en")], cookie: session)
         await send("POST", "/account/passkeys/options", [("mediation", "button")], cookie: session)
         await send("POST", "/account/passkeys", [("response", "{}")], cookie: session)
         await send("POST", "/passkeys/signin/options")

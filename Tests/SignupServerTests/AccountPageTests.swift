@@ -1,0 +1,116 @@
+import Foundation
+import HTTPTestSupport
+import LiveSignupClient
+import SignupDomain
+@testable import SignupServer
+import XCTest
+
+/// Issue 43, its first part: `/account` shows where the account is signed in, and its owner
+/// signs any other browser out, or every other one; nobody else's sessions move.
+final class AccountPageTests: XCTestCase {
+    private var server: TestServer!
+    private let password = "Many-Devices-1965"
+
+    override func setUpWithError() throws {
+        server = try TestServer()
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    private func account(_ username: String) throws -> Account {
+        let hash = try Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024).hash(password)
+        return try server.store.createAccount(NewAccount(username: username, email: "\(username)@example.org",
+                                                         passwordHash: hash, formToken: "\(username)-form"))
+    }
+
+    /// A browser of `username`, signed in: its cookie.
+    private func signIn(_ username: String, agent: String) async throws -> String {
+        let response = try await server.request("POST", "/signin",
+                                                body: FormURLEncoder.encode([("username", username), ("password", password)]),
+                                                headers: ["User-Agent": agent])
+        XCTAssertEqual(response.status, 303, response.body)
+        return try XCTUnwrap(response.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
+    }
+
+    private func status(of cookie: String) async throws -> Int {
+        try await server.request("GET", "/auth", headers: ["Cookie": cookie]).status
+    }
+
+    private static let firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+    private static let safari = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"
+    private static let edge = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0"
+
+    func testTheOwnerSeesEveryDeviceAndSignsOneOutThenEveryOther() async throws {
+        _ = try account("Traveller")
+        _ = try account("Bystander")
+        let laptop = try await signIn("traveller", agent: Self.firefox)
+        let phone = try await signIn("traveller", agent: Self.safari)
+        let desktop = try await signIn("traveller", agent: Self.edge)
+        let control = try await signIn("bystander", agent: Self.firefox)
+
+        let page = try await server.request("GET", "/account", headers: ["Cookie": laptop])
+        XCTAssertEqual(page.status, 200, page.body)
+        XCTAssertEqual(page.headers["cache-control"], "no-store")
+        for device in ["Firefox · Linux", "Safari · iOS", "Edge · Windows"] { XCTAssertTrue(page.body.contains(device), device) }
+        XCTAssertEqual(page.body.components(separatedBy: "data-this-browser").count - 1, 1, "one is this browser")
+        XCTAssertTrue(page.body.contains("127.0.0.0/24"), "the network, never the address")
+        XCTAssertFalse(page.body.contains("127.0.0.1"))
+        let handles = page.body.matches(of: #/name="session" value="([0-9a-f]{16})"/#).map { String($0.1) }
+        XCTAssertEqual(handles.count, 2, "a sign-out button for each other browser, none for this one")
+
+        // The phone's handle: the entry that names Safari.
+        let phoneEntry = try XCTUnwrap(page.body.firstMatch(of: #/data-device="([0-9a-f]{16})">\s*<p class="device-name"><strong>Safari/#))
+        let ended = try await server.request("POST", "/account/sessions/end",
+                                             body: FormURLEncoder.encode([("session", String(phoneEntry.1))]),
+                                             headers: ["Cookie": laptop])
+        XCTAssertEqual(ended.status, 303, ended.body)
+        XCTAssertEqual(ended.headers["location"], "/account?ended=one")
+        var phoneStatus = try await status(of: phone)
+        XCTAssertEqual(phoneStatus, 401, "signed out at once on this instance")
+        var desktopStatus = try await status(of: desktop)
+        XCTAssertEqual(desktopStatus, 200)
+
+        // A handle that is not this account's ends nothing, and says so.
+        let unknown = try await server.request("POST", "/account/sessions/end",
+                                               body: FormURLEncoder.encode([("session", String(phoneEntry.1))]),
+                                               headers: ["Cookie": laptop])
+        XCTAssertEqual(unknown.status, 404)
+        XCTAssertTrue(unknown.body.contains("That browser is not signed in any more"), unknown.body)
+
+        let others = try await server.request("POST", "/account/sessions/end-others", body: "", headers: ["Cookie": laptop])
+        XCTAssertEqual(others.status, 303)
+        XCTAssertEqual(others.headers["location"], "/account?others=1")
+        desktopStatus = try await status(of: desktop)
+        XCTAssertEqual(desktopStatus, 401)
+        let laptopStatus = try await status(of: laptop)
+        XCTAssertEqual(laptopStatus, 200, "this browser stays signed in")
+        let controlStatus = try await status(of: control)
+        XCTAssertEqual(controlStatus, 200, "another account's session is untouched")
+        phoneStatus = try await status(of: phone)
+        XCTAssertEqual(phoneStatus, 401)
+        let after = try await server.request("GET", "/account?others=1", headers: ["Cookie": laptop])
+        XCTAssertTrue(after.body.contains("Signed out everywhere else (1)."), after.body)
+        XCTAssertFalse(after.body.contains("name=\"session\""), "no other browser is left")
+    }
+
+    func testSignedOutVisitorsAreSentToSignInAndBack() async throws {
+        let page = try await server.request("GET", "/account")
+        XCTAssertEqual(page.status, 303)
+        XCTAssertEqual(page.headers["location"], "/signin?return_to=%2Faccount")
+        let post = try await server.request("POST", "/account/sessions/end-others", body: "")
+        XCTAssertEqual(post.status, 303, "a signed-out post changes nothing")
+    }
+
+    func testAnotherSitesPostIsRefused() async throws {
+        _ = try account("Targeted")
+        let cookie = try await signIn("targeted", agent: Self.firefox)
+        let second = try await signIn("targeted", agent: Self.safari)
+        let refused = try await server.request("POST", "/account/sessions/end-others", body: "",
+                                               headers: ["Cookie": cookie, "Origin": "https://evil.example"])
+        XCTAssertEqual(refused.status, 403)
+        let secondStatus = try await status(of: second)
+        XCTAssertEqual(secondStatus, 200, "nothing ended")
+    }
+}
