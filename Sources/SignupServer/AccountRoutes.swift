@@ -27,12 +27,10 @@ struct AccountRoutes: Sendable {
     // MARK: GET /account
 
     func page(_ request: SignupRequest) -> HTTPResponse {
-        let account: Account
-        switch signedInAccount(request) {
-        case .account(let signedIn): account = signedIn
-        case .signedOut: return signInFirst(request)
-        case .unavailable: return unavailable(request)
-        }
+        forAccount(request) { account in page(request, account) }
+    }
+
+    private func page(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         // What the last change did, said once on the page it leads back to.
         let notice: String?
         if request.http.queryValue("ended") == "one" {
@@ -49,12 +47,10 @@ struct AccountRoutes: Sendable {
 
     /// Signs out one other browser of the account, named by its handle.
     func endSession(_ request: SignupRequest) -> HTTPResponse {
-        let account: Account
-        switch signedInAccount(request) {
-        case .account(let signedIn): account = signedIn
-        case .signedOut: return signInFirst(request)
-        case .unavailable: return unavailable(request)
-        }
+        forAccount(request) { account in endSession(request, account) }
+    }
+
+    private func endSession(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         let handle = request.form[Self.sessionField] ?? ""
         do {
             let sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
@@ -76,12 +72,10 @@ struct AccountRoutes: Sendable {
 
     /// Signs out every other browser of the account, keeping this one.
     func endOtherSessions(_ request: SignupRequest) -> HTTPResponse {
-        let account: Account
-        switch signedInAccount(request) {
-        case .account(let signedIn): account = signedIn
-        case .signedOut: return signInFirst(request)
-        case .unavailable: return unavailable(request)
-        }
+        forAccount(request) { account in endOtherSessions(request, account) }
+    }
+
+    private func endOtherSessions(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         do {
             let ended = try store.endSignInSessions(ofAccount: account.id, keeping: signedIn.sessionHash(in: request.cookieHeader))
             // This instance forgets them at once (this browser's confirmation is read again).
@@ -96,19 +90,15 @@ struct AccountRoutes: Sendable {
 
     // MARK: Pages
 
-    private enum SignedIn {
-        case account(Account)
-        case signedOut
-        case unavailable
-    }
-
-    private func signedInAccount(_ request: SignupRequest) -> SignedIn {
+    /// Runs `body` for the signed-in account; a signed-out visitor is sent to sign in first,
+    /// and a store that could not say is answered 503.
+    private func forAccount(_ request: SignupRequest, _ body: (Account) -> HTTPResponse) -> HTTPResponse {
         switch request.signedIn {
-        case .account(let account): return .account(account)
+        case .account(let account): return body(account)
         case .unavailable(let error):
             logger.error("Account store unavailable to check a signed-in session", metadata: ["error": "\(error)"])
-            return .unavailable
-        case .signedOut, .notAsked: return .signedOut
+            return unavailable(request)
+        case .signedOut, .notAsked: return signInFirst(request)
         }
     }
 
