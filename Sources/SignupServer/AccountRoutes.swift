@@ -5,20 +5,30 @@ import SignupDomain
 
 /// `/account` (issue 43, first part): the signed-in person's page. So far, where they are
 /// signed in ("your devices": each live session's browser, network, when it began and was
-/// last used, which one is this browser), and signing out any other one, or every other one.
+/// last used, which one is this browser), signing out any other one, or every other one, and
+/// confirming who they are (the password again) so sensitive changes are open for a while.
 struct AccountRoutes: Sendable {
     let store: any AccountStore
     let signedIn: SignedInUsers
+    let hashing: PasswordHashingQueue
+    let limiters: ClientLimiters
+    let refusals: Refusals
     let metrics: SignupMetrics
     let logger: Logger
     let now: @Sendable () -> Date
+    /// How long after a sign-in (or a confirmation) sensitive changes stay open.
+    let recentSignIn: TimeInterval
 
     init(_ services: Services) {
         store = services.store
         signedIn = services.signedIn
+        hashing = services.hashing
+        limiters = services.limiters
+        refusals = services.refusals
         metrics = services.metrics
         logger = services.logger
         now = services.now
+        recentSignIn = services.configuration.recentSignInLifetime
     }
 
     /// The form field that names a session by its handle (`SignInSessionSummary.publicID`).
@@ -33,7 +43,9 @@ struct AccountRoutes: Sendable {
     private func page(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         // What the last change did, said once on the page it leads back to.
         let notice: String?
-        if request.http.queryValue("ended") == "one" {
+        if request.http.queryValue("confirmed") == "1" {
+            notice = request.text("account.confirmed").replacingOccurrences(of: "{minutes}", with: String(Int(recentSignIn / 60)))
+        } else if request.http.queryValue("ended") == "one" {
             notice = request.text("account.ended")
         } else if let count = request.http.queryValue("others").flatMap({ Int($0) }), count >= 0 {
             notice = request.text("account.ended_others").replacingOccurrences(of: "{n}", with: String(count))
@@ -88,6 +100,71 @@ struct AccountRoutes: Sendable {
         }
     }
 
+    // MARK: POST /account/confirm
+
+    /// The password again, so sensitive changes are open for `recentSignIn`. Paid for like a
+    /// sign-in (the same per-account and per-address failure allowances, charged before the
+    /// hash and given back when it was right), in the sign-in hashing lane.
+    func confirm(_ request: SignupRequest) -> HTTPResponse {
+        forAccount(request) { account in confirm(request, account) }
+    }
+
+    private func confirm(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        let password = (request.form["password"] ?? "").canonicallyComposed
+        guard let idHash = signedIn.sessionHash(in: request.cookieHeader) else { return signInFirst(request) }
+        guard account.passwordHash != Account.unusablePasswordHash else {
+            // A passkey-only account confirms with a fresh sign-in (its passkey).
+            return accountPage(request, account, error: request.text("account.confirm_passkey"), status: .conflict)
+        }
+        guard !password.isEmpty else {
+            return accountPage(request, account, error: request.text("account.confirm_empty"), status: .unprocessableContent)
+        }
+        let accountKey = Username.canonical(account.username), clientKey = request.clientKey
+        do throws(LimitExceeded) {
+            try limiters.signinFailuresPerAddress.admit(clientKey)
+            do {
+                try limiters.signinFailuresPerAccount.admit(accountKey)
+            } catch {
+                limiters.signinFailuresPerAddress.refund(clientKey)
+                throw error
+            }
+        } catch {
+            refusals.count(error)
+            var response = accountPage(request, account, error: request.text("signin.too_many")
+                .replacingOccurrences(of: "{wait}", with: request.waitPhrase(error.retryAfterSeconds)), status: .tooManyRequests)
+            response.headers.add("Retry-After", String(error.retryAfterSeconds))
+            return response
+        }
+        let hash = account.passwordHash
+        return .later { [self] respond in
+            do throws(HashingRefusal) {
+                try hashing.verify(password, against: hash, client: clientKey) { outcome in
+                    switch outcome {
+                    case .success(true):
+                        limiters.signinFailuresPerAccount.reset(accountKey)
+                        limiters.signinFailuresPerAddress.refund(clientKey)
+                        do {
+                            guard try store.recordAuthentication(idHash: idHash, at: now()) else { return respond(signInFirst(request)) }
+                            logger.notice("Signed-in person confirmed who they are",
+                                          metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+                            respond(Pages.redirect(to: "/account?confirmed=1" + Self.languageParameter(request)))
+                        } catch {
+                            respond(unavailable(request, error))
+                        }
+                    case .success(false):
+                        logger.notice("A confirmation on the account page failed",
+                                      metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+                        respond(accountPage(request, account, error: request.text("account.confirm_failed"), status: .unauthorized))
+                    case .failure:
+                        respond(unavailable(request))
+                    }
+                }
+            } catch {
+                respond(unavailable(request))
+            }
+        }
+    }
+
     // MARK: Pages
 
     /// Runs `body` for the signed-in account; a signed-out visitor is sent to sign in first,
@@ -121,8 +198,14 @@ struct AccountRoutes: Sendable {
             return unavailable(request, error)
         }
         let current = signedIn.sessionHash(in: request.cookieHeader)
+        // Open for sensitive changes until then (nil: closed; the page asks to confirm first).
+        let openUntil = sessions.first { $0.idHash == current }
+            .map { $0.authenticatedAt.addingTimeInterval(recentSignIn) }
+            .flatMap { $0 > now() ? $0 : nil }
         let page = PageRenderer.AccountPage(
             username: account.username,
+            openUntil: openUntil,
+            confirmsWithPassword: account.passwordHash != Account.unusablePasswordHash,
             devices: sessions.map { session in
                 .init(handle: session.publicID, device: session.device, network: session.network, began: session.createdAt,
                       lastUsed: session.lastSeenAt, isThisBrowser: session.idHash == current)

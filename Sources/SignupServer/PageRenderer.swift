@@ -487,6 +487,10 @@ struct PageRenderer: Sendable {
             var isThisBrowser: Bool
         }
         var username: String
+        /// Until when sensitive changes are open (a recent sign-in); nil asks to confirm first.
+        var openUntil: Date?
+        /// Whether it confirms with its password (a passkey-only account signs in again).
+        var confirmsWithPassword: Bool
         var devices: [Device]
         /// "Signed out on that device." after an ending.
         var notice: String?
@@ -514,6 +518,13 @@ struct PageRenderer: Sendable {
         context["hasError"] = page.error != nil
         context["errorMessage"] = page.error ?? ""
         context["sessionField"] = AccountRoutes.sessionField
+        if let openUntil = page.openUntil {
+            let time = when(openUntil)
+            context["openUntil"] = ["iso": time["iso"]!, "text": text("account.unlocked").replacingOccurrences(of: "{time}", with: time["text"]!)]
+        }
+        context["asksToConfirm"] = page.openUntil == nil
+        context["username"] = page.username
+        context["confirmsWithPassword"] = page.confirmsWithPassword
         context["devices"] = page.devices.map { device -> [String: Any] in
             [
                 "handle": device.handle,

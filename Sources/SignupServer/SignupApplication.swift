@@ -95,6 +95,9 @@ public final class SignupApplication: Sendable {
         public var signInLifetime: TimeInterval = 7 * 24 * 60 * 60
         /// A signed-in session unused this long ends before its lifetime.
         public var signInIdleTimeout: TimeInterval = 24 * 60 * 60
+        /// How long after its owner last proved who they are (a sign-in, or confirming it on
+        /// `/account`) a session may make sensitive changes (`--recent-signin-minutes`).
+        public var recentSignInLifetime: TimeInterval = 5 * 60
         /// How long SIGTERM waits for sign-ups already hashing before answering them 503.
         public var shutdownGrace: TimeInterval = 10
         /// argon2id through libsodium: t=2, m=64 MiB by default (see docs/SECURITY.md).

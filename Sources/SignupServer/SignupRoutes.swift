@@ -201,6 +201,9 @@ struct SignupRoutes: HTTPResponder {
         // The signed-in person's page (issue 43): where they are signed in, so far.
         Route(.get, "/account", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) { $0.account.page($1) },
         Route(.post, "/account/sessions/end", answers: .page, reads: .form, signedIn: true) { $0.account.endSession($1) },
+        Route(.post, "/account/confirm", answers: .page, reads: .form, limits: [.signins, .hashing], signedIn: true) {
+            $0.account.confirm($1)
+        },
         Route(.post, "/account/sessions/end-others", answers: .page, reads: .form, signedIn: true) {
             $0.account.endOtherSessions($1)
         },

@@ -42,11 +42,15 @@ struct OperationOptions: ParsableArguments {
     @Option(help: help("signin-idle-hours", "Hours a signed-in session may go unused before it ends."))
     var signinIdleHours = Int(SignupApplication.Configuration().signInIdleTimeout / 3600)
 
+    @Option(help: help("recent-signin-minutes", "Minutes after a sign-in (or confirming it on /account) during which the account page allows sensitive changes; then it asks for the password again."))
+    var recentSigninMinutes = Int(SignupApplication.Configuration().recentSignInLifetime / 60)
+
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("log-level", .option), ("log-format", .option), ("access-log", .option),
         ("metrics-allow", .repeatable), ("secure-cookies", .flag),
         ("webhook-url", .option), ("webhook-retry-hours", .option), ("webhook-first-retry-seconds", .option),
         ("cookie-domain", .option), ("signin-lifetime-hours", .option), ("signin-idle-hours", .option),
+        ("recent-signin-minutes", .option),
     ]
 
     func validate() throws {
@@ -71,6 +75,9 @@ struct OperationOptions: ParsableArguments {
         }
         guard (1...signinLifetimeHours).contains(signinIdleHours) else {
             throw ValidationError("--signin-idle-hours must be 1 to --signin-lifetime-hours (\(signinLifetimeHours)).")
+        }
+        guard (1...60).contains(recentSigninMinutes) else {
+            throw ValidationError("--recent-signin-minutes must be 1 to 60.")
         }
     }
 

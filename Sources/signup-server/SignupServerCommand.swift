@@ -99,6 +99,7 @@ struct Serve: ParsableCommand {
         if let warning = mail.plaintextWarning { logger.warning("\(warning)") }
         configuration.signInLifetime = TimeInterval(operations.signinLifetimeHours * 3600)
         configuration.signInIdleTimeout = TimeInterval(operations.signinIdleHours * 3600)
+        configuration.recentSignInLifetime = TimeInterval(operations.recentSigninMinutes * 60)
         configuration.metricsExport = metrics
         configuration.accessLines = logging.accessLines
         let environment = ProcessInfo.processInfo.environment

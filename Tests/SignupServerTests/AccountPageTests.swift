@@ -9,10 +9,11 @@ import XCTest
 /// signs any other browser out, or every other one; nobody else's sessions move.
 final class AccountPageTests: XCTestCase {
     private var server: TestServer!
+    private let clock = TestClock()
     private let password = "Many-Devices-1965"
 
     override func setUpWithError() throws {
-        server = try TestServer()
+        server = try TestServer { [clock] configuration in configuration.clock = clock }
     }
 
     override func tearDown() {
@@ -112,5 +113,52 @@ final class AccountPageTests: XCTestCase {
         XCTAssertEqual(refused.status, 403)
         let secondStatus = try await status(of: second)
         XCTAssertEqual(secondStatus, 200, "nothing ended")
+    }
+
+    /// A sign-in opens sensitive changes for `--recent-signin-minutes` (5); then the page asks
+    /// for the password again; a wrong one is refused readably and counted like a failed
+    /// sign-in; the right one opens them again, on this browser only.
+    func testSensitiveChangesNeedARecentSignInAndTheRightPasswordRenewsIt() async throws {
+        _ = try account("Careful")
+        let cookie = try await signIn("careful", agent: Self.firefox)
+        let other = try await signIn("careful", agent: Self.safari)
+        var page = try await server.request("GET", "/account", headers: ["Cookie": cookie])
+        XCTAssertTrue(page.body.contains("data-open-until="), "open right after signing in")
+        XCTAssertFalse(page.body.contains("action=\"/account/confirm\""))
+
+        clock.advance(by: 5 * 60)
+        page = try await server.request("GET", "/account", headers: ["Cookie": cookie])
+        XCTAssertFalse(page.body.contains("data-open-until="), "closed five minutes later")
+        XCTAssertTrue(page.body.contains("action=\"/account/confirm\""), page.body)
+
+        let wrong = try await server.request("POST", "/account/confirm", body: FormURLEncoder.encode([("password", "not-it")]),
+                                             headers: ["Cookie": cookie])
+        XCTAssertEqual(wrong.status, 401)
+        XCTAssertTrue(wrong.body.contains("The password is incorrect"), wrong.body)
+        XCTAssertFalse(wrong.body.contains("data-open-until="))
+        let empty = try await server.request("POST", "/account/confirm", body: FormURLEncoder.encode([("password", "")]),
+                                             headers: ["Cookie": cookie])
+        XCTAssertEqual(empty.status, 422)
+
+        let right = try await server.request("POST", "/account/confirm", body: FormURLEncoder.encode([("password", password)]),
+                                             headers: ["Cookie": cookie])
+        XCTAssertEqual(right.status, 303, right.body)
+        XCTAssertEqual(right.headers["location"], "/account?confirmed=1")
+        page = try await server.request("GET", "/account?confirmed=1", headers: ["Cookie": cookie])
+        XCTAssertTrue(page.body.contains("Confirmed. Changes are open for 5 minutes."), page.body)
+        XCTAssertTrue(page.body.contains("data-open-until="))
+        let otherPage = try await server.request("GET", "/account", headers: ["Cookie": other])
+        XCTAssertTrue(otherPage.body.contains("action=\"/account/confirm\""), "only the browser that confirmed is open")
+    }
+
+    func testFailedConfirmationsAreLimitedLikeSignIns() async throws {
+        _ = try account("Guessed")
+        let cookie = try await signIn("guessed", agent: Self.firefox)
+        var statuses: [Int] = []
+        for _ in 0..<6 {
+            statuses.append(try await server.request("POST", "/account/confirm", body: FormURLEncoder.encode([("password", "guess")]),
+                                                     headers: ["Cookie": cookie]).status)
+        }
+        XCTAssertEqual(statuses, [401, 401, 401, 401, 401, 429], "the account's five failures, then a wait")
     }
 }

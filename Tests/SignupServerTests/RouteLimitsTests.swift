@@ -128,6 +128,8 @@ final class RouteLimitsTests: XCTestCase {
         let account = text(await send("GET", "/account", cookie: session))
         let handle = account.firstMatch(of: #/name="session" value="([0-9a-f]{16})"/#).map { String($0.1) } ?? "0000000000000000"
         await send("POST", "/account/sessions/end", [("session", handle)], cookie: session)
+        await send("POST", "/account/confirm", [("password", "not-the-password")], cookie: session)
+        await send("POST", "/account/confirm", [("password", password)], cookie: session)
         await send("POST", "/account/sessions/end-others", [("lang", "en")], cookie: session)
         await send("POST", "/account/passkeys/options", [("mediation", "button")], cookie: session)
         await send("POST", "/account/passkeys", [("response", "{}")], cookie: session)
