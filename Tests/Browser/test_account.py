@@ -2,6 +2,8 @@
 signed in on two browsers sees both on /account, signs the other one out from here, and that
 browser is signed out at once; axe finds nothing on the page, in English and German.
 """
+import sqlite3
+
 import pytest
 from selenium.webdriver.common.by import By
 
@@ -56,6 +58,23 @@ def test_a_person_sees_where_they_are_signed_in_and_signs_another_browser_out(ac
         browser.open(f"{server.url}/account?lang=de")
         assert "Wo Sie angemeldet sind" in driver.page_source
         audit(browser, "account-de")
+
+        # Long after the sign-in (its time moved back in the store): the page asks for the
+        # password before sensitive changes; a wrong one is refused, the right one reopens.
+        with sqlite3.connect(server.database) as db:
+            db.execute("UPDATE sign_in_sessions SET authenticated_at = '2000-01-01 00:00:00.000'")
+        browser.open(f"{server.url}/account")
+        browser.until(lambda: driver.find_elements(By.CSS_SELECTOR, "form.confirm-form"), "asks to confirm")
+        assert not driver.find_elements(By.CSS_SELECTOR, "[data-open-until]")
+        audit(browser, "account-confirm")
+        browser.type("password", "not-the-password")
+        driver.find_element(By.CSS_SELECTOR, "[data-confirm]").click()
+        browser.until(lambda: "The password is incorrect" in driver.page_source, "refused readably")
+        audit(browser, "account-confirm-wrong")
+        browser.type("password", STRONG_PASSWORD)
+        driver.find_element(By.CSS_SELECTOR, "[data-confirm]").click()
+        browser.until(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-open-until]"), "open again")
+        assert "Confirmed." in driver.find_element(By.CSS_SELECTOR, ".notice").text
     finally:
         driver.quit()
     assert other.request("GET", "/auth")[0] == 401, "the other browser is signed out at once"
