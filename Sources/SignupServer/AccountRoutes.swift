@@ -13,7 +13,6 @@ struct AccountRoutes: Sendable {
     let hashing: PasswordHashingQueue
     let limiters: ClientLimiters
     let refusals: Refusals
-    let metrics: SignupMetrics
     let logger: Logger
     let now: @Sendable () -> Date
     /// How long after a sign-in (or a confirmation) sensitive changes stay open.
@@ -25,7 +24,6 @@ struct AccountRoutes: Sendable {
         hashing = services.hashing
         limiters = services.limiters
         refusals = services.refusals
-        metrics = services.metrics
         logger = services.logger
         now = services.now
         recentSignIn = services.configuration.recentSignInLifetime
