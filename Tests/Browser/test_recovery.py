@@ -10,7 +10,6 @@ import email
 import email.policy
 import re
 import tempfile
-import time
 from pathlib import Path
 import urllib.parse
 import urllib.request
@@ -20,7 +19,7 @@ from selenium.webdriver.common.by import By
 
 from types import SimpleNamespace
 
-from conftest import STRONG_PASSWORD, Page, make_driver, metric
+from conftest import STRONG_PASSWORD, Page, make_driver, metric, wait_for
 from instances import NGINX, Instance, Nginx, PostgreSQL, free_port, postgresql_bin
 from test_accessibility import audit
 from test_email_verification import Person, code_in, mail_setup, text_of  # noqa: F401 (a fixture)
@@ -251,25 +250,12 @@ def test_the_live_form_works_through_nginx_in_front_of_two_instances(browser):
             person = Person(nginx.port, "127.0.5.1")
             status, _, _ = person.sign_up("two_instances", "two@example.org")
             assert status == 303
-            mail = None
-            for _ in range(200):
-                found = mails_in(mail_dir, "two@example.org")
-                if found:
-                    mail = found[0]
-                    break
-                time.sleep(0.05)
-            assert mail is not None, "the sign-up's code was written"
-            assert person.verify(code_in(mail))[0] == 303
+            assert wait_for(lambda: len(mails_in(mail_dir, "two@example.org")) >= 1, 10), "the sign-up's code was written"
+            assert person.verify(code_in(mails_in(mail_dir, "two@example.org")[0]))[0] == 303
             status, _, _ = person.request("POST", "/recover", {"identifier": "two_instances"})
             assert status == 200
-            link = None
-            for _ in range(200):
-                found = mails_in(mail_dir, "two@example.org")
-                if len(found) >= 2:
-                    link = recovery_link_in(found[1]).split("/recover?", 1)[1]
-                    break
-                time.sleep(0.05)
-            assert link, "the recovery mail was written"
+            assert wait_for(lambda: len(mails_in(mail_dir, "two@example.org")) >= 2, 10), "the recovery mail was written"
+            link = recovery_link_in(mails_in(mail_dir, "two@example.org")[1]).split("/recover?", 1)[1]
 
             browser.open(f"{nginx.url}/recover?{link}")
             browser.until(lambda: browser.driver.current_url.endswith("/recover/password"), "the new-password form")
