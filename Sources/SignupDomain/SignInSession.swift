@@ -85,9 +85,7 @@ public enum SignInSessionID {
     /// A session's public handle: 16 random hex digits.
     public static func makePublicID() -> String {
         var generator = SystemRandomNumberGenerator()
-        let value = generator.next() as UInt64
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+        return Hex.encode((0..<8).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 
     /// What the store keeps of an id: its SHA-256 in lower-case hex.

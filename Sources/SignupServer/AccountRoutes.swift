@@ -119,13 +119,7 @@ struct AccountRoutes: Sendable {
         }
         let accountKey = Username.canonical(account.username), clientKey = request.clientKey
         do throws(LimitExceeded) {
-            try limiters.signinFailuresPerAddress.admit(clientKey)
-            do {
-                try limiters.signinFailuresPerAccount.admit(accountKey)
-            } catch {
-                limiters.signinFailuresPerAddress.refund(clientKey)
-                throw error
-            }
+            try limiters.admitPasswordGuess(clientKey: clientKey, accountKey: accountKey)
         } catch {
             refusals.count(error)
             var response = accountPage(request, account, error: request.text("signin.too_many")
@@ -139,8 +133,7 @@ struct AccountRoutes: Sendable {
                 try hashing.verify(password, against: hash, client: clientKey) { outcome in
                     switch outcome {
                     case .success(true):
-                        limiters.signinFailuresPerAccount.reset(accountKey)
-                        limiters.signinFailuresPerAddress.refund(clientKey)
+                        limiters.forgivePasswordGuess(clientKey: clientKey, accountKey: accountKey)
                         do {
                             guard try store.recordAuthentication(idHash: idHash, at: now()) else { return respond(signInFirst(request)) }
                             logger.notice("Signed-in person confirmed who they are",

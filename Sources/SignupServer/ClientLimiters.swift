@@ -67,6 +67,26 @@ final class ClientLimiters: Sendable {
 }
 
 extension ClientLimiters {
+    /// Pays for one password guess (a sign-in, a confirmation on `/account`) before it is
+    /// hashed: from the address's and the account's failure allowances, both or neither.
+    /// Guesses sent in parallel would all pass a look that came before any of them was
+    /// charged (hundreds per refill instead of one).
+    func admitPasswordGuess(clientKey: String, accountKey: String) throws(LimitExceeded) {
+        try signinFailuresPerAddress.admit(clientKey)
+        do throws(LimitExceeded) {
+            try signinFailuresPerAccount.admit(accountKey)
+        } catch {
+            signinFailuresPerAddress.refund(clientKey)
+            throw error
+        }
+    }
+
+    /// The guess was right: the address gets its token back and the account's failures are forgiven.
+    func forgivePasswordGuess(clientKey: String, accountKey: String) {
+        signinFailuresPerAccount.reset(accountKey)
+        signinFailuresPerAddress.refund(clientKey)
+    }
+
     /// The per-address limiter a route row may have the router spend first (`Route.spentFirst`),
     /// by its name; nil for limits that are not one per-address rate.
     func perAddress(_ name: RateLimitName) -> RateLimiter? {

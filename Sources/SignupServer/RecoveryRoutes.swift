@@ -322,13 +322,23 @@ struct RecoveryRoutes: Sendable {
         return .later { [self] respond in
             // The breach source may take its whole timeout: asked off the request threads.
             lookups.breachState(for: password, in: policy) { breach in
-                checkNotCurrent(password, of: account, request: request) { isCurrent in
-                    let evaluation = policy.evaluateSubmission(
+                @Sendable func evaluation(isCurrent: Bool) -> FormEvaluation {
+                    policy.evaluateSubmission(
                         values: values, usernameAvailability: .met, breach: breach, breaches: lookups.breachedPasswords,
                         notCurrent: policy.passwordNotCurrent == nil ? nil : isCurrent ? .unmet : .met)
-                    guard evaluation.isValid else {
-                        metrics.recovery(isCurrent ? "current_password" : "refused")
-                        return respond(newPasswordPage(request, account: account, problems: evaluation.problems,
+                }
+                // Every other rule first: a password they refuse costs no hash.
+                let otherwise = evaluation(isCurrent: false)
+                guard otherwise.isValid else {
+                    metrics.recovery("refused")
+                    return respond(newPasswordPage(request, account: account, problems: otherwise.problems,
+                                                   status: .unprocessableContent))
+                }
+                checkNotCurrent(password, of: account, request: request) { isCurrent in
+                    guard !isCurrent else {
+                        metrics.recovery("current_password")
+                        return respond(newPasswordPage(request, account: account,
+                                                       problems: evaluation(isCurrent: true).problems,
                                                        status: .unprocessableContent))
                     }
                     store(password, for: account, recovery: recovery, request: request, respond: respond)
@@ -337,13 +347,11 @@ struct RecoveryRoutes: Sendable {
         }
     }
 
-    /// Whether `password` is the account's password now (argon2id, in the sign-in lane); false
-    /// for an account without one (passkeys only), and for a password too short to be
-    /// accepted (its length rule refuses it: no hash is spent on it).
+    /// Whether `password` (one every other rule accepts) is the account's password now
+    /// (argon2id, in the sign-in lane); false for an account without one (passkeys only).
     private func checkNotCurrent(_ password: String, of account: Account, request: SignupRequest,
                                  then completion: @escaping @Sendable (Bool) -> Void) {
-        guard account.passwordHash != Account.unusablePasswordHash,
-              TextLength.codePoints(password) >= request.policy.settings.passwordMinimumLength else { return completion(false) }
+        guard account.passwordHash != Account.unusablePasswordHash else { return completion(false) }
         do throws(HashingRefusal) {
             try hashing.verify(password, against: account.passwordHash, client: request.clientKey) { outcome in
                 completion((try? outcome.get()) == true)

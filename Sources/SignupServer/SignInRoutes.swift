@@ -103,17 +103,9 @@ struct SignInRoutes: Sendable {
         // verified against a fixed hash too, so the answer takes as long whichever it is.
         let hash = account.map { $0.passwordHash == Account.unusablePasswordHash ? placeholderHash : $0.passwordHash }
             ?? placeholderHash
-        // Every guess is paid for before it is hashed, and given back only when it was right:
-        // guesses sent in parallel would all pass a look that comes before any of them is
-        // charged (hundreds per refill instead of one).
+        // Every guess is paid for before it is hashed, and given back only when it was right.
         do throws(LimitExceeded) {
-            try limiters.signinFailuresPerAddress.admit(clientKey)
-            do {
-                try limiters.signinFailuresPerAccount.admit(accountKey)
-            } catch {
-                limiters.signinFailuresPerAddress.refund(clientKey)
-                throw error
-            }
+            try limiters.admitPasswordGuess(clientKey: clientKey, accountKey: accountKey)
         } catch {
             metrics.signin("rate_limited")
             logger.notice("Sign-in refused: too many failures",
@@ -125,8 +117,7 @@ struct SignInRoutes: Sendable {
                 try hashing.verify(password, against: hash, client: clientKey) { outcome in
                     switch outcome {
                     case .success(true) where account != nil && account!.passwordHash != Account.unusablePasswordHash:
-                        limiters.signinFailuresPerAccount.reset(accountKey)
-                        limiters.signinFailuresPerAddress.refund(clientKey)
+                        limiters.forgivePasswordGuess(clientKey: clientKey, accountKey: accountKey)
                         do {
                             let cookies = try signedIn.signIn(account!, replacing: request.cookieHeader, from: request.signInOrigin)
                             metrics.signin("success")
