@@ -13,9 +13,13 @@ public struct Account: Sendable, Equatable {
     /// When its owner proved the address (a code or link from `/verify`); nil for accounts
     /// made without a proof. Only proved addresses are unique among accounts.
     public let emailVerifiedAt: Date?
+    /// When an operator disabled it (`signup-server accounts disable`): nobody signs in to it
+    /// until it is enabled again; its data stays. Nil for an account in use.
+    public let disabledAt: Date?
 
     public init(id: Int64, username: String, email: String, passwordHash: String, createdAt: Date,
-                profile: [String: ProfileValue] = [:], emailVerifiedAt: Date? = nil) {
+                profile: [String: ProfileValue] = [:], emailVerifiedAt: Date? = nil, disabledAt: Date? = nil) {
+        self.disabledAt = disabledAt
         self.id = id
         self.username = username
         self.email = email
@@ -24,6 +28,9 @@ public struct Account: Sendable, Equatable {
         self.profile = profile
         self.emailVerifiedAt = emailVerifiedAt
     }
+
+    /// Whether it signs in with a password (not a passkey-only or reserved account).
+    public var hasPassword: Bool { passwordHash != Self.unusablePasswordHash }
 
     /// The marker stored instead of a hash for accounts nobody can sign in to.
     public static let unusablePasswordHash = "!"

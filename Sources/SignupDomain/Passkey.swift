@@ -15,9 +15,14 @@ public struct Passkey: Sendable, Equatable {
     public let isBackedUp: Bool
     public let createdAt: Date
     public let lastUsedAt: Date?
+    /// What its owner calls it on `/account` ("" until named: the page then shows the browser
+    /// it was made in, or a number). At most `PasskeyName.maximumLength` characters.
+    public let name: String
 
     public init(credentialID: [UInt8], accountID: Int64, publicKey: [UInt8], algorithm: Int, signCount: UInt32,
-                transports: [String], isBackupEligible: Bool, isBackedUp: Bool, createdAt: Date, lastUsedAt: Date? = nil) {
+                transports: [String], isBackupEligible: Bool, isBackedUp: Bool, createdAt: Date, lastUsedAt: Date? = nil,
+                name: String = "") {
+        self.name = name
         self.credentialID = credentialID
         self.accountID = accountID
         self.publicKey = publicKey
@@ -28,6 +33,13 @@ public struct Passkey: Sendable, Equatable {
         self.isBackedUp = isBackedUp
         self.createdAt = createdAt
         self.lastUsedAt = lastUsedAt
+    }
+}
+
+extension PasskeyStore {
+    /// Stores the passkey, announcing nothing.
+    public func addPasskey(_ passkey: Passkey) throws {
+        try addPasskey(passkey, events: [])
     }
 }
 
@@ -48,8 +60,10 @@ public protocol PasskeyStore: Sendable {
     /// The account a user handle belongs to.
     func account(withUserHandle handle: [UInt8]) throws -> Account?
 
+    /// Stores the passkey with the outbox events that announce it (its owner's notice), in
+    /// one transaction.
     /// - Throws: `PasskeyError.credentialExists`, `.unknownAccount`.
-    func addPasskey(_ passkey: Passkey) throws
+    func addPasskey(_ passkey: Passkey, events: [OutboxEvent]) throws
 
     func passkey(credentialID: [UInt8]) throws -> Passkey?
 

@@ -209,6 +209,13 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             """,
             "CREATE UNIQUE INDEX sign_in_sessions_public_id ON sign_in_sessions (public_id)",
         ]),
+        // Accounts their owners and operators change: passkey names, disabled accounts, and a
+        // deleted account's name kept from new accounts for a while.
+        (14, "accounts their owners and operators change", [
+            "ALTER TABLE passkeys ADD COLUMN name TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE users ADD COLUMN disabled_at TIMESTAMPTZ",
+            "CREATE TABLE retired_usernames (username_canonical TEXT PRIMARY KEY, until TIMESTAMPTZ NOT NULL)",
+        ]),
     ]
 
     private func migrate() throws {
@@ -246,6 +253,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             try await Self.first(Bool.self, client.query("""
                 SELECT EXISTS(SELECT 1 FROM users WHERE username_canonical = \(canonical))
                     OR EXISTS(SELECT 1 FROM pending_signups WHERE username_canonical = \(canonical) AND expires_at > \(now))
+                    OR EXISTS(SELECT 1 FROM retired_usernames WHERE username_canonical = \(canonical) AND until > \(now))
                 """)) ?? false
         }
     }
@@ -261,7 +269,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         let canonical = Username.canonical(username)
         return try run("read an account") { client in
             try await Self.accounts(client.query("""
-                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at FROM users
+                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at, disabled_at FROM users
                 WHERE username_canonical = \(canonical)
                 """)).first
         }
@@ -270,7 +278,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
     public func allAccounts() throws -> [Account] {
         try run("read the accounts") { client in
             try await Self.accounts(client.query(
-                "SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at FROM users ORDER BY id"))
+                "SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at, disabled_at FROM users ORDER BY id"))
         }
     }
 
@@ -295,7 +303,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                         INSERT INTO users (username, username_canonical, email, password_hash, form_token, profile)
                         VALUES (\(account.username), \(canonical), \(account.email), \(account.passwordHash), \(account.formToken),
                                 \(ProfileValue.json(account.profile))::jsonb)
-                        RETURNING id, username, email, password_hash, created_at, profile::text, email_verified_at
+                        RETURNING id, username, email, password_hash, created_at, profile::text, email_verified_at, disabled_at
                         """, logger: logger)
                     guard let stored = try await Self.accounts(rows).first else {
                         throw StorageFault("PostgreSQL stored the account but returned no row.")
@@ -373,7 +381,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 WHERE id_hash = \(idHash) AND expires_at > \(now) AND last_seen_at > \(idleSince) AND last_seen_at < \(touchBefore)
                 """)
             return try await Self.accounts(client.query("""
-                SELECT users.id, username, email, password_hash, users.created_at, profile::text, email_verified_at
+                SELECT users.id, username, email, password_hash, users.created_at, profile::text, email_verified_at, disabled_at
                 FROM sign_in_sessions JOIN users ON users.id = sign_in_sessions.user_id
                 WHERE id_hash = \(idHash) AND expires_at > \(now) AND last_seen_at > \(idleSince)
                 """)).first
@@ -596,7 +604,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                         VALUES (\(pending.username), \(Username.canonical(pending.username)), \(pending.email),
                             \(EmailAddress.canonical(pending.email)), \(now), \(pending.passwordHash), \(formToken),
                             \(ProfileValue.json(pending.profile))::jsonb, \(now))
-                        RETURNING id, username, email, password_hash, created_at, profile::text, email_verified_at
+                        RETURNING id, username, email, password_hash, created_at, profile::text, email_verified_at, disabled_at
                         """, logger: logger)
                     guard let stored = try await Self.accounts(rows).first else {
                         throw StorageFault("PostgreSQL stored the account but returned no row.")
@@ -645,7 +653,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         let handle = Data(handle)
         return try run("read an account by user handle") { client in
             try await Self.accounts(client.query("""
-                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at FROM users
+                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at, disabled_at FROM users
                 WHERE user_handle = \(handle)
                 """)).first
         }
@@ -661,28 +669,35 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         try await connection.query("UPDATE users SET user_handle = \(handle) WHERE id = \(id)", logger: logger)
         try await connection.query("""
             INSERT INTO passkeys (credential_id, user_id, public_key, algorithm, sign_count, transports,
-                                  backup_eligible, backed_up, created_at, last_used_at)
+                                  backup_eligible, backed_up, created_at, last_used_at, name)
             VALUES (\(credential), \(id), \(key), \(algorithm), \(count), \(transports),
-                    \(passkey.isBackupEligible), \(passkey.isBackedUp), \(passkey.createdAt), \(passkey.lastUsedAt))
+                    \(passkey.isBackupEligible), \(passkey.isBackedUp), \(passkey.createdAt), \(passkey.lastUsedAt),
+                    \(passkey.name))
             """, logger: logger)
     }
 
-    public func addPasskey(_ passkey: Passkey) throws {
+    public func addPasskey(_ passkey: Passkey, events: [OutboxEvent]) throws {
         let id = Data(passkey.credentialID), key = Data(passkey.publicKey), transports = Passkey.joined(passkey.transports)
-        let count = Int64(passkey.signCount), algorithm = passkey.algorithm
-        try run("add a passkey") { client in
-            do {
-                try await client.query("""
-                    INSERT INTO passkeys (credential_id, user_id, public_key, algorithm, sign_count, transports,
-                                          backup_eligible, backed_up, created_at, last_used_at)
-                    VALUES (\(id), \(passkey.accountID), \(key), \(algorithm), \(count), \(transports),
-                            \(passkey.isBackupEligible), \(passkey.isBackedUp), \(passkey.createdAt), \(passkey.lastUsedAt))
-                    """)
-            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
-                throw PasskeyError.credentialExists
-            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23503" {
-                throw PasskeyError.unknownAccount
+        let count = Int64(passkey.signCount), algorithm = passkey.algorithm, name = passkey.name
+        let logger = self.logger
+        do {
+            try run("add a passkey") { client in
+                try await client.withTransaction(logger: logger) { connection in
+                    try await connection.query("""
+                        INSERT INTO passkeys (credential_id, user_id, public_key, algorithm, sign_count, transports,
+                                              backup_eligible, backed_up, created_at, last_used_at, name)
+                        VALUES (\(id), \(passkey.accountID), \(key), \(algorithm), \(count), \(transports),
+                                \(passkey.isBackupEligible), \(passkey.isBackedUp), \(passkey.createdAt), \(passkey.lastUsedAt),
+                                \(name))
+                        """, logger: logger)
+                    for event in events { try await Self.enqueue(event, connection, logger) }
+                }
             }
+        } catch let error as PostgresTransactionError {
+            let refused = error.closureError as? PSQLError
+            if refused?.serverInfo?[.sqlState] == "23505" { throw PasskeyError.credentialExists }
+            if refused?.serverInfo?[.sqlState] == "23503" { throw PasskeyError.unknownAccount }
+            throw StorageFault("PostgreSQL at \(location.displayName) could not add a passkey: \(error)")
         }
     }
 
@@ -691,7 +706,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         return try run("read a passkey") { client in
             try await Self.passkeys(client.query("""
                 SELECT credential_id, user_id, public_key, algorithm, sign_count, transports, backup_eligible, backed_up,
-                       created_at, last_used_at FROM passkeys WHERE credential_id = \(id)
+                       created_at, last_used_at, name FROM passkeys WHERE credential_id = \(id)
                 """)).first
         }
     }
@@ -700,7 +715,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         try run("read an account's passkeys") { client in
             try await Self.passkeys(client.query("""
                 SELECT credential_id, user_id, public_key, algorithm, sign_count, transports, backup_eligible, backed_up,
-                       created_at, last_used_at FROM passkeys WHERE user_id = \(id) ORDER BY created_at, credential_id
+                       created_at, last_used_at, name FROM passkeys WHERE user_id = \(id) ORDER BY created_at, credential_id
                 """))
         }
     }
@@ -722,11 +737,12 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
 
     private static func passkeys(_ rows: PostgresRowSequence) async throws -> [Passkey] {
         var passkeys: [Passkey] = []
-        for try await (id, account, key, algorithm, count, transports, eligible, backedUp, created, used)
-            in rows.decode((Data, Int64, Data, Int, Int64, String, Bool, Bool, Date, Date?).self) {
+        for try await (id, account, key, algorithm, count, transports, eligible, backedUp, created, used, name)
+            in rows.decode((Data, Int64, Data, Int, Int64, String, Bool, Bool, Date, Date?, String).self) {
             passkeys.append(Passkey(credentialID: Array(id), accountID: account, publicKey: Array(key), algorithm: algorithm,
                                     signCount: UInt32(clamping: count), transports: Passkey.split(transports),
-                                    isBackupEligible: eligible, isBackedUp: backedUp, createdAt: created, lastUsedAt: used))
+                                    isBackupEligible: eligible, isBackedUp: backedUp, createdAt: created, lastUsedAt: used,
+                                    name: name))
         }
         return passkeys
     }
@@ -839,7 +855,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                     """, logger: logger)) != nil else { return nil }
                 guard let account = try await Self.accounts(connection.query("""
                     UPDATE users SET password_hash = \(passwordHash) WHERE id = \(id)
-                    RETURNING id, username, email, password_hash, created_at, profile::text, email_verified_at
+                    RETURNING id, username, email, password_hash, created_at, profile::text, email_verified_at, disabled_at
                     """, logger: logger)).first else { return nil }
                 var ended = 0
                 for try await _ in try await connection.query(
@@ -850,6 +866,112 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 for event in written { try await Self.enqueue(event, connection, logger) }
                 return CompletedRecovery(account: account, endedSessions: ended)
             }
+        }
+    }
+
+    // MARK: Changes to accounts
+
+    public func changePassword(ofAccount id: Int64, from expected: String, to newHash: String, keeping idHash: String?,
+                               events: [OutboxEvent]) throws -> Int? {
+        let logger = self.logger
+        return try run("change an account's password") { client in
+            try await client.withTransaction(logger: logger) { connection -> Int? in
+                guard try await Self.first(Int64.self, connection.query("""
+                    UPDATE users SET password_hash = \(newHash) WHERE id = \(id) AND password_hash = \(expected) RETURNING id
+                    """, logger: logger)) != nil else { return nil }
+                var ended = 0
+                for try await _ in try await connection.query("""
+                    DELETE FROM sign_in_sessions WHERE user_id = \(id) AND id_hash IS DISTINCT FROM \(idHash) RETURNING id_hash
+                    """, logger: logger).decode(String.self) {
+                    ended += 1
+                }
+                // A recovery still open would replace the password just chosen.
+                try await connection.query("DELETE FROM account_recoveries WHERE account_id = \(id)", logger: logger)
+                for event in events { try await Self.enqueue(event, connection, logger) }
+                return ended
+            }
+        }
+    }
+
+    public func renamePasskey(credentialID: [UInt8], ofAccount id: Int64, to name: String) throws -> Bool {
+        let credential = Data(credentialID)
+        return try run("rename a passkey") { client in
+            try await Self.first(Int64.self, client.query("""
+                UPDATE passkeys SET name = \(name) WHERE credential_id = \(credential) AND user_id = \(id) RETURNING user_id
+                """)) != nil
+        }
+    }
+
+    public func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> PasskeyRemoval {
+        let credential = Data(credentialID), logger = self.logger, unusable = Account.unusablePasswordHash
+        return try run("remove a passkey") { client in
+            try await client.withTransaction(logger: logger) { connection -> PasskeyRemoval in
+                // The account's row locked first: two removals at once are one after the
+                // other, and the second counts what the first left.
+                guard let hasPassword = try await Self.first(Bool.self, connection.query(
+                    "SELECT password_hash <> \(unusable) FROM users WHERE id = \(id) FOR UPDATE", logger: logger)) else {
+                    return .notFound
+                }
+                guard try await Self.first(Int64.self, connection.query(
+                    "SELECT user_id FROM passkeys WHERE credential_id = \(credential) AND user_id = \(id)", logger: logger)) != nil
+                else { return .notFound }
+                let others = try await Self.first(Int64.self, connection.query(
+                    "SELECT count(*) FROM passkeys WHERE user_id = \(id) AND credential_id <> \(credential)", logger: logger)) ?? 0
+                guard others > 0 || hasPassword else { return .lastWayIn }
+                try await connection.query("DELETE FROM passkeys WHERE credential_id = \(credential) AND user_id = \(id)",
+                                           logger: logger)
+                for event in events { try await Self.enqueue(event, connection, logger) }
+                return .removed
+            }
+        }
+    }
+
+    public func deleteAccount(id: Int64, reservingUsernameUntil until: Date, events: [OutboxEvent]) throws -> Bool {
+        let logger = self.logger
+        return try run("delete an account") { client in
+            try await client.withTransaction(logger: logger) { connection -> Bool in
+                // Sessions, passkeys and recoveries go with it (ON DELETE CASCADE).
+                guard let canonical = try await Self.first(String.self, connection.query(
+                    "DELETE FROM users WHERE id = \(id) RETURNING username_canonical", logger: logger)) else { return false }
+                try await connection.query("""
+                    INSERT INTO retired_usernames (username_canonical, until) VALUES (\(canonical), \(until))
+                    ON CONFLICT (username_canonical) DO UPDATE SET until = EXCLUDED.until
+                    """, logger: logger)
+                for event in events { try await Self.enqueue(event, connection, logger) }
+                return true
+            }
+        }
+    }
+
+    public func setAccountDisabled(id: Int64, at date: Date?, events: [OutboxEvent]) throws -> Int? {
+        let logger = self.logger, disabling = date != nil
+        return try run(disabling ? "disable an account" : "enable an account") { client in
+            try await client.withTransaction(logger: logger) { connection -> Int? in
+                guard try await Self.first(Int64.self, connection.query("""
+                    UPDATE users SET disabled_at = \(date) WHERE id = \(id) AND (disabled_at IS NULL) = \(disabling) RETURNING id
+                    """, logger: logger)) != nil else { return nil }
+                var ended = 0
+                if disabling {
+                    for try await _ in try await connection.query(
+                        "DELETE FROM sign_in_sessions WHERE user_id = \(id) RETURNING id_hash", logger: logger).decode(String.self) {
+                        ended += 1
+                    }
+                    try await connection.query("DELETE FROM account_recoveries WHERE account_id = \(id)", logger: logger)
+                }
+                for event in events { try await Self.enqueue(event, connection, logger) }
+                return ended
+            }
+        }
+    }
+
+    public func removeEndedUsernameReservations(at now: Date) throws -> Int {
+        try run("remove ended username reservations") { client in
+            var removed = 0
+            for try await _ in try await client.query(
+                "DELETE FROM retired_usernames WHERE until <= \(now) RETURNING username_canonical").decode(String.self) {
+                removed += 1
+            }
+            return removed
         }
     }
 
@@ -868,7 +990,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         let canonical = EmailAddress.canonical(email)
         return try run("read an account") { client in
             try await Self.accounts(client.query("""
-                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at FROM users
+                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at, disabled_at FROM users
                 WHERE email_canonical = \(canonical)
                 """)).first
         }
@@ -877,7 +999,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
     public func account(id: Int64) throws -> Account? {
         try run("read an account") { client in
             try await Self.accounts(client.query("""
-                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at FROM users
+                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at, disabled_at FROM users
                 WHERE id = \(id)
                 """)).first
         }
@@ -1071,10 +1193,11 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
 
     private static func accounts(_ rows: PostgresRowSequence) async throws -> [Account] {
         var accounts: [Account] = []
-        for try await (id, username, email, hash, created, profile, verified)
-            in rows.decode((Int64, String, String, String, Date, String, Date?).self) {
+        for try await (id, username, email, hash, created, profile, verified, disabled)
+            in rows.decode((Int64, String, String, String, Date, String, Date?, Date?).self) {
             accounts.append(Account(id: id, username: username, email: email, passwordHash: hash, createdAt: created,
-                                    profile: ProfileValue.profile(fromJSON: profile), emailVerifiedAt: verified))
+                                    profile: ProfileValue.profile(fromJSON: profile), emailVerifiedAt: verified,
+                                    disabledAt: disabled))
         }
         return accounts
     }

@@ -215,6 +215,15 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 """)
             try db.create(index: "sign_in_sessions_public_id", on: "sign_in_sessions", columns: ["public_id"], unique: true)
         }
+        migrator.registerMigration("v15: accounts their owners and operators change") { db in
+            try db.alter(table: "passkeys") { table in table.add(column: "name", .text).notNull().defaults(to: "") }
+            try db.alter(table: "users") { table in table.add(column: "disabled_at", .datetime) }
+            // A deleted account's name, kept from new accounts for a while (`deleteAccount`).
+            try db.create(table: "retired_usernames") { table in
+                table.primaryKey("username_canonical", .text)
+                table.column("until", .datetime).notNull()
+            }
+        }
         return migrator
     }
 
@@ -237,8 +246,9 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         let statement = try db.cachedStatement(sql: """
             SELECT EXISTS(SELECT 1 FROM users WHERE username_canonical = ?)
                 OR EXISTS(SELECT 1 FROM pending_signups WHERE username_canonical = ? AND expires_at > ?)
+                OR EXISTS(SELECT 1 FROM retired_usernames WHERE username_canonical = ? AND until > ?)
             """)
-        return try Bool.fetchOne(statement, arguments: [canonical, canonical, now]) ?? false
+        return try Bool.fetchOne(statement, arguments: [canonical, canonical, now, canonical, now]) ?? false
     }
 
     public func isFormTokenUsed(_ formToken: String) throws -> Bool {
@@ -303,11 +313,11 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
     private static func insert(_ passkey: Passkey, _ db: Database) throws {
         try db.execute(sql: """
             INSERT INTO passkeys (credential_id, user_id, public_key, algorithm, sign_count, transports,
-                                  backup_eligible, backed_up, created_at, last_used_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                  backup_eligible, backed_up, created_at, last_used_at, name)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [Data(passkey.credentialID), passkey.accountID, Data(passkey.publicKey), passkey.algorithm,
                              Int64(passkey.signCount), Passkey.joined(passkey.transports), passkey.isBackupEligible,
-                             passkey.isBackedUp, passkey.createdAt, passkey.lastUsedAt])
+                             passkey.isBackedUp, passkey.createdAt, passkey.lastUsedAt, passkey.name])
     }
 
     public func reserveUsernames(_ usernames: [String]) throws {
@@ -353,7 +363,8 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             guard let row = try Row.fetchOne(
                 db,
                 sql: """
-                SELECT users.id, username, email, password_hash, users.created_at, profile, email_verified_at, last_seen_at
+                SELECT users.id, username, email, password_hash, users.created_at, profile, email_verified_at, disabled_at,
+                       last_seen_at
                 FROM sign_in_sessions JOIN users ON users.id = sign_in_sessions.user_id
                 WHERE id_hash = ? AND expires_at > ? AND last_seen_at > ?
                 """,
@@ -589,7 +600,7 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         try read { db in try Self.fetchAccounts(db, where: "user_handle = ?", [Data(handle)]).first }
     }
 
-    public func addPasskey(_ passkey: Passkey) throws {
+    public func addPasskey(_ passkey: Passkey, events: [OutboxEvent]) throws {
         try write { db in
             guard try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM users WHERE id = ?)", arguments: [passkey.accountID]) == true else {
                 throw PasskeyError.unknownAccount
@@ -599,6 +610,7 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw PasskeyError.credentialExists
             }
+            for event in events { try Self.enqueue(event, db) }
         }
     }
 
@@ -630,7 +642,7 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 publicKey: Array(row["public_key"] as Data), algorithm: row["algorithm"],
                 signCount: UInt32(clamping: row["sign_count"] as Int64), transports: Passkey.split(row["transports"]),
                 isBackupEligible: row["backup_eligible"], isBackedUp: row["backed_up"], createdAt: row["created_at"],
-                lastUsedAt: row["last_used_at"])
+                lastUsedAt: row["last_used_at"], name: row["name"])
     }
 
     public func spendProof(_ challenge: String, until expiresAt: Date) throws -> Bool {
@@ -752,6 +764,83 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         return AccountRecovery(token: row["token"], accountID: row["account_id"], codeHash: row["code_hash"],
                                linkHash: row["link_hash"], wrongTries: row["wrong_tries"], language: row["language"],
                                expiresAt: row["expires_at"], createdAt: row["created_at"])
+    }
+
+    // MARK: Changes to accounts
+
+    public func changePassword(ofAccount id: Int64, from expected: String, to newHash: String, keeping idHash: String?,
+                               events: [OutboxEvent]) throws -> Int? {
+        try write { db -> Int? in
+            try db.execute(sql: "UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?",
+                           arguments: [newHash, id, expected])
+            guard db.changesCount == 1 else { return nil }
+            try db.execute(sql: "DELETE FROM sign_in_sessions WHERE user_id = ? AND id_hash IS NOT ?", arguments: [id, idHash])
+            let ended = db.changesCount
+            // A recovery still open would replace the password just chosen.
+            try db.execute(sql: "DELETE FROM account_recoveries WHERE account_id = ?", arguments: [id])
+            for event in events { try Self.enqueue(event, db) }
+            return ended
+        }
+    }
+
+    public func renamePasskey(credentialID: [UInt8], ofAccount id: Int64, to name: String) throws -> Bool {
+        try write { db in
+            try db.execute(sql: "UPDATE passkeys SET name = ? WHERE credential_id = ? AND user_id = ?",
+                           arguments: [name, Data(credentialID), id])
+            return db.changesCount == 1
+        }
+    }
+
+    public func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> PasskeyRemoval {
+        try write { db -> PasskeyRemoval in
+            guard try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM passkeys WHERE credential_id = ? AND user_id = ?)",
+                                    arguments: [Data(credentialID), id]) == true else { return .notFound }
+            // The write transaction holds SQLite's one writer: no other removal runs between
+            // this count and the delete.
+            let others = try Int.fetchOne(db, sql: "SELECT count(*) FROM passkeys WHERE user_id = ? AND credential_id != ?",
+                                          arguments: [id, Data(credentialID)]) ?? 0
+            let hasPassword = try Bool.fetchOne(db, sql: "SELECT password_hash != ? FROM users WHERE id = ?",
+                                                arguments: [Account.unusablePasswordHash, id]) ?? false
+            guard others > 0 || hasPassword else { return .lastWayIn }
+            try db.execute(sql: "DELETE FROM passkeys WHERE credential_id = ? AND user_id = ?", arguments: [Data(credentialID), id])
+            for event in events { try Self.enqueue(event, db) }
+            return .removed
+        }
+    }
+
+    public func deleteAccount(id: Int64, reservingUsernameUntil until: Date, events: [OutboxEvent]) throws -> Bool {
+        try write { db -> Bool in
+            guard let canonical = try String.fetchOne(db, sql: "DELETE FROM users WHERE id = ? RETURNING username_canonical",
+                                                      arguments: [id]) else { return false }
+            // Sessions, passkeys and recoveries go with it (ON DELETE CASCADE).
+            try db.execute(sql: "INSERT OR REPLACE INTO retired_usernames (username_canonical, until) VALUES (?, ?)",
+                           arguments: [canonical, until])
+            for event in events { try Self.enqueue(event, db) }
+            return true
+        }
+    }
+
+    public func setAccountDisabled(id: Int64, at date: Date?, events: [OutboxEvent]) throws -> Int? {
+        try write { db -> Int? in
+            try db.execute(sql: "UPDATE users SET disabled_at = ? WHERE id = ? AND (disabled_at IS NULL) = ?",
+                           arguments: [date, id, date != nil])
+            guard db.changesCount == 1 else { return nil }
+            var ended = 0
+            if date != nil {
+                try db.execute(sql: "DELETE FROM sign_in_sessions WHERE user_id = ?", arguments: [id])
+                ended = db.changesCount
+                try db.execute(sql: "DELETE FROM account_recoveries WHERE account_id = ?", arguments: [id])
+            }
+            for event in events { try Self.enqueue(event, db) }
+            return ended
+        }
+    }
+
+    public func removeEndedUsernameReservations(at now: Date) throws -> Int {
+        try write { db in
+            try db.execute(sql: "DELETE FROM retired_usernames WHERE until <= ?", arguments: [now])
+            return db.changesCount
+        }
     }
 
     // MARK: Outbox
@@ -884,7 +973,7 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         try Row.fetchAll(
             db,
             sql: """
-            SELECT id, username, email, password_hash, created_at, profile, email_verified_at FROM users
+            SELECT id, username, email, password_hash, created_at, profile, email_verified_at, disabled_at FROM users
             WHERE \(condition) ORDER BY id
             """,
             arguments: arguments
@@ -894,6 +983,7 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
     private static func account(_ row: Row) -> Account {
         Account(id: row["id"], username: row["username"], email: row["email"],
                 passwordHash: row["password_hash"], createdAt: row["created_at"],
-                profile: ProfileValue.profile(fromJSON: row["profile"]), emailVerifiedAt: row["email_verified_at"])
+                profile: ProfileValue.profile(fromJSON: row["profile"]), emailVerifiedAt: row["email_verified_at"],
+                disabledAt: row["disabled_at"])
     }
 }

@@ -596,6 +596,111 @@ extension AccountStoreContract {
     }
 }
 
+extension AccountStoreContract {
+    private static func notice(_ type: String, at now: Date) -> OutboxEvent {
+        OutboxEvent(id: OutboxEvent.makeID(), type: type, body: "sealed", createdAt: now, channel: .accountMail)
+    }
+
+    private func noticeTypes(at now: Date) throws -> [String] {
+        // Sorted: events written at the same instant come out in either order.
+        try store.claimDueEvents(channel: .accountMail, at: now.addingTimeInterval(1), limit: 100, lease: 60).map(\.event.type).sorted()
+    }
+
+    /// Issue 43: what an owner and an operator change, each in one transaction with its
+    /// notice. A password change only from the hash it was read with, ending every session
+    /// but the changer's; a passkey renamed and removed only by its account, never the last
+    /// way in; an account disabled (sessions ended, data kept) and enabled once each; a
+    /// deleted account's sessions and passkeys gone with it and its name held until the
+    /// reservation ends, another account untouched.
+    public func ownersAndOperatorsChangeAccounts(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let rules = SignInSessionRules(idleTimeout: 3600)
+        let owner = try store.createAccount(NewAccount(username: "Changer", email: "c@example.org", passwordHash: "old",
+                                                       formToken: "c-form-1"))
+        let other = try store.createAccount(NewAccount(username: "Bystander", email: "b@example.org", passwordHash: "h",
+                                                       formToken: "c-form-2"))
+        func start(_ hash: String, _ account: Account) throws {
+            try store.startSignInSession(NewSignInSession(idHash: hash, accountID: account.id, createdAt: now,
+                                                          expiresAt: now.addingTimeInterval(86_400), device: "d",
+                                                          network: "n", publicID: "p-" + hash))
+        }
+        for hash in ["here", "there", "elsewhere"] { try start(hash, owner) }
+        try start("bystander", other)
+
+        // The password.
+        XCTAssertNil(try store.changePassword(ofAccount: owner.id, from: "stale", to: "new", keeping: "here",
+                                              events: [Self.notice("mail.lost", at: now)]),
+                     "a hash changed meanwhile wins", file: file, line: line)
+        XCTAssertEqual(try store.changePassword(ofAccount: owner.id, from: "old", to: "new", keeping: "here",
+                                                events: [Self.notice("mail.password_changed", at: now)]), 2,
+                       file: file, line: line)
+        XCTAssertEqual(try reopen().account(id: owner.id)?.passwordHash, "new", file: file, line: line)
+        XCTAssertEqual(try store.signInSessions(ofAccount: owner.id, at: now, rules: rules).map(\.idHash), ["here"],
+                       file: file, line: line)
+        XCTAssertNotNil(try store.signedInAccount(idHash: "bystander", at: now, rules: rules), file: file, line: line)
+        XCTAssertEqual(try noticeTypes(at: now), ["mail.password_changed"], "only the change that happened is told",
+                       file: file, line: line)
+
+        // Passkeys: named, removed, never the last way in.
+        func key(_ id: UInt8, _ account: Account) -> Passkey {
+            Passkey(credentialID: [id], accountID: account.id, publicKey: [0xA5], algorithm: -7, signCount: 0, transports: [],
+                    isBackupEligible: true, isBackedUp: true, createdAt: now, name: "Laptop")
+        }
+        try store.addPasskey(key(1, owner), events: [Self.notice("mail.passkey_added", at: now)])
+        try store.addPasskey(key(2, owner))
+        try store.addPasskey(key(3, other))
+        XCTAssertEqual(try store.passkeys(ofAccount: owner.id).map(\.name), ["Laptop", "Laptop"], file: file, line: line)
+        XCTAssertTrue(try store.renamePasskey(credentialID: [1], ofAccount: owner.id, to: "Work laptop"), file: file, line: line)
+        XCTAssertFalse(try store.renamePasskey(credentialID: [3], ofAccount: owner.id, to: "Mine"), "another account's",
+                       file: file, line: line)
+        XCTAssertEqual(try reopen().passkey(credentialID: [1])?.name, "Work laptop", file: file, line: line)
+        XCTAssertEqual(try store.passkey(credentialID: [3])?.name, "Laptop", file: file, line: line)
+        XCTAssertEqual(try store.removePasskey(credentialID: [3], ofAccount: owner.id, events: []), .notFound,
+                       file: file, line: line)
+        XCTAssertEqual(try store.removePasskey(credentialID: [1], ofAccount: owner.id,
+                                               events: [Self.notice("mail.passkey_removed", at: now)]), .removed,
+                       file: file, line: line)
+        XCTAssertEqual(try store.passkeys(ofAccount: owner.id).map(\.credentialID), [[2]], file: file, line: line)
+        // The bystander has no password: its one passkey is its last way in.
+        let keyOnly = try store.createAccount(NewAccount(username: "KeyOnly", email: "k@example.org",
+                                                         passwordHash: Account.unusablePasswordHash, formToken: "c-form-3"))
+        try store.addPasskey(key(4, keyOnly))
+        XCTAssertEqual(try store.removePasskey(credentialID: [4], ofAccount: keyOnly.id, events: [Self.notice("mail.lost", at: now)]),
+                       .lastWayIn, file: file, line: line)
+        XCTAssertEqual(try store.passkeys(ofAccount: keyOnly.id).count, 1, file: file, line: line)
+        XCTAssertEqual(try noticeTypes(at: now), ["mail.passkey_added", "mail.passkey_removed"], file: file, line: line)
+
+        // Disabled and enabled, once each.
+        XCTAssertEqual(try store.setAccountDisabled(id: owner.id, at: now, events: [Self.notice("mail.account_disabled", at: now)]), 1,
+                       "its last session ended", file: file, line: line)
+        XCTAssertNil(try store.setAccountDisabled(id: owner.id, at: now, events: []), "already disabled", file: file, line: line)
+        XCTAssertEqual(try reopen().account(id: owner.id)?.disabledAt, now, file: file, line: line)
+        XCTAssertEqual(try store.account(id: owner.id)?.passwordHash, "new", "its data stays", file: file, line: line)
+        XCTAssertEqual(try store.setAccountDisabled(id: owner.id, at: nil, events: []), 0, file: file, line: line)
+        XCTAssertNil(try store.setAccountDisabled(id: owner.id, at: nil, events: []), "already enabled", file: file, line: line)
+        XCTAssertNil(try store.account(id: owner.id)?.disabledAt, file: file, line: line)
+        XCTAssertNil(try store.setAccountDisabled(id: 999_999, at: now, events: []), file: file, line: line)
+
+        // Deleted, its name held for a while.
+        try start("again", owner)
+        XCTAssertTrue(try store.deleteAccount(id: owner.id, reservingUsernameUntil: now.addingTimeInterval(3600),
+                                              events: [Self.notice("mail.account_deleted", at: now)]), file: file, line: line)
+        XCTAssertFalse(try store.deleteAccount(id: owner.id, reservingUsernameUntil: now, events: []), file: file, line: line)
+        XCTAssertNil(try reopen().account(id: owner.id), file: file, line: line)
+        XCTAssertNil(try store.signedInAccount(idHash: "again", at: now, rules: rules), file: file, line: line)
+        XCTAssertNil(try store.passkey(credentialID: [2]), "its passkeys went with it", file: file, line: line)
+        XCTAssertTrue(try store.isUsernameTaken("changer", at: now.addingTimeInterval(3599)), "held", file: file, line: line)
+        XCTAssertFalse(try store.isUsernameTaken("Changer", at: now.addingTimeInterval(3600)), "free when it ends",
+                       file: file, line: line)
+        XCTAssertEqual(try store.removeEndedUsernameReservations(at: now.addingTimeInterval(3600)), 1, file: file, line: line)
+        XCTAssertEqual(try store.removeEndedUsernameReservations(at: now.addingTimeInterval(3600)), 0, file: file, line: line)
+        XCTAssertNotNil(try store.account(id: other.id), file: file, line: line)
+        XCTAssertNotNil(try store.passkey(credentialID: [3]), file: file, line: line)
+        XCTAssertNotNil(try store.signedInAccount(idHash: "bystander", at: now, rules: rules), file: file, line: line)
+        XCTAssertEqual(try noticeTypes(at: now), ["mail.account_deleted", "mail.account_disabled"], file: file, line: line)
+    }
+}
+
 private final class Outcomes: @unchecked Sendable {
     private let lock = NSLock()
     private var values: [String: Int] = [:]

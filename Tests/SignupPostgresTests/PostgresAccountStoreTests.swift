@@ -30,6 +30,7 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testTheOutboxHoldsEachAccountsEventUntilItIsDelivered() throws { try contract().theOutboxHoldsEachAccountsEventUntilItIsDelivered() }
     func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
     func testOwnersSeeAndEndTheirSessions() throws { try contract().ownersSeeAndEndTheirSessions() }
+    func testOwnersAndOperatorsChangeAccounts() throws { try contract().ownersAndOperatorsChangeAccounts() }
     func testRecoveriesWorkOnceAndEndTheAccountsSessions() throws { try contract().recoveriesWorkOnceAndEndTheAccountsSessions() }
     func testAProofOfWorkIsSpentOnce() throws { try contract().aProofOfWorkIsSpentOnce() }
     func testPasskeysBelongToTheirAccounts() throws { try contract().passkeysBelongToTheirAccounts() }

@@ -68,7 +68,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func removeExpiredProofs(at now: Date) throws -> Int { throw Failure() }
         func userHandle(ofAccount id: Int64) throws -> [UInt8] { throw Failure() }
         func account(withUserHandle handle: [UInt8]) throws -> Account? { throw Failure() }
-        func addPasskey(_ passkey: Passkey) throws { throw Failure() }
+        func addPasskey(_ passkey: Passkey, events: [OutboxEvent]) throws { throw Failure() }
         func passkey(credentialID: [UInt8]) throws -> Passkey? { throw Failure() }
         func passkeys(ofAccount id: Int64) throws -> [Passkey] { throw Failure() }
         func recordPasskeyUse(credentialID: [UInt8], signCount: UInt32, isBackedUp: Bool, at date: Date) throws -> Bool { throw Failure() }
@@ -87,6 +87,13 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func endSignInSession(publicID: String, ofAccount id: Int64) throws -> Bool { throw Failure() }
         func endSignInSessions(ofAccount id: Int64, keeping idHash: String?) throws -> Int { throw Failure() }
         func recordAuthentication(idHash: String, at date: Date) throws -> Bool { throw Failure() }
+        func changePassword(ofAccount id: Int64, from expected: String, to newHash: String, keeping idHash: String?,
+                            events: [OutboxEvent]) throws -> Int? { throw Failure() }
+        func renamePasskey(credentialID: [UInt8], ofAccount id: Int64, to name: String) throws -> Bool { throw Failure() }
+        func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> PasskeyRemoval { throw Failure() }
+        func deleteAccount(id: Int64, reservingUsernameUntil until: Date, events: [OutboxEvent]) throws -> Bool { throw Failure() }
+        func setAccountDisabled(id: Int64, at date: Date?, events: [OutboxEvent]) throws -> Int? { throw Failure() }
+        func removeEndedUsernameReservations(at now: Date) throws -> Int { throw Failure() }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -136,7 +143,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func removeExpiredProofs(at now: Date) throws -> Int { 0 }
         func userHandle(ofAccount id: Int64) throws -> [UInt8] { [] }
         func account(withUserHandle handle: [UInt8]) throws -> Account? { nil }
-        func addPasskey(_ passkey: Passkey) throws {}
+        func addPasskey(_ passkey: Passkey, events: [OutboxEvent]) throws {}
         func passkey(credentialID: [UInt8]) throws -> Passkey? { nil }
         func passkeys(ofAccount id: Int64) throws -> [Passkey] { [] }
         func recordPasskeyUse(credentialID: [UInt8], signCount: UInt32, isBackedUp: Bool, at date: Date) throws -> Bool { false }
@@ -155,6 +162,13 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func endSignInSession(publicID: String, ofAccount id: Int64) throws -> Bool { false }
         func endSignInSessions(ofAccount id: Int64, keeping idHash: String?) throws -> Int { 0 }
         func recordAuthentication(idHash: String, at date: Date) throws -> Bool { false }
+        func changePassword(ofAccount id: Int64, from expected: String, to newHash: String, keeping idHash: String?,
+                            events: [OutboxEvent]) throws -> Int? { nil }
+        func renamePasskey(credentialID: [UInt8], ofAccount id: Int64, to name: String) throws -> Bool { false }
+        func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> PasskeyRemoval { .notFound }
+        func deleteAccount(id: Int64, reservingUsernameUntil until: Date, events: [OutboxEvent]) throws -> Bool { false }
+        func setAccountDisabled(id: Int64, at date: Date?, events: [OutboxEvent]) throws -> Int? { nil }
+        func removeEndedUsernameReservations(at now: Date) throws -> Int { 0 }
         struct UnusedInTheseTests: Error {}
     }
 
@@ -196,6 +210,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testTheOutboxHoldsEachAccountsEventUntilItIsDelivered() throws { try contract().theOutboxHoldsEachAccountsEventUntilItIsDelivered() }
     func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
     func testOwnersSeeAndEndTheirSessions() throws { try contract().ownersSeeAndEndTheirSessions() }
+    func testOwnersAndOperatorsChangeAccounts() throws { try contract().ownersAndOperatorsChangeAccounts() }
     func testRecoveriesWorkOnceAndEndTheAccountsSessions() throws { try contract().recoveriesWorkOnceAndEndTheAccountsSessions() }
     func testAProofOfWorkIsSpentOnce() throws { try contract().aProofOfWorkIsSpentOnce() }
     func testPasskeysBelongToTheirAccounts() throws { try contract().passkeysBelongToTheirAccounts() }
