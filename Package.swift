@@ -206,6 +206,7 @@ let package = Package(
                 "MicroHTTPD",
                 "OutsideMail",
                 "OutsideDNS",
+                "WebAuthn",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

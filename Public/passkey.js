@@ -184,6 +184,11 @@ window.LiveSignupPasskeys = {
   var lang = document.documentElement.getAttribute("lang") || "";
 
   function added(answer) {
+    // On /account the list is the page's: it is shown again with the new one in it.
+    if (box.hasAttribute("data-reload-on-add")) {
+      location.assign("/account?passkey=added" + (lang && lang !== "en" ? "&lang=" + encodeURIComponent(lang) : "") + "#passkeys");
+      return;
+    }
     if (count && typeof answer.passkeys === "number") {
       count.textContent = box.getAttribute("data-text-count").replace("{count}", String(answer.passkeys));
       count.hidden = false;
@@ -210,7 +215,9 @@ window.LiveSignupPasskeys = {
     });
     // Right after a password sign-in, a browser that can may save a passkey by itself
     // (conditional create): nothing is shown unless it does.
-    if (box.getAttribute("data-passkeys") !== "0" || typeof PKC.getClientCapabilities !== "function") { return; }
+    // Never on /account, where the person chooses (and a stale sign-in would refuse it).
+    if (box.hasAttribute("data-reload-on-add") || box.getAttribute("data-passkeys") !== "0" ||
+        typeof PKC.getClientCapabilities !== "function") { return; }
     PKC.getClientCapabilities().then(function (caps) {
       if (!caps || !caps.conditionalCreate || !window.AbortController) { return; }
       offered = new AbortController();

@@ -62,6 +62,28 @@ public struct OutboxEvent: Sendable, Equatable {
         return OutboxEvent(id: makeID(), type: "account.password_reset", body: body, createdAt: date)
     }
 
+    /// Who made a change an `accountChange` event announces.
+    public enum Actor: String, Sendable {
+        /// The account's owner, on `/account`.
+        case owner
+        /// The operator, with `signup-server accounts`.
+        case `operator`
+    }
+
+    /// A change to an existing account: `account.password_changed`, `account.passkey_added`,
+    /// `account.passkey_removed`, `account.deleted`, `account.disabled`, `account.enabled`.
+    /// The account's id, username and email, when, and who (`owner` or `operator`); never a
+    /// password, a hash or a key.
+    public static func accountChange(_ type: String, _ account: Account, at date: Date, by actor: Actor) -> OutboxEvent {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let at = formatter.string(from: date)
+        let data = "{\"id\":\"\(account.id)\",\"username\":\(jsonString(account.username)),"
+            + "\"email\":\(jsonString(account.email)),\"at\":\"\(at)\",\"by\":\"\(actor.rawValue)\"}"
+        let body = "{\"type\":\"\(type)\",\"timestamp\":\"\(at)\",\"data\":\(data)}"
+        return OutboxEvent(id: makeID(), type: type, body: body, createdAt: date)
+    }
+
     public static func makeID() -> String {
         var generator = SystemRandomNumberGenerator()
         return "msg_" + (0..<16).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()

@@ -2,35 +2,44 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import WebAuthn
 
-/// `/account` (issue 43, first part): the signed-in person's page. So far, where they are
-/// signed in ("your devices": each live session's browser, network, when it began and was
-/// last used, which one is this browser), signing out any other one, or every other one, and
-/// confirming who they are (the password again) so sensitive changes are open for a while.
+/// `/account` (issue 43): the signed-in person's page. Where they are signed in ("your
+/// devices": each live session's browser, network, when it began and was last used, which
+/// one is this browser), signing out any other one or every other one; their passkeys (named,
+/// renamed, removed, added); confirming who they are (the password again) so sensitive
+/// changes are open for a while, and the ways to those changes (`AccountChangeRoutes`).
 struct AccountRoutes: Sendable {
     let store: any AccountStore
     let signedIn: SignedInUsers
+    let recent: RecentSignIn
     let hashing: PasswordHashingQueue
     let limiters: ClientLimiters
     let refusals: Refusals
+    let announcer: AccountAnnouncer
     let logger: Logger
     let now: @Sendable () -> Date
-    /// How long after a sign-in (or a confirmation) sensitive changes stay open.
-    let recentSignIn: TimeInterval
 
     init(_ services: Services) {
         store = services.store
         signedIn = services.signedIn
+        recent = services.recentSignIn
         hashing = services.hashing
         limiters = services.limiters
         refusals = services.refusals
+        announcer = AccountAnnouncer(services)
         logger = services.logger
         now = services.now
-        recentSignIn = services.configuration.recentSignInLifetime
     }
+
+    /// How long after a sign-in (or a confirmation) sensitive changes stay open.
+    var recentSignIn: TimeInterval { recent.lifetime }
 
     /// The form field that names a session by its handle (`SignInSessionSummary.publicID`).
     static let sessionField = "session"
+    /// The form field that names a passkey (its credential id, base64url) and its new name.
+    static let passkeyField = "passkey"
+    static let passkeyNameField = "name"
 
     // MARK: GET /account
 
@@ -46,11 +55,16 @@ struct AccountRoutes: Sendable {
         } else if request.http.queryValue("ended") == "one" {
             notice = request.text("account.ended")
         } else if let count = request.http.queryValue("others").flatMap({ Int($0) }), count >= 0 {
-            notice = request.text("account.ended_others").replacingOccurrences(of: "{n}", with: String(count))
+            notice = request.text(request.http.queryValue("password") == "changed" ? "account.password_changed" : "account.ended_others")
+                .replacingOccurrences(of: "{n}", with: String(count))
+        } else if let done = request.http.queryValue("passkey"), ["renamed", "removed", "added"].contains(done) {
+            notice = request.text("account.passkey_\(done)")
         } else {
             notice = nil
         }
-        return accountPage(request, account, notice: notice, status: .ok)
+        // Sent here by a change that needs a recent sign-in: the page asks, then continues.
+        let continuation = request.http.queryValue(RecentSignIn.Continuation.field).flatMap(RecentSignIn.Continuation.init(rawValue:))
+        return accountPage(request, account, notice: notice, continuation: continuation, status: .ok)
     }
 
     // MARK: POST /account/sessions/end
@@ -109,13 +123,16 @@ struct AccountRoutes: Sendable {
 
     private func confirm(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         let password = (request.form["password"] ?? "").canonicallyComposed
+        let continuation = request.form[RecentSignIn.Continuation.field].flatMap(RecentSignIn.Continuation.init(rawValue:))
         guard let idHash = signedIn.sessionHash(in: request.cookieHeader) else { return signInFirst(request) }
         guard account.passwordHash != Account.unusablePasswordHash else {
             // A passkey-only account confirms with a fresh sign-in (its passkey).
-            return accountPage(request, account, error: request.text("account.confirm_passkey"), status: .conflict)
+            return accountPage(request, account, error: request.text("account.confirm_passkey"), continuation: continuation,
+                               status: .conflict)
         }
         guard !password.isEmpty else {
-            return accountPage(request, account, error: request.text("account.confirm_empty"), status: .unprocessableContent)
+            return accountPage(request, account, error: request.text("account.confirm_empty"), continuation: continuation,
+                               status: .unprocessableContent)
         }
         let accountKey = Username.canonical(account.username), clientKey = request.clientKey
         do throws(LimitExceeded) {
@@ -123,7 +140,8 @@ struct AccountRoutes: Sendable {
         } catch {
             refusals.count(error)
             var response = accountPage(request, account, error: request.text("signin.too_many")
-                .replacingOccurrences(of: "{wait}", with: request.waitPhrase(error.retryAfterSeconds)), status: .tooManyRequests)
+                .replacingOccurrences(of: "{wait}", with: request.waitPhrase(error.retryAfterSeconds)), continuation: continuation,
+                status: .tooManyRequests)
             response.headers.add("Retry-After", String(error.retryAfterSeconds))
             return response
         }
@@ -138,14 +156,15 @@ struct AccountRoutes: Sendable {
                             guard try store.recordAuthentication(idHash: idHash, at: now()) else { return respond(signInFirst(request)) }
                             logger.notice("Signed-in person confirmed who they are",
                                           metadata: ["account": "\(account.id)", "client": "\(request.client)"])
-                            respond(Pages.redirect(to: "/account?confirmed=1" + Self.languageParameter(request)))
+                            respond(Pages.redirect(to: Self.afterConfirming(request)))
                         } catch {
                             respond(unavailable(request, error))
                         }
                     case .success(false):
                         logger.notice("A confirmation on the account page failed",
                                       metadata: ["account": "\(account.id)", "client": "\(request.client)"])
-                        respond(accountPage(request, account, error: request.text("account.confirm_failed"), status: .unauthorized))
+                        respond(accountPage(request, account, error: request.text("account.confirm_failed"),
+                                            continuation: continuation, status: .unauthorized))
                     case .failure:
                         respond(unavailable(request))
                     }
@@ -156,11 +175,89 @@ struct AccountRoutes: Sendable {
         }
     }
 
+    /// Where a confirmation leads: the change that asked for it, else the page saying how
+    /// long changes are open.
+    private static func afterConfirming(_ request: SignupRequest) -> String {
+        let language = languageParameter(request)
+        guard let next = request.form[RecentSignIn.Continuation.field].flatMap(RecentSignIn.Continuation.init(rawValue:)),
+              next != .account else { return "/account?confirmed=1" + language }
+        // A fragment stays last.
+        let path = next.path, parts = path.split(separator: "#", maxSplits: 1).map(String.init)
+        let query = language.isEmpty ? "" : "?" + language.dropFirst()
+        return parts[0] + query + (parts.count > 1 ? "#" + parts[1] : "")
+    }
+
+    // MARK: POST /account/passkeys/rename
+
+    /// A name its owner recognises for one of the account's passkeys. Not a sensitive change
+    /// (it opens nothing): no recent sign-in asked.
+    func renamePasskey(_ request: SignupRequest) -> HTTPResponse {
+        forAccount(request) { account in
+            guard let id = request.form[Self.passkeyField].flatMap(Base64URL.decode) else {
+                return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
+            }
+            guard let name = PasskeyName.cleaned(request.form[Self.passkeyNameField] ?? "") else {
+                return accountPage(request, account, error: request.text("account.passkey_name_empty"), status: .unprocessableContent)
+            }
+            do {
+                guard try store.renamePasskey(credentialID: id, ofAccount: account.id, to: name) else {
+                    return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
+                }
+            } catch {
+                return unavailable(request, error)
+            }
+            logger.notice("A passkey renamed by its account's owner", metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+            return Pages.redirect(to: "/account?passkey=renamed" + Self.languageParameter(request) + "#passkeys")
+        }
+    }
+
+    // MARK: POST /account/passkeys/remove (a recent sign-in)
+
+    /// Removes one of the account's passkeys, never its last way in; the owner is told.
+    func removePasskey(_ request: SignupRequest) -> HTTPResponse {
+        forAccount(request) { account in
+            let passkeys: [Passkey]
+            do { passkeys = try store.passkeys(ofAccount: account.id) } catch { return unavailable(request, error) }
+            guard let id = request.form[Self.passkeyField].flatMap(Base64URL.decode),
+                  let passkey = passkeys.first(where: { $0.credentialID == id }) else {
+                return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
+            }
+            let time = now()
+            let removal: PasskeyRemoval
+            do {
+                let name = Self.displayName(of: passkey, among: passkeys, request)
+                let events = try announcer.events(.passkeyRemoved, webhook: "account.passkey_removed", for: account, detail: name,
+                                                  language: request.language, at: time)
+                removal = try store.removePasskey(credentialID: id, ofAccount: account.id, events: events)
+            } catch {
+                return unavailable(request, error)
+            }
+            switch removal {
+            case .removed:
+                announcer.nudge()
+                logger.notice("A passkey removed by its account's owner",
+                              metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+                return Pages.redirect(to: "/account?passkey=removed" + Self.languageParameter(request) + "#passkeys")
+            case .lastWayIn:
+                return accountPage(request, account, error: request.text("account.passkey_last_way_in"), status: .conflict)
+            case .notFound:
+                return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
+            }
+        }
+    }
+
+    /// What the page calls a passkey: its name, else "Passkey 2" by the order they were made.
+    static func displayName(of passkey: Passkey, among passkeys: [Passkey], _ request: SignupRequest) -> String {
+        if !passkey.name.isEmpty { return passkey.name }
+        let number = (passkeys.firstIndex { $0.credentialID == passkey.credentialID } ?? 0) + 1
+        return request.text("account.passkey_unnamed").replacingOccurrences(of: "{n}", with: String(number))
+    }
+
     // MARK: Pages
 
     /// Runs `body` for the signed-in account; a signed-out visitor is sent to sign in first,
     /// and a store that could not say is answered 503.
-    private func forAccount(_ request: SignupRequest, _ body: (Account) -> HTTPResponse) -> HTTPResponse {
+    func forAccount(_ request: SignupRequest, _ body: (Account) -> HTTPResponse) -> HTTPResponse {
         switch request.signedIn {
         case .account(let account): return body(account)
         case .unavailable(let error):
@@ -170,21 +267,22 @@ struct AccountRoutes: Sendable {
         }
     }
 
-    private static func languageParameter(_ request: SignupRequest) -> String {
+    static func languageParameter(_ request: SignupRequest) -> String {
         request.language.tag == Languages.fallback ? "" : "&lang=\(request.language.tag)"
     }
 
     /// Signed out: to the sign-in form, which brings them back here.
-    private func signInFirst(_ request: SignupRequest) -> HTTPResponse {
+    func signInFirst(_ request: SignupRequest) -> HTTPResponse {
         let query = PageRenderer.query(languageQuery: PageRenderer.languageQuery(request.language), returnTo: "/account")
         return Pages.redirect(to: "/signin" + query)
     }
 
     private func accountPage(_ request: SignupRequest, _ account: Account, notice: String? = nil, error: String? = nil,
-                             status: HTTPStatus) -> HTTPResponse {
-        let sessions: [SignInSessionSummary]
+                             continuation: RecentSignIn.Continuation? = nil, status: HTTPStatus) -> HTTPResponse {
+        let sessions: [SignInSessionSummary], passkeys: [Passkey]
         do {
             sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
+            passkeys = try store.passkeys(ofAccount: account.id)
         } catch {
             return unavailable(request, error)
         }
@@ -196,10 +294,17 @@ struct AccountRoutes: Sendable {
         let page = PageRenderer.AccountPage(
             username: account.username,
             openUntil: openUntil,
-            confirmsWithPassword: account.passwordHash != Account.unusablePasswordHash,
+            confirmsWithPassword: account.hasPassword,
+            hasPassword: account.hasPassword,
+            continuation: openUntil == nil ? continuation : nil,
             devices: sessions.map { session in
                 .init(handle: session.publicID, device: session.device, network: session.network, began: session.createdAt,
                       lastUsed: session.lastSeenAt, isThisBrowser: session.idHash == current)
+            },
+            passkeys: passkeys.map { passkey in
+                .init(handle: Base64URL.encode(passkey.credentialID), name: Self.displayName(of: passkey, among: passkeys, request),
+                      created: passkey.createdAt, lastUsed: passkey.lastUsedAt, isSynced: passkey.isBackedUp,
+                      isLastWayIn: passkeys.count == 1 && !account.hasPassword)
             },
             notice: notice, error: error)
         var response = Pages.html(request.renderer.renderAccount(page, language: request.language, assets: request.assets),
@@ -208,7 +313,7 @@ struct AccountRoutes: Sendable {
         return response
     }
 
-    private func unavailable(_ request: SignupRequest, _ error: Error? = nil) -> HTTPResponse {
+    func unavailable(_ request: SignupRequest, _ error: Error? = nil) -> HTTPResponse {
         if let error { logger.error("Account store unavailable on the account page", metadata: ["error": "\(error)"]) }
         return request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("error.unavailable"),
                                      code: "unavailable", status: .serviceUnavailable,

@@ -68,6 +68,17 @@ struct MailCourier: OutboxCourier {
     }
 }
 
+/// What an account notice is about (`VerificationMails.accountNotice`); the raw value names
+/// its texts and its outbox type (`mail.<value>`).
+enum AccountNotice: String, Sendable, CaseIterable {
+    case passwordChanged = "password_changed_here"
+    case passkeyAdded = "passkey_added"
+    case passkeyRemoved = "passkey_removed"
+    case accountDeleted = "account_deleted"
+    case accountDisabled = "account_disabled"
+    case accountEnabled = "account_enabled"
+}
+
 /// Writes the mails that prove addresses, in the person's language, sealed for the outbox.
 struct VerificationMails: Sendable {
     let renderer: PageRenderer
@@ -151,6 +162,29 @@ struct VerificationMails: Sendable {
             after: [text("mail.changed_sessions", language)],
             footer: text("mail.footer", language))
         return try seal(content, to: address, type: "mail.password_changed", language: language, at: now, expiresAt: nil,
+                        channel: .accountMail)
+    }
+
+    /// A change the owner made on `/account` (or an operator made to it), told at its
+    /// address: what changed and when, where to see the account, and what to do if it was
+    /// not them. The texts are `mail.notice_<kind>_subject` and `_lead` ({username},
+    /// {detail}: a passkey's name), with the shared `mail.notice_*` words around them.
+    func accountNotice(_ kind: AccountNotice, to address: String, username: String, detail: String = "",
+                       language: Languages.Language, at now: Date) throws -> OutboxEvent {
+        func words(_ name: String) -> String { text("mail.notice_\(kind.rawValue)_\(name)", language) }
+        // A deleted or disabled account has no page to go to: the link leads to getting back in.
+        let leadsToAccount = kind != .accountDeleted && kind != .accountDisabled
+        let content = PageRenderer.MailContent(
+            subject: words("subject"),
+            heading: words("subject"),
+            lead: words("lead").replacingOccurrences(of: "{username}", with: username).replacingOccurrences(of: "{detail}", with: detail),
+            code: nil,
+            linkLead: text(leadsToAccount ? "mail.notice_see_account" : "mail.notice_questions", language),
+            linkURL: "\(linkOrigin())" + (leadsToAccount ? "/account" : "/signin") + PageRenderer.languageQuery(language),
+            linkText: text(leadsToAccount ? "mail.notice_see_account_link" : "mail.notice_signin_link", language),
+            after: leadsToAccount ? [text("mail.notice_not_you", language)] : [],
+            footer: text("mail.footer", language))
+        return try seal(content, to: address, type: "mail.\(kind.rawValue)", language: language, at: now, expiresAt: nil,
                         channel: .accountMail)
     }
 

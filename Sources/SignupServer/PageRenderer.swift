@@ -27,7 +27,7 @@ struct PageRenderer: Sendable {
             let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
             templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text)
         }
-        for required in ["signup", "welcome", "signin", "problem", "verify", "recover", "account", "mail.txt", "mail.html"] where templates[required] == nil {
+        for required in ["signup", "welcome", "signin", "problem", "verify", "recover", "account", "account-delete", "mail.txt", "mail.html"] where templates[required] == nil {
             throw LoadError.missingTemplate(required, directory: directory.path)
         }
         library = MustacheLibrary(templates: templates)
@@ -63,8 +63,38 @@ struct PageRenderer: Sendable {
 
         enum Purpose: Equatable {
             case signup
-            /// The password fields alone, for this account; posted to `/recover/password`.
-            case newPassword(username: String)
+            /// The password fields alone, for one account.
+            case newPassword(NewPasswordForm)
+        }
+
+        /// A new-password form: a recovery's (`/recover/password`) or a change on `/account`
+        /// (`/account/password`), with its words and where it posts.
+        struct NewPasswordForm: Equatable {
+            var username: String
+            /// Where it posts.
+            var action: String
+            /// Where the page's script asks for a fresh live session (`data-session-url`).
+            var sessionURL: String
+            /// The catalog keys of its title, lead ({username}) and button.
+            var title: String
+            var lead: String
+            var submit: String
+            /// A change asks for the current password too (an account that has one).
+            var asksCurrentPassword = false
+            /// Why the current password was refused, shown at its field.
+            var currentPasswordMessage = ""
+
+            static func recovery(username: String) -> NewPasswordForm {
+                NewPasswordForm(username: username, action: "/recover/password", sessionURL: "/recover/session", title: "recover.password_title",
+                                lead: "recover.password_lead", submit: "recover.password_submit")
+            }
+
+            static func change(username: String, hasPassword: Bool, message: String = "") -> NewPasswordForm {
+                NewPasswordForm(username: username, action: "/account/password", sessionURL: "/account/password/session",
+                                title: hasPassword ? "account.password_title" : "account.set_password_title",
+                                lead: "account.password_lead", submit: "account.password_submit",
+                                asksCurrentPassword: hasPassword, currentPasswordMessage: message)
+            }
         }
 
         var hasErrors: Bool { !errors.isEmpty || !formError.isEmpty }
@@ -75,8 +105,8 @@ struct PageRenderer: Sendable {
     func renderSignup(_ page: SignupPage, language: Languages.Language, languages: Languages, assets: StaticAssets,
                       policy: SignupPolicy? = nil) -> String {
         let policy = policy ?? language.policy
-        let newPasswordFor: String? = {
-            if case .newPassword(let username) = page.purpose { return username }
+        let newPasswordFor: SignupPage.NewPasswordForm? = {
+            if case .newPassword(let form) = page.purpose { return form }
             return nil
         }()
         let catalog = language.catalog
@@ -158,7 +188,7 @@ struct PageRenderer: Sendable {
         }
         // The strength label in this language (a page re-rendered after a submit has none yet).
         let strengthLabel = policy.settings.texts(PolicyText.strengthLabel(score: page.strength.score))
-        let title = newPasswordFor == nil ? text("page.title") : text("recover.password_title")
+        let title = text(newPasswordFor?.title ?? "page.title")
         // Catalog keys with dots become underscores for the template ({{t.page_title}}).
         let t = Dictionary(uniqueKeysWithValues: catalog.texts.map { ($0.key.replacingOccurrences(of: ".", with: "_"), $0.value) })
         let context: [String: Any] = [
@@ -168,7 +198,7 @@ struct PageRenderer: Sendable {
             "langQuery": Self.languageQuery(language),
             "languages": languages.all.count > 1 ? languages.all.map { other -> [String: Any] in
                 ["tag": other.tag, "name": other.catalog.name, "isCurrent": other.tag == language.tag,
-                 "href": (newPasswordFor == nil ? "/" : "/recover/password") + "?lang=\(other.tag)"]
+                 "href": (newPasswordFor?.action ?? "/") + "?lang=\(other.tag)"]
             } : [],
             "title": title,
             "pageTitle": page.hasErrors ? text("page.error_prefix") + title : title,
@@ -184,15 +214,18 @@ struct PageRenderer: Sendable {
                 ?? Self.query(languageQuery: Self.languageQuery(language), returnTo: page.returnTo),
             "scriptURL": assets.url(for: "app.js"),
             "stylesheetURL": assets.url(for: "style.css"),
-            "formAction": newPasswordFor == nil ? "/signup" : "/recover/password",
+            "formAction": newPasswordFor?.action ?? "/signup",
             "isSignup": newPasswordFor == nil,
             // A new-password form: whose (for password managers, and the lead), and where
             // the page's script asks for a fresh live session.
-            "newPassword": newPasswordFor.map { username -> [String: Any] in
-                ["username": username,
-                 "lead": text("recover.password_lead").replacingOccurrences(of: "{username}", with: username)]
+            "newPassword": newPasswordFor.map { form -> [String: Any] in
+                ["username": form.username,
+                 "lead": text(form.lead).replacingOccurrences(of: "{username}", with: form.username),
+                 "asksCurrentPassword": form.asksCurrentPassword,
+                 "currentPasswordMessage": form.currentPasswordMessage,
+                 "currentPasswordInvalid": !form.currentPasswordMessage.isEmpty]
             } ?? false,
-            "sessionURL": newPasswordFor == nil ? "/sessions" : "/recover/session",
+            "sessionURL": newPasswordFor?.sessionURL ?? "/sessions",
             "hasChallenge": !page.challenge.isEmpty,
             "challenge": page.challenge,
             "proofWorkerURL": assets.url(for: "proof-worker.js"),
@@ -203,7 +236,7 @@ struct PageRenderer: Sendable {
             "policyName": policy.name,
             "credential": page.credential.rawValue,
             "passkeyScriptURL": assets.url(for: "passkey.js"),
-            "submitLabel": newPasswordFor == nil ? text("page.submit") : text("recover.password_submit"),
+            "submitLabel": text(newPasswordFor?.submit ?? "page.submit"),
         ]
         return library.render(context, withTemplate: "signup") ?? ""
     }
@@ -486,12 +519,27 @@ struct PageRenderer: Sendable {
             var lastUsed: Date
             var isThisBrowser: Bool
         }
+        struct PasskeyEntry {
+            /// Its credential id, base64url: posted to rename or remove it.
+            var handle: String
+            var name: String
+            var created: Date
+            var lastUsed: Date?
+            /// Backed up by its provider (synced to the person's other devices), else bound to one device.
+            var isSynced: Bool
+            /// The account's only way in: it cannot be removed.
+            var isLastWayIn: Bool
+        }
         var username: String
         /// Until when sensitive changes are open (a recent sign-in); nil asks to confirm first.
         var openUntil: Date?
         /// Whether it confirms with its password (a passkey-only account signs in again).
         var confirmsWithPassword: Bool
+        var hasPassword: Bool
+        /// The change that sent the person here to confirm first (the confirmation continues to it).
+        var continuation: RecentSignIn.Continuation?
         var devices: [Device]
+        var passkeys: [PasskeyEntry]
         /// "Signed out on that device." after an ending.
         var notice: String?
         /// A refused request about the page as a whole.
@@ -537,7 +585,59 @@ struct PageRenderer: Sendable {
             ]
         }
         context["hasOthers"] = page.devices.contains { !$0.isThisBrowser }
+        context["hasPassword"] = page.hasPassword
+        context["continuation"] = page.continuation?.rawValue ?? ""
+        context["continueField"] = RecentSignIn.Continuation.field
+        context["passkeyField"] = AccountRoutes.passkeyField
+        context["passkeyNameField"] = AccountRoutes.passkeyNameField
+        context["passkeyNameMax"] = PasskeyName.maximumLength
+        context["hasPasskeys"] = !page.passkeys.isEmpty
+        context["passkeyCount"] = page.passkeys.count
+        context["passkeyScriptURL"] = assets.url(for: "passkey.js")
+        context["passkeys"] = page.passkeys.map { passkey -> [String: Any] in
+            [
+                "handle": passkey.handle,
+                "name": passkey.name,
+                "created": when(passkey.created),
+                "lastUsed": passkey.lastUsed.map(when) ?? false,
+                "kind": text(passkey.isSynced ? "account.passkey_synced" : "account.passkey_device_bound"),
+                "isLastWayIn": passkey.isLastWayIn,
+            ]
+        }
         return library.render(context, withTemplate: "account") ?? ""
+    }
+
+    /// `/account/delete`: what deleting the account will end, and the field where its
+    /// username is typed to confirm.
+    struct DeletionPage {
+        var username: String
+        var sessions: Int
+        var passkeys: Int
+        /// The labels of the profile fields the account has values for.
+        var profileFields: [String]
+        var error: String?
+        /// How long the username stays kept from new accounts.
+        var reservedDays: Int
+    }
+
+    func renderDeletion(_ page: DeletionPage, language: Languages.Language, assets: StaticAssets) -> String {
+        var context = common(language, assets: assets)
+        func text(_ key: String) -> String { language.catalog[key] ?? key }
+        let title = text("account.delete_title")
+        context["pageTitle"] = page.error == nil ? title : text("page.error_prefix") + title
+        context["heading"] = title
+        context["username"] = page.username
+        context["hasError"] = page.error != nil
+        context["errorMessage"] = page.error ?? ""
+        context["confirmField"] = AccountChangeRoutes.confirmUsernameField
+        context["ends"] = [
+            text("account.delete_sessions").replacingOccurrences(of: "{n}", with: String(page.sessions)),
+            text("account.delete_passkeys").replacingOccurrences(of: "{n}", with: String(page.passkeys)),
+        ] + (page.profileFields.isEmpty ? [] : [text("account.delete_profile")
+            .replacingOccurrences(of: "{fields}", with: page.profileFields.joined(separator: ", "))])
+        context["typeLabel"] = text("account.delete_type_label").replacingOccurrences(of: "{username}", with: page.username)
+        context["reserved"] = text("account.delete_reserved").replacingOccurrences(of: "{days}", with: String(page.reservedDays))
+        return library.render(context, withTemplate: "account-delete") ?? ""
     }
 
     /// What a mail says, in its language: the same words become its text and its HTML part.

@@ -32,7 +32,7 @@ struct PasskeyRefusal: Error, Sendable {
     }
 
     /// Every reason there is: the metric's label values (a fixed set).
-    static let reasons = ["expired", "replayed", "forged", "exists", "unavailable", "username_first", "signed_out", "other_browser"]
+    static let reasons = ["expired", "replayed", "forged", "exists", "unavailable", "username_first", "signed_out", "other_browser", "disabled"]
         + WebAuthnError.codes
 }
 

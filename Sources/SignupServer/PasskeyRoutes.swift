@@ -20,9 +20,11 @@ struct PasskeyRoutes: Sendable {
     let logger: Logger
     let sameOrigin: SameOriginPolicy
     let challenges: PasskeyChallenges
+    let announcer: AccountAnnouncer
     let now: @Sendable () -> Date
 
     init(_ services: Services) {
+        announcer = AccountAnnouncer(services)
         refusals = services.refusals
         sessions = services.sessions
         store = services.store
@@ -157,6 +159,13 @@ struct PasskeyRoutes: Sendable {
         }
         do throws(PasskeyRefusal) {
             let (account, passkey) = try verifiedAssertion(text, request: request.http)
+            // A disabled account's refusal is given back below (a 403 is not a failed proof).
+            if account.disabledAt != nil {
+                metrics.signin("disabled")
+                logger.notice("Passkey sign-in refused: the account is disabled",
+                              metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+                throw PasskeyRefusal(reason: "disabled", status: .forbidden, text: "signin.disabled", detail: "the account is disabled")
+            }
             limiters.signinFailuresPerAddress.refund(request.clientKey)
             let cookies: [String]
             do {
@@ -241,12 +250,20 @@ struct PasskeyRoutes: Sendable {
             let purpose = try challenges.spend(challenge, forOneOf: [true, false].map { Self.addPurpose(account, conditional: $0) })
             let made = try verifiedRegistration(registration, challenge: challenge, request: request.http,
                                                 requireUserPresence: purpose != Self.addPurpose(account, conditional: true))
-            let count: Int
+            let count: Int, time = now()
+            // Named after the browser it was made in until its owner names it.
+            let name = PasskeyName.cleaned(DeviceLabel.of(userAgent: request.http.headers["User-Agent"])) ?? ""
             do {
+                // The owner is told in the same transaction: a passkey added by someone else
+                // with a stolen session and a recent sign-in does not go unnoticed.
+                let events = try announcer.events(.passkeyAdded, webhook: "account.passkey_added", for: account,
+                                                  detail: name.isEmpty ? request.text("account.unknown_device") : name,
+                                                  language: request.language, at: time)
                 try store.addPasskey(Passkey(
                     credentialID: made.credentialID, accountID: account.id, publicKey: made.publicKey,
                     algorithm: made.algorithm.rawValue, signCount: made.signCount, transports: made.transports,
-                    isBackupEligible: made.isBackupEligible, isBackedUp: made.isBackedUp, createdAt: now()))
+                    isBackupEligible: made.isBackupEligible, isBackedUp: made.isBackedUp, createdAt: time, name: name),
+                    events: events)
                 count = try store.passkeys(ofAccount: account.id).count
             } catch PasskeyError.credentialExists {
                 throw PasskeyRefusal.exists
@@ -254,7 +271,8 @@ struct PasskeyRoutes: Sendable {
                 throw unavailable("the passkey could not be stored: \(error)")
             }
             metrics.passkey(.add, "accepted")
-            logger.info("Passkey added to an account", metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+            announcer.nudge()
+            logger.notice("Passkey added to an account", metadata: ["account": "\(account.id)", "client": "\(request.client)"])
             return Self.json("{\"added\":true,\"passkeys\":\(count)}", status: .created)
         } catch {
             return refused(error, ceremony: .add, request: request)

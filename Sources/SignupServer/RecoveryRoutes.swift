@@ -491,7 +491,7 @@ struct RecoveryRoutes: Sendable {
             token: token, values: [:], requirementStates: evaluation.requirementStates,
             messages: Dictionary(uniqueKeysWithValues: problems.map { ($0.field, $0.message) }), strength: .none)
         page.errors = problems
-        page.purpose = .newPassword(username: account.username)
+        page.purpose = .newPassword(.recovery(username: account.username))
         var headers = HTTPHeaders([("Content-Language", request.language.tag)])
         headers.add("Vary", "Accept-Language")
         return Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,

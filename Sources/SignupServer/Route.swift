@@ -60,11 +60,20 @@ final class Route: Sendable {
     /// once (`SignupRequest.signedIn`) and the handler answers a signed-out one in its own
     /// words (a redirect to `/signin`, a passkey refusal).
     let readsSignedIn: Bool
+    /// Whether it changes something that needs a recent sign-in in this browser
+    /// (`RecentSignIn`): the router answers a signed-in person without one before the handler
+    /// runs (a page: to `/account`, which asks to confirm, then continues to `continuation`;
+    /// JSON: 403 `recent_signin_required`). A signed-out one reaches the handler, which
+    /// answers them in its own words. Implies `readsSignedIn`.
+    let needsRecentSignIn: Bool
+    /// Where the confirmation leads back to, when it needs a recent sign-in.
+    let continuation: RecentSignIn.Continuation?
     let handler: Handler
 
     init(_ method: HTTPMethod, _ path: String, prefix: Bool = false, answers: Answers, reads: Reads = .query,
          limits: [RateLimitName] = [], spentFirst: [RateLimitName] = [], outcome: Outcome? = nil,
-         sendsNoReferrer: Bool = false, signedIn: Bool = false, handler: @escaping Handler) {
+         sendsNoReferrer: Bool = false, signedIn: Bool = false, recentSignIn: RecentSignIn.Continuation? = nil,
+         handler: @escaping Handler) {
         precondition(spentFirst.allSatisfy(limits.contains), "\(path): a limit spent first is one of its limits")
         precondition(method != .head, "\(path): HEAD is answered by the GET row")
         self.method = method
@@ -77,7 +86,9 @@ final class Route: Sendable {
         self.spentFirst = spentFirst
         self.outcome = outcome
         self.sendsNoReferrer = sendsNoReferrer
-        readsSignedIn = signedIn
+        needsRecentSignIn = recentSignIn != nil
+        continuation = recentSignIn
+        readsSignedIn = signedIn || needsRecentSignIn
         self.handler = handler
         name = prefix ? String(path.dropLast()) : path
     }

@@ -36,6 +36,8 @@ struct Services: Sendable {
     let sameOrigin: SameOriginPolicy
     let returnTo: ReturnTo
     let signedIn: SignedInUsers
+    /// Whether this browser proved who it is recently enough for a sensitive change.
+    let recentSignIn: RecentSignIn
     let proofOfWork: ProofOfWorkGate?
     let webhooks: OutboxDelivery?
     /// Proofs of addresses and the mail outbox they write to, when addresses are proved.
@@ -135,6 +137,7 @@ struct Services: Sendable {
                                  secureCookies: configuration.secureCookies || publicOrigins.contains { $0.hasPrefix("https://") },
                                  cookieDomain: configuration.cookieDomain,
                                  now: now)
+        recentSignIn = RecentSignIn(store: store, signedIn: signedIn, now: now, lifetime: configuration.recentSignInLifetime)
         webhooks = configuration.webhooks.map {
             OutboxDelivery(channel: .webhook, schedule: $0.schedule, courier: WebhookCourier(settings: $0, now: now),
                            store: store, metrics: metrics, logger: logger, clock: clock)

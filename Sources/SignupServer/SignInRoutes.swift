@@ -116,6 +116,13 @@ struct SignInRoutes: Sendable {
             do throws(HashingRefusal) {
                 try hashing.verify(password, against: hash, client: clientKey) { outcome in
                     switch outcome {
+                    case .success(true) where account?.disabledAt != nil && account!.hasPassword:
+                        // Said only after the right password: a wrong one reads as for any account.
+                        limiters.forgivePasswordGuess(clientKey: clientKey, accountKey: accountKey)
+                        metrics.signin("disabled")
+                        logger.notice("Sign-in refused: the account is disabled",
+                                      metadata: ["account": "\(account!.id)", "client": "\(client)"])
+                        respond(signInPage(request, username: username, error: request.text("signin.disabled"), status: .forbidden))
                     case .success(true) where account != nil && account!.passwordHash != Account.unusablePasswordHash:
                         limiters.forgivePasswordGuess(clientKey: clientKey, accountKey: accountKey)
                         do {

@@ -98,6 +98,9 @@ public final class SignupApplication: Sendable {
         /// How long after its owner last proved who they are (a sign-in, or confirming it on
         /// `/account`) a session may make sensitive changes (`--recent-signin-minutes`).
         public var recentSignInLifetime: TimeInterval = 5 * 60
+        /// How long a deleted account's username is kept from new accounts, so nobody takes
+        /// over its identity at once (`--deleted-username-days`).
+        public var deletedUsernameReservation: TimeInterval = 30 * 86_400
         /// How long SIGTERM waits for sign-ups already hashing before answering them 503.
         public var shutdownGrace: TimeInterval = 10
         /// argon2id through libsodium: t=2, m=64 MiB by default (see docs/SECURITY.md).

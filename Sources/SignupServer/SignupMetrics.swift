@@ -168,7 +168,7 @@ final class SignupMetrics: Sendable {
     /// `pending`: valid, and a code went to the address (`--email-verification required`);
     /// `created` is counted when the account is made, at once or when the address is proved.
     static let signupOutcomes = ["created", "pending", "invalid", "taken", "already_used", "rate_limited", "unavailable", "refused", "unproved"]
-    static let signinOutcomes = ["success", "failure", "rate_limited", "unavailable", "refused", "unproved"]
+    static let signinOutcomes = ["success", "failure", "rate_limited", "unavailable", "refused", "unproved", "disabled"]
     static let limits = RateLimitName.allCases
 
     init() {

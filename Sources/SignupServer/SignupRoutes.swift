@@ -20,6 +20,7 @@ struct SignupRoutes: HTTPResponder {
     /// Nil when no mail can be sent: `/recover` is then 404.
     let recovery: RecoveryRoutes?
     let account: AccountRoutes
+    let accountChanges: AccountChangeRoutes
     let passkeys: PasskeyRoutes
     let operations: OperationsRoutes
     /// For the pages answered before a handler (403 cross-site, 503 restarting).
@@ -34,6 +35,8 @@ struct SignupRoutes: HTTPResponder {
     let returnTo: ReturnTo
     /// Reads the signed-in session for the rows that act for the signed-in person.
     let signedInUsers: SignedInUsers
+    /// Asked for the rows that need a recent sign-in (`Route.needsRecentSignIn`).
+    let recentSignIn: RecentSignIn
     let metrics: SignupMetrics
     let logger: Logger
     /// The access log, one line per request: swift-log's `livesignup.access` logger (operators
@@ -47,6 +50,7 @@ struct SignupRoutes: HTTPResponder {
         verification = VerificationRoutes(services)
         recovery = RecoveryRoutes(services)
         account = AccountRoutes(services)
+        accountChanges = AccountChangeRoutes(services, account: account)
         passkeys = PasskeyRoutes(services)
         operations = OperationsRoutes(services, isStopping: isStopping)
         pages = services.pages
@@ -57,6 +61,7 @@ struct SignupRoutes: HTTPResponder {
         refusals = services.refusals
         returnTo = services.returnTo
         signedInUsers = services.signedIn
+        recentSignIn = services.recentSignIn
         metrics = services.metrics
         logger = services.logger
         accessLines = services.configuration.accessLines ?? LoggerAccessLines(logger: services.logger)
@@ -198,8 +203,26 @@ struct SignupRoutes: HTTPResponder {
             routes, request in routes.recovery?.renewSession(request) ?? APIError.notFound.response
         },
         Route(.get, "/welcome", answers: .page, signedIn: true) { $0.signIn.welcome($1) },
-        // The signed-in person's page (issue 43): where they are signed in, so far.
+        // The signed-in person's page (issue 43). Changes that matter need a recent sign-in in
+        // this browser (`recentSignIn:`): the router asks for it before the handler runs.
         Route(.get, "/account", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) { $0.account.page($1) },
+        Route(.get, "/account/password", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages],
+              recentSignIn: .password) { $0.accountChanges.passwordPage($1) },
+        Route(.post, "/account/password", answers: .page, reads: .form, limits: [.signins, .hashing, .sessions],
+              recentSignIn: .password) { $0.accountChanges.changePassword($1) },
+        Route(.post, "/account/password/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages],
+              recentSignIn: .password) { $0.accountChanges.renewPasswordSession($1) },
+        Route(.get, "/account/export", answers: .page, limits: [.pages], spentFirst: [.pages], recentSignIn: .export) {
+            $0.accountChanges.export($1)
+        },
+        Route(.get, "/account/delete", answers: .page, limits: [.pages], spentFirst: [.pages], recentSignIn: .delete) {
+            $0.accountChanges.deletePage($1)
+        },
+        Route(.post, "/account/delete", answers: .page, reads: .form, recentSignIn: .delete) { $0.accountChanges.delete($1) },
+        Route(.post, "/account/passkeys/rename", answers: .page, reads: .form, signedIn: true) { $0.account.renamePasskey($1) },
+        Route(.post, "/account/passkeys/remove", answers: .page, reads: .form, recentSignIn: .passkeys) {
+            $0.account.removePasskey($1)
+        },
         Route(.post, "/account/sessions/end", answers: .page, reads: .form, signedIn: true) { $0.account.endSession($1) },
         Route(.post, "/account/confirm", answers: .page, reads: .form, limits: [.signins, .hashing], signedIn: true) {
             $0.account.confirm($1)
@@ -223,10 +246,11 @@ struct SignupRoutes: HTTPResponder {
         },
         Route(.post, "/passkeys/signin", answers: .json, reads: .form, limits: [.passkeys, .signins], spentFirst: [.passkeys],
               outcome: .signin) { $0.passkeys.signIn($1) },
+        // A stolen cookie alone adds no passkey: a recent sign-in, and the owner is told.
         Route(.post, "/account/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages],
-              signedIn: true) { $0.passkeys.addOptions($1) },
+              recentSignIn: .passkeys) { $0.passkeys.addOptions($1) },
         Route(.post, "/account/passkeys", answers: .json, reads: .form, limits: [.passkeys], spentFirst: [.passkeys],
-              signedIn: true) { $0.passkeys.add($1) },
+              recentSignIn: .passkeys) { $0.passkeys.add($1) },
         Route(.get, "/auth", answers: .json, limits: [.unknownSessions]) { $0.signIn.forwardAuth($1) },
         Route(.get, "/healthz", answers: .json) { routes, _ in routes.operations.liveness() },
         Route(.get, "/readyz", answers: .json) { routes, _ in routes.operations.readiness() },
@@ -287,9 +311,39 @@ struct SignupRoutes: HTTPResponder {
         if route.reads == .form {
             do throws(APIError) { form = try decodeForm(request) } catch { return error.response }
         }
-        return route.handler(self, SignupRequest(request, method, route: route, client: client, clientKey: clientKey, form: form,
-                                                 pages: pages, returnTo: returnTo,
-                                                 signedIn: route.readsSignedIn ? signedInSession(of: request) : .notAsked))
+        let signedIn = route.readsSignedIn ? signedInSession(of: request) : SignupRequest.SignedInSession.notAsked
+        let context = SignupRequest(request, method, route: route, client: client, clientKey: clientKey, form: form,
+                                    pages: pages, returnTo: returnTo, signedIn: signedIn)
+        if route.needsRecentSignIn, case .account(let account) = signedIn, let refusal = notRecent(context, account, route: route) {
+            return refusal
+        }
+        return route.handler(self, context)
+    }
+
+    /// The answer for a signed-in person whose last proof in this browser is too old for the
+    /// row's change (nil: recent enough). A page goes to `/account`, which asks them to
+    /// confirm and then continues to the change; JSON says `recent_signin_required`.
+    private func notRecent(_ request: SignupRequest, _ account: Account, route: Route) -> HTTPResponse? {
+        do {
+            if try recentSignIn.openUntil(for: account, cookieHeader: request.cookieHeader) != nil { return nil }
+
+        } catch {
+            logger.error("Account store unavailable to check a recent sign-in", metadata: ["error": "\(error)"])
+            return route.answers == .page
+                ? request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("error.unavailable"),
+                                        code: "unavailable", status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
+                : APIError(status: .serviceUnavailable, code: "unavailable", message: request.text("error.unavailable")).response
+        }
+        logger.info("A change asked for a recent sign-in first",
+                    metadata: ["account": "\(account.id)", "path": "\(route.path)", "client": "\(request.client)"])
+        guard route.answers == .page else {
+            var response = APIError(status: .forbidden, code: "recent_signin_required", message: request.text("account.confirm_first")).response
+            response.headers.add("Cache-Control", "no-store")
+            return response
+        }
+        let language = request.language.tag == Languages.fallback ? "" : "&lang=\(request.language.tag)"
+        let next = (route.continuation ?? .account).rawValue
+        return Pages.redirect(to: "/account?\(RecentSignIn.Continuation.field)=\(next)" + language)
     }
 
     /// The request's signed-in session, as the store says.

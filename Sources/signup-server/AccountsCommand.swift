@@ -2,12 +2,14 @@ import ArgumentParser
 import Foundation
 import Logging
 import SignupDomain
+import SignupServer
+import WebAuthn
 
 /// Operator commands on the account store.
 struct Accounts: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Inspect stored accounts, and start a recovery for one.",
-        subcommands: [List.self, Recover.self])
+        abstract: "Inspect stored accounts; start a recovery for one; disable, enable or delete one; remove its passkeys.",
+        subcommands: [List.self, Recover.self, Disable.self, Enable.self, Delete.self, Passkeys.self])
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -40,7 +42,8 @@ struct Accounts: ParsableCommand {
             for account in accounts {
                 lines.append([String(account.id), account.username, account.email,
                               formatter.string(from: account.createdAt),
-                              account.passwordHash == Account.unusablePasswordHash ? "no (reserved)" : "yes"])
+                              account.disabledAt != nil ? "no (disabled)"
+                                  : account.passwordHash == Account.unusablePasswordHash ? "no password" : "yes"])
             }
             let widths = lines[0].indices.map { column in lines.map { $0[column].count }.max() ?? 0 }
             for line in lines {
@@ -126,6 +129,186 @@ struct Accounts: ParsableCommand {
             let note = "A new password can be chosen for \(account.username) with this link, once, for \(recoveryMinutes) "
                 + "minutes. Hand it over only to its owner; any earlier recovery of the account stopped working.\n"
             FileHandle.standardError.write(Data(note.utf8))
+        }
+    }
+
+    /// What every command that changes one account shares: the store, the account by its
+    /// name, and the audit line (a `notice` on standard error, with the account's id) every
+    /// change writes. The webhook goes to the store's outbox in the change's transaction;
+    /// a server started with `--webhook-url` delivers it.
+    struct Target: ParsableArguments {
+        @Option(help: help("database", "SQLite database file or PostgreSQL URL."))
+        var database = "data/livesignup.sqlite"
+
+        @Option(help: "The account's username.")
+        var username: String
+
+        static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [("database", .option)]
+
+        func open() throws -> (store: any AccountStore, account: Account) {
+            try AccountOptions.checkDatabase(database)
+            guard AccountOptions.isURL(database) || FileManager.default.fileExists(atPath: database) else {
+                throw ValidationError("No database at '\(database)'.")
+            }
+            let store = try AccountOptions.openStore(database, logger: Logger(label: "livesignup.accounts"))
+            guard let account = try store.account(named: username) else {
+                throw ValidationError("No account is named '\(username)'.")
+            }
+            return (store, account)
+        }
+
+        /// One structured line an operator's log collector keeps: who, what, which account.
+        static func audit(_ message: String, _ account: Account, _ extra: [String: String] = [:]) {
+            var logger = Logger(label: "livesignup.audit")
+            logger.logLevel = .notice
+            var metadata: Logger.Metadata = ["account": "\(account.id)", "username": "\(account.username)",
+                                             "by": "operator", "user": "\(ProcessInfo.processInfo.environment["USER"] ?? "?")"]
+            for (key, value) in extra { metadata[key] = "\(value)" }
+            logger.notice("\(message)", metadata: metadata)
+        }
+    }
+
+    /// Nobody signs in to the account until it is enabled; every session and recovery of it
+    /// ends at once (other instances within their 5 s cache); its data stays.
+    struct Disable: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Disable an account: sign-in refused, every session ended, its data kept.")
+
+        @OptionGroup var target: Target
+
+        static let environmentOptions = Target.environmentOptions
+
+        func run() throws {
+            let (store, account) = try target.open()
+            let now = Date()
+            guard let ended = try store.setAccountDisabled(
+                id: account.id, at: now, events: [.accountChange("account.disabled", account, at: now, by: .operator)]) else {
+                print("\(account.username) was disabled already.")
+                return
+            }
+            Target.audit("Account disabled by the operator; its sessions ended", account, ["sessions_ended": String(ended)])
+            print("Disabled \(account.username); \(ended) signed-in session\(ended == 1 ? "" : "s") ended.")
+        }
+    }
+
+    struct Enable: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Enable a disabled account again.")
+
+        @OptionGroup var target: Target
+
+        static let environmentOptions = Target.environmentOptions
+
+        func run() throws {
+            let (store, account) = try target.open()
+            let now = Date()
+            guard try store.setAccountDisabled(
+                id: account.id, at: nil, events: [.accountChange("account.enabled", account, at: now, by: .operator)]) != nil else {
+                print("\(account.username) was not disabled.")
+                return
+            }
+            Target.audit("Account enabled by the operator", account)
+            print("Enabled \(account.username).")
+        }
+    }
+
+    /// The account with its sessions and passkeys, in one transaction with `account.deleted`;
+    /// its username stays reserved (`--deleted-username-days`).
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete an account with its sessions and passkeys; its username stays reserved for a while.")
+
+        @OptionGroup var target: Target
+
+        @Option(help: help("deleted-username-days", "Days the username stays reserved (0: free at once)."))
+        var deletedUsernameDays = Int(SignupApplication.Configuration().deletedUsernameReservation / 86_400)
+
+        @Flag(help: "Required: says you mean it (there is no undo).")
+        var yes = false
+
+        static let environmentOptions = Target.environmentOptions + [("deleted-username-days", .option)]
+
+        func validate() throws {
+            guard yes else { throw ValidationError("Deleting an account cannot be undone: add --yes to do it.") }
+            guard (0...3650).contains(deletedUsernameDays) else {
+                throw ValidationError("--deleted-username-days must be 0 to 3650 (ten years).")
+            }
+        }
+
+        func run() throws {
+            let (store, account) = try target.open()
+            let now = Date()
+            guard try store.deleteAccount(id: account.id, reservingUsernameUntil: now.addingTimeInterval(TimeInterval(deletedUsernameDays * 86_400)),
+                                          events: [.accountChange("account.deleted", account, at: now, by: .operator)]) else {
+                throw ValidationError("No account is named '\(target.username)' any more.")
+            }
+            Target.audit("Account deleted by the operator", account, ["username_reserved_days": String(deletedUsernameDays)])
+            print("Deleted \(account.username); the name stays reserved for \(deletedUsernameDays) day\(deletedUsernameDays == 1 ? "" : "s").")
+        }
+    }
+
+    struct Passkeys: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List or remove an account's passkeys.", subcommands: [List.self, Remove.self])
+
+        struct List: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "List an account's passkeys (never their keys).")
+
+            @OptionGroup var target: Target
+
+            static let environmentOptions = Target.environmentOptions
+
+            func run() throws {
+                let (store, account) = try target.open()
+                let formatter = ISO8601DateFormatter()
+                for passkey in try store.passkeys(ofAccount: account.id) {
+                    print([Base64URL.encode(passkey.credentialID), passkey.name.isEmpty ? "-" : passkey.name,
+                           formatter.string(from: passkey.createdAt),
+                           passkey.lastUsedAt.map { formatter.string(from: $0) } ?? "never used",
+                           passkey.isBackedUp ? "synced" : "device-bound"].joined(separator: "  "))
+                }
+            }
+        }
+
+        /// One passkey (`--id`, as `list` prints it) or all of them (`--all`); never the
+        /// account's last way in (an account without a password keeps one).
+        struct Remove: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Remove one of an account's passkeys, or all it can lose.")
+
+            @OptionGroup var target: Target
+
+            @Option(help: "The passkey's credential id, as `passkeys list` prints it.")
+            var id: String?
+
+            @Flag(help: "Every passkey the account can lose (all, if it has a password; else all but one).")
+            var all = false
+
+            static let environmentOptions = Target.environmentOptions
+
+            func validate() throws {
+                guard (id != nil) != all else { throw ValidationError("Name one passkey with --id, or --all.") }
+                if let id, Base64URL.decode(id) == nil { throw ValidationError("--id '\(id)' is not a credential id (base64url).") }
+            }
+
+            func run() throws {
+                let (store, account) = try target.open()
+                let chosen = try store.passkeys(ofAccount: account.id).filter { id == nil || Base64URL.encode($0.credentialID) == id }
+                guard !chosen.isEmpty else { throw ValidationError("\(account.username) has no such passkey.") }
+                var removed = 0, kept = 0
+                for passkey in chosen {
+                    let now = Date()
+                    switch try store.removePasskey(credentialID: passkey.credentialID, ofAccount: account.id,
+                                                   events: [.accountChange("account.passkey_removed", account, at: now, by: .operator)]) {
+                    case .removed:
+                        removed += 1
+                        Target.audit("Passkey removed by the operator", account, ["passkey": Base64URL.encode(passkey.credentialID)])
+                    case .lastWayIn: kept += 1
+                    case .notFound: break
+                    }
+                }
+                print("Removed \(removed) passkey\(removed == 1 ? "" : "s") of \(account.username)"
+                      + (kept > 0 ? "; kept its last way in (it has no password)." : "."))
+                if id != nil, kept > 0 { throw ExitCode(1) }
+            }
         }
     }
 }

@@ -45,12 +45,15 @@ struct OperationOptions: ParsableArguments {
     @Option(help: help("recent-signin-minutes", "Minutes after a sign-in (or confirming it on /account) during which the account page allows sensitive changes; then it asks for the password again."))
     var recentSigninMinutes = Int(SignupApplication.Configuration().recentSignInLifetime / 60)
 
+    @Option(help: help("deleted-username-days", "Days a deleted account's username stays reserved, so nobody takes over its identity at once (0: free at once)."))
+    var deletedUsernameDays = Int(SignupApplication.Configuration().deletedUsernameReservation / 86_400)
+
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("log-level", .option), ("log-format", .option), ("access-log", .option),
         ("metrics-allow", .repeatable), ("secure-cookies", .flag),
         ("webhook-url", .option), ("webhook-retry-hours", .option), ("webhook-first-retry-seconds", .option),
         ("cookie-domain", .option), ("signin-lifetime-hours", .option), ("signin-idle-hours", .option),
-        ("recent-signin-minutes", .option),
+        ("recent-signin-minutes", .option), ("deleted-username-days", .option),
     ]
 
     func validate() throws {
@@ -78,6 +81,9 @@ struct OperationOptions: ParsableArguments {
         }
         guard (1...60).contains(recentSigninMinutes) else {
             throw ValidationError("--recent-signin-minutes must be 1 to 60.")
+        }
+        guard (0...3650).contains(deletedUsernameDays) else {
+            throw ValidationError("--deleted-username-days must be 0 to 3650 (ten years).")
         }
     }
 

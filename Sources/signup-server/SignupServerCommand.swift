@@ -23,6 +23,7 @@ struct SignupServerCommand: ParsableCommand {
         let options: [(name: String, kind: EnvironmentArguments.Kind)]
         switch arguments.first {
         case "accounts" where arguments.dropFirst().first == "recover": options = Accounts.Recover.environmentOptions
+        case "accounts" where arguments.dropFirst().first == "delete": options = Accounts.Delete.environmentOptions
         case "accounts", "sessions": options = Accounts.List.environmentOptions
         case "mail": options = Mail.Test.environmentOptions
         default: options = Serve.environmentOptions
@@ -100,6 +101,7 @@ struct Serve: ParsableCommand {
         configuration.signInLifetime = TimeInterval(operations.signinLifetimeHours * 3600)
         configuration.signInIdleTimeout = TimeInterval(operations.signinIdleHours * 3600)
         configuration.recentSignInLifetime = TimeInterval(operations.recentSigninMinutes * 60)
+        configuration.deletedUsernameReservation = TimeInterval(operations.deletedUsernameDays * 86_400)
         configuration.metricsExport = metrics
         configuration.accessLines = logging.accessLines
         let environment = ProcessInfo.processInfo.environment

@@ -133,6 +133,18 @@ final class RouteLimitsTests: XCTestCase {
         await send("POST", "/account/sessions/end-others", [("lang", "en")], cookie: session)
         await send("POST", "/account/passkeys/options", [("mediation", "button")], cookie: session)
         await send("POST", "/account/passkeys", [("response", "{}")], cookie: session)
+        await send("POST", "/account/passkeys/rename", [("passkey", "AAAA"), ("name", "Laptop")], cookie: session)
+        await send("POST", "/account/passkeys/remove", [("passkey", "AAAA")], cookie: session)
+        await send("GET", "/account/export", cookie: session)
+        await send("GET", "/account/delete", cookie: session)
+        // A new password: its form's live session, one refused (a fresh session), one stored.
+        await send("GET", "/account/password", cookie: session)
+        await send("POST", "/account/password/session", cookie: session)
+        await send("POST", "/account/password", [("current_password", password), ("password", "Fortran-Was-1957"),
+                                                 ("confirm", "different")], cookie: session)
+        let changed = await send("POST", "/account/password", [("current_password", password), ("password", "Fortran-Was-1957"),
+                                                               ("confirm", "Fortran-Was-1957")], cookie: session)
+        XCTAssertEqual(changed.status, .seeOther, text(changed))
         await send("POST", "/passkeys/signin/options")
         await send("POST", "/passkeys/signin", [("response", "{}")])
         await send("GET", "/auth", cookie: session)
@@ -165,6 +177,14 @@ final class RouteLimitsTests: XCTestCase {
         let reset = await send("POST", "/recover/password", [("password", "Another-Cobol-1960"), ("confirm", "Another-Cobol-1960")],
                                cookie: recoveryCookie)
         XCTAssertEqual(reset.status, .seeOther, text(reset))
+
+        // An account deleted by its owner.
+        _ = try store.createAccount(NewAccount(username: "limits_leaver", email: "leaver@example.org", passwordHash: hash,
+                                               formToken: "limits-leaver-form"))
+        let leaverSignIn = await send("POST", "/signin", [("username", "limits_leaver"), ("password", password)])
+        let leaver = try XCTUnwrap(cookie(leaverSignIn, named: SignedInUsers.plainCookieName))
+        let deleted = await send("POST", "/account/delete", [("confirm_username", "limits_leaver")], cookie: leaver)
+        XCTAssertEqual(deleted.status, .ok, text(deleted))
 
         // Operations.
         for path in ["/healthz", "/readyz", "/metrics", "/static/app.js"] { await send("GET", path) }

@@ -1,0 +1,36 @@
+import Foundation
+import SignupDomain
+
+/// What a change to an account tells the world, written by the change's own transaction: the
+/// owner's notice at a proved address (`VerificationMails.accountNotice`, on the account-mail
+/// lane) when mail is configured, and the webhook when webhooks are. An unproved address is
+/// never mailed: it may be a stranger's.
+struct AccountAnnouncer: Sendable {
+    let mails: VerificationMails?
+    let accountMails: OutboxDelivery?
+    let webhooks: OutboxDelivery?
+
+    init(_ services: Services) {
+        mails = services.accountMails == nil ? nil : services.proofs?.mails
+        accountMails = services.accountMails
+        webhooks = services.webhooks
+    }
+
+    /// The events to write with the change (none when nothing is configured to carry them).
+    func events(_ notice: AccountNotice?, webhook type: String?, for account: Account, detail: String = "",
+                language: Languages.Language, at date: Date, by actor: OutboxEvent.Actor = .owner) throws -> [OutboxEvent] {
+        var events: [OutboxEvent] = []
+        if let notice, let mails, account.emailVerifiedAt != nil {
+            events.append(try mails.accountNotice(notice, to: account.email, username: account.username, detail: detail,
+                                                  language: language, at: date))
+        }
+        if let type, webhooks != nil { events.append(.accountChange(type, account, at: date, by: actor)) }
+        return events
+    }
+
+    /// Wakes the deliveries once the change (and its events) is stored.
+    func nudge() {
+        accountMails?.nudge()
+        webhooks?.nudge()
+    }
+}
