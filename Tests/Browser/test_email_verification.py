@@ -133,9 +133,9 @@ def mail_setup():
         smtp = SMTPServer(directory)
         processes = []
 
-        def start(*extra):
+        def start(*extra, environment=None):
             database = Path(directory) / f"accounts{len(processes)}.sqlite"
-            environment = {"LIVESIGNUP_SMTP_PASSWORD": SMTP_PASSWORD, "PATH": "/usr/bin:/bin"}
+            environment = {"LIVESIGNUP_SMTP_PASSWORD": SMTP_PASSWORD, "PATH": "/usr/bin:/bin", **(environment or {})}
             process = subprocess.Popen(
                 [str(SERVER), "--port", "0", "--database", str(database),
                  "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),

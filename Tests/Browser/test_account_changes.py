@@ -1,0 +1,257 @@
+"""The account page's changes (issue 43), in Chromium against the real binary, a real SMTP
+server (aiosmtpd on loopback, STARTTLS and AUTH) and a webhook receiver that checks every
+delivery with `standardwebhooks` (the specification's reference implementation, not ours):
+a person changes the password on the live form, adds a passkey (Chromium's virtual
+authenticator), names and removes it, takes their data away and deletes the account; each
+change mails a notice and sends its webhook; another browser of the account is signed out by
+the password change; axe finds nothing in any state, in English and German. Without
+JavaScript the same changes work, a stale sign-in confirms first and continues; an old
+cookie and another site's post change nothing.
+"""
+import http.client
+import json
+import os
+import sqlite3
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from conftest import STRONG_PASSWORD, Page, make_driver, wait_for
+from test_accessibility import audit
+from test_email_verification import Person, mail_setup, text_of  # noqa: F401 (a fixture)
+from test_passkeys import add_authenticator
+from test_recovery import proved_account, signed_in
+from test_webhooks import SECRET, Receiver, free_port
+
+NEW_PASSWORD = "Lantern-Orchard-Quietly-58"
+
+
+@pytest.fixture
+def changes(mail_setup):
+    """A server that mails through aiosmtpd and sends its webhooks to a verifying receiver."""
+    smtp, start = mail_setup
+    receiver = Receiver(free_port())
+    receiver.start()
+    port, database = start("--webhook-url", f"http://127.0.0.1:{receiver.port}/hooks", "--webhook-first-retry-seconds", "1",
+                           "--argon2-preset", "owasp-minimum", environment={"LIVESIGNUP_WEBHOOK_SECRET": SECRET})
+    try:
+        yield smtp, port, database, receiver
+    finally:
+        receiver.stop()
+
+
+def webhook_types(receiver):
+    with receiver.lock:
+        return sorted(event["type"] for event in receiver.verified.values())
+
+
+def until_webhook(receiver, kind):
+    assert wait_for(lambda: kind in webhook_types(receiver), 15), f"{kind} arrives, verified ({webhook_types(receiver)}; refused {receiver.refused})"
+    with receiver.lock:
+        return next(event for event in receiver.verified.values() if event["type"] == kind)
+
+
+def subjects(smtp, address, count):
+    return [message["Subject"] for message in smtp.wait_for_mails(address, count)]
+
+
+def get(port, path, cookie, origin=None):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    headers = {"Cookie": cookie}
+    if origin:
+        headers["Origin"] = origin
+    connection.request("GET", path, headers=headers)
+    response = connection.getresponse()
+    body = response.read().decode()
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+
+
+def sign_in(page, base, username, password=STRONG_PASSWORD):
+    page.open(f"{base}/signin")
+    page.type("username", username)
+    page.type("password", password)
+    page.driver.find_element(By.CSS_SELECTOR, ".signin-form button[type=submit]").click()
+    page.until(lambda: "/welcome" in page.driver.current_url, "signed in")
+
+
+def clear(page, name):
+    field = page.field(name)
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(Keys.DELETE)
+
+
+def test_with_javascript_every_change_is_told_and_the_account_leaves(changes):
+    smtp, port, database, receiver = changes
+    base = f"http://localhost:{port}"   # WebAuthn does not take IP addresses as sites
+    proved_account(smtp, port, "127.0.8.1", "changer_js", "changer@example.org")
+    other = signed_in(port, "127.0.9.1", "changer_js")
+    driver = make_driver(javascript=True)
+    add_authenticator(driver)
+    page = Page(driver)
+    try:
+        sign_in(page, base, "changer_js")
+        page.open(f"{base}/account")
+        page.until(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-open-until]"), "a fresh sign-in opens changes")
+        audit(page, "account-open-en")
+
+        # The password, checked live: the account's own name refused as it is typed.
+        driver.find_element(By.CSS_SELECTOR, 'a[data-change="password"]').click()
+        page.until(lambda: driver.current_url.endswith("/account/password"), "the change form")
+        page.until_live()
+        page.type("current_password", STRONG_PASSWORD)
+        page.type("password", "Changer_JS-2024!")
+        page.until_state("password.personal", "unmet")
+        audit(page, "account-password-refused-live")
+        clear(page, "password")
+        page.type("password", NEW_PASSWORD)
+        page.type("confirm", NEW_PASSWORD)
+        page.until_state("password.personal", "met")
+        page.until_state("password.not_current", "met")
+        page.until(lambda: page.submit_enabled() == "true", "ready to save")
+        audit(page, "account-password-ready")
+        page.button().click()
+        page.until(lambda: "password=changed" in driver.current_url, "saved")
+        assert "Password changed." in driver.find_element(By.CSS_SELECTOR, ".notice").text
+        status, _, _ = get(port, "/auth", other)
+        assert status == 401, "the other browser is signed out at once"
+        assert any("password was changed" in subject for subject in subjects(smtp, "changer@example.org", 2))
+        changed = until_webhook(receiver, "account.password_changed")
+        assert changed["data"]["username"] == "changer_js" and changed["data"]["by"] == "owner"
+        assert NEW_PASSWORD not in json.dumps(changed)
+
+        # A passkey: added (the virtual authenticator), named, removed; each told.
+        page.until(lambda: driver.find_element(By.CSS_SELECTOR, "[data-passkey-add-button]").is_displayed(), "add offered")
+        driver.find_element(By.CSS_SELECTOR, "[data-passkey-add-button]").click()
+        page.until(lambda: "passkey=added" in driver.current_url, "added, the list shown again")
+        page.until(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-passkey]"), "listed")
+        audit(page, "account-passkey-added")
+        until_webhook(receiver, "account.passkey_added")
+        assert any("passkey was added" in subject for subject in subjects(smtp, "changer@example.org", 3))
+        handle = driver.find_element(By.CSS_SELECTOR, "[data-passkey]").get_attribute("data-passkey")
+        clear(page, "name")
+        page.type("name", "Work key")
+        driver.find_element(By.CSS_SELECTOR, ".passkey-rename button").click()
+        page.until(lambda: "passkey=renamed" in driver.current_url, "renamed")
+        assert "Work key" in driver.find_element(By.CSS_SELECTOR, f'[data-passkey="{handle}"] .passkey-name').text
+        driver.find_element(By.CSS_SELECTOR, "[data-remove-passkey]").click()
+        page.until(lambda: "passkey=removed" in driver.current_url, "removed")
+        assert not driver.find_elements(By.CSS_SELECTOR, "[data-passkey]")
+        until_webhook(receiver, "account.passkey_removed")
+        assert any("passkey was removed" in subject for subject in subjects(smtp, "changer@example.org", 4))
+
+        # German pages, the same checks.
+        page.open(f"{base}/account?lang=de")
+        assert "Passwort ändern" in driver.page_source
+        audit(page, "account-open-de")
+        page.open(f"{base}/account/password?lang=de")
+        assert "Aktuelles Passwort" in driver.page_source
+        audit(page, "account-password-de")
+
+        # The export: the account's data, no secret.
+        cookie = f"livesignup_auth={driver.get_cookie('livesignup_auth')['value']}"
+        status, headers, body = get(port, "/account/export", cookie)
+        assert status == 200 and "attachment" in headers["content-disposition"]
+        export = json.loads(body)
+        assert export["account"]["username"] == "changer_js" and export["account"]["email_verified_at"]
+        with sqlite3.connect(database) as db:
+            (password_hash,) = db.execute("SELECT password_hash FROM users WHERE username = 'changer_js'").fetchone()
+            session_hashes = [row[0] for row in db.execute("SELECT id_hash FROM sign_in_sessions")]
+        for secret in [password_hash, "argon2", driver.get_cookie("livesignup_auth")["value"], *session_hashes, NEW_PASSWORD]:
+            assert secret not in body, "the export holds no secret"
+
+        # Leaving: the username typed, a mismatch refused readably.
+        page.open(f"{base}/account")
+        driver.find_element(By.CSS_SELECTOR, 'a[data-change="delete"]').click()
+        page.until(lambda: "/account/delete" in driver.current_url, "the deletion page")
+        assert "Signed-in browsers: " in driver.find_element(By.CSS_SELECTOR, "[data-delete-preview]").text
+        audit(page, "account-delete")
+        page.type("confirm_username", "changer")
+        driver.find_element(By.CSS_SELECTOR, "[data-delete-account]").click()
+        page.until(lambda: "Type your username exactly" in driver.page_source, "a mismatch refused")
+        audit(page, "account-delete-mismatch")
+        page.type("confirm_username", "changer_js")
+        driver.find_element(By.CSS_SELECTOR, "[data-delete-account]").click()
+        page.until(lambda: "Your account was deleted" in driver.page_source, "deleted")
+        audit(page, "account-deleted")
+        deleted = until_webhook(receiver, "account.deleted")
+        assert deleted["data"]["username"] == "changer_js"
+        assert any("was deleted" in subject for subject in subjects(smtp, "changer@example.org", 5))
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT count(*) FROM users WHERE username = 'changer_js'").fetchone() == (0,)
+            assert db.execute("SELECT count(*) FROM passkeys").fetchone() == (0,)
+        assert Person(port, "127.0.9.2").request("POST", "/signin", {"username": "changer_js",
+                                                                     "password": NEW_PASSWORD})[0] == 401
+        assert not receiver.refused, "every webhook verified"
+    finally:
+        driver.quit()
+
+
+def test_without_javascript_a_stale_sign_in_confirms_first_and_each_change_still_works(changes):
+    smtp, port, database, receiver = changes
+    base = f"http://127.0.0.1:{port}"
+    proved_account(smtp, port, "127.0.8.2", "steady_nojs", "steady@example.org")
+    driver = make_driver(javascript=False)
+    page = Page(driver)
+    try:
+        sign_in(page, base, "steady_nojs")
+        before = f"livesignup_auth={driver.get_cookie('livesignup_auth')['value']}"
+        other = signed_in(port, "127.0.9.3", "steady_nojs")
+        # Long after the sign-in: its proof moved back in the store.
+        with sqlite3.connect(database) as db:
+            db.execute("UPDATE sign_in_sessions SET authenticated_at = '2000-01-01 00:00:00.000'")
+        page.open(f"{base}/account")
+        driver.find_element(By.CSS_SELECTOR, 'a[data-change="password"]').click()
+        page.until(lambda: "continue=password" in driver.current_url, "sent to confirm first")
+        assert "to continue" in driver.find_element(By.CSS_SELECTOR, ".changes").text
+        page.type("password", STRONG_PASSWORD)
+        driver.find_element(By.CSS_SELECTOR, "[data-confirm]").click()
+        page.until(lambda: driver.current_url.endswith("/account/password"), "continued to the change")
+        page.type("current_password", "not-it")
+        page.type("password", NEW_PASSWORD)
+        page.type("confirm", NEW_PASSWORD)
+        page.button().click()
+        page.until(lambda: "The current password is incorrect" in driver.page_source, "a wrong current password refused")
+        page.type("current_password", STRONG_PASSWORD)
+        page.type("password", NEW_PASSWORD)
+        page.type("confirm", NEW_PASSWORD)
+        page.button().click()
+        page.until(lambda: "password=changed" in driver.current_url, "saved without JavaScript")
+        until_webhook(receiver, "account.password_changed")
+
+        # The other browser's old cookie opens nothing now.
+        status, headers, _ = get(port, "/account", other)
+        assert status == 303 and headers["location"].startswith("/signin")
+        status, _, _ = get(port, "/account/export", other)
+        assert status == 303
+
+        # Another site's post deletes nothing, and says why.
+        cookie = f"livesignup_auth={driver.get_cookie('livesignup_auth')['value']}"
+        assert cookie == before, "this browser keeps its session through its own change"
+        attacker = Person(port, "127.0.9.4")
+        attacker.cookies = {"livesignup_auth": cookie.split("=", 1)[1]}
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+        connection.request("POST", "/account/delete", body="confirm_username=steady_nojs",
+                           headers={"Cookie": cookie, "Origin": "https://evil.example",
+                                    "Content-Type": "application/x-www-form-urlencoded"})
+        refused = connection.getresponse()
+        refused_body = refused.read().decode()
+        assert refused.status == 403 and "<html" in refused_body
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT count(*) FROM users WHERE username = 'steady_nojs'").fetchone() == (1,)
+
+        # Deleting, stale again: confirm, continue, type the name.
+        with sqlite3.connect(database) as db:
+            db.execute("UPDATE sign_in_sessions SET authenticated_at = '2000-01-01 00:00:00.000'")
+        page.open(f"{base}/account/delete")
+        page.until(lambda: "continue=delete" in driver.current_url, "confirm first")
+        page.type("password", NEW_PASSWORD)
+        driver.find_element(By.CSS_SELECTOR, "[data-confirm]").click()
+        page.until(lambda: driver.current_url.endswith("/account/delete"), "continued to the deletion")
+        page.type("confirm_username", "steady_nojs")
+        driver.find_element(By.CSS_SELECTOR, "[data-delete-account]").click()
+        page.until(lambda: "Your account was deleted" in driver.page_source, "deleted without JavaScript")
+        until_webhook(receiver, "account.deleted")
+        assert not receiver.refused
+    finally:
+        driver.quit()
