@@ -128,7 +128,7 @@ struct AccountChangeRoutes: Sendable {
                     then()
                 case .success(false):
                     logger.notice("A password change failed: the current password was wrong",
-                                  metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+                                  metadata: ["event": "password_change_failed", "account": "\(account.id)", "client": "\(request.client)"])
                     respond(newPasswordPage(request, account, currentPasswordMessage: request.text("account.current_password_wrong"),
                                             status: .unauthorized))
                 case .failure:
@@ -172,7 +172,7 @@ struct AccountChangeRoutes: Sendable {
         signedIn.forgetSessions(ofAccount: account.id)
         announcer.nudge()
         logger.notice("Password changed by its account's owner; every other signed-in session ended",
-                      metadata: ["account": "\(account.id)", "sessions_ended": "\(ended)", "client": "\(request.client)"])
+                      metadata: ["event": "password_changed", "account": "\(account.id)", "sessions_ended": "\(ended)", "client": "\(request.client)"])
         return Pages.redirect(to: "/account?password=changed&others=\(ended)" + AccountRoutes.languageParameter(request))
     }
 
@@ -228,7 +228,7 @@ struct AccountChangeRoutes: Sendable {
             let export = AccountExport(account: account, sessions: sessions, passkeys: passkeys, currentSession: current,
                                        consentFields: Set(request.policy.fields.filter { $0.kind == .checkbox }.map(\.field.rawValue)),
                                        exportedAt: now())
-            logger.notice("An account's data exported by its owner", metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+            logger.notice("An account's data exported by its owner", metadata: ["event": "exported", "account": "\(account.id)", "client": "\(request.client)"])
             var response = HTTPResponse.json(export.json, status: .ok)
             response.headers.add("Cache-Control", "no-store")
             let name = "livesignup-\(account.username.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }.map(String.init).joined()).json"
@@ -267,7 +267,7 @@ struct AccountChangeRoutes: Sendable {
             }
             signedIn.forgetSessions(ofAccount: account.id)
             announcer.nudge()
-            logger.notice("Account deleted by its owner", metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+            logger.notice("Account deleted by its owner", metadata: ["event": "account_deleted", "account": "\(account.id)", "client": "\(request.client)"])
             let cookies = (try? signedIn.signOut(cookieHeader: request.cookieHeader)) ?? []
             var response = request.pages.problem(title: request.text("account.deleted_title"),
                                                  message: request.text("account.deleted_message"), code: "account_deleted",

@@ -85,7 +85,7 @@ struct AccountRoutes: Sendable {
             }
             signedIn.forget(idHash: session.idHash)
             logger.notice("A signed-in session ended by its account's owner",
-                          metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+                          metadata: ["event": "session_ended", "account": "\(account.id)", "client": "\(request.client)"])
             return Pages.redirect(to: "/account?ended=one" + Self.languageParameter(request))
         } catch {
             return unavailable(request, error)
@@ -105,7 +105,7 @@ struct AccountRoutes: Sendable {
             // This instance forgets them at once (this browser's confirmation is read again).
             signedIn.forgetSessions(ofAccount: account.id)
             logger.notice("Every other signed-in session ended by its account's owner",
-                          metadata: ["account": "\(account.id)", "ended": "\(ended)", "client": "\(request.client)"])
+                          metadata: ["event": "sessions_ended", "account": "\(account.id)", "ended": "\(ended)", "client": "\(request.client)"])
             return Pages.redirect(to: "/account?others=\(ended)" + Self.languageParameter(request))
         } catch {
             return unavailable(request, error)
@@ -155,14 +155,14 @@ struct AccountRoutes: Sendable {
                         do {
                             guard try store.recordAuthentication(idHash: idHash, at: now()) else { return respond(signInFirst(request)) }
                             logger.notice("Signed-in person confirmed who they are",
-                                          metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+                                          metadata: ["event": "confirmed", "account": "\(account.id)", "client": "\(request.client)"])
                             respond(Pages.redirect(to: Self.afterConfirming(request)))
                         } catch {
                             respond(unavailable(request, error))
                         }
                     case .success(false):
                         logger.notice("A confirmation on the account page failed",
-                                      metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+                                      metadata: ["event": "confirm_failed", "account": "\(account.id)", "client": "\(request.client)"])
                         respond(accountPage(request, account, error: request.text("account.confirm_failed"),
                                             continuation: continuation, status: .unauthorized))
                     case .failure:
@@ -206,7 +206,7 @@ struct AccountRoutes: Sendable {
             } catch {
                 return unavailable(request, error)
             }
-            logger.notice("A passkey renamed by its account's owner", metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+            logger.notice("A passkey renamed by its account's owner", metadata: ["event": "passkey_renamed", "account": "\(account.id)", "client": "\(request.client)"])
             return Pages.redirect(to: "/account?passkey=renamed" + Self.languageParameter(request) + "#passkeys")
         }
     }
@@ -236,7 +236,7 @@ struct AccountRoutes: Sendable {
             case .removed:
                 announcer.nudge()
                 logger.notice("A passkey removed by its account's owner",
-                              metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+                              metadata: ["event": "passkey_removed", "account": "\(account.id)", "client": "\(request.client)"])
                 return Pages.redirect(to: "/account?passkey=removed" + Self.languageParameter(request) + "#passkeys")
             case .lastWayIn:
                 return accountPage(request, account, error: request.text("account.passkey_last_way_in"), status: .conflict)

@@ -163,7 +163,7 @@ struct PasskeyRoutes: Sendable {
             if account.disabledAt != nil {
                 metrics.signin("disabled")
                 logger.notice("Passkey sign-in refused: the account is disabled",
-                              metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+                              metadata: ["event": "signin_disabled", "account": "\(account.id)", "client": "\(request.client)"])
                 throw PasskeyRefusal(reason: "disabled", status: .forbidden, text: "signin.disabled", detail: "the account is disabled")
             }
             limiters.signinFailuresPerAddress.refund(request.clientKey)
@@ -175,7 +175,8 @@ struct PasskeyRoutes: Sendable {
             }
             metrics.signin("success")
             metrics.passkey(.signin, "accepted")
-            logger.info("Signed in with a passkey", metadata: ["account": "\(account.id)", "client": "\(request.client)",
+            logger.notice("Signed in with a passkey", metadata: ["event": "signin", "method": "passkey", "account": "\(account.id)",
+                                                                 "client": "\(request.client)",
                                                                "transports": "\(passkey.transports.joined(separator: ","))"])
             let location = request.returnTarget ?? "/welcome" + PageRenderer.languageQuery(request.language)
             var json = JSONWriter()
@@ -272,7 +273,7 @@ struct PasskeyRoutes: Sendable {
             }
             metrics.passkey(.add, "accepted")
             announcer.nudge()
-            logger.notice("Passkey added to an account", metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+            logger.notice("Passkey added to an account", metadata: ["event": "passkey_added", "account": "\(account.id)", "client": "\(request.client)"])
             return Self.json("{\"added\":true,\"passkeys\":\(count)}", status: .created)
         } catch {
             return refused(error, ceremony: .add, request: request)

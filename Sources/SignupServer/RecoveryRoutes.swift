@@ -171,7 +171,7 @@ struct RecoveryRoutes: Sendable {
                 language: request.language.tag, expiresAt: expiresAt, createdAt: time), mail: mailsNow ? mail : nil)
             if mailsNow {
                 mails.nudge()
-                logger.notice("Recovery code mailed", metadata: ["account": "\(account!.id)", "client": "\(request.client)"])
+                logger.notice("Recovery code mailed", metadata: ["event": "recovery_mailed", "account": "\(account!.id)", "client": "\(request.client)"])
             }
             metrics.recovery(outcome)
         } catch {
@@ -411,7 +411,7 @@ struct RecoveryRoutes: Sendable {
         webhooks?.nudge()
         metrics.recovery("completed")
         logger.notice("Password reset through recovery; every signed-in session of the account ended",
-                      metadata: ["account": "\(account.id)", "sessions_ended": "\(completed.endedSessions)",
+                      metadata: ["event": "password_reset", "account": "\(account.id)", "sessions_ended": "\(completed.endedSessions)",
                                  "client": "\(request.client)"])
         do {
             var cookies = try signedIn.signIn(completed.account, replacing: request.cookieHeader, from: request.signInOrigin)

@@ -121,13 +121,15 @@ struct SignInRoutes: Sendable {
                         limiters.forgivePasswordGuess(clientKey: clientKey, accountKey: accountKey)
                         metrics.signin("disabled")
                         logger.notice("Sign-in refused: the account is disabled",
-                                      metadata: ["account": "\(account!.id)", "client": "\(client)"])
+                                      metadata: ["event": "signin_disabled", "account": "\(account!.id)", "client": "\(client)"])
                         respond(signInPage(request, username: username, error: request.text("signin.disabled"), status: .forbidden))
                     case .success(true) where account != nil && account!.passwordHash != Account.unusablePasswordHash:
                         limiters.forgivePasswordGuess(clientKey: clientKey, accountKey: accountKey)
                         do {
                             let cookies = try signedIn.signIn(account!, replacing: request.cookieHeader, from: request.signInOrigin)
                             metrics.signin("success")
+                            logger.notice("Signed in", metadata: ["event": "signin", "method": "password",
+                                                                  "account": "\(account!.id)", "client": "\(client)"])
                             respond(Pages.redirect(to: request.returnTarget ?? "/welcome" + PageRenderer.languageQuery(request.language),
                                                    cookies: cookies))
                         } catch {
@@ -140,7 +142,10 @@ struct SignInRoutes: Sendable {
                     case .success:
                         // Both limits were charged before the hash.
                         proofOfWork?.pricing.record(.failedSignin, addressKey: clientKey)
-                        logger.notice("Sign-in failed", metadata: ["username": "\(username)", "client": "\(client)"])
+                        // The account's id when there is one: an operator follows an account by it.
+                        logger.notice("Sign-in failed", metadata: ["event": "signin_failed", "username": "\(username)",
+                                                                   "account": "\(account.map { String($0.id) } ?? "none")",
+                                                                   "client": "\(client)"])
                         metrics.signin("failure")
                         respond(signInPage(request, username: username, error: request.text("signin.failed"), status: .unauthorized))
                     case .failure(let refusal):

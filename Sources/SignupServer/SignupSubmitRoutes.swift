@@ -243,7 +243,7 @@ struct SignupSubmitRoutes: Sendable {
             webhooks?.nudge()
             session?.markAccountCreated(username: account.username)
             metrics.signup("created")
-            logger.info("Account created", metadata: ["account": "\(account.id)"])
+            logger.notice("Account created", metadata: ["event": "account_created", "account": "\(account.id)", "client": "\(request.client)"])
             // Signed in at once; if the session cannot be stored, the account still exists and
             // the sign-in page is where its owner goes next.
             do {

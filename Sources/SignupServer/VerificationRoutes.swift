@@ -220,7 +220,7 @@ struct VerificationRoutes: Sendable {
         webhooks?.nudge()
         metrics.verification("verified")
         metrics.signup("created")
-        logger.info("Account created", metadata: ["account": "\(account.id)", "email": "verified"])
+        logger.notice("Account created", metadata: ["event": "account_created", "account": "\(account.id)", "email": "verified", "client": "\(request.client)"])
         let language = request.language
         let target = returnTo.validated(pending.returnTo, for: request.http) ?? "/welcome" + PageRenderer.languageQuery(language)
         do {

@@ -158,10 +158,10 @@ struct Accounts: ParsableCommand {
         }
 
         /// One structured line an operator's log collector keeps: who, what, which account.
-        static func audit(_ message: String, _ account: Account, _ extra: [String: String] = [:]) {
+        static func audit(_ event: String, _ message: String, _ account: Account, _ extra: [String: String] = [:]) {
             var logger = Logger(label: "livesignup.audit")
             logger.logLevel = .notice
-            var metadata: Logger.Metadata = ["account": "\(account.id)", "username": "\(account.username)",
+            var metadata: Logger.Metadata = ["event": "\(event)", "account": "\(account.id)", "username": "\(account.username)",
                                              "by": "operator", "user": "\(ProcessInfo.processInfo.environment["USER"] ?? "?")"]
             for (key, value) in extra { metadata[key] = "\(value)" }
             logger.notice("\(message)", metadata: metadata)
@@ -186,7 +186,7 @@ struct Accounts: ParsableCommand {
                 print("\(account.username) was disabled already.")
                 return
             }
-            Target.audit("Account disabled by the operator; its sessions ended", account, ["sessions_ended": String(ended)])
+            Target.audit("account_disabled", "Account disabled by the operator; its sessions ended", account, ["sessions_ended": String(ended)])
             print("Disabled \(account.username); \(ended) signed-in session\(ended == 1 ? "" : "s") ended.")
         }
     }
@@ -206,7 +206,7 @@ struct Accounts: ParsableCommand {
                 print("\(account.username) was not disabled.")
                 return
             }
-            Target.audit("Account enabled by the operator", account)
+            Target.audit("account_enabled", "Account enabled by the operator", account)
             print("Enabled \(account.username).")
         }
     }
@@ -241,7 +241,7 @@ struct Accounts: ParsableCommand {
                                           events: [.accountChange("account.deleted", account, at: now, by: .operator)]) else {
                 throw ValidationError("No account is named '\(target.username)' any more.")
             }
-            Target.audit("Account deleted by the operator", account, ["username_reserved_days": String(deletedUsernameDays)])
+            Target.audit("account_deleted", "Account deleted by the operator", account, ["username_reserved_days": String(deletedUsernameDays)])
             print("Deleted \(account.username); the name stays reserved for \(deletedUsernameDays) day\(deletedUsernameDays == 1 ? "" : "s").")
         }
     }
@@ -300,7 +300,7 @@ struct Accounts: ParsableCommand {
                                                    events: [.accountChange("account.passkey_removed", account, at: now, by: .operator)]) {
                     case .removed:
                         removed += 1
-                        Target.audit("Passkey removed by the operator", account, ["passkey": Base64URL.encode(passkey.credentialID)])
+                        Target.audit("passkey_removed", "Passkey removed by the operator", account, ["passkey": Base64URL.encode(passkey.credentialID)])
                     case .lastWayIn: kept += 1
                     case .notFound: break
                     }

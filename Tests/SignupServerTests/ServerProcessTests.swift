@@ -195,3 +195,75 @@ final class OperatorRecoveryTests: XCTestCase {
         XCTAssertEqual(signIn.status, 303)
     }
 }
+
+/// Issue 43's operator commands, as an operator runs them beside a running server sharing the
+/// database: each changes one account, writes an audit line naming it, and queues its webhook.
+final class OperatorAccountTests: XCTestCase {
+    func testAnOperatorDisablesEnablesRemovesPasskeysAndDeletesAnAccount() async throws {
+        let server = try ServerProcess()
+        defer { server.removeData() }
+        try await server.start()
+        let store = try SQLiteAccountStore(path: server.databasePath)
+        let hash = try Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024).hash("Operated-On-1999")
+        let account = try store.createAccount(NewAccount(username: "Operated", email: "op@example.org", passwordHash: hash,
+                                                         formToken: "operated-form"))
+        _ = try store.createAccount(NewAccount(username: "Untouched", email: "un@example.org", passwordHash: hash,
+                                               formToken: "untouched-form"))
+        try store.addPasskey(Passkey(credentialID: [1, 2, 3], accountID: account.id, publicKey: [0xA5], algorithm: -7,
+                                     signCount: 0, transports: [], isBackupEligible: false, isBackedUp: false, createdAt: Date()))
+        let url = URL(string: "http://127.0.0.1:\(server.port)")!
+        func signIn(_ username: String) async throws -> (status: Int, cookie: String?) {
+            let answer = try await TestServer.request(to: url, "POST", "/signin",
+                                                      body: FormURLEncoder.encode([("username", username),
+                                                                                   ("password", "Operated-On-1999")]),
+                                                      headers: ["Origin": url.absoluteString])
+            return (answer.status, answer.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
+        }
+        let session = try await signIn("operated")
+        let control = try await signIn("untouched")
+        XCTAssertEqual(session.status, 303)
+        let database = ["--database", server.databasePath]
+
+        let disabled = try ServerProcess.run(["accounts", "disable", "--username", "operated"] + database)
+        XCTAssertEqual(disabled.0, 0, disabled.2)
+        XCTAssertTrue(disabled.1.contains("1 signed-in session ended"), disabled.1)
+        XCTAssertTrue(disabled.2.contains("event=account_disabled") && disabled.2.contains("account=\(account.id)"),
+                      "an audit line naming the account: \(disabled.2)")
+        // Ended in the store the running server reads (it forgets its 5 s memory of them then).
+        XCTAssertEqual(try store.signInSessions(ofAccount: account.id, at: Date(), rules: SignInSessionRules(idleTimeout: 3600)).count,
+                       0, "the disabled account's sessions ended")
+        let refused = try await signIn("operated")
+        XCTAssertEqual(refused.status, 403, "sign-in refused")
+        let controlAuth = try await TestServer.request(to: url, "GET", "/auth", headers: ["Cookie": control.cookie ?? ""])
+        XCTAssertEqual(controlAuth.status, 200, "another account is untouched")
+        let listed = try ServerProcess.run(["accounts", "list"] + database)
+        XCTAssertTrue(listed.1.contains("no (disabled)"), listed.1)
+        let again = try ServerProcess.run(["accounts", "disable", "--username", "operated"] + database)
+        XCTAssertTrue(again.1.contains("was disabled already"), again.1)
+
+        let enabled = try ServerProcess.run(["accounts", "enable", "--username", "operated"] + database)
+        XCTAssertEqual(enabled.0, 0, enabled.2)
+        let back = try await signIn("operated")
+        XCTAssertEqual(back.status, 303)
+
+        let passkeys = try ServerProcess.run(["accounts", "passkeys", "list", "--username", "operated"] + database)
+        XCTAssertTrue(passkeys.1.contains("AQID"), passkeys.1)
+        let removed = try ServerProcess.run(["accounts", "passkeys", "remove", "--username", "operated", "--id", "AQID"] + database)
+        XCTAssertEqual(removed.0, 0, removed.2)
+        XCTAssertTrue(removed.2.contains("event=passkey_removed"), removed.2)
+        XCTAssertEqual(try store.passkeys(ofAccount: account.id).count, 0)
+
+        let unsure = try ServerProcess.run(["accounts", "delete", "--username", "operated"] + database)
+        XCTAssertNotEqual(unsure.0, 0)
+        XCTAssertTrue(unsure.2.contains("add --yes"), unsure.2)
+        let deleted = try ServerProcess.run(["accounts", "delete", "--username", "operated", "--yes"] + database)
+        XCTAssertEqual(deleted.0, 0, deleted.2)
+        XCTAssertNil(try store.account(named: "operated"))
+        XCTAssertTrue(try store.isUsernameTaken("Operated", at: Date()), "the name stays reserved")
+        XCTAssertNotNil(try store.account(named: "untouched"))
+        // Each change queued its webhook, for a server started with --webhook-url.
+        let queued = try store.claimDueEvents(channel: .webhook, at: Date().addingTimeInterval(60), limit: 10, lease: 1)
+            .map(\.event.type).sorted()
+        XCTAssertEqual(queued, ["account.deleted", "account.disabled", "account.enabled", "account.passkey_removed"])
+    }
+}
