@@ -224,6 +224,7 @@ public final class SignupApplication: Sendable {
             if released > 0 { logger.debug("Removed expired pending sign-ups", metadata: ["count": "\(released)"]) }
             let recoveries = try store.removeExpiredRecoveries(at: now)
             if recoveries > 0 { logger.debug("Removed expired account recoveries", metadata: ["count": "\(recoveries)"]) }
+            _ = try store.removeExpiredEmailChanges(at: now)
             let names = try store.removeEndedUsernameReservations(at: now)
             if names > 0 { logger.debug("Usernames of deleted accounts free again", metadata: ["count": "\(names)"]) }
             let ended = try services.signedIn.removeEnded()

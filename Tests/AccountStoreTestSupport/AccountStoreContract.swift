@@ -701,6 +701,80 @@ extension AccountStoreContract {
     }
 }
 
+extension AccountStoreContract {
+    /// Issue 43: a new address waits for its proof (the old one stays), counts its tries,
+    /// becomes the account's proved address once, with an undo link for the old one; an
+    /// address another account proved meanwhile is refused; the undo restores the old address
+    /// once, ending every session; expired ones are swept.
+    public func addressChangesWaitForTheirProofAndCanBeUndone(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let rules = SignInSessionRules(idleTimeout: 3600)
+        let owner = try store.createAccount(NewAccount(username: "Addressee", email: "old@example.org", passwordHash: "h",
+                                                       formToken: "e-form-1"))
+        let other = try store.createAccount(NewAccount(username: "Holder", email: "h@example.org", passwordHash: "h",
+                                                       formToken: "e-form-2"))
+        func change(_ email: String) -> EmailChange {
+            EmailChange(accountID: owner.id, newEmail: email, codeHash: "c", expiresAt: now.addingTimeInterval(900), createdAt: now)
+        }
+        try store.startEmailChange(change("first@example.org"), mail: nil)
+        try store.startEmailChange(change("new@example.org"), mail: OutboxEvent(id: OutboxEvent.makeID(), type: "mail.email_change",
+                                                                               body: "sealed", createdAt: now, channel: .accountMail))
+        XCTAssertEqual(try reopen().emailChange(ofAccount: owner.id, at: now)?.newEmail, "new@example.org", "the newer replaces",
+                       file: file, line: line)
+        XCTAssertEqual(try store.account(id: owner.id)?.email, "old@example.org", "the old address stays until the proof",
+                       file: file, line: line)
+        XCTAssertEqual(try store.spendEmailChangeTry(ofAccount: owner.id, maximum: 2, at: now), 1, file: file, line: line)
+        XCTAssertEqual(try store.spendEmailChangeTry(ofAccount: owner.id, maximum: 2, at: now), 2, file: file, line: line)
+        XCTAssertNil(try store.spendEmailChangeTry(ofAccount: owner.id, maximum: 2, at: now), "no tries left", file: file, line: line)
+        XCTAssertNil(try store.emailChange(ofAccount: owner.id, at: now.addingTimeInterval(900)), "expired", file: file, line: line)
+
+        let done = try store.completeEmailChange(ofAccount: owner.id, at: now, undoLinkHash: "undo-1",
+                                                 undoUntil: now.addingTimeInterval(7 * 86_400)) { account, previous in
+            [OutboxEvent(id: OutboxEvent.makeID(), type: "mail.email_changed:\(previous)->\(account.email)", body: "sealed",
+                         createdAt: now, channel: .accountMail)]
+        }
+        guard case .changed(let changed, let previous) = done else { return XCTFail("changed: \(done)", file: file, line: line) }
+        XCTAssertEqual(changed.email, "new@example.org", file: file, line: line)
+        XCTAssertEqual(changed.emailVerifiedAt, now, "proved", file: file, line: line)
+        XCTAssertEqual(previous, "old@example.org", file: file, line: line)
+        XCTAssertEqual(try reopen().account(withProvedEmail: "NEW@example.org")?.id, owner.id, file: file, line: line)
+        XCTAssertEqual(try store.completeEmailChange(ofAccount: owner.id, at: now, undoLinkHash: "undo-2", undoUntil: now) { _, _ in [] },
+                       .none, "once", file: file, line: line)
+        let types = try store.claimDueEvents(channel: .accountMail, at: now.addingTimeInterval(1), limit: 10, lease: 60)
+            .map(\.event.type).sorted()
+        XCTAssertEqual(types, ["mail.email_change", "mail.email_changed:old@example.org->new@example.org"], file: file, line: line)
+
+        // An address another account proved meanwhile is refused, and the change is spent.
+        try store.startEmailChange(EmailChange(accountID: other.id, newEmail: "New@Example.org", codeHash: "c",
+                                               expiresAt: now.addingTimeInterval(900), createdAt: now), mail: nil)
+        XCTAssertEqual(try store.completeEmailChange(ofAccount: other.id, at: now, undoLinkHash: "undo-3", undoUntil: now) { _, _ in [] },
+                       .taken, file: file, line: line)
+        XCTAssertEqual(try store.account(id: other.id)?.email, "h@example.org", file: file, line: line)
+        XCTAssertNil(try store.emailChange(ofAccount: other.id, at: now), file: file, line: line)
+
+        // The undo: once, the old address back, every session of the account ended.
+        try store.startSignInSession(NewSignInSession(idHash: "thief", accountID: owner.id, createdAt: now,
+                                                      expiresAt: now.addingTimeInterval(3600)))
+        try store.startSignInSession(NewSignInSession(idHash: "holder", accountID: other.id, createdAt: now,
+                                                      expiresAt: now.addingTimeInterval(3600)))
+        XCTAssertNil(try store.undoEmailChange(linkHash: "unknown", at: now) { _ in [] }, file: file, line: line)
+        XCTAssertNil(try store.undoEmailChange(linkHash: "undo-1", at: now.addingTimeInterval(7 * 86_400)) { _ in [] }, "expired",
+                     file: file, line: line)
+        guard case .restored(let restored) = try store.undoEmailChange(linkHash: "undo-1", at: now, events: { _ in [] }) else {
+            return XCTFail("restored", file: file, line: line)
+        }
+        XCTAssertEqual(restored.email, "old@example.org", file: file, line: line)
+        XCTAssertNil(restored.emailVerifiedAt, "as it was: never proved", file: file, line: line)
+        XCTAssertNil(try store.signedInAccount(idHash: "thief", at: now, rules: rules), file: file, line: line)
+        XCTAssertNotNil(try store.signedInAccount(idHash: "holder", at: now, rules: rules), file: file, line: line)
+        XCTAssertNil(try store.undoEmailChange(linkHash: "undo-1", at: now) { _ in [] }, "once", file: file, line: line)
+        XCTAssertNil(try store.account(withProvedEmail: "new@example.org"), "the new address is free again", file: file, line: line)
+
+        try store.startEmailChange(change("later@example.org"), mail: nil)
+        XCTAssertEqual(try store.removeExpiredEmailChanges(at: now.addingTimeInterval(900)), 1, file: file, line: line)
+    }
+}
+
 private final class Outcomes: @unchecked Sendable {
     private let lock = NSLock()
     private var values: [String: Int] = [:]

@@ -94,6 +94,15 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func deleteAccount(id: Int64, reservingUsernameUntil until: Date, events: [OutboxEvent]) throws -> Bool { throw Failure() }
         func setAccountDisabled(id: Int64, at date: Date?, events: [OutboxEvent]) throws -> Int? { throw Failure() }
         func removeEndedUsernameReservations(at now: Date) throws -> Int { throw Failure() }
+        func startEmailChange(_ change: EmailChange, mail: OutboxEvent?) throws { throw Failure() }
+        func emailChange(ofAccount id: Int64, at now: Date) throws -> EmailChange? { throw Failure() }
+        func spendEmailChangeTry(ofAccount id: Int64, maximum: Int, at now: Date) throws -> Int? { throw Failure() }
+        func completeEmailChange(ofAccount id: Int64, at now: Date, undoLinkHash: String, undoUntil: Date,
+                                 events: @Sendable (Account, String) -> [OutboxEvent]) throws -> EmailChangeCompletion { throw Failure() }
+        func undoEmailChange(linkHash: String, at now: Date, events: @Sendable (Account) -> [OutboxEvent]) throws -> EmailChangeUndo? {
+            throw Failure()
+        }
+        func removeExpiredEmailChanges(at now: Date) throws -> Int { throw Failure() }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -169,6 +178,13 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func deleteAccount(id: Int64, reservingUsernameUntil until: Date, events: [OutboxEvent]) throws -> Bool { false }
         func setAccountDisabled(id: Int64, at date: Date?, events: [OutboxEvent]) throws -> Int? { nil }
         func removeEndedUsernameReservations(at now: Date) throws -> Int { 0 }
+        func startEmailChange(_ change: EmailChange, mail: OutboxEvent?) throws {}
+        func emailChange(ofAccount id: Int64, at now: Date) throws -> EmailChange? { nil }
+        func spendEmailChangeTry(ofAccount id: Int64, maximum: Int, at now: Date) throws -> Int? { nil }
+        func completeEmailChange(ofAccount id: Int64, at now: Date, undoLinkHash: String, undoUntil: Date,
+                                 events: @Sendable (Account, String) -> [OutboxEvent]) throws -> EmailChangeCompletion { .none }
+        func undoEmailChange(linkHash: String, at now: Date, events: @Sendable (Account) -> [OutboxEvent]) throws -> EmailChangeUndo? { nil }
+        func removeExpiredEmailChanges(at now: Date) throws -> Int { 0 }
         struct UnusedInTheseTests: Error {}
     }
 
@@ -211,6 +227,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
     func testOwnersSeeAndEndTheirSessions() throws { try contract().ownersSeeAndEndTheirSessions() }
     func testOwnersAndOperatorsChangeAccounts() throws { try contract().ownersAndOperatorsChangeAccounts() }
+    func testAddressChangesWaitForTheirProofAndCanBeUndone() throws {
+        try contract().addressChangesWaitForTheirProofAndCanBeUndone()
+    }
     func testRecoveriesWorkOnceAndEndTheAccountsSessions() throws { try contract().recoveriesWorkOnceAndEndTheAccountsSessions() }
     func testAProofOfWorkIsSpentOnce() throws { try contract().aProofOfWorkIsSpentOnce() }
     func testPasskeysBelongToTheirAccounts() throws { try contract().passkeysBelongToTheirAccounts() }
