@@ -162,8 +162,9 @@ public struct FormEvaluation: Equatable, Sendable {
             requirementIDs: order.requirementIDs, states: states,
             validatedFields: order.fields, validations: validations,
             strength: usesPasskey ? .none : password.value.strength,
-            // A new-password form has no identity fields to judge (`SignupPolicy.account`).
-            isValid: (policy.account != nil || username.allMet && email.allMet) && credentialMet && declaredValid,
+            // A form about an account judges only the fields it has (`SignupPolicy.judges`).
+            isValid: (!policy.judges.username || username.allMet) && (!policy.judges.email || email.allMet)
+                && (!policy.judges.credential || credentialMet) && declaredValid,
             fieldOrder: usesPasskey ? policy.passkeyFieldOrder : policy.fieldOrder,
             suggestions: suggestions, credential: credential.method))
     }
@@ -247,9 +248,10 @@ extension SignupPolicy {
             guard let position, position < values.count else { return "" }
             return values[position]
         }
-        // A new-password form's identity is the account's: the words its password is judged against.
-        let username = account?.username ?? value(at: builtInPositions.username)
-        let email = account?.email ?? value(at: builtInPositions.email)
+        // What the form does not have is the account's (a new-password form's identity: the
+        // words its password is judged against); what it has is as typed (a new address).
+        let username = builtInPositions.username.map { value(at: $0) } ?? account?.username ?? ""
+        let email = builtInPositions.email.map { value(at: $0) } ?? account?.email ?? ""
         let password = value(at: builtInPositions.password), confirm = value(at: builtInPositions.confirm)
         let breachRule = passwordBreachCandidateRule
         let deliverableRule = emailDeliverabilityRule

@@ -88,6 +88,10 @@ public final class SignupPolicy: @unchecked Sendable {
     private let positions: [SignupField: Int]
     /// Every field: whose problems are all shown once a submit was attempted.
     public let everyField: Set<SignupField>
+    /// What a valid form needs met: on the sign-up form the username, the address and a
+    /// credential; on a form about an account, only the fields it has (a new password: the
+    /// credential; a new address: the address). Worked out once: every evaluation reads it.
+    let judges: (username: Bool, email: Bool, credential: Bool)
     /// The positions of the built-in four (nil only for a `Policy` built in code without one).
     let builtInPositions: (username: Int?, email: Int?, password: Int?, confirm: Int?)
     /// The fields the policy declares beyond the built-in four, with their rules, in page order.
@@ -209,6 +213,8 @@ public final class SignupPolicy: @unchecked Sendable {
         let positions = Dictionary(uniqueKeysWithValues: fields.enumerated().map { ($0.element.field, $0.offset) })
         self.positions = positions
         everyField = Set(fieldOrder + [.passkey])
+        judges = account == nil ? (true, true, true)
+            : (false, fieldOrder.contains(.email), fieldOrder.contains(.password) || fieldOrder.contains(.confirm))
         passkeyCreated = Requirement(id: "passkey.created", text: texts(.passkeyCreatedText))
         passkeyMissingMessage = texts(.passkeyCreatedMessage)
         // The passkey's step stands right after the last password field, wherever the
@@ -225,9 +231,11 @@ public final class SignupPolicy: @unchecked Sendable {
                                          deliverable: emailDeliverable, password: password, breach: passwordBreach,
                                          notCurrent: passwordNotCurrent, confirm: confirm)
         if account != nil {
-            // The account's name and address are given, not typed: nothing to judge.
-            checklists[.username] = []
-            checklists[.email] = []
+            // A form about an account judges the built-in fields it has, nothing else: the
+            // account's name (and, on a new-password form, its address) are given, not typed.
+            for field in [SignupField.username, .email, .password, .confirm] where !fieldOrder.contains(field) {
+                checklists[field] = []
+            }
         }
         for declared in declaredFields { checklists[declared.field] = declared.rules.requirements }
         self.checklists = checklists
@@ -354,6 +362,18 @@ public final class SignupPolicy: @unchecked Sendable {
         settings.fields = settings.fields.filter { $0.kind == .password || $0.kind == .confirm }
         return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
                             usernameProblem: usernameProblem, lookups: lookups, language: language, account: account)
+    }
+
+    /// The rules of a form that gives `account` a new address (`/account/email`): the email
+    /// field alone, with the sign-up form's checks (its format, the typo suggestion, disposable
+    /// domains, deliverability when looked up).
+    public func newEmail(for account: AccountContext) -> SignupPolicy {
+        var settings = self.settings
+        settings.fields = settings.fields.filter { $0.kind == .email }
+        // No password on this form: nothing to compare with the current one.
+        let context = AccountContext(username: account.username, email: account.email, hasPassword: false)
+        return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
+                            usernameProblem: usernameProblem, lookups: lookups, language: language, account: context)
     }
 
     /// The same rules with the outside requirements `kinds` names: the app's policy has

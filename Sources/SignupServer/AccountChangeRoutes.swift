@@ -201,7 +201,7 @@ struct AccountChangeRoutes: Sendable {
             messages: Dictionary(uniqueKeysWithValues: problems.map { ($0.field, $0.message) }), strength: .none)
         page.errors = problems
         page.formError = currentPasswordMessage
-        page.purpose = .newPassword(.change(username: account.username, hasPassword: account.hasPassword,
+        page.purpose = .accountForm(.change(username: account.username, hasPassword: account.hasPassword,
                                             message: currentPasswordMessage))
         var response = Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,
                                                                 assets: request.assets, policy: policy),

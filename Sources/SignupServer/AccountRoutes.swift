@@ -57,6 +57,8 @@ struct AccountRoutes: Sendable {
         } else if let count = request.http.queryValue("others").flatMap({ Int($0) }), count >= 0 {
             notice = request.text(request.http.queryValue("password") == "changed" ? "account.password_changed" : "account.ended_others")
                 .replacingOccurrences(of: "{n}", with: String(count))
+        } else if request.http.queryValue("email") == "changed" {
+            notice = request.text("account.email_changed")
         } else if let done = request.http.queryValue("passkey"), ["renamed", "removed", "added"].contains(done) {
             notice = request.text("account.passkey_\(done)")
         } else {
@@ -296,6 +298,8 @@ struct AccountRoutes: Sendable {
             openUntil: openUntil,
             confirmsWithPassword: account.hasPassword,
             hasPassword: account.hasPassword,
+            email: account.email,
+            offersEmailChange: announcer.mails != nil,
             continuation: openUntil == nil ? continuation : nil,
             devices: sessions.map { session in
                 .init(handle: session.publicID, device: session.device, network: session.network, began: session.createdAt,

@@ -188,6 +188,62 @@ struct VerificationMails: Sendable {
                         channel: .accountMail)
     }
 
+    /// The code that proves a new address of an existing account (`/account/email`); no
+    /// link: the person is signed in on the page that asks for it.
+    func emailChangeCode(to address: String, username: String, code: String, language: Languages.Language, at now: Date,
+                         expiresAt: Date) throws -> OutboxEvent {
+        let minutes = String(Int(expiresAt.timeIntervalSince(now) / 60))
+        let content = PageRenderer.MailContent(
+            subject: text("mail.email_change_subject", language).replacingOccurrences(of: "{code}", with: code),
+            heading: text("mail.email_change_heading", language),
+            lead: text("mail.email_change_lead", language).replacingOccurrences(of: "{username}", with: username),
+            code: code,
+            linkLead: text("mail.email_change_page", language),
+            linkURL: "\(linkOrigin())/account/email/code" + PageRenderer.languageQuery(language),
+            linkText: text("mail.email_change_page_link", language),
+            after: [text("mail.email_change_expiry", language).replacingOccurrences(of: "{minutes}", with: minutes),
+                    text("mail.email_change_ignore", language)],
+            footer: text("mail.footer", language))
+        return try seal(content, to: address, type: "mail.email_change", language: language, at: now, expiresAt: expiresAt,
+                        channel: .accountMail)
+    }
+
+    /// For the owner of an address another account has proved: someone tried to move an
+    /// account to it; nothing changed. The page they saw read as for a free address.
+    func addressClaimed(to address: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
+        let content = PageRenderer.MailContent(
+            subject: text("mail.address_claimed_subject", language),
+            heading: text("mail.address_claimed_subject", language),
+            lead: text("mail.address_claimed_lead", language),
+            code: nil,
+            linkLead: text("mail.notice_see_account", language),
+            linkURL: "\(linkOrigin())/account" + PageRenderer.languageQuery(language),
+            linkText: text("mail.notice_see_account_link", language),
+            after: [],
+            footer: text("mail.footer", language))
+        return try seal(content, to: address, type: "mail.address_claimed", language: language, at: now, expiresAt: nil,
+                        channel: .accountMail)
+    }
+
+    /// For the old address once a new one is proved: what happened, and the link that undoes
+    /// it for `days` (it brings the old address back and signs every browser out).
+    func emailChanged(to oldAddress: String, username: String, newAddress: String, undoLink: String, days: Int,
+                      language: Languages.Language, at now: Date) throws -> OutboxEvent {
+        let content = PageRenderer.MailContent(
+            subject: text("mail.email_changed_subject", language),
+            heading: text("mail.email_changed_subject", language),
+            lead: text("mail.email_changed_lead", language).replacingOccurrences(of: "{username}", with: username)
+                .replacingOccurrences(of: "{email}", with: newAddress),
+            code: nil,
+            linkLead: text("mail.email_changed_undo", language).replacingOccurrences(of: "{days}", with: String(days)),
+            linkURL: "\(linkOrigin())/account/email/undo?link=\(undoLink)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
+            linkText: text("mail.email_changed_undo_link", language),
+            after: [text("mail.email_changed_fine", language)],
+            footer: text("mail.footer", language))
+        return try seal(content, to: oldAddress, type: "mail.email_changed", language: language, at: now, expiresAt: nil,
+                        channel: .accountMail)
+    }
+
     private func seal(_ content: PageRenderer.MailContent, to address: String, type: String, language: Languages.Language,
                       at now: Date, expiresAt: Date?, channel: OutboxChannel = .mail) throws -> OutboxEvent {
         let parts = renderer.renderMail(content, language: language)

@@ -27,7 +27,7 @@ struct PageRenderer: Sendable {
             let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
             templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text)
         }
-        for required in ["signup", "welcome", "signin", "problem", "verify", "recover", "account", "account-delete", "mail.txt", "mail.html"] where templates[required] == nil {
+        for required in ["signup", "welcome", "signin", "problem", "verify", "recover", "account", "account-delete", "account-email", "mail.txt", "mail.html"] where templates[required] == nil {
             throw LoadError.missingTemplate(required, directory: directory.path)
         }
         library = MustacheLibrary(templates: templates)
@@ -58,18 +58,19 @@ struct PageRenderer: Sendable {
         var credential = CredentialMethod.password
         /// A passkey was made on this form (its session holds it).
         var passkeyCreated = false
-        /// A sign-up, or a new password for an account (`/recover/password`).
+        /// A sign-up, or a form about one account (a new password, a new address).
         var purpose = Purpose.signup
 
         enum Purpose: Equatable {
             case signup
-            /// The password fields alone, for one account.
-            case newPassword(NewPasswordForm)
+            /// Some of the sign-up form's fields (the password fields, or the address), for one account.
+            case accountForm(AccountForm)
         }
 
-        /// A new-password form: a recovery's (`/recover/password`) or a change on `/account`
-        /// (`/account/password`), with its words and where it posts.
-        struct NewPasswordForm: Equatable {
+        /// A form about one existing account, the sign-up form's machinery with some of its
+        /// fields: a recovery's new password (`/recover/password`), a change of password
+        /// (`/account/password`) or of address (`/account/email`); its words and where it posts.
+        struct AccountForm: Equatable {
             var username: String
             /// Where it posts.
             var action: String
@@ -83,17 +84,25 @@ struct PageRenderer: Sendable {
             var asksCurrentPassword = false
             /// Why the current password was refused, shown at its field.
             var currentPasswordMessage = ""
+            /// The account's address now, for a lead that names it ({email}).
+            var currentEmail = ""
 
-            static func recovery(username: String) -> NewPasswordForm {
-                NewPasswordForm(username: username, action: "/recover/password", sessionURL: "/recover/session", title: "recover.password_title",
-                                lead: "recover.password_lead", submit: "recover.password_submit")
+            static func recovery(username: String) -> AccountForm {
+                AccountForm(username: username, action: "/recover/password", sessionURL: "/recover/session",
+                            title: "recover.password_title", lead: "recover.password_lead", submit: "recover.password_submit")
             }
 
-            static func change(username: String, hasPassword: Bool, message: String = "") -> NewPasswordForm {
-                NewPasswordForm(username: username, action: "/account/password", sessionURL: "/account/password/session",
-                                title: hasPassword ? "account.password_title" : "account.set_password_title",
-                                lead: "account.password_lead", submit: "account.password_submit",
-                                asksCurrentPassword: hasPassword, currentPasswordMessage: message)
+            static func change(username: String, hasPassword: Bool, message: String = "") -> AccountForm {
+                AccountForm(username: username, action: "/account/password", sessionURL: "/account/password/session",
+                            title: hasPassword ? "account.password_title" : "account.set_password_title",
+                            lead: "account.password_lead", submit: "account.password_submit",
+                            asksCurrentPassword: hasPassword, currentPasswordMessage: message)
+            }
+
+            static func address(username: String, current: String) -> AccountForm {
+                AccountForm(username: username, action: "/account/email", sessionURL: "/account/email/session",
+                            title: "account.email_title", lead: "account.email_lead", submit: "account.email_submit",
+                            currentEmail: current)
             }
         }
 
@@ -105,8 +114,8 @@ struct PageRenderer: Sendable {
     func renderSignup(_ page: SignupPage, language: Languages.Language, languages: Languages, assets: StaticAssets,
                       policy: SignupPolicy? = nil) -> String {
         let policy = policy ?? language.policy
-        let newPasswordFor: SignupPage.NewPasswordForm? = {
-            if case .newPassword(let form) = page.purpose { return form }
+        let accountForm: SignupPage.AccountForm? = {
+            if case .accountForm(let form) = page.purpose { return form }
             return nil
         }()
         let catalog = language.catalog
@@ -176,9 +185,9 @@ struct PageRenderer: Sendable {
                 "textMaxLength": kind == .text ? formField.declaration.maximumLength ?? DeclaredFieldRules.longestText : 0,
                 "passwordRules": Self.passwordRules(policy.settings),
                 // A new password is a password: no passkey instead of it on that form.
-                "offersPasskey": field == .password && newPasswordFor == nil,
+                "offersPasskey": field == .password && accountForm == nil,
                 // false when there is none: Mustache shows a section for a nil inside `Any`.
-                "passkeyStep": field == policy.passkeyStepFollows && newPasswordFor == nil ? passkeyStep : false,
+                "passkeyStep": field == policy.passkeyStepFollows && accountForm == nil ? passkeyStep : false,
                 "requirements": policy.requirements(for: field).map { requirement -> [String: Any] in
                     let state = page.requirementStates[requirement.id] ?? .unmet
                     return ["id": requirement.id, "text": requirement.text,
@@ -188,7 +197,7 @@ struct PageRenderer: Sendable {
         }
         // The strength label in this language (a page re-rendered after a submit has none yet).
         let strengthLabel = policy.settings.texts(PolicyText.strengthLabel(score: page.strength.score))
-        let title = text(newPasswordFor?.title ?? "page.title")
+        let title = text(accountForm?.title ?? "page.title")
         // Catalog keys with dots become underscores for the template ({{t.page_title}}).
         let t = Dictionary(uniqueKeysWithValues: catalog.texts.map { ($0.key.replacingOccurrences(of: ".", with: "_"), $0.value) })
         let context: [String: Any] = [
@@ -198,7 +207,7 @@ struct PageRenderer: Sendable {
             "langQuery": Self.languageQuery(language),
             "languages": languages.all.count > 1 ? languages.all.map { other -> [String: Any] in
                 ["tag": other.tag, "name": other.catalog.name, "isCurrent": other.tag == language.tag,
-                 "href": (newPasswordFor?.action ?? "/") + "?lang=\(other.tag)"]
+                 "href": (accountForm?.action ?? "/") + "?lang=\(other.tag)"]
             } : [],
             "title": title,
             "pageTitle": page.hasErrors ? text("page.error_prefix") + title : title,
@@ -214,18 +223,19 @@ struct PageRenderer: Sendable {
                 ?? Self.query(languageQuery: Self.languageQuery(language), returnTo: page.returnTo),
             "scriptURL": assets.url(for: "app.js"),
             "stylesheetURL": assets.url(for: "style.css"),
-            "formAction": newPasswordFor?.action ?? "/signup",
-            "isSignup": newPasswordFor == nil,
+            "formAction": accountForm?.action ?? "/signup",
+            "isSignup": accountForm == nil,
             // A new-password form: whose (for password managers, and the lead), and where
             // the page's script asks for a fresh live session.
-            "newPassword": newPasswordFor.map { form -> [String: Any] in
+            "accountForm": accountForm.map { form -> [String: Any] in
                 ["username": form.username,
-                 "lead": text(form.lead).replacingOccurrences(of: "{username}", with: form.username),
+                 "lead": text(form.lead).replacingOccurrences(of: "{username}", with: form.username)
+                    .replacingOccurrences(of: "{email}", with: form.currentEmail),
                  "asksCurrentPassword": form.asksCurrentPassword,
                  "currentPasswordMessage": form.currentPasswordMessage,
                  "currentPasswordInvalid": !form.currentPasswordMessage.isEmpty]
             } ?? false,
-            "sessionURL": newPasswordFor?.sessionURL ?? "/sessions",
+            "sessionURL": accountForm?.sessionURL ?? "/sessions",
             "hasChallenge": !page.challenge.isEmpty,
             "challenge": page.challenge,
             "proofWorkerURL": assets.url(for: "proof-worker.js"),
@@ -236,7 +246,7 @@ struct PageRenderer: Sendable {
             "policyName": policy.name,
             "credential": page.credential.rawValue,
             "passkeyScriptURL": assets.url(for: "passkey.js"),
-            "submitLabel": text(newPasswordFor?.submit ?? "page.submit"),
+            "submitLabel": text(accountForm?.submit ?? "page.submit"),
         ]
         return library.render(context, withTemplate: "signup") ?? ""
     }
@@ -536,6 +546,9 @@ struct PageRenderer: Sendable {
         /// Whether it confirms with its password (a passkey-only account signs in again).
         var confirmsWithPassword: Bool
         var hasPassword: Bool
+        /// The account's address, and whether it can be changed here (mail is configured).
+        var email: String
+        var offersEmailChange: Bool
         /// The change that sent the person here to confirm first (the confirmation continues to it).
         var continuation: RecentSignIn.Continuation?
         var devices: [Device]
@@ -586,6 +599,8 @@ struct PageRenderer: Sendable {
         }
         context["hasOthers"] = page.devices.contains { !$0.isThisBrowser }
         context["hasPassword"] = page.hasPassword
+        context["offersEmailChange"] = page.offersEmailChange
+        context["emailNow"] = text("account.email_now").replacingOccurrences(of: "{email}", with: page.email)
         context["continuation"] = page.continuation?.rawValue ?? ""
         context["continueField"] = RecentSignIn.Continuation.field
         context["passkeyField"] = AccountRoutes.passkeyField
@@ -638,6 +653,46 @@ struct PageRenderer: Sendable {
         context["typeLabel"] = text("account.delete_type_label").replacingOccurrences(of: "{username}", with: page.username)
         context["reserved"] = text("account.delete_reserved").replacingOccurrences(of: "{days}", with: String(page.reservedDays))
         return library.render(context, withTemplate: "account-delete") ?? ""
+    }
+
+    /// The pages of an address change around its live form: the code sent to the new
+    /// address, and the old address's undo link.
+    struct AddressPage {
+        enum Mode {
+            /// The code form; the new address shown masked.
+            case code(address: String)
+            /// The undo link's page: a button that posts it ("" for a link that is not one).
+            case undo(link: String)
+            /// What the undo did: the old address back (every browser signed out), or nothing.
+            case undone(restored: Bool)
+        }
+        var mode: Mode
+        var error: String?
+    }
+
+    func renderAddress(_ page: AddressPage, language: Languages.Language, assets: StaticAssets) -> String {
+        var context = common(language, assets: assets)
+        func text(_ key: String) -> String { language.catalog[key] ?? key }
+        let title: String
+        switch page.mode {
+        case .code(let address):
+            title = text("account.email_code_title")
+            context["code"] = ["lead": text("account.email_code_lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(address)),
+                               "field": AccountEmailRoutes.codeField]
+        case .undo(let link):
+            title = text("account.email_undo_title")
+            context["undo"] = link.isEmpty ? false : ["link": link, "field": AccountEmailRoutes.linkField]
+            context["message"] = link.isEmpty ? text("account.email_undo_gone") : text("account.email_undo_lead")
+        case .undone(let restored):
+            title = text(restored ? "account.email_restored_title" : "account.email_undo_title")
+            context["message"] = text(restored ? "account.email_restored" : "account.email_undo_gone")
+            context["restored"] = restored
+        }
+        context["pageTitle"] = page.error == nil ? title : text("page.error_prefix") + title
+        context["heading"] = title
+        context["hasError"] = page.error != nil
+        context["errorMessage"] = page.error ?? ""
+        return library.render(context, withTemplate: "account-email") ?? ""
     }
 
     /// What a mail says, in its language: the same words become its text and its HTML part.

@@ -31,6 +31,7 @@ struct RecentSignIn: Sendable {
     enum Continuation: String, CaseIterable, Sendable {
         case account
         case password
+        case email
         case delete
         case export
         case passkeys
@@ -40,6 +41,7 @@ struct RecentSignIn: Sendable {
             switch self {
             case .account: return "/account"
             case .password: return "/account/password"
+            case .email: return "/account/email"
             case .delete: return "/account/delete"
             case .export: return "/account/export"
             case .passkeys: return "/account#passkeys"

@@ -154,6 +154,11 @@ struct RecoveryRoutes: Sendable {
                 outcome = "unproved"
                 logger.notice("Recovery asked for an account whose address was never proved; nothing was mailed",
                               metadata: ["account": "\(account.id)", "client": "\(request.client)"])
+            case let account? where account.disabledAt != nil:
+                // A disabled account stays shut until the operator enables it: no way back in by mail.
+                outcome = "disabled"
+                logger.notice("Recovery asked for a disabled account; nothing was mailed",
+                              metadata: ["event": "recovery_refused", "account": "\(account.id)", "client": "\(request.client)"])
             case let account? where !withinLimits:
                 outcome = "limited"
                 logger.notice("Recovery asked for too often for one account or address; nothing was mailed",
@@ -491,7 +496,7 @@ struct RecoveryRoutes: Sendable {
             token: token, values: [:], requirementStates: evaluation.requirementStates,
             messages: Dictionary(uniqueKeysWithValues: problems.map { ($0.field, $0.message) }), strength: .none)
         page.errors = problems
-        page.purpose = .newPassword(.recovery(username: account.username))
+        page.purpose = .accountForm(.recovery(username: account.username))
         var headers = HTTPHeaders([("Content-Language", request.language.tag)])
         headers.add("Vary", "Accept-Language")
         return Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,

@@ -120,7 +120,7 @@ final class SignupMetrics: Sendable {
     /// request, or a code that is not six digits), `used_up`, `code_accepted`, `expired` (unknown, used or expired code or link),
     /// `refused` (the new password broke a rule), `current_password`, `completed`,
     /// `unavailable`, `unproved_client` (a refused proof of work).
-    static let recoveryOutcomes = ["mailed", "no_account", "unproved", "limited", "wrong_code", "invalid", "used_up",
+    static let recoveryOutcomes = ["mailed", "no_account", "unproved", "limited", "disabled", "wrong_code", "invalid", "used_up",
                                    "code_accepted", "expired", "refused", "current_password", "completed", "unavailable",
                                    "unproved_client"]
     private let recoveryResults = Dictionary(uniqueKeysWithValues: recoveryOutcomes.map {

@@ -21,6 +21,8 @@ struct SignupRoutes: HTTPResponder {
     let recovery: RecoveryRoutes?
     let account: AccountRoutes
     let accountChanges: AccountChangeRoutes
+    /// Nil when no mail can be sent: `/account/email` is then 404.
+    let accountEmail: AccountEmailRoutes?
     let passkeys: PasskeyRoutes
     let operations: OperationsRoutes
     /// For the pages answered before a handler (403 cross-site, 503 restarting).
@@ -51,6 +53,7 @@ struct SignupRoutes: HTTPResponder {
         recovery = RecoveryRoutes(services)
         account = AccountRoutes(services)
         accountChanges = AccountChangeRoutes(services, account: account)
+        accountEmail = AccountEmailRoutes(services, account: account)
         passkeys = PasskeyRoutes(services)
         operations = OperationsRoutes(services, isStopping: isStopping)
         pages = services.pages
@@ -212,6 +215,27 @@ struct SignupRoutes: HTTPResponder {
               recentSignIn: .password) { $0.accountChanges.changePassword($1) },
         Route(.post, "/account/password/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages],
               recentSignIn: .password) { $0.accountChanges.renewPasswordSession($1) },
+        // A new address: checked live, proved by a mailed code; the old one can undo it for a week.
+        Route(.get, "/account/email", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages], recentSignIn: .email) {
+            routes, request in routes.accountEmail?.page(request) ?? APIError.notFound.response
+        },
+        Route(.post, "/account/email/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages],
+              recentSignIn: .email) { routes, request in routes.accountEmail?.renewSession(request) ?? APIError.notFound.response },
+        Route(.post, "/account/email", answers: .page, reads: .form, limits: [.mails, .sessions], recentSignIn: .email) {
+            routes, request in routes.accountEmail?.start(request) ?? APIError.notFound.response
+        },
+        Route(.get, "/account/email/code", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) {
+            routes, request in routes.accountEmail?.codePage(request) ?? APIError.notFound.response
+        },
+        Route(.post, "/account/email/code", answers: .page, reads: .form, signedIn: true) {
+            routes, request in routes.accountEmail?.checkCode(request) ?? APIError.notFound.response
+        },
+        Route(.get, "/account/email/undo", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) {
+            routes, request in routes.accountEmail?.undoPage(request) ?? APIError.notFound.response
+        },
+        Route(.post, "/account/email/undo", answers: .page, reads: .form, sendsNoReferrer: true) {
+            routes, request in routes.accountEmail?.undo(request) ?? APIError.notFound.response
+        },
         Route(.get, "/account/export", answers: .page, limits: [.pages], spentFirst: [.pages], recentSignIn: .export) {
             $0.accountChanges.export($1)
         },

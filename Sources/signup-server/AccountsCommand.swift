@@ -116,6 +116,9 @@ struct Accounts: ParsableCommand {
             guard let account = try store.account(named: username) else {
                 throw ValidationError("No account is named '\(username)'.")
             }
+            guard account.disabledAt == nil else {
+                throw ValidationError("'\(account.username)' is disabled: enable it first (accounts enable).")
+            }
             // The server's key for codes and links (made by whichever of them ran first).
             let secrets = VerificationSecrets(key: try store.secret(named: "verification-code-key",
                                                                     createdBy: VerificationSecrets.makeKey))

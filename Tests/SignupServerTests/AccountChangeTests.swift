@@ -299,6 +299,75 @@ final class AccountChangeTests: XCTestCase {
         XCTAssertEqual(try webhooks(), ["account.deleted"])
     }
 
+    // MARK: The address
+
+    /// A new address is checked as on the sign-up form, proved by a mailed code (the old one
+    /// stays until then), told to the old address with an undo link; the undo brings it back
+    /// once and signs every browser out. An address another account proved reads the same
+    /// and proves nothing; its owner is told.
+    func testANewAddressIsProvedThenToldToTheOldOneWhichCanUndoIt() async throws {
+        try account("Relocator")
+        try account("Resident")
+        let cookie = try await signedIn("relocator")
+        let form = try await server.request("GET", "/account/email", headers: ["Cookie": cookie])
+        XCTAssertEqual(form.status, 200)
+        XCTAssertTrue(form.body.contains(#"data-session-url="/account/email/session""#))
+        XCTAssertTrue(form.body.contains("relocator@example.org"), "the address now is named")
+        XCTAssertFalse(form.body.contains(#"name="password""#), "the address alone")
+
+        let malformed = try await post("/account/email", [("email", "not-an-address")], cookie: cookie)
+        XCTAssertEqual(malformed.status, 422)
+        let same = try await post("/account/email", [("email", "Relocator@example.org")], cookie: cookie)
+        XCTAssertEqual(same.status, 422)
+        XCTAssertTrue(same.body.contains("That is your address already"), same.body)
+
+        // Another account's proved address: the same answer, no code proves it, its owner told.
+        let claimed = try await post("/account/email", [("email", "resident@example.org")], cookie: cookie)
+        XCTAssertEqual(claimed.status, 303, claimed.body)
+        XCTAssertEqual(claimed.headers["location"], "/account/email/code")
+        let told = try await mails(to: "resident@example.org", count: 1)
+        XCTAssertTrue(told[0].subject.contains("Someone tried to use your address"), told[0].subject)
+        XCTAssertNil(told[0].text.firstMatch(of: #/\n\s+(\d{6})\n/#), "no code in it")
+
+        let started = try await post("/account/email", [("email", "fresh@example.org")], cookie: cookie)
+        XCTAssertEqual(started.status, 303)
+        XCTAssertEqual(started.headers["location"], "/account/email/code")
+        let codeMail = try await mails(to: "fresh@example.org", count: 1)[0]
+        let code = try XCTUnwrap(codeMail.text.firstMatch(of: #/\n\s+(\d{6})\n/#)).1
+        XCTAssertEqual(try server.store.account(named: "relocator")?.email, "relocator@example.org", "the old one stays until the proof")
+        let codePage = try await server.request("GET", "/account/email/code", headers: ["Cookie": cookie])
+        XCTAssertTrue(codePage.body.contains("f…@example.org"), "masked: \(codePage.body)")
+
+        let wrongCode = String(code) == "000000" ? "111111" : "000000"
+        let wrong = try await post("/account/email/code", [("code", wrongCode)], cookie: cookie)
+        XCTAssertEqual(wrong.status, 422)
+        XCTAssertTrue(wrong.body.contains("4 tries left"), wrong.body)
+        let right = try await post("/account/email/code", [("code", String(code))], cookie: cookie)
+        XCTAssertEqual(right.status, 303, right.body)
+        XCTAssertEqual(right.headers["location"], "/account?email=changed")
+        let moved = try XCTUnwrap(try server.store.account(named: "relocator"))
+        XCTAssertEqual(moved.email, "fresh@example.org")
+        XCTAssertNotNil(moved.emailVerifiedAt)
+        XCTAssertEqual(try server.store.account(named: "resident")?.email, "resident@example.org", "another account untouched")
+        XCTAssertEqual(try webhooks(), ["account.email_changed"])
+
+        // The old address is told, with its way back.
+        let oldMail = try await mails(to: "relocator@example.org", count: 1)[0]
+        XCTAssertTrue(oldMail.text.contains("f…@example.org"), oldMail.text)
+        let link = try XCTUnwrap(oldMail.text.firstMatch(of: #/undo\?link=([A-Za-z0-9_-]{43})/#)).1
+        let undoPage = try await server.request("GET", "/account/email/undo?link=\(link)")
+        XCTAssertEqual(undoPage.status, 200, "a look spends nothing")
+        XCTAssertEqual(undoPage.headers["referrer-policy"], "no-referrer")
+        let undone = try await server.request("POST", "/account/email/undo", body: FormURLEncoder.encode([("link", String(link))]))
+        XCTAssertEqual(undone.status, 200, undone.body)
+        XCTAssertTrue(undone.body.contains("Your address is back"))
+        XCTAssertEqual(try server.store.account(named: "relocator")?.email, "relocator@example.org")
+        let status = try await auth(cookie)
+        XCTAssertEqual(status, 401, "whoever changed it is signed out")
+        let again = try await server.request("POST", "/account/email/undo", body: FormURLEncoder.encode([("link", String(link))]))
+        XCTAssertEqual(again.status, 410, "once")
+    }
+
     // MARK: Disabled accounts
 
     func testADisabledAccountIsRefusedOnlyAfterTheRightPassword() async throws {
@@ -314,6 +383,12 @@ final class AccountChangeTests: XCTestCase {
                                                                                              ("password", password)]))
         XCTAssertEqual(right.status, 403)
         XCTAssertTrue(right.body.contains("This account is disabled"), right.body)
+        // Nor does a mailed recovery reopen it: the page reads as for any name, nothing is sent.
+        let recovery = try await server.request("POST", "/recover", body: FormURLEncoder.encode([("identifier", "paused")]))
+        XCTAssertEqual(recovery.status, 200)
+        let token = try XCTUnwrap(recovery.body.firstMatch(of: #/name="token" value="([^"]+)"/#)).1
+        let stored = try XCTUnwrap(try server.store.recovery(token: String(token), at: clock.now))
+        XCTAssertNil(stored.accountID, "a stand-in: no code or link leads into the account")
         _ = try server.store.setAccountDisabled(id: owner.id, at: nil, events: [])
         let again = try await signIn("paused")
         XCTAssertEqual(again.status, 303)

@@ -136,6 +136,15 @@ final class RouteLimitsTests: XCTestCase {
         await send("POST", "/account/passkeys/rename", [("passkey", "AAAA"), ("name", "Laptop")], cookie: session)
         await send("POST", "/account/passkeys/remove", [("passkey", "AAAA")], cookie: session)
         await send("GET", "/account/export", cookie: session)
+        // A new address: its live form, a refused one (a fresh session), a code, a wrong code, an undo link.
+        await send("GET", "/account/email", cookie: session)
+        await send("POST", "/account/email/session", cookie: session)
+        await send("POST", "/account/email", [("email", "not-an-address")], cookie: session)
+        await send("POST", "/account/email", [("email", "moved@example.org")], cookie: session)
+        await send("GET", "/account/email/code", cookie: session)
+        await send("POST", "/account/email/code", [("code", "000000")], cookie: session)
+        await send("GET", "/account/email/undo?link=" + VerificationSecrets.makeLinkToken())
+        await send("POST", "/account/email/undo", [("link", VerificationSecrets.makeLinkToken())])
         await send("GET", "/account/delete", cookie: session)
         // A new password: its form's live session, one refused (a fresh session), one stored.
         await send("GET", "/account/password", cookie: session)

@@ -1,0 +1,308 @@
+import Foundation
+import Logging
+import MicroHTTPD
+import SignupDomain
+
+/// A new address for a signed-in account (issue 43). The new address is checked as the
+/// sign-up form checks it (live: its format, the typo suggestion, disposable domains,
+/// deliverability), then proved by a code mailed to it; the old address stays the account's
+/// until then. Once proved, the old address is told, with a link that brings it back for a
+/// week (and signs every browser out: whoever changed it loses the account). An address
+/// another account has proved reads exactly like a free one here; its owner is told instead.
+/// Nil when no mail can be sent: the routes are then 404.
+struct AccountEmailRoutes: Sendable {
+    let accountRoutes: AccountRoutes
+    let store: any AccountStore
+    let sessions: FormSessionRegistry
+    let signedIn: SignedInUsers
+    let limiters: ClientLimiters
+    let refusals: Refusals
+    let lookups: Lookups
+    let proofs: AddressProofs
+    let mails: OutboxDelivery
+    let webhooks: OutboxDelivery?
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    /// How long the old address's undo link works.
+    static let undoLifetime: TimeInterval = 7 * 86_400
+    /// The form field of the code, and of the undo link's secret.
+    static let codeField = "code"
+    static let linkField = "link"
+
+    init?(_ services: Services, account: AccountRoutes) {
+        guard let proofs = services.proofs, let mails = services.accountMails else { return nil }
+        accountRoutes = account
+        self.proofs = proofs
+        self.mails = mails
+        store = services.store
+        sessions = services.sessions
+        signedIn = services.signedIn
+        limiters = services.limiters
+        refusals = services.refusals
+        lookups = services.lookups
+        webhooks = services.webhooks
+        logger = services.logger
+        now = services.now
+    }
+
+    private var settings: EmailVerificationSettings { proofs.settings }
+
+    /// The context the account's code is hashed in: one account's code never proves another's.
+    private static func codeContext(_ account: Account) -> String { "email-change:\(account.id)" }
+
+    private static func context(of account: Account) -> SignupPolicy.AccountContext {
+        .init(username: account.username, email: account.email, hasPassword: account.hasPassword)
+    }
+
+    // MARK: GET /account/email
+
+    func page(_ request: SignupRequest) -> HTTPResponse {
+        accountRoutes.forAccount(request) { account in addressPage(request, account, status: .ok) }
+    }
+
+    // MARK: POST /account/email/session
+
+    func renewSession(_ request: SignupRequest) -> HTTPResponse {
+        guard case .account(let account) = request.signedIn else {
+            return APIError(status: .unauthorized, code: "signed_out", message: request.text("passkey.error.signed_out")).response
+        }
+        let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
+        do throws(FormSessionRegistry.LookupError) {
+            let token = try sessions.startNewPasswordSession(language.policy.newEmail(for: Self.context(of: account)),
+                                                             currentPassword: nil, language: language.tag, address: request.client)
+            var response = HTTPResponse.json("{\"token\":\"\(token)\"}", status: .created)
+            response.headers.add("Cache-Control", "no-store")
+            return response
+        } catch {
+            var refusal = APIError(status: .serviceUnavailable, code: "busy", message: request.text("error.unavailable"))
+            refusal.retryAfter = 5
+            return refusal.response
+        }
+    }
+
+    // MARK: POST /account/email
+
+    /// The new address, judged as the sign-up form judges it; a code mailed to it (or, for an
+    /// address another account proved, a word to that account's owner), and the code page.
+    func start(_ request: SignupRequest) -> HTTPResponse {
+        accountRoutes.forAccount(request) { account in start(request, account) }
+    }
+
+    private func start(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        let policy = request.policy.newEmail(for: Self.context(of: account))
+        let typed = (request.form["email"] ?? "").trimmingCharacters(in: .whitespaces)
+        if EmailAddress.canonical(typed) == EmailAddress.canonical(account.email), account.emailVerifiedAt != nil {
+            return addressPage(request, account, problems: [(.email, request.text("account.email_same"))], status: .unprocessableContent)
+        }
+        return .later { [self] respond in
+            // The deliverability look-up may take its whole timeout: asked off the request threads.
+            lookups.deliverableState(for: typed, in: policy) { deliverable in
+                let evaluation = policy.evaluateSubmission(values: [.email: typed], usernameAvailability: .met,
+                                                           deliverable: deliverable)
+                guard evaluation.isValid else {
+                    return respond(addressPage(request, account, problems: evaluation.problems, status: .unprocessableContent))
+                }
+                respond(mailCode(to: typed, for: account, request))
+            }
+        }
+    }
+
+    private func mailCode(to address: String, for account: Account, _ request: SignupRequest) -> HTTPResponse {
+        // The client's allowance is about the client: refusing it openly says nothing about the address.
+        do throws(LimitExceeded) {
+            try limiters.mailsPerAddress.admit(request.clientKey)
+        } catch {
+            refusals.count(error)
+            var response = addressPage(request, account, formError: request.text("recover.too_many")
+                .replacingOccurrences(of: "{wait}", with: request.waitPhrase(error.retryAfterSeconds)), status: .tooManyRequests)
+            response.headers.add("Retry-After", String(error.retryAfterSeconds))
+            return response
+        }
+        let time = now(), expiresAt = time.addingTimeInterval(settings.codeLifetime), code = VerificationSecrets.makeCode()
+        do {
+            let holder = try store.account(withProvedEmail: address)
+            // Silent: a flood at one recipient is dropped, whoever it is.
+            let withinLimits: Bool
+            do throws(LimitExceeded) {
+                try limiters.mailsPerRecipient.admit(EmailAddress.canonical(address))
+                withinLimits = true
+            } catch {
+                withinLimits = false
+            }
+            let mail: OutboxEvent?
+            let isFree = holder == nil || holder?.id == account.id
+            if !withinLimits {
+                mail = nil
+            } else if isFree {
+                mail = try proofs.mails.emailChangeCode(to: address, username: account.username, code: code, language: request.language,
+                                                        at: time, expiresAt: expiresAt)
+            } else {
+                mail = try proofs.mails.addressClaimed(to: address, language: request.language, at: time)
+            }
+            // The stand-in for a taken address looks the same from here, and no code proves it.
+            try store.startEmailChange(EmailChange(
+                accountID: account.id, newEmail: address,
+                codeHash: isFree ? proofs.secrets.codeHash(code, formToken: Self.codeContext(account)) : VerificationSecrets.unmatchableHash(),
+                expiresAt: expiresAt, createdAt: time), mail: mail)
+            if mail != nil { mails.nudge() }
+            logger.notice(isFree ? "Address change started: a code mailed to the new address"
+                                 : "Address change asked for an address another account proved; its owner was told",
+                          metadata: ["event": "email_change_started", "account": "\(account.id)", "client": "\(request.client)"])
+        } catch {
+            return accountRoutes.unavailable(request, error)
+        }
+        return Pages.redirect(to: "/account/email/code" + PageRenderer.languageQuery(request.language))
+    }
+
+    // MARK: GET /account/email/code
+
+    func codePage(_ request: SignupRequest) -> HTTPResponse {
+        accountRoutes.forAccount(request) { account in
+            do {
+                guard let change = try store.emailChange(ofAccount: account.id, at: now()) else {
+                    return Pages.redirect(to: "/account/email" + PageRenderer.languageQuery(request.language))
+                }
+                return codePage(request, change: change, status: .ok)
+            } catch {
+                return accountRoutes.unavailable(request, error)
+            }
+        }
+    }
+
+    // MARK: POST /account/email/code
+
+    /// A right code makes the new address the account's; each try is spent before the
+    /// comparison, and a used-up change must be started again.
+    func checkCode(_ request: SignupRequest) -> HTTPResponse {
+        accountRoutes.forAccount(request) { account in checkCode(request, account) }
+    }
+
+    private func checkCode(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        let typed = (request.form[Self.codeField] ?? "").filter { !$0.isWhitespace }
+        let time = now()
+        do {
+            guard let change = try store.emailChange(ofAccount: account.id, at: time) else {
+                return Pages.redirect(to: "/account/email" + PageRenderer.languageQuery(request.language))
+            }
+            guard let tries = try store.spendEmailChangeTry(ofAccount: account.id, maximum: settings.maximumWrongCodes, at: time) else {
+                return codePage(request, change: change, error: request.text("account.email_code_used_up"), status: .tooManyRequests)
+            }
+            guard proofs.secrets.codeMatches(typed, formToken: Self.codeContext(account), storedHash: change.codeHash) else {
+                logger.notice("A wrong code for an address change", metadata: ["event": "email_change_wrong_code",
+                                                                                "account": "\(account.id)", "client": "\(request.client)"])
+                let left = settings.maximumWrongCodes - tries
+                let message = left > 0 ? request.text("account.email_code_wrong").replacingOccurrences(of: "{n}", with: String(left))
+                    : request.text("account.email_code_used_up")
+                return codePage(request, change: change, error: message, status: .unprocessableContent)
+            }
+            return try complete(request, account, newEmail: change.newEmail, time)
+        } catch {
+            return accountRoutes.unavailable(request, error)
+        }
+    }
+
+    private func complete(_ request: SignupRequest, _ account: Account, newEmail: String, _ time: Date) throws -> HTTPResponse {
+        let undo = VerificationSecrets.makeLinkToken(), language = request.language, announce = webhooks != nil
+        let mails = proofs.mails, days = Int(Self.undoLifetime / 86_400)
+        // Written with the change, to the old address (if it was ever proved: it may be a stranger's).
+        let oldProved = account.emailVerifiedAt != nil
+        let notice: OutboxEvent? = oldProved
+            ? try mails.emailChanged(to: account.email, username: account.username, newAddress: EmailAddress.masked(newEmail), undoLink: undo, days: days,
+                                     language: language, at: time)
+            : nil
+        let outcome = try store.completeEmailChange(
+            ofAccount: account.id, at: time, undoLinkHash: proofs.secrets.linkHash(undo), undoUntil: time.addingTimeInterval(Self.undoLifetime)
+        ) { changed, _ in
+            (notice.map { [$0] } ?? []) + (announce ? [OutboxEvent.accountChange("account.email_changed", changed, at: time, by: .owner)] : [])
+        }
+        switch outcome {
+        case .changed:
+            self.mails.nudge()
+            webhooks?.nudge()
+            // This instance forgets its memory of the account's sessions (their accounts' addresses).
+            signedIn.forgetSessions(ofAccount: account.id)
+            logger.notice("Address changed by its account's owner", metadata: ["event": "email_changed", "account": "\(account.id)",
+                                                                              "client": "\(request.client)"])
+            return Pages.redirect(to: "/account?email=changed" + AccountRoutes.languageParameter(request))
+        case .taken, .none:
+            // Another account proved it meanwhile (or the stand-in's code): started again from the form.
+            return addressPage(request, account, formError: request.text("account.email_taken_meanwhile"), status: .conflict)
+        }
+    }
+
+    // MARK: GET /account/email/undo?link=…
+
+    /// The undo link's page: a button, so a mail scanner's GET spends nothing.
+    func undoPage(_ request: SignupRequest) -> HTTPResponse {
+        let link = request.http.queryValue(Self.linkField) ?? ""
+        let page = PageRenderer.AddressPage(mode: .undo(link: link.isRandomToken ? link : ""))
+        return render(request, page, status: link.isRandomToken ? .ok : .notFound)
+    }
+
+    // MARK: POST /account/email/undo
+
+    func undo(_ request: SignupRequest) -> HTTPResponse {
+        let link = request.form[Self.linkField] ?? ""
+        guard link.isRandomToken else { return render(request, .init(mode: .undone(restored: false)), status: .gone) }
+        let time = now(), announce = webhooks != nil
+        do {
+            guard let outcome = try store.undoEmailChange(linkHash: proofs.secrets.linkHash(link), at: time, events: { restored in
+                announce ? [OutboxEvent.accountChange("account.email_restored", restored, at: time, by: .owner)] : []
+            }) else {
+                return render(request, .init(mode: .undone(restored: false)), status: .gone)
+            }
+            webhooks?.nudge()
+            switch outcome {
+            case .restored(let account):
+                signedIn.forgetSessions(ofAccount: account.id)
+                logger.notice("Address change undone from the old address; every session of the account ended",
+                              metadata: ["event": "email_restored", "account": "\(account.id)", "client": "\(request.client)"])
+                return render(request, .init(mode: .undone(restored: true)), status: .ok)
+            case .taken:
+                return render(request, .init(mode: .undone(restored: false)), status: .conflict)
+            }
+        } catch {
+            return accountRoutes.unavailable(request, error)
+        }
+    }
+
+    // MARK: Pages
+
+    private func addressPage(_ request: SignupRequest, _ account: Account, problems: [(field: SignupField, message: String)] = [],
+                             formError: String = "", status: HTTPStatus) -> HTTPResponse {
+        let policy = request.policy.newEmail(for: Self.context(of: account))
+        let token: String
+        do throws(FormSessionRegistry.LookupError) {
+            token = try sessions.startNewPasswordSession(policy, currentPassword: nil, language: request.language.tag,
+                                                         address: request.client)
+        } catch {
+            // The form still works without its live session: the server checks on submit.
+            token = ""
+        }
+        var page = PageRenderer.SignupPage(
+            token: token, values: [.email: request.form["email"] ?? ""], requirementStates: policy.initialEvaluation.requirementStates,
+            messages: Dictionary(uniqueKeysWithValues: problems.map { ($0.field, $0.message) }), strength: .none)
+        page.errors = problems
+        page.formError = formError
+        page.purpose = .accountForm(.address(username: account.username, current: account.email))
+        var response = Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,
+                                                                assets: request.assets, policy: policy),
+                                  status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+
+    private func codePage(_ request: SignupRequest, change: EmailChange, error: String? = nil, status: HTTPStatus) -> HTTPResponse {
+        var page = PageRenderer.AddressPage(mode: .code(address: change.newEmail))
+        page.error = error
+        return render(request, page, status: status)
+    }
+
+    private func render(_ request: SignupRequest, _ page: PageRenderer.AddressPage, status: HTTPStatus) -> HTTPResponse {
+        var response = Pages.html(request.renderer.renderAddress(page, language: request.language, assets: request.assets),
+                                  status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+}
