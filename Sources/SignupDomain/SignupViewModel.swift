@@ -88,10 +88,12 @@ public final class SignupViewModel {
         inputsByField = Dictionary(uniqueKeysWithValues: inputs.map { ($0.field, $0) })
 
         let availability = policy.usernameAvailabilityRule { availabilityChecker.availability(of: $0) }
-        // A sign-up form always has these two (PolicyFile refuses a file without them); a
-        // new-password form (`policy.account`) has the password alone. A `Policy` made in code
-        // without them is a programming error, said as one.
-        guard let password = inputsByField[.password], inputsByField[.username] != nil || policy.account != nil else {
+        // A sign-up form always has these two (PolicyFile refuses a file without them); a form
+        // about an account (`policy.account`) has some of its fields: the password alone, or
+        // the address alone. A `Policy` made in code without them is a programming error,
+        // said as one.
+        let password = inputsByField[.password]
+        guard password != nil && inputsByField[.username] != nil || policy.account != nil else {
             preconditionFailure("A sign-up policy declares the username and password fields; this one has \(policy.fieldOrder.map(\.rawValue))")
         }
         // No username is looked up on a new-password form: the account's own is given.
@@ -101,8 +103,8 @@ public final class SignupViewModel {
         // "Not in a known breach", when configured: the same debounced, latest-only pipeline,
         // so a burst of keystrokes costs one look-up of the password as it settled.
         let breaches = lookups.breachedPasswords
-        let breachAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = breaches.flatMap(policy.passwordBreachRule).map {
-            password.$value.latestAnswers(for: $0, debounce: availabilityDebounce, scheduler: scheduler)
+        let breachAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = breaches.flatMap(policy.passwordBreachRule).flatMap { rule in
+            password.map { $0.$value.latestAnswers(for: rule, debounce: availabilityDebounce, scheduler: scheduler) }
         } ?? Just(nil).eraseToAnyPublisher()
 
         // "Can receive mail", when DNS checks are on: the same pipeline over the email.
@@ -112,8 +114,8 @@ public final class SignupViewModel {
         // "Not your current password", on a new-password form: an argon2id check per pause in
         // typing, the same debounced, latest-only pipeline.
         let notCurrentAnswers: AnyPublisher<AsyncAnswer<String>?, Never> = lookups.currentPassword
-            .flatMap(policy.passwordNotCurrentRule).map {
-                password.$value.latestAnswers(for: $0, debounce: availabilityDebounce, scheduler: scheduler)
+            .flatMap(policy.passwordNotCurrentRule).flatMap { rule in
+                password.map { $0.$value.latestAnswers(for: rule, debounce: availabilityDebounce, scheduler: scheduler) }
             } ?? Just(nil).eraseToAnyPublisher()
         // One reference, not a tuple of three optionals: it rides through the combination on
         // every keystroke, and a tuple of generic structs was copied there through value

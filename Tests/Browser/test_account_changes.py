@@ -255,3 +255,83 @@ def test_without_javascript_a_stale_sign_in_confirms_first_and_each_change_still
         assert not receiver.refused
     finally:
         driver.quit()
+
+
+def accept_suggestion(page):
+    found = page.driver.find_elements(By.CSS_SELECTOR, 'button[data-accept-suggestion="email"]')
+    return found[0] if found and found[0].is_displayed() else None
+
+
+def test_a_new_address_is_checked_live_proved_by_its_code_and_the_old_one_can_undo_it(changes):
+    smtp, port, database, receiver = changes
+    base = f"http://127.0.0.1:{port}"
+    proved_account(smtp, port, "127.0.8.3", "mover_js", "mover@example.org")
+    proved_account(smtp, port, "127.0.8.4", "resident_js", "resident@example.org")
+    driver = make_driver(javascript=True)
+    page = Page(driver)
+    try:
+        sign_in(page, base, "mover_js")
+        page.open(f"{base}/account")
+        assert "mover@example.org" in driver.find_element(By.CSS_SELECTOR, ".current-email").text
+        driver.find_element(By.CSS_SELECTOR, 'a[data-change="email"]').click()
+        page.until(lambda: driver.current_url.endswith("/account/email"), "the address form")
+        page.until_live()
+        assert not driver.find_elements(By.NAME, "password"), "the address alone"
+
+        # The sign-up form's live checks: a likely typo is suggested once the field is left.
+        page.type("email", "moved@gmial.com", leave=True)
+        page.until(lambda: accept_suggestion(page) is not None, "the suggestion")
+        assert accept_suggestion(page).text == "moved@gmail.com"
+        audit(page, "account-email-suggestion")
+        clear(page, "email")
+        page.type("email", "moved@example.org")
+        page.until(lambda: page.submit_enabled() == "true", "ready")
+        page.button().click()
+        page.until(lambda: "/account/email/code" in driver.current_url, "the code page")
+        assert "m…@example.org" in driver.page_source
+        audit(page, "account-email-code")
+        code_mail = smtp.wait_for_mails("moved@example.org", 1)[0]
+        code = __import__("re").search(r"^\s+(\d{6})\s*$", text_of(code_mail), __import__("re").M).group(1)
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT email FROM users WHERE username = 'mover_js'").fetchone() == ("mover@example.org",), \
+                "the old address stays until the proof"
+        page.type("code", "000000" if code != "000000" else "111111")
+        driver.find_element(By.CSS_SELECTOR, "[data-email-code]").click()
+        page.until(lambda: "tries left" in driver.page_source, "a wrong code refused readably")
+        audit(page, "account-email-code-wrong")
+        page.type("code", code)
+        driver.find_element(By.CSS_SELECTOR, "[data-email-code]").click()
+        page.until(lambda: "email=changed" in driver.current_url, "changed")
+        assert "Your address was changed" in driver.find_element(By.CSS_SELECTOR, ".notice").text
+        changed = until_webhook(receiver, "account.email_changed")
+        assert changed["data"]["email"] == "moved@example.org"
+
+        # Another account's proved address: the same answer, its owner told, no code in it.
+        page.open(f"{base}/account/email")
+        page.until_live()
+        page.type("email", "resident@example.org")
+        page.until(lambda: page.submit_enabled() == "true", "ready")
+        page.button().click()
+        page.until(lambda: "/account/email/code" in driver.current_url, "the same code page")
+        told = smtp.wait_for_mails("resident@example.org", 2)[-1]
+        assert "Someone tried to use your address" in told["Subject"]
+        assert not __import__("re").search(r"^\s+\d{6}\s*$", text_of(told), __import__("re").M)
+
+        # The old address is told, and brings itself back: every browser is signed out.
+        old = [m for m in smtp.wait_for_mails("mover@example.org", 2) if "was changed" in m["Subject"]][-1]
+        link = __import__("re").search(r"(http://\S+/account/email/undo\?link=[A-Za-z0-9_-]{43})", text_of(old)).group(1)
+        cookie = f"livesignup_auth={driver.get_cookie('livesignup_auth')['value']}"
+        page.open(link)
+        assert driver.find_elements(By.CSS_SELECTOR, "[data-undo-email]"), "a button: opening the link spends nothing"
+        audit(page, "account-email-undo")
+        driver.find_element(By.CSS_SELECTOR, "[data-undo-email]").click()
+        page.until(lambda: "Your address is back" in driver.page_source, "restored")
+        audit(page, "account-email-restored")
+        until_webhook(receiver, "account.email_restored")
+        status, _, _ = get(port, "/auth", cookie)
+        assert status == 401, "whoever changed it is signed out"
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT email FROM users WHERE username = 'mover_js'").fetchone() == ("mover@example.org",)
+        assert not receiver.refused
+    finally:
+        driver.quit()

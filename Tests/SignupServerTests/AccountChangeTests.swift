@@ -314,6 +314,12 @@ final class AccountChangeTests: XCTestCase {
         XCTAssertTrue(form.body.contains(#"data-session-url="/account/email/session""#))
         XCTAssertTrue(form.body.contains("relocator@example.org"), "the address now is named")
         XCTAssertFalse(form.body.contains(#"name="password""#), "the address alone")
+        // Its live session takes edits of the address (the view model of a form without a password).
+        let liveToken = try XCTUnwrap(form.body.firstMatch(of: #/name="token" value="([^"]+)"/#)).1
+        let edit = try await server.request("POST", "/fields", body: FormURLEncoder.encode([
+            ("token", String(liveToken)), ("field", "email"), ("value", "someone@gmial.com"), ("seq", "1"),
+        ]))
+        XCTAssertLessThan(edit.status, 300, edit.body)
 
         let malformed = try await post("/account/email", [("email", "not-an-address")], cookie: cookie)
         XCTAssertEqual(malformed.status, 422)
