@@ -17,6 +17,8 @@ struct AccountRoutes: Sendable {
     let limiters: ClientLimiters
     let refusals: Refusals
     let announcer: AccountAnnouncer
+    let streams: AccountStreams
+    let retryMilliseconds: Int
     let logger: Logger
     let now: @Sendable () -> Date
 
@@ -28,6 +30,8 @@ struct AccountRoutes: Sendable {
         limiters = services.limiters
         refusals = services.refusals
         announcer = AccountAnnouncer(services)
+        streams = services.accountStreams
+        retryMilliseconds = services.configuration.retryMilliseconds
         logger = services.logger
         now = services.now
     }
@@ -67,6 +71,38 @@ struct AccountRoutes: Sendable {
         // Sent here by a change that needs a recent sign-in: the page asks, then continues.
         let continuation = request.http.queryValue(RecentSignIn.Continuation.field).flatMap(RecentSignIn.Continuation.init(rawValue:))
         return accountPage(request, account, notice: notice, continuation: continuation, status: .ok)
+    }
+
+    // MARK: GET /account/events
+
+    /// The page's stream: `devices` whenever the account's sessions (or this browser's
+    /// "changes open until") change, on any instance; `signed_out` when this browser's
+    /// session ends. JSON refusals: a program or the page's script reads them.
+    func events(_ request: SignupRequest) -> HTTPResponse {
+        let account: Account
+        switch request.signedIn {
+        case .account(let signedInAccount): account = signedInAccount
+        case .unavailable:
+            var error = APIError(status: .serviceUnavailable, code: "unavailable", message: request.text("error.unavailable"))
+            error.retryAfter = 5
+            return error.response
+        case .signedOut, .notAsked:
+            return APIError(status: .unauthorized, code: "signed_out", message: request.text("passkey.error.signed_out")).response
+        }
+        guard let idHash = signedIn.sessionHash(in: request.cookieHeader) else {
+            return APIError(status: .unauthorized, code: "signed_out", message: request.text("passkey.error.signed_out")).response
+        }
+        // Headers only for a look: no stream is kept for it.
+        if request.method == .head { return .eventStream(EventStream()) }
+        let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
+        let stream = EventStream()
+        guard streams.attach(stream, account: account, idHash: idHash, language: language, retryMilliseconds: retryMilliseconds) else {
+            var error = APIError(status: .serviceUnavailable, code: "too_many_streams",
+                                 message: "Too many account pages are open. Close one, or try again in a minute.")
+            error.retryAfter = 60
+            return error.response
+        }
+        return .eventStream(stream)
     }
 
     // MARK: POST /account/sessions/end

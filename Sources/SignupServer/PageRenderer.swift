@@ -559,18 +559,31 @@ struct PageRenderer: Sendable {
         var error: String?
     }
 
-    func renderAccount(_ page: AccountPage, language: Languages.Language, assets: StaticAssets) -> String {
-        var context = common(language, assets: assets)
-        func text(_ key: String) -> String { language.catalog[key] ?? key }
-        // In UTC, in the language's own order of day, month and time: the server does not
-        // know the person's zone, and says which one it shows.
+    /// A time as the account page shows it: in UTC, in the language's own order of day,
+    /// month and time (the server does not know the person's zone, and says which one it shows).
+    static func accountTime(_ date: Date, language: Languages.Language) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: language.tag)
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateStyle = .medium
         formatter.timeStyle = .short
+        return formatter.string(from: date) + " UTC"
+    }
+
+    /// "Network 203.0.113.0/24 · signed in … · last used …": a device's line on the account
+    /// page, and in its stream's `devices` events.
+    static func deviceDetails(network: String, began: Date, lastUsed: Date, language: Languages.Language) -> String {
+        func text(_ key: String) -> String { language.catalog[key] ?? key }
+        return (network.isEmpty ? "" : "\(text("account.network")) \(network) · ")
+            + "\(text("account.began")) \(accountTime(began, language: language)) · "
+            + "\(text("account.last_used")) \(accountTime(lastUsed, language: language))"
+    }
+
+    func renderAccount(_ page: AccountPage, language: Languages.Language, assets: StaticAssets) -> String {
+        var context = common(language, assets: assets)
+        func text(_ key: String) -> String { language.catalog[key] ?? key }
         let iso = ISO8601DateFormatter()
-        func when(_ date: Date) -> [String: String] { ["iso": iso.string(from: date), "text": formatter.string(from: date) + " UTC"] }
+        func when(_ date: Date) -> [String: String] { ["iso": iso.string(from: date), "text": Self.accountTime(date, language: language)] }
         let title = text("account.title")
         context["pageTitle"] = page.error == nil ? title : text("page.error_prefix") + title
         context["heading"] = title
@@ -581,7 +594,8 @@ struct PageRenderer: Sendable {
         context["sessionField"] = AccountRoutes.sessionField
         if let openUntil = page.openUntil {
             let time = when(openUntil)
-            context["openUntil"] = ["iso": time["iso"]!, "text": text("account.unlocked").replacingOccurrences(of: "{time}", with: time["text"]!)]
+            context["openUntil"] = ["iso": time["iso"]!, "text": text("account.unlocked").replacingOccurrences(of: "{time}", with: time["text"]!),
+                                    "remaining": text("account.unlocked_remaining")]
         }
         context["asksToConfirm"] = page.openUntil == nil
         context["username"] = page.username
@@ -594,6 +608,8 @@ struct PageRenderer: Sendable {
                 "hasNetwork": !device.network.isEmpty,
                 "began": when(device.began),
                 "lastUsed": when(device.lastUsed),
+                "details": Self.deviceDetails(network: device.network, began: device.began, lastUsed: device.lastUsed,
+                                              language: language),
                 "isThisBrowser": device.isThisBrowser,
             ]
         }
@@ -609,6 +625,7 @@ struct PageRenderer: Sendable {
         context["hasPasskeys"] = !page.passkeys.isEmpty
         context["passkeyCount"] = page.passkeys.count
         context["passkeyScriptURL"] = assets.url(for: "passkey.js")
+        context["accountScriptURL"] = assets.url(for: "account.js")
         context["passkeys"] = page.passkeys.map { passkey -> [String: Any] in
             [
                 "handle": passkey.handle,

@@ -46,6 +46,8 @@ struct Services: Sendable {
     /// Mails about existing accounts (recovery), delivered on their own lane.
     let accountMails: OutboxDelivery?
     let passkeyChallenges: PasskeyChallenges
+    /// The open `/account` pages' streams, refreshed from the store once a second.
+    let accountStreams: AccountStreams
     /// The one clock (`Configuration.clock`), and its reading as the parts that only ask
     /// for the time take it.
     let clock: any WallClock
@@ -138,6 +140,8 @@ struct Services: Sendable {
                                  cookieDomain: configuration.cookieDomain,
                                  now: now)
         recentSignIn = RecentSignIn(store: store, signedIn: signedIn, now: now, lifetime: configuration.recentSignInLifetime)
+        accountStreams = AccountStreams(store: store, signedIn: signedIn, recentSignIn: configuration.recentSignInLifetime,
+                                        now: now, logger: logger)
         webhooks = configuration.webhooks.map {
             OutboxDelivery(channel: .webhook, schedule: $0.schedule, courier: WebhookCourier(settings: $0, now: now),
                            store: store, metrics: metrics, logger: logger, clock: clock)

@@ -195,6 +195,8 @@ public final class SignupApplication: Sendable {
         try server.start()
         for delivery in services.deliveries { delivery.start() }
         scheduleSweep(every: min(60, max(1, configuration.sessionIdleLifetime / 4)))
+        let stopping = self.stopping
+        services.accountStreams.start(on: configuration.clock, isStopping: { stopping.withLock { $0 } })
         logger.info("Listening", metadata: ["url": "http://\(configuration.host):\(port)"])
         if configuration.publicOrigins.isEmpty {
             logger.notice("No --public-origin: this site's origin follows each request's Host (and X-Forwarded-Host from a trusted proxy), for the cross-site check, return_to and the passkey rp id; set --public-origin in production")

@@ -209,6 +209,10 @@ struct SignupRoutes: HTTPResponder {
         // The signed-in person's page (issue 43). Changes that matter need a recent sign-in in
         // this browser (`recentSignIn:`): the router asks for it before the handler runs.
         Route(.get, "/account", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) { $0.account.page($1) },
+        // The page's live list of devices (and how long changes stay open).
+        Route(.get, "/account/events", answers: .json, limits: [.pages], spentFirst: [.pages], signedIn: true) {
+            $0.account.events($1)
+        },
         Route(.get, "/account/password", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages],
               recentSignIn: .password) { $0.accountChanges.passwordPage($1) },
         Route(.post, "/account/password", answers: .page, reads: .form, limits: [.signins, .hashing, .sessions],

@@ -95,6 +95,16 @@ def test_with_javascript_every_change_is_told_and_the_account_leaves(changes):
         page.until(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-open-until]"), "a fresh sign-in opens changes")
         audit(page, "account-open-en")
 
+        # Live: a sign-in elsewhere appears in the open page over its stream, no reload.
+        shown = len(driver.find_elements(By.CSS_SELECTOR, "[data-device]"))
+        driver.execute_script("window.__sameDocument = true")
+        third = signed_in(port, "127.0.9.5", "changer_js")
+        page.until(lambda: len(driver.find_elements(By.CSS_SELECTOR, "[data-device]")) == shown + 1, "the new sign-in appears")
+        assert driver.execute_script("return window.__sameDocument === true"), "the same page, not a reload"
+        assert "127.0.9.0/24" in driver.find_element(By.CSS_SELECTOR, "[data-devices]").text
+        audit(page, "account-live-devices")
+        assert get(port, "/auth", third)[0] == 200
+
         # The password, checked live: the account's own name refused as it is typed.
         driver.find_element(By.CSS_SELECTOR, 'a[data-change="password"]').click()
         page.until(lambda: driver.current_url.endswith("/account/password"), "the change form")

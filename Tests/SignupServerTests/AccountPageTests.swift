@@ -96,6 +96,45 @@ final class AccountPageTests: XCTestCase {
         XCTAssertFalse(after.body.contains("name=\"session\""), "no other browser is left")
     }
 
+    /// The page's stream: a sign-in elsewhere appears in an open tab within the second the
+    /// store is read (the test clock moves it); a sign-out elsewhere leaves it; the tab whose
+    /// own session ends is told it is signed out and closed. A signed-out request gets 401.
+    func testAnOpenAccountPageSeesSignInsAndSignOutsElsewhere() async throws {
+        _ = try account("Watcher")
+        let laptop = try await signIn("watcher", agent: Self.firefox)
+        let port = try XCTUnwrap(server.baseURL.port)
+        let tab = try RawHTTPConnection(port: UInt16(port))
+        tab.send("GET /account/events HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nCookie: \(laptop)\r\n\r\n")
+        XCTAssertTrue(tab.read { $0.contains("event: devices") && $0.contains("Firefox · Linux") }, tab.received)
+        XCTAssertTrue(tab.received.contains(#""this_browser":true"#))
+        XCTAssertTrue(tab.received.contains(#""open_until":""#), "a fresh sign-in: changes open")
+        XCTAssertFalse(tab.received.contains("Safari"))
+
+        let phone = try await signIn("watcher", agent: Self.safari)
+        clock.advance(by: 1)
+        XCTAssertTrue(tab.read { $0.contains("Safari · iOS") }, "the new sign-in appears: \(tab.received)")
+        let ended = try await server.request("POST", "/signout", body: "", headers: ["Cookie": phone])
+        XCTAssertEqual(ended.status, 303)
+        let before = tab.received.count
+        clock.advance(by: 1)
+        XCTAssertTrue(tab.read { String($0.dropFirst(before)).contains("event: devices") }, "the list again, without it")
+        XCTAssertFalse(String(tab.received.dropFirst(before)).contains("Safari"), tab.received)
+
+        // Six minutes on: the tab hears that changes closed.
+        let beforeClosing = tab.received.count
+        clock.advance(by: 6 * 60)
+        XCTAssertTrue(tab.read { String($0.dropFirst(beforeClosing)).contains(#""open_until":null"#) }, tab.received)
+
+        // This browser signed out elsewhere (another tab): the stream says so and ends.
+        _ = try await server.request("POST", "/signout", body: "", headers: ["Cookie": laptop])
+        clock.advance(by: 1)
+        XCTAssertTrue(tab.read { $0.contains("event: signed_out") }, tab.received)
+        XCTAssertTrue(tab.readUntilClosed(), "closed")
+
+        let signedOut = try await server.request("GET", "/account/events")
+        XCTAssertEqual(signedOut.status, 401)
+    }
+
     func testSignedOutVisitorsAreSentToSignInAndBack() async throws {
         let page = try await server.request("GET", "/account")
         XCTAssertEqual(page.status, 303)

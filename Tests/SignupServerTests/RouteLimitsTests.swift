@@ -126,6 +126,7 @@ final class RouteLimitsTests: XCTestCase {
         let session = try XCTUnwrap(cookie(signedIn, named: SignedInUsers.plainCookieName))
         await send("GET", "/welcome", cookie: session)
         let account = text(await send("GET", "/account", cookie: session))
+        await send("GET", "/account/events", cookie: session)
         let handle = account.firstMatch(of: #/name="session" value="([0-9a-f]{16})"/#).map { String($0.1) } ?? "0000000000000000"
         await send("POST", "/account/sessions/end", [("session", handle)], cookie: session)
         await send("POST", "/account/confirm", [("password", "not-the-password")], cookie: session)
