@@ -16,9 +16,14 @@ public struct NewSignInSession: Sendable, Equatable {
     public let network: String
     /// The handle the owner's pages name it by (random; the id's hash never leaves the store).
     public let publicID: String
+    /// When its owner proved who they are in it: when it began, for a password or a passkey
+    /// that verified the person; never, for a passkey that only showed it was there (then the
+    /// account page asks for the password before a sensitive change).
+    public let authenticatedAt: Date
 
     public init(idHash: String, accountID: Int64, createdAt: Date, expiresAt: Date, device: String = "",
-                network: String = "", publicID: String = SignInSessionID.makePublicID()) {
+                network: String = "", publicID: String = SignInSessionID.makePublicID(), authenticatedAt: Date? = nil) {
+        self.authenticatedAt = authenticatedAt ?? createdAt
         self.idHash = idHash
         self.accountID = accountID
         self.createdAt = createdAt

@@ -389,7 +389,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at, authenticated_at, device,
                     network, public_id)
                 VALUES (\(session.idHash), \(session.accountID), \(session.createdAt), \(session.expiresAt), \(session.createdAt),
-                    \(session.createdAt), \(session.device), \(session.network), \(session.publicID))
+                    \(session.authenticatedAt), \(session.device), \(session.network), \(session.publicID))
                 """)
         }
     }

@@ -373,7 +373,7 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 arguments: [session.idHash, session.accountID, session.createdAt, session.expiresAt, session.createdAt,
-                            session.createdAt, session.device, session.network, session.publicID])
+                            session.authenticatedAt, session.device, session.network, session.publicID])
         }
     }
 

@@ -158,7 +158,7 @@ struct PasskeyRoutes: Sendable {
             return refusals.limited(error)
         }
         do throws(PasskeyRefusal) {
-            let (account, passkey) = try verifiedAssertion(text, request: request.http)
+            let (account, passkey, isUserVerified) = try verifiedAssertion(text, request: request.http)
             // A disabled account's refusal is given back below (a 403 is not a failed proof).
             if account.disabledAt != nil {
                 metrics.signin("disabled")
@@ -169,7 +169,9 @@ struct PasskeyRoutes: Sendable {
             limiters.signinFailuresPerAddress.refund(request.clientKey)
             let cookies: [String]
             do {
-                cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
+                // Only a passkey that verified the person opens sensitive changes at once.
+                cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin,
+                                              verified: isUserVerified)
             } catch {
                 throw unavailable("the signed-in session could not be stored: \(error)")
             }
@@ -309,7 +311,8 @@ struct PasskeyRoutes: Sendable {
 
     /// An assertion checked: its challenge is ours and unspent, its credential stored, its
     /// signature, counter and user handle right. Returns the account it signs in.
-    private func verifiedAssertion(_ text: String, request: HTTPRequest) throws(PasskeyRefusal) -> (Account, Passkey) {
+    private func verifiedAssertion(_ text: String, request: HTTPRequest) throws(PasskeyRefusal)
+        -> (account: Account, passkey: Passkey, isUserVerified: Bool) {
         let response: AssertionResponse, challenge: [UInt8]
         do throws(WebAuthnError) {
             response = try AssertionResponse(json: text)
@@ -352,7 +355,7 @@ struct PasskeyRoutes: Sendable {
         guard recorded else {
             throw verificationRefusal(WebAuthnError("sign_count", "another sign-in recorded this counter first"), signingIn: true)
         }
-        return (account, passkey)
+        return (account, passkey, verified.isUserVerified)
     }
 
     private func verificationRefusal(_ error: WebAuthnError, signingIn: Bool) -> PasskeyRefusal {

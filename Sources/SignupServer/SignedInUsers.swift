@@ -62,7 +62,10 @@ final class SignedInUsers: Sendable {
 
     /// Starts a session for `account`, ending the one `cookieHeader` held (if any); returns
     /// the `Set-Cookie` values that carry it (and clear the old name when it changed).
-    func signIn(_ account: Account, replacing cookieHeader: String?, from origin: Origin) throws -> [String] {
+    /// `verified`: the person proved who they are (a password, a code, a passkey with user
+    /// verification), so sensitive changes are open at once; a passkey that only showed it
+    /// was there opens nothing until the account page's confirmation.
+    func signIn(_ account: Account, replacing cookieHeader: String?, from origin: Origin, verified: Bool = true) throws -> [String] {
         for previous in sessionIDs(in: cookieHeader) {
             let hash = SignInSessionID.hash(previous)
             forget(hash)
@@ -73,7 +76,8 @@ final class SignedInUsers: Sendable {
         try store.startSignInSession(NewSignInSession(
             idHash: SignInSessionID.hash(id), accountID: account.id,
             createdAt: started, expiresAt: started.addingTimeInterval(lifetime),
-            device: origin.device, network: origin.network))
+            device: origin.device, network: origin.network,
+            authenticatedAt: verified ? started : Date(timeIntervalSince1970: 0)))
         return cookies(id)
     }
 

@@ -75,6 +75,34 @@ final class PasskeyServerTests: XCTestCase {
         return try await post("/passkeys/signin", [("response", assertion)])
     }
 
+    /// Issue 43: a passkey that verified the person (UV) is a fresh sign-in, and the account
+    /// page's changes are open at once; one that only showed it was there (UP alone) signs in
+    /// but opens nothing until the person confirms.
+    func testOnlyAVerifyingPasskeyOpensTheAccountsChanges() async throws {
+        let form = try await passkeyForm("uv_keys")
+        let authenticator = SoftwareAuthenticator()
+        let made = try await makePasskey(form, with: authenticator)
+        XCTAssertEqual(made.status, 201, made.body)
+        let created = try await signUp(form, username: "uv_keys")
+        XCTAssertEqual(created.status, 303, created.body)
+        let account = try XCTUnwrap(try server.store.account(named: "uv_keys"))
+        let handle = try server.store.userHandle(ofAccount: account.id)
+
+        let verified = try await signIn(with: authenticator, handle: handle)
+        XCTAssertEqual(verified.status, 200, verified.body)
+        let verifiedCookie = try XCTUnwrap(Self.browserCookie(verified.headers))
+        let open = try await server.request("GET", "/account/export", headers: ["Cookie": verifiedCookie])
+        XCTAssertEqual(open.status, 200, "user verification: a fresh sign-in")
+
+        authenticator.flags = 0x01 // user present, not verified
+        let present = try await signIn(with: authenticator, handle: handle)
+        XCTAssertEqual(present.status, 200, present.body)
+        let presentCookie = try XCTUnwrap(Self.browserCookie(present.headers))
+        let closed = try await server.request("GET", "/account/export", headers: ["Cookie": presentCookie])
+        XCTAssertEqual(closed.status, 303)
+        XCTAssertEqual(closed.headers["location"], "/account?continue=export", "confirm first")
+    }
+
     func testChoosingAPasskeySwapsTheChecklistAndItsMakingEnablesSignUp() async throws {
         let form = try await server.client.openForm()
         let events = EventCollector(form.events())
