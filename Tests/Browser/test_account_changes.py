@@ -250,6 +250,22 @@ def test_without_javascript_a_stale_sign_in_confirms_first_and_each_change_still
         with sqlite3.connect(database) as db:
             assert db.execute("SELECT count(*) FROM users WHERE username = 'steady_nojs'").fetchone() == (1,)
 
+        # A new address without JavaScript: the server's checks, the code, the account page.
+        page.open(f"{base}/account/email")
+        page.type("email", "not-an-address")
+        page.button().click()
+        page.until(lambda: "/account/email" in driver.current_url and "error-summary" in driver.page_source, "refused readably")
+        page.open(f"{base}/account/email")
+        page.type("email", "steady.moved@example.org")
+        page.button().click()
+        page.until(lambda: "/account/email/code" in driver.current_url, "the code page")
+        code_mail = smtp.wait_for_mails("steady.moved@example.org", 1)[0]
+        code = __import__("re").search(r"^\s+(\d{6})\s*$", text_of(code_mail), __import__("re").M).group(1)
+        page.type("code", code)
+        driver.find_element(By.CSS_SELECTOR, "[data-email-code]").click()
+        page.until(lambda: "email=changed" in driver.current_url, "changed without JavaScript")
+        until_webhook(receiver, "account.email_changed")
+
         # Deleting, stale again: confirm, continue, type the name.
         with sqlite3.connect(database) as db:
             db.execute("UPDATE sign_in_sessions SET authenticated_at = '2000-01-01 00:00:00.000'")
