@@ -11,7 +11,7 @@ import WebAuthn
 struct AccountChangeRoutes: Sendable {
     let accountRoutes: AccountRoutes
     let store: any AccountStore
-    let sessions: FormSessionRegistry
+    let forms: AccountFormPages
     let signedIn: SignedInUsers
     let hashing: PasswordHashingQueue
     let limiters: ClientLimiters
@@ -26,7 +26,7 @@ struct AccountChangeRoutes: Sendable {
     init(_ services: Services, account: AccountRoutes) {
         accountRoutes = account
         store = services.store
-        sessions = services.sessions
+        forms = AccountFormPages(sessions: services.sessions)
         signedIn = services.signedIn
         hashing = services.hashing
         limiters = services.limiters
@@ -53,22 +53,7 @@ struct AccountChangeRoutes: Sendable {
 
     /// A fresh live session for the change form (its old one was dropped): `{"token": …}`.
     func renewPasswordSession(_ request: SignupRequest) -> HTTPResponse {
-        guard case .account(let account) = request.signedIn else {
-            return APIError(status: .unauthorized, code: "signed_out", message: request.text("passkey.error.signed_out")).response
-        }
-        let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
-        do throws(FormSessionRegistry.LookupError) {
-            let token = try sessions.startNewPasswordSession(language.policy.newPassword(for: Self.context(of: account)),
-                                                             currentPassword: currentPasswordCheck(account, request),
-                                                             language: language.tag, address: request.client)
-            var response = HTTPResponse.json("{\"token\":\"\(token)\"}", status: .created)
-            response.headers.add("Cache-Control", "no-store")
-            return response
-        } catch {
-            var refusal = APIError(status: .serviceUnavailable, code: "busy", message: request.text("error.unavailable"))
-            refusal.retryAfter = 5
-            return refusal.response
-        }
+        forms.renewSession(request, rules: passwordRules(request))
     }
 
     // MARK: POST /account/password
@@ -180,34 +165,21 @@ struct AccountChangeRoutes: Sendable {
         .init(username: account.username, email: account.email, hasPassword: account.hasPassword)
     }
 
-    private func currentPasswordCheck(_ account: Account, _ request: SignupRequest) -> CurrentPasswordCheck? {
-        guard account.hasPassword else { return nil }
-        return CurrentPasswordCheck(hash: account.passwordHash, hashing: hashing, client: request.clientKey)
+    /// The new-password form's rules for an account: the account's own words refused, and
+    /// "not your current password" checked live (a hash per pause, charged to this client).
+    private func passwordRules(_ request: SignupRequest) -> AccountFormPages.Rules {
+        let hashing = hashing, client = request.clientKey
+        return { account, language in
+            (language.policy.newPassword(for: Self.context(of: account)),
+             account.hasPassword ? CurrentPasswordCheck(hash: account.passwordHash, hashing: hashing, client: client) : nil)
+        }
     }
 
     private func newPasswordPage(_ request: SignupRequest, _ account: Account, problems: [(field: SignupField, message: String)] = [],
                                  currentPasswordMessage: String = "", status: HTTPStatus) -> HTTPResponse {
-        let policy = request.policy.newPassword(for: Self.context(of: account))
-        let token: String
-        do throws(FormSessionRegistry.LookupError) {
-            token = try sessions.startNewPasswordSession(policy, currentPassword: currentPasswordCheck(account, request),
-                                                         language: request.language.tag, address: request.client)
-        } catch {
-            // The form still works without its live session: the server checks on submit.
-            token = ""
-        }
-        var page = PageRenderer.SignupPage(
-            token: token, values: [:], requirementStates: policy.initialEvaluation.requirementStates,
-            messages: Dictionary(uniqueKeysWithValues: problems.map { ($0.field, $0.message) }), strength: .none)
-        page.errors = problems
-        page.formError = currentPasswordMessage
-        page.purpose = .accountForm(.change(username: account.username, hasPassword: account.hasPassword,
-                                            message: currentPasswordMessage))
-        var response = Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,
-                                                                assets: request.assets, policy: policy),
-                                  status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        forms.page(request, for: account, rules: passwordRules(request),
+                   purpose: .change(username: account.username, hasPassword: account.hasPassword, message: currentPasswordMessage),
+                   problems: problems, formError: currentPasswordMessage, status: status)
     }
 
     // MARK: GET /account/export

@@ -13,7 +13,7 @@ import SignupDomain
 struct AccountEmailRoutes: Sendable {
     let accountRoutes: AccountRoutes
     let store: any AccountStore
-    let sessions: FormSessionRegistry
+    let forms: AccountFormPages
     let signedIn: SignedInUsers
     let limiters: ClientLimiters
     let refusals: Refusals
@@ -36,7 +36,7 @@ struct AccountEmailRoutes: Sendable {
         self.proofs = proofs
         self.mails = mails
         store = services.store
-        sessions = services.sessions
+        forms = AccountFormPages(sessions: services.sessions)
         signedIn = services.signedIn
         limiters = services.limiters
         refusals = services.refusals
@@ -64,21 +64,12 @@ struct AccountEmailRoutes: Sendable {
     // MARK: POST /account/email/session
 
     func renewSession(_ request: SignupRequest) -> HTTPResponse {
-        guard case .account(let account) = request.signedIn else {
-            return APIError(status: .unauthorized, code: "signed_out", message: request.text("passkey.error.signed_out")).response
-        }
-        let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
-        do throws(FormSessionRegistry.LookupError) {
-            let token = try sessions.startNewPasswordSession(language.policy.newEmail(for: Self.context(of: account)),
-                                                             currentPassword: nil, language: language.tag, address: request.client)
-            var response = HTTPResponse.json("{\"token\":\"\(token)\"}", status: .created)
-            response.headers.add("Cache-Control", "no-store")
-            return response
-        } catch {
-            var refusal = APIError(status: .serviceUnavailable, code: "busy", message: request.text("error.unavailable"))
-            refusal.retryAfter = 5
-            return refusal.response
-        }
+        forms.renewSession(request, rules: Self.rules)
+    }
+
+    /// The address form's rules for an account: the sign-up form's email checks, no password.
+    private static let rules: AccountFormPages.Rules = { account, language in
+        (language.policy.newEmail(for: context(of: account)), nil)
     }
 
     // MARK: POST /account/email
@@ -271,26 +262,8 @@ struct AccountEmailRoutes: Sendable {
 
     private func addressPage(_ request: SignupRequest, _ account: Account, problems: [(field: SignupField, message: String)] = [],
                              formError: String = "", status: HTTPStatus) -> HTTPResponse {
-        let policy = request.policy.newEmail(for: Self.context(of: account))
-        let token: String
-        do throws(FormSessionRegistry.LookupError) {
-            token = try sessions.startNewPasswordSession(policy, currentPassword: nil, language: request.language.tag,
-                                                         address: request.client)
-        } catch {
-            // The form still works without its live session: the server checks on submit.
-            token = ""
-        }
-        var page = PageRenderer.SignupPage(
-            token: token, values: [.email: request.form["email"] ?? ""], requirementStates: policy.initialEvaluation.requirementStates,
-            messages: Dictionary(uniqueKeysWithValues: problems.map { ($0.field, $0.message) }), strength: .none)
-        page.errors = problems
-        page.formError = formError
-        page.purpose = .accountForm(.address(username: account.username, current: account.email))
-        var response = Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,
-                                                                assets: request.assets, policy: policy),
-                                  status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        forms.page(request, for: account, rules: Self.rules, purpose: .address(username: account.username, current: account.email),
+                   values: [.email: request.form["email"] ?? ""], problems: problems, formError: formError, status: status)
     }
 
     private func codePage(_ request: SignupRequest, change: EmailChange, error: String? = nil, status: HTTPStatus) -> HTTPResponse {

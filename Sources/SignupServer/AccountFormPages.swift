@@ -1,0 +1,64 @@
+import MicroHTTPD
+import SignupDomain
+
+/// The live forms about a signed-in account (`/account/password`, `/account/email`): the page
+/// with its live session, and a fresh session for the page's script (`data-session-url`), in
+/// one place. Their sessions are not signed form tokens (`FormSessionRegistry
+/// .startNewPasswordSession`): a dropped one is asked for again here, never rebuilt as a
+/// sign-up form.
+struct AccountFormPages: Sendable {
+    let sessions: FormSessionRegistry
+
+    /// What a form is for one account in one language: its rules and, on a new-password form
+    /// of an account that has one, the live "not your current password" check.
+    typealias Rules = @Sendable (_ account: Account, _ language: Languages.Language)
+        -> (policy: SignupPolicy, currentPassword: (any CurrentPasswordChecking)?)
+
+    /// `POST …/session`: `201 {"token": …}` for the form in the page's language (JSON rows
+    /// negotiate none: the script names it, `?lang=`).
+    func renewSession(_ request: SignupRequest, rules: Rules) -> HTTPResponse {
+        guard case .account(let account) = request.signedIn else {
+            return APIError(status: .unauthorized, code: "signed_out", message: request.text("passkey.error.signed_out")).response
+        }
+        let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
+        let form = rules(account, language)
+        do throws(FormSessionRegistry.LookupError) {
+            let token = try sessions.startNewPasswordSession(form.policy, currentPassword: form.currentPassword,
+                                                             language: language.tag, address: request.client)
+            var response = HTTPResponse.json("{\"token\":\"\(token)\"}", status: .created)
+            response.headers.add("Cache-Control", "no-store")
+            return response
+        } catch {
+            var refusal = APIError(status: .serviceUnavailable, code: "busy", message: request.text("error.unavailable"))
+            refusal.retryAfter = 5
+            return refusal.response
+        }
+    }
+
+    /// The form's page with a live session of its own (none when the session limits refuse
+    /// one: the form still works, the server checks on submit), `values` kept, `problems`
+    /// shown at their fields and `formError` above them.
+    func page(_ request: SignupRequest, for account: Account, rules: Rules, purpose: PageRenderer.SignupPage.AccountForm,
+              values: [SignupField: String] = [:], problems: [(field: SignupField, message: String)] = [],
+              formError: String = "", status: HTTPStatus) -> HTTPResponse {
+        let form = rules(account, request.language)
+        let token: String
+        do throws(FormSessionRegistry.LookupError) {
+            token = try sessions.startNewPasswordSession(form.policy, currentPassword: form.currentPassword,
+                                                         language: request.language.tag, address: request.client)
+        } catch {
+            token = ""
+        }
+        var page = PageRenderer.SignupPage(
+            token: token, values: values, requirementStates: form.policy.initialEvaluation.requirementStates,
+            messages: Dictionary(uniqueKeysWithValues: problems.map { ($0.field, $0.message) }), strength: .none)
+        page.errors = problems
+        page.formError = formError
+        page.purpose = .accountForm(purpose)
+        var response = Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,
+                                                                assets: request.assets, policy: form.policy),
+                                  status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+}
