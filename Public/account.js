@@ -1,7 +1,27 @@
 /* /account: the list of devices kept current over the page's stream (GET /account/events),
-   and how long changes stay open counted down. Without JavaScript the page is the same,
-   as of its loading. */
-(function () {
+   and how long changes stay open counted down; /account/delete: its count of signed-in
+   browsers kept current the same way. Without JavaScript the pages are the same, as of their
+   loading. */
+(function deletionPreview() {
+  "use strict";
+  var main = document.querySelector("[data-account-delete]");
+  var line = main && main.querySelector("[data-preview-sessions]");
+  if (!line || !window.EventSource) { return; }
+  var lang = document.documentElement.getAttribute("lang") || "";
+  var stream = new EventSource(main.getAttribute("data-events-url") + (lang ? "?lang=" + encodeURIComponent(lang) : ""));
+  stream.addEventListener("devices", function (event) {
+    var data = JSON.parse(event.data);
+    // The time to delete ran out: loaded again, the page asks to confirm first.
+    if (data.open_until === null) { location.reload(); return; }
+    line.textContent = line.getAttribute("data-text").replace("{n}", String(data.devices.length));
+  });
+  stream.addEventListener("signed_out", function () {
+    stream.close();
+    location.assign("/signin?return_to=%2Faccount" + (lang && lang !== "en" ? "&lang=" + encodeURIComponent(lang) : ""));
+  });
+})();
+
+(function accountPage() {
   "use strict";
   var main = document.querySelector("[data-account]");
   if (!main) { return; }

@@ -662,11 +662,12 @@ struct PageRenderer: Sendable {
         context["hasError"] = page.error != nil
         context["errorMessage"] = page.error ?? ""
         context["confirmField"] = AccountChangeRoutes.confirmUsernameField
-        context["ends"] = [
-            text("account.delete_sessions").replacingOccurrences(of: "{n}", with: String(page.sessions)),
-            text("account.delete_passkeys").replacingOccurrences(of: "{n}", with: String(page.passkeys)),
-        ] + (page.profileFields.isEmpty ? [] : [text("account.delete_profile")
-            .replacingOccurrences(of: "{fields}", with: page.profileFields.joined(separator: ", "))])
+        // Each line on its own: the sessions' count is kept current by the page's stream.
+        context["sessionsLine"] = text("account.delete_sessions").replacingOccurrences(of: "{n}", with: String(page.sessions))
+        context["passkeysLine"] = text("account.delete_passkeys").replacingOccurrences(of: "{n}", with: String(page.passkeys))
+        context["profileLine"] = page.profileFields.isEmpty ? "" : text("account.delete_profile")
+            .replacingOccurrences(of: "{fields}", with: page.profileFields.joined(separator: ", "))
+        context["accountScriptURL"] = assets.url(for: "account.js")
         context["typeLabel"] = text("account.delete_type_label").replacingOccurrences(of: "{username}", with: page.username)
         context["reserved"] = text("account.delete_reserved").replacingOccurrences(of: "{days}", with: String(page.reservedDays))
         return library.render(context, withTemplate: "account-delete") ?? ""

@@ -157,6 +157,12 @@ def test_with_javascript_every_change_is_told_and_the_account_leaves(changes):
         page.open(f"{base}/account/password?lang=de")
         assert "Aktuelles Passwort" in driver.page_source
         audit(page, "account-password-de")
+        page.open(f"{base}/account/email?lang=de")
+        assert "E-Mail-Adresse ändern" in driver.page_source
+        audit(page, "account-email-de")
+        page.open(f"{base}/account/delete?lang=de")
+        assert "Konto löschen" in driver.page_source
+        audit(page, "account-delete-de")
 
         # The export: the account's data, no secret.
         cookie = f"livesignup_auth={driver.get_cookie('livesignup_auth')['value']}"
@@ -174,7 +180,12 @@ def test_with_javascript_every_change_is_told_and_the_account_leaves(changes):
         page.open(f"{base}/account")
         driver.find_element(By.CSS_SELECTOR, 'a[data-change="delete"]').click()
         page.until(lambda: "/account/delete" in driver.current_url, "the deletion page")
-        assert "Signed-in browsers: " in driver.find_element(By.CSS_SELECTOR, "[data-delete-preview]").text
+        preview = lambda: driver.find_element(By.CSS_SELECTOR, "[data-preview-sessions]").text  # noqa: E731
+        before = preview()
+        count = int(before.rsplit(" ", 1)[1])
+        # Live: another sign-in shows in what deleting would end.
+        signed_in(port, "127.0.9.6", "changer_js", NEW_PASSWORD)
+        page.until(lambda: preview() == f"Signed-in browsers: {count + 1}", f"the preview counts the new sign-in ({before})")
         audit(page, "account-delete")
         page.type("confirm_username", "changer")
         driver.find_element(By.CSS_SELECTOR, "[data-delete-account]").click()
