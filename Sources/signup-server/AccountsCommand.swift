@@ -54,7 +54,8 @@ struct Accounts: ParsableCommand {
         }
 
         /// `[{"id":1,"username":…,"email":…,"created_at":…,"can_sign_in":true,"profile":{…}}]`,
-        /// keys sorted; never a password hash.
+        /// keys sorted; never a password hash. `can_sign_in` says whether it has a password (as
+        /// it always did); a disabled account also has `disabled_at`.
         static func json(_ accounts: [Account], formatter: ISO8601DateFormatter) -> String {
             struct Entry: Encodable {
                 let id: Int64
@@ -63,10 +64,12 @@ struct Accounts: ParsableCommand {
                 let created_at: String
                 let can_sign_in: Bool
                 let profile: [String: ProfileValue]
+                let disabled_at: String?
             }
             let entries = accounts.map {
                 Entry(id: $0.id, username: $0.username, email: $0.email, created_at: formatter.string(from: $0.createdAt),
-                      can_sign_in: $0.passwordHash != Account.unusablePasswordHash, profile: $0.profile)
+                      can_sign_in: $0.passwordHash != Account.unusablePasswordHash, profile: $0.profile,
+                      disabled_at: $0.disabledAt.map { formatter.string(from: $0) })
             }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]

@@ -238,6 +238,8 @@ final class OperatorAccountTests: XCTestCase {
         XCTAssertEqual(controlAuth.status, 200, "another account is untouched")
         let listed = try ServerProcess.run(["accounts", "list"] + database)
         XCTAssertTrue(listed.1.contains("no (disabled)"), listed.1)
+        let json = try ServerProcess.run(["accounts", "list", "--format", "json"] + database)
+        XCTAssertTrue(json.1.contains(#""disabled_at" : ""#), json.1)
         let again = try ServerProcess.run(["accounts", "disable", "--username", "operated"] + database)
         XCTAssertTrue(again.1.contains("was disabled already"), again.1)
 
