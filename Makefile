@@ -12,8 +12,9 @@ PREFIX ?= /usr/local
 # postgresql: the PostgreSQL account store's tests and the two-instance test (each starts its
 # own cluster on loopback; the packaged cluster is not used); openssl: the mail test's own
 # certificate for its SMTP server's STARTTLS; iproute2: `ip`, with which the plain-SMTP test
-# finds (or adds) an address of this machine that is not loopback.
-TEST_APT_PACKAGES := nginx-light postgresql openssl iproute2
+# finds (or adds) an address of this machine that is not loopback; oathtool: a TOTP we did
+# not write, which the second factor's codes are held to.
+TEST_APT_PACKAGES := nginx-light postgresql openssl iproute2 oathtool
 
 BROWSER_APT_PACKAGES := chromium chromium-driver
 BROWSER_PIP_PACKAGES := selenium pytest standardwebhooks aiosmtpd dnslib altcha webauthn
