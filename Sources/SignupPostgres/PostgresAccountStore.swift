@@ -240,6 +240,26 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             """,
             "CREATE INDEX email_undos_account ON email_undos (account_id)",
         ]),
+        // Second factors: the sealed TOTP secret (on once a first code was right) and the
+        // recovery codes' hashes.
+        (16, "second factors", [
+            """
+            CREATE TABLE second_factors (
+                account_id BIGINT PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+                sealed_secret BYTEA NOT NULL,
+                enabled_at TIMESTAMPTZ,
+                last_step BIGINT NOT NULL,
+                created_at TIMESTAMPTZ NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE second_factor_codes (
+                account_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                code_hash TEXT NOT NULL,
+                PRIMARY KEY (account_id, code_hash)
+            )
+            """,
+        ]),
     ]
 
     private func migrate() throws {
@@ -1126,6 +1146,109 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 removed += 1
             }
             return removed
+        }
+    }
+
+    // MARK: Second factors
+
+    public func startSecondFactorSetup(ofAccount id: Int64, sealedSecret: [UInt8], at date: Date) throws -> Bool {
+        let sealed = Data(sealedSecret)
+        return try run("start a second factor's setup") { client in
+            // One statement: an insert, or a replacement of a setup not yet on; a factor that is
+            // on stays as it is (the conflict's WHERE), and nothing is returned then.
+            try await Self.first(Int64.self, client.query("""
+                INSERT INTO second_factors (account_id, sealed_secret, enabled_at, last_step, created_at)
+                VALUES (\(id), \(sealed), NULL, 0, \(date))
+                ON CONFLICT (account_id) DO UPDATE SET sealed_secret = EXCLUDED.sealed_secret, last_step = 0,
+                    created_at = EXCLUDED.created_at
+                WHERE second_factors.enabled_at IS NULL
+                RETURNING account_id
+                """)) != nil
+        }
+    }
+
+    public func secondFactor(ofAccount id: Int64) throws -> SecondFactor? {
+        try run("read a second factor") { client in
+            for try await (account, sealed, enabled, step, created, codes) in try await client.query("""
+                SELECT account_id, sealed_secret, enabled_at, last_step, created_at,
+                       (SELECT count(*) FROM second_factor_codes WHERE second_factor_codes.account_id = second_factors.account_id)
+                FROM second_factors WHERE account_id = \(id)
+                """).decode((Int64, Data, Date?, Int64, Date, Int64).self) {
+                return SecondFactor(accountID: account, sealedSecret: Array(sealed), enabledAt: enabled, lastStep: step,
+                                    recoveryCodesLeft: Int(codes), createdAt: created)
+            }
+            return nil
+        }
+    }
+
+    public func enableSecondFactor(ofAccount id: Int64, step: Int64, recoveryCodeHashes: [String], at date: Date,
+                                   events: [OutboxEvent]) throws -> Bool {
+        let logger = self.logger
+        return try run("switch a second factor on") { client in
+            try await client.withTransaction(logger: logger) { connection -> Bool in
+                guard try await Self.first(Int64.self, connection.query("""
+                    UPDATE second_factors SET enabled_at = \(date), last_step = \(step)
+                    WHERE account_id = \(id) AND enabled_at IS NULL RETURNING account_id
+                    """, logger: logger)) != nil else { return false }
+                for hash in recoveryCodeHashes {
+                    try await connection.query("""
+                        INSERT INTO second_factor_codes (account_id, code_hash) VALUES (\(id), \(hash)) ON CONFLICT DO NOTHING
+                        """, logger: logger)
+                }
+                for event in events { try await Self.enqueue(event, connection, logger) }
+                return true
+            }
+        }
+    }
+
+    public func spendSecondFactorStep(ofAccount id: Int64, step: Int64) throws -> Bool {
+        try run("spend a second factor's code") { client in
+            try await Self.first(Int64.self, client.query("""
+                UPDATE second_factors SET last_step = \(step)
+                WHERE account_id = \(id) AND enabled_at IS NOT NULL AND last_step < \(step) RETURNING account_id
+                """)) != nil
+        }
+    }
+
+    public func spendRecoveryCode(ofAccount id: Int64, hash: String) throws -> Bool {
+        try run("spend a recovery code") { client in
+            try await Self.first(Int64.self, client.query("""
+                DELETE FROM second_factor_codes WHERE account_id = \(id) AND code_hash = \(hash) RETURNING account_id
+                """)) != nil
+        }
+    }
+
+    public func replaceRecoveryCodes(ofAccount id: Int64, hashes: [String], events: [OutboxEvent]) throws -> Bool {
+        let logger = self.logger
+        return try run("replace recovery codes") { client in
+            try await client.withTransaction(logger: logger) { connection -> Bool in
+                // The factor's row locked: two replacements at once are one after the other.
+                guard try await Self.first(Int64.self, connection.query("""
+                    SELECT account_id FROM second_factors WHERE account_id = \(id) AND enabled_at IS NOT NULL FOR UPDATE
+                    """, logger: logger)) != nil else { return false }
+                try await connection.query("DELETE FROM second_factor_codes WHERE account_id = \(id)", logger: logger)
+                for hash in hashes {
+                    try await connection.query("""
+                        INSERT INTO second_factor_codes (account_id, code_hash) VALUES (\(id), \(hash)) ON CONFLICT DO NOTHING
+                        """, logger: logger)
+                }
+                for event in events { try await Self.enqueue(event, connection, logger) }
+                return true
+            }
+        }
+    }
+
+    public func removeSecondFactor(ofAccount id: Int64, events: [OutboxEvent]) throws -> Bool {
+        let logger = self.logger
+        return try run("remove a second factor") { client in
+            try await client.withTransaction(logger: logger) { connection -> Bool in
+                guard try await Self.first(Int64.self, connection.query(
+                    "DELETE FROM second_factors WHERE account_id = \(id) RETURNING account_id", logger: logger)) != nil
+                else { return false }
+                try await connection.query("DELETE FROM second_factor_codes WHERE account_id = \(id)", logger: logger)
+                for event in events { try await Self.enqueue(event, connection, logger) }
+                return true
+            }
         }
     }
 

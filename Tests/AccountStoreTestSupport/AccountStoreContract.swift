@@ -775,6 +775,67 @@ extension AccountStoreContract {
     }
 }
 
+extension AccountStoreContract {
+    /// Issue 44: a second factor is set up (replaceable until on), switched on once with its
+    /// recovery codes and its announcement, accepts each step once and never an older one, spends
+    /// each recovery code once, replaces them all, and goes with its codes; another account's
+    /// factor is untouched; deleting the account takes it along.
+    public func secondFactorsAcceptEachCodeOnce(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let owner = try store.createAccount(NewAccount(username: "Guarded", email: "g@example.org", passwordHash: "h",
+                                                       formToken: "f-form-1"))
+        let other = try store.createAccount(NewAccount(username: "Neighbour2", email: "n2@example.org", passwordHash: "h",
+                                                       formToken: "f-form-2"))
+        XCTAssertNil(try store.secondFactor(ofAccount: owner.id), file: file, line: line)
+        XCTAssertTrue(try store.startSecondFactorSetup(ofAccount: owner.id, sealedSecret: [1], at: now), file: file, line: line)
+        XCTAssertTrue(try store.startSecondFactorSetup(ofAccount: owner.id, sealedSecret: [2, 2], at: now), "replaced",
+                      file: file, line: line)
+        XCTAssertEqual(try reopen().secondFactor(ofAccount: owner.id)?.sealedSecret, [2, 2], file: file, line: line)
+        XCTAssertFalse(try store.spendSecondFactorStep(ofAccount: owner.id, step: 5), "not on yet", file: file, line: line)
+
+        let announcement = OutboxEvent(id: OutboxEvent.makeID(), type: "account.second_factor_enabled", body: "{}", createdAt: now)
+        XCTAssertTrue(try store.enableSecondFactor(ofAccount: owner.id, step: 100, recoveryCodeHashes: ["a", "b", "c"], at: now,
+                                                   events: [announcement]), file: file, line: line)
+        XCTAssertFalse(try store.enableSecondFactor(ofAccount: owner.id, step: 101, recoveryCodeHashes: [], at: now, events: []),
+                       "once", file: file, line: line)
+        XCTAssertFalse(try store.startSecondFactorSetup(ofAccount: owner.id, sealedSecret: [3], at: now), "on: not replaced",
+                       file: file, line: line)
+        let enabled = try XCTUnwrap(try store.secondFactor(ofAccount: owner.id), file: file, line: line)
+        XCTAssertEqual(enabled.enabledAt, now, file: file, line: line)
+        XCTAssertEqual(enabled.sealedSecret, [2, 2], file: file, line: line)
+        XCTAssertEqual(enabled.recoveryCodesLeft, 3, file: file, line: line)
+        XCTAssertEqual(try store.claimDueEvents(channel: .webhook, at: now.addingTimeInterval(1), limit: 10, lease: 60).map(\.event.type),
+                       ["account.second_factor_enabled"], file: file, line: line)
+
+        // Each step once, and never one before the latest accepted.
+        XCTAssertFalse(try store.spendSecondFactorStep(ofAccount: owner.id, step: 100), "the setup's own code", file: file, line: line)
+        XCTAssertTrue(try store.spendSecondFactorStep(ofAccount: owner.id, step: 102), file: file, line: line)
+        XCTAssertFalse(try reopen().spendSecondFactorStep(ofAccount: owner.id, step: 102), "replayed, from another instance",
+                       file: file, line: line)
+        XCTAssertFalse(try store.spendSecondFactorStep(ofAccount: owner.id, step: 101), "an older one after a newer",
+                       file: file, line: line)
+
+        XCTAssertTrue(try store.spendRecoveryCode(ofAccount: owner.id, hash: "b"), file: file, line: line)
+        XCTAssertFalse(try store.spendRecoveryCode(ofAccount: owner.id, hash: "b"), "once", file: file, line: line)
+        XCTAssertFalse(try store.spendRecoveryCode(ofAccount: other.id, hash: "a"), "another account's", file: file, line: line)
+        XCTAssertEqual(try store.secondFactor(ofAccount: owner.id)?.recoveryCodesLeft, 2, file: file, line: line)
+        XCTAssertTrue(try store.replaceRecoveryCodes(ofAccount: owner.id, hashes: ["x", "y"], events: []), file: file, line: line)
+        XCTAssertFalse(try store.spendRecoveryCode(ofAccount: owner.id, hash: "a"), "the old ones are void", file: file, line: line)
+        XCTAssertTrue(try store.spendRecoveryCode(ofAccount: owner.id, hash: "x"), file: file, line: line)
+        XCTAssertFalse(try store.replaceRecoveryCodes(ofAccount: other.id, hashes: ["z"], events: []), "no factor", file: file, line: line)
+
+        XCTAssertTrue(try store.startSecondFactorSetup(ofAccount: other.id, sealedSecret: [9], at: now), file: file, line: line)
+        XCTAssertTrue(try store.removeSecondFactor(ofAccount: owner.id, events: []), file: file, line: line)
+        XCTAssertFalse(try store.removeSecondFactor(ofAccount: owner.id, events: []), file: file, line: line)
+        XCTAssertNil(try store.secondFactor(ofAccount: owner.id), file: file, line: line)
+        XCTAssertFalse(try store.spendRecoveryCode(ofAccount: owner.id, hash: "y"), "its codes went with it", file: file, line: line)
+        XCTAssertEqual(try store.secondFactor(ofAccount: other.id)?.sealedSecret, [9], "another account's stays",
+                       file: file, line: line)
+        XCTAssertTrue(try store.deleteAccount(id: other.id, reservingUsernameUntil: now, events: []), file: file, line: line)
+        XCTAssertNil(try store.secondFactor(ofAccount: other.id), "deleted with its account", file: file, line: line)
+    }
+}
+
 private final class Outcomes: @unchecked Sendable {
     private let lock = NSLock()
     private var values: [String: Int] = [:]

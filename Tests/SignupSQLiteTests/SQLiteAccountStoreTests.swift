@@ -103,6 +103,14 @@ final class SQLiteAccountStoreTests: XCTestCase {
             throw Failure()
         }
         func removeExpiredEmailChanges(at now: Date) throws -> Int { throw Failure() }
+        func startSecondFactorSetup(ofAccount id: Int64, sealedSecret: [UInt8], at date: Date) throws -> Bool { throw Failure() }
+        func secondFactor(ofAccount id: Int64) throws -> SecondFactor? { throw Failure() }
+        func enableSecondFactor(ofAccount id: Int64, step: Int64, recoveryCodeHashes: [String], at date: Date,
+                                events: [OutboxEvent]) throws -> Bool { throw Failure() }
+        func spendSecondFactorStep(ofAccount id: Int64, step: Int64) throws -> Bool { throw Failure() }
+        func spendRecoveryCode(ofAccount id: Int64, hash: String) throws -> Bool { throw Failure() }
+        func replaceRecoveryCodes(ofAccount id: Int64, hashes: [String], events: [OutboxEvent]) throws -> Bool { throw Failure() }
+        func removeSecondFactor(ofAccount id: Int64, events: [OutboxEvent]) throws -> Bool { throw Failure() }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -185,6 +193,14 @@ final class SQLiteAccountStoreTests: XCTestCase {
                                  events: @Sendable (Account, String) -> [OutboxEvent]) throws -> EmailChangeCompletion { .none }
         func undoEmailChange(linkHash: String, at now: Date, events: @Sendable (Account) -> [OutboxEvent]) throws -> EmailChangeUndo? { nil }
         func removeExpiredEmailChanges(at now: Date) throws -> Int { 0 }
+        func startSecondFactorSetup(ofAccount id: Int64, sealedSecret: [UInt8], at date: Date) throws -> Bool { false }
+        func secondFactor(ofAccount id: Int64) throws -> SecondFactor? { nil }
+        func enableSecondFactor(ofAccount id: Int64, step: Int64, recoveryCodeHashes: [String], at date: Date,
+                                events: [OutboxEvent]) throws -> Bool { false }
+        func spendSecondFactorStep(ofAccount id: Int64, step: Int64) throws -> Bool { false }
+        func spendRecoveryCode(ofAccount id: Int64, hash: String) throws -> Bool { false }
+        func replaceRecoveryCodes(ofAccount id: Int64, hashes: [String], events: [OutboxEvent]) throws -> Bool { false }
+        func removeSecondFactor(ofAccount id: Int64, events: [OutboxEvent]) throws -> Bool { false }
         struct UnusedInTheseTests: Error {}
     }
 
@@ -227,6 +243,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testPendingSignUpsHoldNamesUntilProvedOrExpired() throws { try contract().pendingSignUpsHoldNamesUntilProvedOrExpired() }
     func testOwnersSeeAndEndTheirSessions() throws { try contract().ownersSeeAndEndTheirSessions() }
     func testOwnersAndOperatorsChangeAccounts() throws { try contract().ownersAndOperatorsChangeAccounts() }
+    func testSecondFactorsAcceptEachCodeOnce() throws { try contract().secondFactorsAcceptEachCodeOnce() }
     func testAddressChangesWaitForTheirProofAndCanBeUndone() throws {
         try contract().addressChangesWaitForTheirProofAndCanBeUndone()
     }
