@@ -1,0 +1,63 @@
+import Crypto
+import Foundation
+import FormWire
+import SignupDomain
+
+/// What keeps a second factor's secrets out of the store's reach (issue 44): the TOTP secret
+/// is sealed with ChaCha20-Poly1305 under a key that can live outside the database
+/// (`LIVESIGNUP_SECOND_FACTOR_KEY`), bound to its account (a sealed secret copied to another
+/// account's row does not open), and recovery codes are kept as HMACs under the same key. A
+/// copy of the database alone yields neither.
+struct SecondFactorSeal: Sendable {
+    /// The key's bytes (a `SymmetricKey` is made per use: it is not `Sendable`).
+    private let keyBytes: [UInt8]
+    private var key: SymmetricKey { SymmetricKey(data: keyBytes) }
+
+    /// `key`: 32 bytes.
+    init(key: [UInt8]) {
+        precondition(key.count == 32, "a second factor's sealing key is 32 bytes")
+        keyBytes = key
+    }
+
+    /// The key given as 64 hex digits or as base64 of 32 bytes; nil for anything else.
+    static func key(from text: String) -> [UInt8]? {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.count == 64, let bytes = Hex.decode(Substring(trimmed)) { return bytes }
+        if let data = Data(base64Encoded: trimmed), data.count == 32 { return Array(data) }
+        return nil
+    }
+
+    static func makeKey() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    private static func binding(_ account: Int64) -> Data { Data("livesignup second factor \(account)".utf8) }
+
+    func seal(_ secret: [UInt8], account: Int64) throws -> [UInt8] {
+        Array(try ChaChaPoly.seal(secret, using: key, authenticating: Self.binding(account)).combined)
+    }
+
+    /// Throws for a secret sealed under another key, for another account, or altered.
+    func open(_ sealed: [UInt8], account: Int64) throws -> [UInt8] {
+        Array(try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: sealed), using: key, authenticating: Self.binding(account)))
+    }
+
+    /// Ten recovery codes, each eight characters of base32 (40 random bits) shown as
+    /// "abcd-efgh": typed case-insensitively, with or without the hyphen.
+    static func makeRecoveryCodes(count: Int = 10) -> [String] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in
+            let code = Base32.encode((0..<5).map { _ in UInt8.random(in: .min ... .max, using: &generator) }).lowercased()
+            return code.prefix(4) + "-" + code.suffix(4)
+        }
+    }
+
+    /// A recovery code as stored: an HMAC of the code as typed without case, spaces or
+    /// hyphens, bound to its account.
+    func recoveryCodeHash(_ typed: String, account: Int64) -> String {
+        let normalized = typed.lowercased().filter { $0 != "-" && !$0.isWhitespace }
+        let mac = HMAC<SHA256>.authenticationCode(for: Data("recovery code \(account) \(normalized)".utf8), using: key)
+        return Hex.encode(Array(mac))
+    }
+}
