@@ -1,6 +1,6 @@
 # LiveSignup: `make run` starts the server, `make test` runs every test.
 SHELL := /bin/bash
-APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev libsodium-dev libzxcvbn-dev libicu-dev libcurl4-openssl-dev libc-ares-dev libcbor-dev pkg-config
+APT_PACKAGES := libmicrohttpd-dev libsqlite3-dev libsodium-dev libzxcvbn-dev libicu-dev libcurl4-openssl-dev libc-ares-dev libcbor-dev libqrencode-dev pkg-config
 HOST ?= 127.0.0.1
 PORT ?= 8080
 DATABASE ?= data/livesignup.sqlite

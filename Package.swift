@@ -39,6 +39,14 @@ let package = Package(
             providers: [.apt(["libsodium-dev"])]
         ),
 
+        // libqrencode (Debian's libqrencode-dev): the QR code an authenticator app scans to
+        // set up a second factor, drawn by the server as inline SVG.
+        .systemLibrary(
+            name: "CQRencode",
+            pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]
+        ),
+
         // zxcvbn-c (Debian's libzxcvbn-dev): password strength estimation.
         .systemLibrary(
             name: "CZxcvbn",
@@ -184,6 +192,7 @@ let package = Package(
                 "OutsideMail",
                 "OutsideDNS",
                 "WebAuthn",
+                "CQRencode",
                 "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),
