@@ -61,6 +61,8 @@ struct AccountRoutes: Sendable {
         } else if let count = request.http.queryValue("others").flatMap({ Int($0) }), count >= 0 {
             notice = request.text(request.http.queryValue("password") == "changed" ? "account.password_changed" : "account.ended_others")
                 .replacingOccurrences(of: "{n}", with: String(count))
+        } else if request.http.queryValue("second_factor") == "removed" {
+            notice = request.text("account.second_factor_removed")
         } else if request.http.queryValue("email") == "changed" {
             notice = request.text("account.email_changed")
         } else if let done = request.http.queryValue("passkey"), ["renamed", "removed", "added"].contains(done) {

@@ -77,6 +77,9 @@ enum AccountNotice: String, Sendable, CaseIterable {
     case accountDeleted = "account_deleted"
     case accountDisabled = "account_disabled"
     case accountEnabled = "account_enabled"
+    case secondFactorEnabled = "second_factor_enabled"
+    case secondFactorRemoved = "second_factor_removed"
+    case recoveryCodesReplaced = "recovery_codes_replaced"
 }
 
 /// Writes the mails that prove addresses, in the person's language, sealed for the outbox.

@@ -27,7 +27,7 @@ struct PageRenderer: Sendable {
             let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
             templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text)
         }
-        for required in ["signup", "welcome", "signin", "problem", "verify", "recover", "account", "account-delete", "account-email", "mail.txt", "mail.html"] where templates[required] == nil {
+        for required in ["signup", "welcome", "signin", "problem", "verify", "recover", "account", "account-delete", "account-email", "second-factor", "mail.txt", "mail.html"] where templates[required] == nil {
             throw LoadError.missingTemplate(required, directory: directory.path)
         }
         library = MustacheLibrary(templates: templates)
@@ -711,6 +711,49 @@ struct PageRenderer: Sendable {
         context["hasError"] = page.error != nil
         context["errorMessage"] = page.error ?? ""
         return library.render(context, withTemplate: "account-email") ?? ""
+    }
+
+    /// The second factor's pages (issue 44): its setup, its state, recovery codes shown once,
+    /// and the sign-in's code step.
+    struct SecondFactorPage {
+        enum Mode {
+            /// A new secret: its QR code (SVG), its key as typed, its otpauth URI.
+            case setup(qr: String, key: String, uri: String)
+            case enabled(codesLeft: Int)
+            /// Recovery codes, shown this once.
+            case codes([String])
+            /// The sign-in's step after the right password.
+            case signIn
+        }
+        var mode: Mode
+        var error: String?
+    }
+
+    func renderSecondFactor(_ page: SecondFactorPage, language: Languages.Language, assets: StaticAssets) -> String {
+        var context = common(language, assets: assets)
+        func text(_ key: String) -> String { (language.catalog[key] ?? key).replacingOccurrences(of: "{service}", with: serviceName) }
+        let title: String
+        context["codeField"] = SecondFactorRoutes.codeField
+        switch page.mode {
+        case .setup(let qr, let key, let uri):
+            title = text("second_factor.setup_title")
+            context["setup"] = ["qr": qr, "key": key, "uri": uri]
+        case .enabled(let left):
+            title = text("second_factor.on_title")
+            context["enabled"] = ["codesLeft": text("second_factor.codes_left").replacingOccurrences(of: "{n}", with: String(left))]
+        case .codes(let codes):
+            title = text("second_factor.codes_title")
+            context["codes"] = ["list": codes]
+        case .signIn:
+            title = text("second_factor.signin_title")
+            context["signIn"] = true
+        }
+        context["pageTitle"] = page.error == nil ? title : text("page.error_prefix") + title
+        context["heading"] = title
+        context["hasError"] = page.error != nil
+        context["errorMessage"] = page.error ?? ""
+        context["scriptURL"] = assets.url(for: "second-factor.js")
+        return library.render(context, withTemplate: "second-factor") ?? ""
     }
 
     /// What a mail says, in its language: the same words become its text and its HTML part.

@@ -21,9 +21,12 @@ struct PasskeyRoutes: Sendable {
     let sameOrigin: SameOriginPolicy
     let challenges: PasskeyChallenges
     let announcer: AccountAnnouncer
+    /// A passkey that did not verify the person is one factor: the code is asked for too.
+    let secondStep: SecondStepGate
     let now: @Sendable () -> Date
 
     init(_ services: Services) {
+        secondStep = SecondStepGate(services)
         announcer = AccountAnnouncer(services)
         refusals = services.refusals
         sessions = services.sessions
@@ -167,6 +170,21 @@ struct PasskeyRoutes: Sendable {
                 throw PasskeyRefusal(reason: "disabled", status: .forbidden, text: "signin.disabled", detail: "the account is disabled")
             }
             limiters.signinFailuresPerAddress.refund(request.clientKey)
+            // A passkey that verified the person (UV) is both factors; one that did not is the
+            // first only, and an account with a second factor asks for its code too.
+            if !isUserVerified {
+                let step: HTTPResponse?
+                do { step = try secondStep.secondStep(for: account, request) } catch {
+                    throw unavailable("the second factor could not be read: \(error)")
+                }
+                if let step, let location = step.headers["Location"] {
+                    var json = JSONWriter()
+                    json.beginObject(); json.key("location"); json.string(location); json.endObject()
+                    var response = Self.json(json.text, status: .ok)
+                    for cookie in step.headers.values(of: "Set-Cookie") { response.headers.add("Set-Cookie", cookie) }
+                    return response
+                }
+            }
             let cookies: [String]
             do {
                 // Only a passkey that verified the person opens sensitive changes at once.

@@ -32,6 +32,7 @@ struct RecentSignIn: Sendable {
         case account
         case password
         case email
+        case secondFactor = "second-factor"
         case delete
         case export
         case passkeys
@@ -42,6 +43,7 @@ struct RecentSignIn: Sendable {
             case .account: return "/account"
             case .password: return "/account/password"
             case .email: return "/account/email"
+            case .secondFactor: return "/account/second-factor"
             case .delete: return "/account/delete"
             case .export: return "/account/export"
             case .passkeys: return "/account#passkeys"

@@ -8,7 +8,7 @@ import SignupDomain
 /// (`LIVESIGNUP_SECOND_FACTOR_KEY`), bound to its account (a sealed secret copied to another
 /// account's row does not open), and recovery codes are kept as HMACs under the same key. A
 /// copy of the database alone yields neither.
-struct SecondFactorSeal: Sendable {
+public struct SecondFactorSeal: Sendable {
     /// The key's bytes (a `SymmetricKey` is made per use: it is not `Sendable`).
     private let keyBytes: [UInt8]
     private var key: SymmetricKey { SymmetricKey(data: keyBytes) }
@@ -20,7 +20,7 @@ struct SecondFactorSeal: Sendable {
     }
 
     /// The key given as 64 hex digits or as base64 of 32 bytes; nil for anything else.
-    static func key(from text: String) -> [UInt8]? {
+    public static func key(from text: String) -> [UInt8]? {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         if trimmed.count == 64, let bytes = Hex.decode(Substring(trimmed)) { return bytes }
         if let data = Data(base64Encoded: trimmed), data.count == 32 { return Array(data) }
@@ -59,5 +59,33 @@ struct SecondFactorSeal: Sendable {
         let normalized = typed.lowercased().filter { $0 != "-" && !$0.isWhitespace }
         let mac = HMAC<SHA256>.authenticationCode(for: Data("recovery code \(account) \(normalized)".utf8), using: key)
         return Hex.encode(Array(mac))
+    }
+
+    /// The second step of a sign-in (issue 44), between a right password and a right code:
+    /// a token naming the account, when the password was right and where to go after, signed
+    /// under this key. It travels in a cookie that only `/signin` reads, so any instance
+    /// sharing the key takes it and nothing is stored for it.
+    struct SecondStep: Sendable, Equatable {
+        let account: Int64
+        let issuedAt: Date
+        let returnTo: String?
+    }
+
+    func stepToken(_ step: SecondStep) -> String {
+        let body = "\(step.account).\(Int64(step.issuedAt.timeIntervalSince1970)).\(Hex.encode(Array((step.returnTo ?? "").utf8)))"
+        return body + "." + Hex.encode(Array(HMAC<SHA256>.authenticationCode(for: Data("second step \(body)".utf8), using: key)))
+    }
+
+    /// The step a token names, if it is ours, whole and not older than `lifetime`.
+    func openStepToken(_ token: String, now: Date, lifetime: TimeInterval) -> SecondStep? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard token.utf8.count <= 4096, parts.count == 4, let mac = Hex.decode(parts[3]),
+              HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: Data("second step \(parts[0...2].joined(separator: "."))".utf8),
+                                                     using: key),
+              let account = Int64(parts[0]), let issued = Int64(parts[1]), let target = Hex.decode(parts[2]) else { return nil }
+        let issuedAt = Date(timeIntervalSince1970: TimeInterval(issued))
+        guard now.timeIntervalSince(issuedAt) < lifetime, issuedAt <= now.addingTimeInterval(5) else { return nil }
+        let returnTo = String(decoding: target, as: UTF8.self)
+        return SecondStep(account: account, issuedAt: issuedAt, returnTo: returnTo.isEmpty ? nil : returnTo)
     }
 }

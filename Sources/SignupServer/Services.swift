@@ -48,6 +48,8 @@ struct Services: Sendable {
     let passkeyChallenges: PasskeyChallenges
     /// The open `/account` pages' streams, refreshed from the store once a second.
     let accountStreams: AccountStreams
+    /// Seals second factors' secrets and keys their recovery codes.
+    let secondFactorSeal: SecondFactorSeal
     /// The one clock (`Configuration.clock`), and its reading as the parts that only ask
     /// for the time take it.
     let clock: any WallClock
@@ -99,6 +101,12 @@ struct Services: Sendable {
                 authority: ProofOfWorkAuthority(key: key), pricing: ProofOfWorkPricing(settings: settings, now: now),
                 store: store, withoutJavaScript: limiters.noJavaScriptSignups, metrics: metrics, logger: logger, now: now)
         }
+        let secondFactorKey = try configuration.secondFactorKey
+            ?? store.secret(named: "second-factor-key", createdBy: SecondFactorSeal.makeKey)
+        guard secondFactorKey.count == 32 else {
+            throw ConfigurationError("The second factor's key must be 32 bytes, not \(secondFactorKey.count).")
+        }
+        secondFactorSeal = SecondFactorSeal(key: secondFactorKey)
         let tokenKey = try configuration.formTokenKey
             ?? store.secret(named: "form-token-key", createdBy: FormTokenAuthority.makeKey)
         guard tokenKey.count == FormTokenAuthority.keyLength else {

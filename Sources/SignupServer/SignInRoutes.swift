@@ -22,12 +22,15 @@ struct SignInRoutes: Sendable {
     /// After failed sign-ins from a client, its sign-ins pay a proof of work (and its
     /// failures raise the price of sign-ups from the same address and network).
     let proofOfWork: ProofOfWorkGate?
+    /// Where a right password goes when the account has a second factor.
+    let secondStep: SecondStepGate
     /// Mints the tokens sign-in challenges are bound to.
     let sessions: FormSessionRegistry
     /// Whether a forgotten password can be recovered here (mail can be sent).
     let offersRecovery: Bool
 
     init(_ services: Services) {
+        secondStep = SecondStepGate(services)
         refusals = services.refusals
         store = services.store
         hashing = services.hashing
@@ -126,6 +129,8 @@ struct SignInRoutes: Sendable {
                     case .success(true) where account != nil && account!.passwordHash != Account.unusablePasswordHash:
                         limiters.forgivePasswordGuess(clientKey: clientKey, accountKey: accountKey)
                         do {
+                            // The password was right: only now is a second factor asked for.
+                            if let step = try secondStep.secondStep(for: account!, request) { return respond(step) }
                             let cookies = try signedIn.signIn(account!, replacing: request.cookieHeader, from: request.signInOrigin)
                             metrics.signin("success")
                             logger.notice("Signed in", metadata: ["event": "signin", "method": "password",

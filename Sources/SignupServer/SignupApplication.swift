@@ -38,6 +38,10 @@ public final class SignupApplication: Sendable {
         /// The key that signs form tokens; nil takes the one stored in the account store
         /// (created on first start), so restarts and other instances accept the same tokens.
         public var formTokenKey: [UInt8]?
+        /// The 32-byte key that seals second factors' secrets and keys their recovery codes
+        /// (`LIVESIGNUP_SECOND_FACTOR_KEY`): kept outside the database, a copy of the database
+        /// alone opens no second factor. Nil: a key kept in the store (`second-factor-key`).
+        public var secondFactorKey: [UInt8]?
         /// This process's name among several behind a proxy; it starts every token minted
         /// here, and only this instance's tokens start live sessions here (`InstanceID`).
         public var instanceID = InstanceID.fromHostName()

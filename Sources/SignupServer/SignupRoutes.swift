@@ -23,6 +23,7 @@ struct SignupRoutes: HTTPResponder {
     let accountChanges: AccountChangeRoutes
     /// Nil when no mail can be sent: `/account/email` is then 404.
     let accountEmail: AccountEmailRoutes?
+    let secondFactor: SecondFactorRoutes
     let passkeys: PasskeyRoutes
     let operations: OperationsRoutes
     /// For the pages answered before a handler (403 cross-site, 503 restarting).
@@ -54,6 +55,7 @@ struct SignupRoutes: HTTPResponder {
         account = AccountRoutes(services)
         accountChanges = AccountChangeRoutes(services, account: account)
         accountEmail = AccountEmailRoutes(services, account: account)
+        secondFactor = SecondFactorRoutes(services, account: account)
         passkeys = PasskeyRoutes(services)
         operations = OperationsRoutes(services, isStopping: isStopping)
         pages = services.pages
@@ -239,6 +241,24 @@ struct SignupRoutes: HTTPResponder {
         },
         Route(.post, "/account/email/undo", answers: .page, reads: .form, sendsNoReferrer: true) {
             routes, request in routes.accountEmail?.undo(request) ?? APIError.notFound.response
+        },
+        // A second factor: set up, renewed and removed behind a recent sign-in; asked for at sign-in.
+        Route(.get, "/account/second-factor", answers: .page, limits: [.pages], spentFirst: [.pages],
+              recentSignIn: .secondFactor) { $0.secondFactor.page($1) },
+        Route(.post, "/account/second-factor", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor) {
+            $0.secondFactor.enable($1)
+        },
+        Route(.post, "/account/second-factor/codes", answers: .page, reads: .form, recentSignIn: .secondFactor) {
+            $0.secondFactor.newCodes($1)
+        },
+        Route(.post, "/account/second-factor/remove", answers: .page, reads: .form, recentSignIn: .secondFactor) {
+            $0.secondFactor.remove($1)
+        },
+        Route(.get, "/signin/second-factor", answers: .page, limits: [.pages], spentFirst: [.pages]) {
+            $0.secondFactor.signInPage($1)
+        },
+        Route(.post, "/signin/second-factor", answers: .page, reads: .form, limits: [.signins], outcome: .signin) {
+            $0.secondFactor.signIn($1)
         },
         Route(.get, "/account/export", answers: .page, limits: [.pages], spentFirst: [.pages], recentSignIn: .export) {
             $0.accountChanges.export($1)

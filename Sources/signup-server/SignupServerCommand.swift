@@ -105,6 +105,12 @@ struct Serve: ParsableCommand {
         configuration.metricsExport = metrics
         configuration.accessLines = logging.accessLines
         let environment = ProcessInfo.processInfo.environment
+        if let text = environment["LIVESIGNUP_SECOND_FACTOR_KEY"], !text.isEmpty {
+            guard let key = SecondFactorSeal.key(from: text) else {
+                throw ValidationError("LIVESIGNUP_SECOND_FACTOR_KEY must be 32 bytes, as 64 hex digits or base64.")
+            }
+            configuration.secondFactorKey = key
+        }
         if let hex = environment["LIVESIGNUP_FORM_TOKEN_KEY"], !hex.isEmpty {
             configuration.formTokenKey = try LimitOptions.key(fromHex: hex)
         }

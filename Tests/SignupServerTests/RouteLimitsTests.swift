@@ -188,6 +188,26 @@ final class RouteLimitsTests: XCTestCase {
                                cookie: recoveryCookie)
         XCTAssertEqual(reset.status, .seeOther, text(reset))
 
+        // A second factor: set up (a wrong code, the right one), new codes, then asked at sign-in and removed.
+        _ = try store.createAccount(NewAccount(username: "limits_two", email: "two@example.org", passwordHash: hash,
+                                               formToken: "limits-two-form"))
+        let twoSignIn = await send("POST", "/signin", [("username", "limits_two"), ("password", password)])
+        let two = try XCTUnwrap(cookie(twoSignIn, named: SignedInUsers.plainCookieName))
+        let setup = text(await send("GET", "/account/second-factor", cookie: two))
+        let key = try XCTUnwrap(setup.firstMatch(of: #/data-key dir="ltr">([A-Z2-7 ]+)</#)).1
+        let app = TOTP(secret: try XCTUnwrap(Base32.decode(String(key))))
+        await send("POST", "/account/second-factor", [("code", "000000")], cookie: two)
+        await send("POST", "/account/second-factor", [("code", app.code(atStep: TOTP.step(at: clock.now)))], cookie: two)
+        await send("POST", "/account/second-factor/codes", cookie: two)
+        clock.advance(by: 30)
+        let stepAnswer = await send("POST", "/signin", [("username", "limits_two"), ("password", password)])
+        let step = try XCTUnwrap(cookie(stepAnswer, named: SecondStepGate.cookie))
+        await send("GET", "/signin/second-factor", cookie: step)
+        await send("POST", "/signin/second-factor", [("code", "000000")], cookie: step)
+        let twoAgain = await send("POST", "/signin/second-factor", [("code", app.code(atStep: TOTP.step(at: clock.now)))], cookie: step)
+        let twoSession = try XCTUnwrap(cookie(twoAgain, named: SignedInUsers.plainCookieName), text(twoAgain))
+        await send("POST", "/account/second-factor/remove", cookie: twoSession)
+
         // An account deleted by its owner.
         _ = try store.createAccount(NewAccount(username: "limits_leaver", email: "leaver@example.org", passwordHash: hash,
                                                formToken: "limits-leaver-form"))

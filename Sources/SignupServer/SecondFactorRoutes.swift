@@ -1,0 +1,323 @@
+import Foundation
+import Logging
+import MicroHTTPD
+import SignupDomain
+
+/// A second factor (issue 44): an authenticator app's codes (TOTP) and single-use recovery
+/// codes. Set up, renewed and removed from `/account` behind a recent sign-in; asked for at
+/// sign-in after the right password (never before: the password step says nothing of it).
+struct SecondFactorRoutes: Sendable {
+    let accountRoutes: AccountRoutes
+    let store: any AccountStore
+    let seal: SecondFactorSeal
+    let signedIn: SignedInUsers
+    let limiters: ClientLimiters
+    let refusals: Refusals
+    let announcer: AccountAnnouncer
+    let metrics: SignupMetrics
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    let gate: SecondStepGate
+    /// The form field of a code (the app's, or a recovery code).
+    static let codeField = "code"
+
+    init(_ services: Services, account: AccountRoutes) {
+        accountRoutes = account
+        store = services.store
+        seal = services.secondFactorSeal
+        signedIn = services.signedIn
+        limiters = services.limiters
+        refusals = services.refusals
+        announcer = AccountAnnouncer(services)
+        metrics = services.metrics
+        logger = services.logger
+        now = services.now
+        gate = SecondStepGate(services)
+    }
+
+    // MARK: GET /account/second-factor (a recent sign-in)
+
+    /// Switched on: its state, new recovery codes, removal. Off: a new secret to set up, as a
+    /// QR code and a key to type, and the field for the app's first code.
+    func page(_ request: SignupRequest) -> HTTPResponse {
+        accountRoutes.forAccount(request) { account in
+            do {
+                if let factor = try store.secondFactor(ofAccount: account.id), factor.isEnabled {
+                    return render(request, .init(mode: .enabled(codesLeft: factor.recoveryCodesLeft)), status: .ok)
+                }
+                let secret = TOTP.makeSecret()
+                guard try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: try seal.seal(secret, account: account.id),
+                                                       at: now()) else {
+                    return render(request, .init(mode: .enabled(codesLeft: 0)), status: .ok)
+                }
+                return setupPage(request, account, secret: secret, status: .ok)
+            } catch {
+                return accountRoutes.unavailable(request, error)
+            }
+        }
+    }
+
+    private func setupPage(_ request: SignupRequest, _ account: Account, secret: [UInt8], error: String? = nil,
+                           status: HTTPStatus) -> HTTPResponse {
+        let totp = TOTP(secret: secret)
+        let uri = totp.uri(issuer: request.policy.settings.serviceName, account: account.username)
+        var page = PageRenderer.SecondFactorPage(mode: .setup(
+            qr: QRCodeSVG.svg(uri, label: request.text("second_factor.qr_label")) ?? "", key: totp.typedKey, uri: uri))
+        page.error = error
+        return render(request, page, status: status)
+    }
+
+    // MARK: POST /account/second-factor (a recent sign-in)
+
+    /// The app's first code switches the factor on, with ten recovery codes shown once.
+    func enable(_ request: SignupRequest) -> HTTPResponse {
+        accountRoutes.forAccount(request) { account in
+            let typed = request.form[Self.codeField] ?? ""
+            let factor: SecondFactor, secret: [UInt8]
+            do {
+                guard let found = try store.secondFactor(ofAccount: account.id), !found.isEnabled else {
+                    return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
+                }
+                factor = found
+                secret = try seal.open(found.sealedSecret, account: account.id)
+            } catch {
+                return accountRoutes.unavailable(request, error)
+            }
+            if let refused = chargeGuess(request, account) { return refused }
+            let time = now()
+            switch TOTP(secret: secret).match(typed, at: time) {
+            case .wrong:
+                return setupPage(request, account, secret: secret, error: wrongCodeText(request), status: .unprocessableContent)
+            case .clockOff(let seconds):
+                return setupPage(request, account, secret: secret, error: clockText(request, seconds), status: .unprocessableContent)
+            case .accepted(let step):
+                forgiveGuess(request, account)
+                let codes = SecondFactorSeal.makeRecoveryCodes()
+                do {
+                    let events = try announcer.events(.secondFactorEnabled, webhook: "account.second_factor_enabled", for: account,
+                                                      language: request.language, at: time)
+                    guard try store.enableSecondFactor(ofAccount: account.id, step: step,
+                                                       recoveryCodeHashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
+                                                       at: time, events: events) else {
+                        _ = factor
+                        return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
+                    }
+                } catch {
+                    return accountRoutes.unavailable(request, error)
+                }
+                announcer.nudge()
+                logger.notice("Second factor switched on", metadata: ["event": "second_factor_enabled", "account": "\(account.id)",
+                                                                      "client": "\(request.client)"])
+                return render(request, .init(mode: .codes(codes)), status: .ok)
+            }
+        }
+    }
+
+    // MARK: POST /account/second-factor/codes (a recent sign-in)
+
+    /// Ten new recovery codes, shown once; every old one stops working.
+    func newCodes(_ request: SignupRequest) -> HTTPResponse {
+        accountRoutes.forAccount(request) { account in
+            let codes = SecondFactorSeal.makeRecoveryCodes(), time = now()
+            do {
+                let events = try announcer.events(.recoveryCodesReplaced, webhook: nil, for: account, language: request.language, at: time)
+                guard try store.replaceRecoveryCodes(ofAccount: account.id, hashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
+                                                     events: events) else {
+                    return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
+                }
+            } catch {
+                return accountRoutes.unavailable(request, error)
+            }
+            announcer.nudge()
+            logger.notice("Recovery codes replaced", metadata: ["event": "recovery_codes_replaced", "account": "\(account.id)",
+                                                                "client": "\(request.client)"])
+            return render(request, .init(mode: .codes(codes)), status: .ok)
+        }
+    }
+
+    // MARK: POST /account/second-factor/remove (a recent sign-in)
+
+    func remove(_ request: SignupRequest) -> HTTPResponse {
+        accountRoutes.forAccount(request) { account in
+            let time = now()
+            do {
+                let events = try announcer.events(.secondFactorRemoved, webhook: "account.second_factor_removed", for: account,
+                                                  language: request.language, at: time)
+                guard try store.removeSecondFactor(ofAccount: account.id, events: events) else {
+                    return Pages.redirect(to: "/account" + PageRenderer.languageQuery(request.language))
+                }
+            } catch {
+                return accountRoutes.unavailable(request, error)
+            }
+            announcer.nudge()
+            logger.notice("Second factor removed by its account's owner", metadata: ["event": "second_factor_removed",
+                                                                                    "account": "\(account.id)", "client": "\(request.client)"])
+            return Pages.redirect(to: "/account?second_factor=removed" + AccountRoutes.languageParameter(request))
+        }
+    }
+
+    // MARK: GET /signin/second-factor
+
+    func signInPage(_ request: SignupRequest) -> HTTPResponse {
+        guard gate.openStep(request) != nil else { return stepExpired(request) }
+        return render(request, .init(mode: .signIn), status: .ok)
+    }
+
+    // MARK: POST /signin/second-factor
+
+    /// The app's code (each step once, across instances) or a recovery code (each once). A
+    /// wrong one is paid for from the account's and this client's failed sign-in allowances.
+    func signIn(_ request: SignupRequest) -> HTTPResponse {
+        guard let step = gate.openStep(request) else { return stepExpired(request) }
+        let typed = (request.form[Self.codeField] ?? "").trimmingCharacters(in: .whitespaces)
+        guard !typed.isEmpty else {
+            return render(request, .init(mode: .signIn, error: request.text("second_factor.empty")), status: .unprocessableContent)
+        }
+        let account: Account, secret: [UInt8]
+        do {
+            guard let found = try store.account(id: step.account), found.disabledAt == nil,
+                  let factor = try store.secondFactor(ofAccount: found.id), factor.isEnabled else { return stepExpired(request) }
+            account = found
+            secret = try seal.open(factor.sealedSecret, account: found.id)
+        } catch {
+            return accountRoutes.unavailable(request, error)
+        }
+        if let refused = chargeGuess(request, account, page: .signIn) { return refused }
+        let time = now()
+        let isAppCode = typed.filter { !$0.isWhitespace }.allSatisfy(\.isNumber)
+        do {
+            if isAppCode {
+                switch TOTP(secret: secret).match(typed, at: time) {
+                case .wrong:
+                    return refusedCode(request, account, wrongCodeText(request))
+                case .clockOff(let seconds):
+                    return refusedCode(request, account, clockText(request, seconds))
+                case .accepted(let accepted):
+                    guard try store.spendSecondFactorStep(ofAccount: account.id, step: accepted) else {
+                        return refusedCode(request, account, request.text("second_factor.replayed"))
+                    }
+                }
+            } else {
+                guard try store.spendRecoveryCode(ofAccount: account.id, hash: seal.recoveryCodeHash(typed, account: account.id)) else {
+                    return refusedCode(request, account, request.text("second_factor.recovery_wrong"))
+                }
+                logger.notice("A recovery code was used to sign in", metadata: ["event": "recovery_code_used", "account": "\(account.id)",
+                                                                                "client": "\(request.client)"])
+            }
+            forgiveGuess(request, account)
+            var cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
+            cookies.append(gate.stepCookie(""))
+            metrics.signin("success")
+            logger.notice("Signed in", metadata: ["event": "signin", "method": isAppCode ? "password+totp" : "password+recovery_code",
+                                                  "account": "\(account.id)", "client": "\(request.client)"])
+            return Pages.redirect(to: step.returnTo ?? "/welcome" + PageRenderer.languageQuery(request.language), cookies: cookies)
+        } catch {
+            return accountRoutes.unavailable(request, error)
+        }
+    }
+
+    private func refusedCode(_ request: SignupRequest, _ account: Account, _ message: String) -> HTTPResponse {
+        metrics.signin("failure")
+        logger.notice("A second factor's code refused", metadata: ["event": "second_factor_failed", "account": "\(account.id)",
+                                                                   "client": "\(request.client)"])
+        return render(request, .init(mode: .signIn, error: message), status: .unauthorized)
+    }
+
+    private func stepExpired(_ request: SignupRequest) -> HTTPResponse {
+        var response = request.pages.problem(title: request.text("second_factor.expired_title"),
+                                             message: request.text("second_factor.expired"), code: "second_step_expired",
+                                             linkURL: "/signin" + PageRenderer.languageQuery(request.language),
+                                             linkText: request.text("second_factor.signin_again"), status: .gone)
+        response.headers.add("Set-Cookie", gate.stepCookie(""))
+        return response
+    }
+
+    // MARK: Helpers
+
+    /// A code is paid for before it is compared, as a password is: the account's and this
+    /// client's failed sign-in allowances (given back when it is right).
+    private func chargeGuess(_ request: SignupRequest, _ account: Account,
+                             page: PageRenderer.SecondFactorPage.Mode? = nil) -> HTTPResponse? {
+        do throws(LimitExceeded) {
+            try limiters.admitPasswordGuess(clientKey: request.clientKey, accountKey: Username.canonical(account.username))
+            return nil
+        } catch {
+            refusals.count(error)
+            metrics.signin("rate_limited")
+            let message = request.text("signin.too_many").replacingOccurrences(of: "{wait}", with: request.waitPhrase(error.retryAfterSeconds))
+            var response = render(request, .init(mode: page ?? .signIn, error: message), status: .tooManyRequests)
+            response.headers.add("Retry-After", String(error.retryAfterSeconds))
+            return response
+        }
+    }
+
+    private func forgiveGuess(_ request: SignupRequest, _ account: Account) {
+        limiters.forgivePasswordGuess(clientKey: request.clientKey, accountKey: Username.canonical(account.username))
+    }
+
+    private func wrongCodeText(_ request: SignupRequest) -> String {
+        request.text("second_factor.wrong").replacingOccurrences(of: "{service}", with: request.policy.settings.serviceName)
+    }
+
+    /// "Your device's clock is about 120 seconds ahead…": what no identity server says.
+    private func clockText(_ request: SignupRequest, _ seconds: Int) -> String {
+        request.text(seconds > 0 ? "second_factor.clock_ahead" : "second_factor.clock_behind")
+            .replacingOccurrences(of: "{seconds}", with: String(abs(seconds)))
+    }
+
+    private func render(_ request: SignupRequest, _ page: PageRenderer.SecondFactorPage, status: HTTPStatus) -> HTTPResponse {
+        var response = Pages.html(request.renderer.renderSecondFactor(page, language: request.language, assets: request.assets),
+                                  status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+}
+
+/// The sign-in's second step, between a right password (or a passkey that did not verify the
+/// person) and a right code: the password's routes hand over here when the account's factor
+/// is on. Nothing is stored: the step is a signed token (`SecondFactorSeal.stepToken`) in a
+/// cookie only `/signin` reads, good for `lifetime` on any instance sharing the key.
+struct SecondStepGate: Sendable {
+    let store: any AccountStore
+    let seal: SecondFactorSeal
+    let secureCookies: Bool
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    /// The cookie that carries the step.
+    static let cookie = "livesignup_second_step"
+    /// How long the step waits for its code.
+    static let lifetime: TimeInterval = 5 * 60
+
+    init(_ services: Services) {
+        store = services.store
+        seal = services.secondFactorSeal
+        secureCookies = services.signedIn.secureCookies
+        logger = services.logger
+        now = services.now
+    }
+
+    /// For an account whose factor is on: no session yet, the step's cookie, and the code
+    /// page (`303`). Nil when the account has none: the caller signs in.
+    func secondStep(for account: Account, _ request: SignupRequest) throws -> HTTPResponse? {
+        guard let factor = try store.secondFactor(ofAccount: account.id), factor.isEnabled else { return nil }
+        let token = seal.stepToken(.init(account: account.id, issuedAt: now(), returnTo: request.returnTarget))
+        logger.notice("The second factor asked for", metadata: ["event": "second_factor_asked", "account": "\(account.id)",
+                                                               "client": "\(request.client)"])
+        return Pages.redirect(to: "/signin/second-factor" + PageRenderer.languageQuery(request.language), cookies: [stepCookie(token)])
+    }
+
+    func stepCookie(_ value: String) -> String {
+        let cookie = SetCookie(Self.cookie, value, path: "/signin", maxAge: Int(Self.lifetime), sameSite: .lax, secure: secureCookies)
+        return value.isEmpty ? cookie.cleared.header : cookie.header
+    }
+
+    /// The step this browser holds: one cookie, ours, unexpired.
+    func openStep(_ request: SignupRequest) -> SecondFactorSeal.SecondStep? {
+        let tokens = request.http.cookieValues(named: Self.cookie)
+        guard tokens.count == 1 else { return nil }
+        return seal.openStepToken(tokens[0], now: now(), lifetime: Self.lifetime)
+    }
+}
+

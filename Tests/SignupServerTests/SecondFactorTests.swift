@@ -1,0 +1,180 @@
+import Foundation
+import HTTPTestSupport
+import LiveSignupClient
+import OutsideMail
+import SignupDomain
+@testable import SignupServer
+import XCTest
+
+/// Issue 44: a second factor set up from `/account` with the key read off its page, asked for
+/// at sign-in only after the right password; the app's code accepted once, a step either
+/// side too, a clock further off said as such, a replayed code and another account's refused;
+/// recovery codes work once; removal ends the asking. The test clock moves time.
+final class SecondFactorTests: XCTestCase {
+    private var server: TestServer!
+    private let clock = TestClock()
+    private let password = "Two-Steps-Ahead-1984"
+    private let hasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
+
+    override func setUpWithError() throws {
+        server = try TestServer { [clock] configuration in configuration.clock = clock }
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    @discardableResult
+    private func account(_ username: String) throws -> Account {
+        try server.store.createAccount(NewAccount(username: username, email: "\(username)@example.org",
+                                                  passwordHash: try hasher.hash(password), formToken: "\(username)-form"))
+    }
+
+    private static func cookie(_ name: String, in headers: [String: String]) -> String? {
+        headers["set-cookie"]?.components(separatedBy: ", ").first { $0.hasPrefix(name + "=") && !$0.hasPrefix(name + "=;") }?
+            .split(separator: ";").first.map(String.init)
+    }
+
+    private func post(_ path: String, _ fields: [(String, String)], cookie: String? = nil)
+        async throws -> (status: Int, headers: [String: String], body: String) {
+        try await server.request("POST", path, body: FormURLEncoder.encode(fields), headers: cookie.map { ["Cookie": $0] } ?? [:])
+    }
+
+    /// Signs in with the password; the answer (a session, or the second step's cookie).
+    private func passwordStep(_ username: String) async throws -> (status: Int, location: String?, session: String?, step: String?) {
+        let answer = try await post("/signin", [("username", username), ("password", password)])
+        return (answer.status, answer.headers["location"], Self.cookie(SignedInUsers.plainCookieName, in: answer.headers),
+                Self.cookie(SecondStepGate.cookie, in: answer.headers))
+    }
+
+    /// Sets the factor up for `username` as a person would: the key read off the page, the
+    /// app's code of now typed. Returns the app (the key) and the recovery codes shown.
+    private func setUp(_ username: String) async throws -> (app: TOTP, codes: [String]) {
+        let signedIn = try await passwordStep(username)
+        let session = try XCTUnwrap(signedIn.session)
+        let page = try await server.request("GET", "/account/second-factor", headers: ["Cookie": session])
+        XCTAssertEqual(page.status, 200, page.body)
+        XCTAssertTrue(page.body.contains("<svg"), "the QR code, drawn inline")
+        XCTAssertTrue(page.body.contains("otpauth://totp/"))
+        let key = try XCTUnwrap(page.body.firstMatch(of: #/data-key dir="ltr">([A-Z2-7 ]+)</#)).1
+        let app = TOTP(secret: try XCTUnwrap(Base32.decode(String(key))))
+        let wrong = try await post("/account/second-factor", [("code", "000000")], cookie: session)
+        XCTAssertEqual(wrong.status, 422)
+        XCTAssertNil(try server.store.secondFactor(ofAccount: try XCTUnwrap(server.store.account(named: username)).id)?.enabledAt)
+        let enabled = try await post("/account/second-factor", [("code", app.code(atStep: TOTP.step(at: clock.now)))], cookie: session)
+        XCTAssertEqual(enabled.status, 200, enabled.body)
+        let codes = enabled.body.matches(of: #/<li><code>([a-z2-7]{4}-[a-z2-7]{4})</code></li>/#).map { String($0.1) }
+        XCTAssertEqual(codes.count, 10, "ten recovery codes, shown once")
+        _ = try await post("/signout", [], cookie: session)
+        return (app, codes)
+    }
+
+    func testTheCodeIsAskedOnlyAfterTheRightPasswordAndAcceptedOnce() async throws {
+        try account("Guarded")
+        try account("Plain")
+        let (app, _) = try await setUp("guarded")
+
+        // A wrong password says nothing of a second factor; an account without one signs in.
+        let wrongPassword = try await post("/signin", [("username", "guarded"), ("password", "not-it")])
+        XCTAssertEqual(wrongPassword.status, 401)
+        XCTAssertFalse(wrongPassword.body.contains("code"), "no word of a second step")
+        let plain = try await passwordStep("plain")
+        XCTAssertNotNil(plain.session)
+
+        clock.advance(by: 30)
+        let first = try await passwordStep("guarded")
+        XCTAssertEqual(first.status, 303)
+        XCTAssertEqual(first.location, "/signin/second-factor")
+        XCTAssertNil(first.session, "no session before the code")
+        let step = try XCTUnwrap(first.step)
+        let page = try await server.request("GET", "/signin/second-factor", headers: ["Cookie": step])
+        XCTAssertEqual(page.status, 200)
+        XCTAssertTrue(page.body.contains(#"autocomplete="one-time-code""#))
+
+        let now = TOTP.step(at: clock.now)
+        let wrong = try await post("/signin/second-factor", [("code", app.code(atStep: now + 40))], cookie: step)
+        XCTAssertEqual(wrong.status, 401)
+        XCTAssertTrue(wrong.body.contains("That code is not right"), wrong.body)
+        let ahead = try await post("/signin/second-factor", [("code", app.code(atStep: now + 4))], cookie: step)
+        XCTAssertEqual(ahead.status, 401)
+        XCTAssertTrue(ahead.body.contains("about 120 seconds in the future"), ahead.body)
+        let behind = try await post("/signin/second-factor", [("code", app.code(atStep: now - 3))], cookie: step)
+        XCTAssertTrue(behind.body.contains("about 90 seconds ago"), behind.body)
+
+        let next = app.code(atStep: now + 1)
+        let right = try await post("/signin/second-factor", [("code", next)], cookie: step)
+        XCTAssertEqual(right.status, 303, right.body)
+        XCTAssertEqual(right.headers["location"], "/welcome")
+        let session = try XCTUnwrap(Self.cookie(SignedInUsers.plainCookieName, in: right.headers))
+        let auth = try await server.request("GET", "/auth", headers: ["Cookie": session])
+        XCTAssertEqual(auth.status, 200)
+
+        // The same code again, in a new sign-in within its window: refused, readably.
+        let againStep = try await passwordStep("guarded")
+        let again = try XCTUnwrap(againStep.step)
+        let replayed = try await post("/signin/second-factor", [("code", next)], cookie: again)
+        XCTAssertEqual(replayed.status, 401)
+        XCTAssertTrue(replayed.body.contains("used already"), replayed.body)
+        let older = try await post("/signin/second-factor", [("code", app.code(atStep: now))], cookie: again)
+        XCTAssertEqual(older.status, 401, "an older step after a newer one")
+    }
+
+    func testAnotherAccountsCodeARecoveryCodeOnceAndTheStepsTimeLimit() async throws {
+        try account("Holder")
+        try account("Other")
+        let (app, codes) = try await setUp("holder")
+        let (otherApp, _) = try await setUp("other")
+
+        clock.advance(by: 60)
+        let holderStep = try await passwordStep("holder")
+        let step = try XCTUnwrap(holderStep.step)
+        let foreign = try await post("/signin/second-factor", [("code", otherApp.code(atStep: TOTP.step(at: clock.now)))], cookie: step)
+        XCTAssertEqual(foreign.status, 401, "another account's app")
+        let recovered = try await post("/signin/second-factor", [("code", codes[3].uppercased())], cookie: step)
+        XCTAssertEqual(recovered.status, 303, recovered.body)
+        let usedStep = try await passwordStep("holder")
+        let used = try XCTUnwrap(usedStep.step)
+        let reused = try await post("/signin/second-factor", [("code", codes[3])], cookie: used)
+        XCTAssertEqual(reused.status, 401)
+        XCTAssertTrue(reused.body.contains("was used already"), reused.body)
+
+        // The step lasts five minutes.
+        clock.advance(by: 6 * 60)
+        let late = try await post("/signin/second-factor", [("code", app.code(atStep: TOTP.step(at: clock.now)))], cookie: used)
+        XCTAssertEqual(late.status, 410)
+        XCTAssertTrue(late.body.contains("Sign in again"), late.body)
+        // A step cookie made up, or copied from another account's token with its account changed, is no step.
+        let forged = try await server.request("GET", "/signin/second-factor",
+                                              headers: ["Cookie": "\(SecondStepGate.cookie)=1.2.00.abcd"])
+        XCTAssertEqual(forged.status, 410)
+    }
+
+    func testRemovingTheFactorEndsTheAsking() async throws {
+        try account("Leaver")
+        _ = try await setUp("leaver")
+        let step = try await passwordStep("leaver")
+        XCTAssertNil(step.session)
+        let account = try XCTUnwrap(try server.store.account(named: "leaver"))
+        // Behind a recent sign-in: signed in through a recovery code (fresh), then removed.
+        _ = account
+        let codes = try await setUpCodes("leaver")
+        let signedIn = try await post("/signin/second-factor", [("code", codes)], cookie: try XCTUnwrap(step.step))
+        let session = try XCTUnwrap(Self.cookie(SignedInUsers.plainCookieName, in: signedIn.headers))
+        let removed = try await post("/account/second-factor/remove", [], cookie: session)
+        XCTAssertEqual(removed.status, 303)
+        XCTAssertEqual(removed.headers["location"], "/account?second_factor=removed")
+        let direct = try await passwordStep("leaver")
+        XCTAssertNotNil(direct.session, "the password alone again")
+    }
+
+    /// A fresh set of recovery codes for a set-up account (made straight in the store, as
+    /// `POST /account/second-factor/codes` would), the first of them.
+    private func setUpCodes(_ username: String) async throws -> String {
+        let account = try XCTUnwrap(try server.store.account(named: username))
+        let code = SecondFactorSeal.makeRecoveryCodes(count: 1)[0]
+        let seal = SecondFactorSeal(key: try server.store.secret(named: "second-factor-key", createdBy: SecondFactorSeal.makeKey))
+        XCTAssertTrue(try server.store.replaceRecoveryCodes(ofAccount: account.id, hashes: [seal.recoveryCodeHash(code, account: account.id)],
+                                                            events: []))
+        return code
+    }
+}
