@@ -38,6 +38,8 @@ struct RecoveryRoutes: Sendable {
     let mails: OutboxDelivery
     let now: @Sendable () -> Date
     let proofOfWork: ProofOfWorkGate?
+    /// Where a completed recovery goes when the account has a second factor.
+    let secondStep: SecondStepGate
     /// How soon `POST /recover` may answer once it looked for an account (`Configuration.recoveryAnswerFloor`).
     let answerFloor: TimeInterval
 
@@ -59,6 +61,7 @@ struct RecoveryRoutes: Sendable {
         now = services.now
         proofOfWork = services.proofOfWork
         answerFloor = services.configuration.recoveryAnswerFloor
+        secondStep = SecondStepGate(services)
     }
 
     private var settings: EmailVerificationSettings { proofs.settings }
@@ -419,6 +422,12 @@ struct RecoveryRoutes: Sendable {
                       metadata: ["event": "password_reset", "account": "\(account.id)", "sessions_ended": "\(completed.endedSessions)",
                                  "client": "\(request.client)"])
         do {
+            // A mailbox alone does not pass a second factor: the new password is stored, and
+            // the code is asked for before any session, as after a password.
+            if var step = try secondStep.secondStep(for: completed.account, request) {
+                step.headers.add("Set-Cookie", secretCookie(""))
+                return step
+            }
             var cookies = try signedIn.signIn(completed.account, replacing: request.cookieHeader, from: request.signInOrigin)
             cookies.append(secretCookie(""))
             return Pages.redirect(to: "/welcome" + PageRenderer.languageQuery(language), cookies: cookies)

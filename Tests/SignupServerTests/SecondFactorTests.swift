@@ -17,7 +17,12 @@ final class SecondFactorTests: XCTestCase {
     private let hasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
 
     override func setUpWithError() throws {
-        server = try TestServer { [clock] configuration in configuration.clock = clock }
+        server = try TestServer { [clock] configuration in
+            configuration.clock = clock
+            // Mail on, for the recovery test: nothing is sent anywhere.
+            configuration.emailVerification = EmailVerificationSettings(
+                mail: MailSettings(transport: CapturedMail(), from: "Tests <noreply@example.org>"))
+        }
     }
 
     override func tearDown() {
@@ -165,6 +170,31 @@ final class SecondFactorTests: XCTestCase {
         XCTAssertEqual(removed.headers["location"], "/account?second_factor=removed")
         let direct = try await passwordStep("leaver")
         XCTAssertNotNil(direct.session, "the password alone again")
+    }
+
+    /// A recovery (a mailed link) changes the password but does not pass the second factor:
+    /// the code is asked for before any session.
+    func testARecoveryStillAsksForTheCode() async throws {
+        try account("Forgetful")
+        let (app, _) = try await setUp("forgetful")
+        let account = try XCTUnwrap(try server.store.account(named: "forgetful"))
+        let secrets = VerificationSecrets(key: try server.store.secret(named: "verification-code-key", createdBy: VerificationSecrets.makeKey))
+        let link = VerificationSecrets.makeLinkToken()
+        try server.store.startRecovery(AccountRecovery(
+            token: VerificationSecrets.makeLinkToken(), accountID: account.id, codeHash: VerificationSecrets.unmatchableHash(),
+            linkHash: secrets.linkHash(link), language: "en", expiresAt: clock.now.addingTimeInterval(900), createdAt: clock.now),
+            mail: nil)
+        let cookie = "\(RecoveryRoutes.secretCookie)=\(link)"
+        let reset = try await post("/recover/password", [("password", "Brand-New-Harbour-77"), ("confirm", "Brand-New-Harbour-77")],
+                                   cookie: cookie)
+        XCTAssertEqual(reset.status, 303, reset.body)
+        XCTAssertEqual(reset.headers["location"], "/signin/second-factor")
+        XCTAssertNil(Self.cookie(SignedInUsers.plainCookieName, in: reset.headers), "no session from a mailbox alone")
+        let step = try XCTUnwrap(Self.cookie(SecondStepGate.cookie, in: reset.headers))
+        clock.advance(by: 30)
+        let signedIn = try await post("/signin/second-factor", [("code", app.code(atStep: TOTP.step(at: clock.now)))], cookie: step)
+        XCTAssertEqual(signedIn.status, 303, signedIn.body)
+        XCTAssertNotNil(Self.cookie(SignedInUsers.plainCookieName, in: signedIn.headers))
     }
 
     /// A fresh set of recovery codes for a set-up account (made straight in the store, as
