@@ -142,6 +142,10 @@ struct SecondFactorRoutes: Sendable {
         accountRoutes.forAccount(request) { account in
             let time = now()
             do {
+                // A setup never switched on is not a factor: nothing to remove or announce.
+                guard try store.secondFactor(ofAccount: account.id)?.isEnabled == true else {
+                    return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
+                }
                 let events = try announcer.events(.secondFactorRemoved, webhook: "account.second_factor_removed", for: account,
                                                   language: request.language, at: time)
                 guard try store.removeSecondFactor(ofAccount: account.id, events: events) else {
