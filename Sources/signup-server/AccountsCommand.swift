@@ -9,7 +9,7 @@ import WebAuthn
 struct Accounts: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Inspect stored accounts; start a recovery for one; disable, enable or delete one; remove its passkeys.",
-        subcommands: [List.self, Recover.self, Disable.self, Enable.self, Delete.self, Passkeys.self])
+        subcommands: [List.self, Recover.self, Disable.self, Enable.self, Delete.self, Passkeys.self, SecondFactor.self])
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -317,4 +317,36 @@ struct Accounts: ParsableCommand {
             }
         }
     }
+
+    /// For a person who lost both the app and the recovery codes: the operator, having
+    /// checked who they are by other means, removes the factor; the account signs in with its
+    /// password alone until its owner sets one up again.
+    struct SecondFactor: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "second-factor", abstract: "Reset an account's second factor.", subcommands: [Reset.self])
+
+        struct Reset: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Remove an account's second factor and its recovery codes (check who is asking first).")
+
+            @OptionGroup var target: Target
+
+            static let environmentOptions = Target.environmentOptions
+
+            func run() throws {
+                let (store, account) = try target.open()
+                let now = Date()
+                guard try store.secondFactor(ofAccount: account.id) != nil,
+                      try store.removeSecondFactor(ofAccount: account.id, events: [
+                          .accountChange("account.second_factor_removed", account, at: now, by: .operator),
+                      ]) else {
+                    print("\(account.username) has no second factor.")
+                    return
+                }
+                Target.audit("second_factor_reset", "Second factor reset by the operator", account)
+                print("Reset the second factor of \(account.username): it signs in with its password alone until one is set up again.")
+            }
+        }
+    }
 }
+

@@ -255,6 +255,16 @@ final class OperatorAccountTests: XCTestCase {
         XCTAssertTrue(removed.2.contains("event=passkey_removed"), removed.2)
         XCTAssertEqual(try store.passkeys(ofAccount: account.id).count, 0)
 
+        // A second factor reset: gone, announced, audited; a second reset says there is none.
+        XCTAssertTrue(try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: [1], at: Date()))
+        XCTAssertTrue(try store.enableSecondFactor(ofAccount: account.id, step: 1, recoveryCodeHashes: ["h"], at: Date(), events: []))
+        let reset = try ServerProcess.run(["accounts", "second-factor", "reset", "--username", "operated"] + database)
+        XCTAssertEqual(reset.0, 0, reset.2)
+        XCTAssertTrue(reset.2.contains("event=second_factor_reset"), reset.2)
+        XCTAssertNil(try store.secondFactor(ofAccount: account.id))
+        let none = try ServerProcess.run(["accounts", "second-factor", "reset", "--username", "operated"] + database)
+        XCTAssertTrue(none.1.contains("has no second factor"), none.1)
+
         let unsure = try ServerProcess.run(["accounts", "delete", "--username", "operated"] + database)
         XCTAssertNotEqual(unsure.0, 0)
         XCTAssertTrue(unsure.2.contains("add --yes"), unsure.2)
@@ -266,6 +276,7 @@ final class OperatorAccountTests: XCTestCase {
         // Each change queued its webhook, for a server started with --webhook-url.
         let queued = try store.claimDueEvents(channel: .webhook, at: Date().addingTimeInterval(60), limit: 10, lease: 1)
             .map(\.event.type).sorted()
-        XCTAssertEqual(queued, ["account.deleted", "account.disabled", "account.enabled", "account.passkey_removed"])
+        XCTAssertEqual(queued, ["account.deleted", "account.disabled", "account.enabled", "account.passkey_removed",
+                                "account.second_factor_removed"])
     }
 }
