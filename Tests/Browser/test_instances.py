@@ -167,3 +167,50 @@ def test_a_sign_in_made_on_one_instance_is_known_to_the_other(deployment):
     # web1 may trust its last confirmation for up to 5 s.
     assert wait_for(lambda: call("web1", "GET", "/auth", cookie=cookie)[0] == 401, 10), \
         "signed out on web2: refused on web1 too"
+
+
+def test_a_second_factors_code_is_accepted_once_across_instances(deployment):
+    """Issue 44: the code that signed in on web1 is refused on web2 within its window (the
+    store's last accepted step is shared), and the key read off web1's setup page works on web2
+    (the sealing key is shared). Codes from pyotp, not our code."""
+    import http.client
+    import time
+    import urllib.parse
+
+    import pyotp
+
+    def call(instance, method, path, fields=None, cookie=None):
+        connection = http.client.HTTPConnection("127.0.0.1", deployment.instances[instance].port, timeout=15)
+        headers = {"Content-Type": "application/x-www-form-urlencoded"} if fields is not None else {}
+        if cookie:
+            headers["Cookie"] = cookie
+        connection.request(method, path, body=urllib.parse.urlencode(fields) if fields is not None else None, headers=headers)
+        response = connection.getresponse()
+        cookies = [value.split(";")[0] for name, value in response.getheaders()
+                   if name.lower() == "set-cookie" and "=;" not in value.split(";")[0] + ";"]
+        return response.status, response.getheader("Location"), cookies, response.read().decode()
+
+    _, _, _, page = call("web1", "GET", "/")
+    token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+    username = f"twice{uuid.uuid4().hex[:8]}"
+    status, _, cookies, _ = call("web1", "POST", "/signup", {"token": token, "username": username,
+                                                            "email": f"{username}@example.org",
+                                                            "password": STRONG_PASSWORD, "confirm": STRONG_PASSWORD})
+    assert status == 303, deployment.logs()
+    session = cookies[0]
+    status, _, _, setup = call("web1", "GET", "/account/second-factor", cookie=session)
+    assert status == 200, setup
+    app = pyotp.TOTP(re.search(r'data-key dir="ltr">([A-Z2-7 ]+)<', setup).group(1).replace(" ", ""))
+    status, _, _, shown = call("web1", "POST", "/account/second-factor", {"code": app.now()}, cookie=session)
+    assert status == 200 and "data-recovery-codes" in shown, shown
+
+    # A code of the next step: on web1 it signs in; on web2, within its window, it is refused.
+    code = app.at(time.time() + 30)
+    status, location, cookies, _ = call("web1", "POST", "/signin", {"username": username, "password": STRONG_PASSWORD})
+    assert status == 303 and location == "/signin/second-factor", deployment.logs()
+    status, location, cookies, _ = call("web1", "POST", "/signin/second-factor", {"code": code}, cookie=cookies[0])
+    assert status == 303 and location == "/welcome", deployment.logs()
+    status, location, cookies, _ = call("web2", "POST", "/signin", {"username": username, "password": STRONG_PASSWORD})
+    assert status == 303 and location == "/signin/second-factor"
+    status, _, _, refused = call("web2", "POST", "/signin/second-factor", {"code": code}, cookie=cookies[0])
+    assert status == 401 and "used already" in refused, refused
