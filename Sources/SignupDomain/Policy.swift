@@ -51,6 +51,8 @@ public struct Policy: Sendable {
     public var textsByLanguage: [String: PolicyTexts] = [:]
     /// The form's fields in page order: the built-in four, plus any the policy file declares.
     public var fields: [FieldDeclaration] = FieldDeclaration.builtIn
+    /// Whether accounts may or must have a second factor (`second_factor` in a policy file).
+    public var secondFactor: SecondFactorRule = .optional
 
     /// Every language the policy gives wording of its own, its texts' and its fields'.
     public var languageTags: Set<String> {
@@ -122,3 +124,15 @@ public struct Policy: Sendable {
         }
     }
 }
+
+/// A policy's word on second factors (issue 44).
+public enum SecondFactorRule: String, Sendable, CaseIterable {
+    /// Not offered: nobody sets one up (factors set up before are still asked for).
+    case off
+    /// Each owner's choice, from `/account`.
+    case optional
+    /// Every account has one: an account without signs in only by setting one up (a passkey
+    /// that verified the person counts as both factors).
+    case required
+}
+

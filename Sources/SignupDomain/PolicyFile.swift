@@ -215,7 +215,8 @@ private struct Reader {
         var policy = Policy.defaults
         policy.name = fallbackName
         let top = try settings(root, at: "", known: ["name", "summary", "service_name", "username", "password",
-                                                     "email", "availability_debounce_ms", "texts", "texts_by_language", "fields"])
+                                                     "email", "availability_debounce_ms", "texts", "texts_by_language", "fields",
+                                                     "second_factor"])
         if let name = top["name"] {
             policy.name = try string(name.value, "name")
         }
@@ -230,6 +231,13 @@ private struct Reader {
             guard !policy.serviceName.trimmingCharacters(in: .whitespaces).isEmpty else {
                 throw fail(service.value, "'service_name' must not be empty")
             }
+        }
+        if let rule = top["second_factor"] {
+            let text = try string(rule.value, "second_factor")
+            guard let parsed = SecondFactorRule(rawValue: text) else {
+                throw fail(rule.value, "'second_factor' must be off, optional or required, not '\(text)'")
+            }
+            policy.secondFactor = parsed
         }
         if let debounce = top["availability_debounce_ms"] {
             policy.availabilityDebounceMilliseconds = try integer(debounce.value, "availability_debounce_ms", in: 0...10_000)

@@ -18,6 +18,7 @@ struct AccountRoutes: Sendable {
     let refusals: Refusals
     let announcer: AccountAnnouncer
     let streams: AccountStreams
+    let secondFactorRule: SecondFactorRule
     let retryMilliseconds: Int
     let logger: Logger
     let now: @Sendable () -> Date
@@ -31,6 +32,7 @@ struct AccountRoutes: Sendable {
         refusals = services.refusals
         announcer = AccountAnnouncer(services)
         streams = services.accountStreams
+        secondFactorRule = services.secondFactorRule
         retryMilliseconds = services.configuration.retryMilliseconds
         logger = services.logger
         now = services.now
@@ -319,10 +321,11 @@ struct AccountRoutes: Sendable {
 
     private func accountPage(_ request: SignupRequest, _ account: Account, notice: String? = nil, error: String? = nil,
                              continuation: RecentSignIn.Continuation? = nil, status: HTTPStatus) -> HTTPResponse {
-        let sessions: [SignInSessionSummary], passkeys: [Passkey]
+        let sessions: [SignInSessionSummary], passkeys: [Passkey], hasSecondFactor: Bool
         do {
             sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
             passkeys = try store.passkeys(ofAccount: account.id)
+            hasSecondFactor = try store.secondFactor(ofAccount: account.id)?.isEnabled == true
         } catch {
             return unavailable(request, error)
         }
@@ -338,6 +341,7 @@ struct AccountRoutes: Sendable {
             hasPassword: account.hasPassword,
             email: account.email,
             offersEmailChange: announcer.mails != nil,
+            offersSecondFactor: secondFactorRule != .off || hasSecondFactor,
             continuation: openUntil == nil ? continuation : nil,
             devices: sessions.map { session in
                 .init(handle: session.publicID, device: session.device, network: session.network, began: session.createdAt,

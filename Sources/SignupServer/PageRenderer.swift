@@ -549,6 +549,9 @@ struct PageRenderer: Sendable {
         /// The account's address, and whether it can be changed here (mail is configured).
         var email: String
         var offersEmailChange: Bool
+        /// Whether `/account/second-factor` has something to show (the policy offers one, or
+        /// the account has one).
+        var offersSecondFactor: Bool
         /// The change that sent the person here to confirm first (the confirmation continues to it).
         var continuation: RecentSignIn.Continuation?
         var devices: [Device]
@@ -616,6 +619,7 @@ struct PageRenderer: Sendable {
         context["hasOthers"] = page.devices.contains { !$0.isThisBrowser }
         context["hasPassword"] = page.hasPassword
         context["offersEmailChange"] = page.offersEmailChange
+        context["offersSecondFactor"] = page.offersSecondFactor
         context["emailNow"] = text("account.email_now").replacingOccurrences(of: "{email}", with: page.email)
         context["continuation"] = page.continuation?.rawValue ?? ""
         context["continueField"] = RecentSignIn.Continuation.field
@@ -717,11 +721,13 @@ struct PageRenderer: Sendable {
     /// and the sign-in's code step.
     struct SecondFactorPage {
         enum Mode {
-            /// A new secret: its QR code (SVG), its key as typed, its otpauth URI.
-            case setup(qr: String, key: String, uri: String)
+            /// A new secret: its QR code (SVG), its key as typed, its otpauth URI, where its
+            /// first code is posted (`/account/second-factor`, or `/signin/second-factor` when
+            /// the policy requires one before any session).
+            case setup(qr: String, key: String, uri: String, action: String)
             case enabled(codesLeft: Int)
-            /// Recovery codes, shown this once.
-            case codes([String])
+            /// Recovery codes, shown this once, and where to go on.
+            case codes([String], next: String)
             /// The sign-in's step after the right password.
             case signIn
         }
@@ -735,15 +741,16 @@ struct PageRenderer: Sendable {
         let title: String
         context["codeField"] = SecondFactorRoutes.codeField
         switch page.mode {
-        case .setup(let qr, let key, let uri):
+        case .setup(let qr, let key, let uri, let action):
             title = text("second_factor.setup_title")
-            context["setup"] = ["qr": qr, "key": key, "uri": uri]
+            context["setup"] = ["qr": qr, "key": key, "uri": uri, "action": action,
+                                "required": action.hasPrefix("/signin") ? text("second_factor.required_lead") : ""]
         case .enabled(let left):
             title = text("second_factor.on_title")
             context["enabled"] = ["codesLeft": text("second_factor.codes_left").replacingOccurrences(of: "{n}", with: String(left))]
-        case .codes(let codes):
+        case .codes(let codes, let next):
             title = text("second_factor.codes_title")
-            context["codes"] = ["list": codes]
+            context["codes"] = ["list": codes, "next": next]
         case .signIn:
             title = text("second_factor.signin_title")
             context["signIn"] = true

@@ -46,6 +46,7 @@ struct SecondFactorRoutes: Sendable {
                 if let factor = try store.secondFactor(ofAccount: account.id), factor.isEnabled {
                     return render(request, .init(mode: .enabled(codesLeft: factor.recoveryCodesLeft)), status: .ok)
                 }
+                guard gate.rule != .off else { return notOffered(request) }
                 let secret = TOTP.makeSecret()
                 guard try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: try seal.seal(secret, account: account.id),
                                                        at: now()) else {
@@ -59,11 +60,12 @@ struct SecondFactorRoutes: Sendable {
     }
 
     private func setupPage(_ request: SignupRequest, _ account: Account, secret: [UInt8], error: String? = nil,
-                           status: HTTPStatus) -> HTTPResponse {
+                           action: String = "/account/second-factor", status: HTTPStatus) -> HTTPResponse {
         let totp = TOTP(secret: secret)
         let uri = totp.uri(issuer: request.policy.settings.serviceName, account: account.username)
         var page = PageRenderer.SecondFactorPage(mode: .setup(
-            qr: QRCodeSVG.svg(uri, label: request.text("second_factor.qr_label")) ?? "", key: totp.typedKey, uri: uri))
+            qr: QRCodeSVG.svg(uri, label: request.text("second_factor.qr_label")) ?? "", key: totp.typedKey, uri: uri,
+            action: action))
         page.error = error
         return render(request, page, status: status)
     }
@@ -76,6 +78,7 @@ struct SecondFactorRoutes: Sendable {
             let typed = request.form[Self.codeField] ?? ""
             let factor: SecondFactor, secret: [UInt8]
             do {
+                guard gate.rule != .off else { return notOffered(request) }
                 guard let found = try store.secondFactor(ofAccount: account.id), !found.isEnabled else {
                     return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
                 }
@@ -109,7 +112,7 @@ struct SecondFactorRoutes: Sendable {
                 announcer.nudge()
                 logger.notice("Second factor switched on", metadata: ["event": "second_factor_enabled", "account": "\(account.id)",
                                                                       "client": "\(request.client)"])
-                return render(request, .init(mode: .codes(codes)), status: .ok)
+                return render(request, .init(mode: .codes(codes, next: "/account" + PageRenderer.languageQuery(request.language))), status: .ok)
             }
         }
     }
@@ -132,7 +135,7 @@ struct SecondFactorRoutes: Sendable {
             announcer.nudge()
             logger.notice("Recovery codes replaced", metadata: ["event": "recovery_codes_replaced", "account": "\(account.id)",
                                                                 "client": "\(request.client)"])
-            return render(request, .init(mode: .codes(codes)), status: .ok)
+            return render(request, .init(mode: .codes(codes, next: "/account" + PageRenderer.languageQuery(request.language))), status: .ok)
         }
     }
 
@@ -164,8 +167,19 @@ struct SecondFactorRoutes: Sendable {
     // MARK: GET /signin/second-factor
 
     func signInPage(_ request: SignupRequest) -> HTTPResponse {
-        guard gate.openStep(request) != nil else { return stepExpired(request) }
-        return render(request, .init(mode: .signIn), status: .ok)
+        guard let step = gate.openStep(request) else { return stepExpired(request) }
+        do {
+            guard let account = try store.account(id: step.account), account.disabledAt == nil else { return stepExpired(request) }
+            if try store.secondFactor(ofAccount: account.id)?.isEnabled == true { return render(request, .init(mode: .signIn), status: .ok) }
+            // Required and not set up yet: the setup, here, before any session.
+            guard gate.rule == .required else { return stepExpired(request) }
+            let secret = TOTP.makeSecret()
+            guard try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: try seal.seal(secret, account: account.id),
+                                                   at: now()) else { return render(request, .init(mode: .signIn), status: .ok) }
+            return setupPage(request, account, secret: secret, action: "/signin/second-factor", status: .ok)
+        } catch {
+            return accountRoutes.unavailable(request, error)
+        }
     }
 
     // MARK: POST /signin/second-factor
@@ -181,9 +195,14 @@ struct SecondFactorRoutes: Sendable {
         let account: Account, secret: [UInt8]
         do {
             guard let found = try store.account(id: step.account), found.disabledAt == nil,
-                  let factor = try store.secondFactor(ofAccount: found.id), factor.isEnabled else { return stepExpired(request) }
+                  let factor = try store.secondFactor(ofAccount: found.id) else { return stepExpired(request) }
             account = found
             secret = try seal.open(factor.sealedSecret, account: found.id)
+            // Required, and being set up here: its first code switches it on and signs in.
+            if !factor.isEnabled {
+                guard gate.rule == .required else { return stepExpired(request) }
+                return enableAtSignIn(request, account, secret: secret, step: step, typed: typed)
+            }
         } catch {
             return accountRoutes.unavailable(request, error)
         }
@@ -219,6 +238,52 @@ struct SecondFactorRoutes: Sendable {
         } catch {
             return accountRoutes.unavailable(request, error)
         }
+    }
+
+    /// Under `required`, the sign-in of an account without a factor: the setup's first code
+    /// switches it on (with its recovery codes, shown now), and only then is there a session.
+    private func enableAtSignIn(_ request: SignupRequest, _ account: Account, secret: [UInt8], step: SecondFactorSeal.SecondStep,
+                                typed: String) -> HTTPResponse {
+        if let refused = chargeGuess(request, account, page: .signIn) { return refused }
+        let time = now()
+        switch TOTP(secret: secret).match(typed, at: time) {
+        case .wrong:
+            return setupPage(request, account, secret: secret, error: wrongCodeText(request), action: "/signin/second-factor",
+                             status: .unprocessableContent)
+        case .clockOff(let seconds):
+            return setupPage(request, account, secret: secret, error: clockText(request, seconds), action: "/signin/second-factor",
+                             status: .unprocessableContent)
+        case .accepted(let accepted):
+            forgiveGuess(request, account)
+            let codes = SecondFactorSeal.makeRecoveryCodes()
+            do {
+                let events = try announcer.events(.secondFactorEnabled, webhook: "account.second_factor_enabled", for: account,
+                                                  language: request.language, at: time)
+                guard try store.enableSecondFactor(ofAccount: account.id, step: accepted,
+                                                   recoveryCodeHashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
+                                                   at: time, events: events) else { return stepExpired(request) }
+                announcer.nudge()
+                var cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
+                cookies.append(gate.stepCookie(""))
+                metrics.signin("success")
+                logger.notice("Second factor switched on at sign-in, as the policy requires",
+                              metadata: ["event": "second_factor_enabled", "account": "\(account.id)", "client": "\(request.client)"])
+                var response = render(request, .init(mode: .codes(codes, next: step.returnTo ?? "/welcome" + PageRenderer.languageQuery(request.language))),
+                                       status: .ok)
+                for cookie in cookies { response.headers.add("Set-Cookie", cookie) }
+                return response
+            } catch {
+                return accountRoutes.unavailable(request, error)
+            }
+        }
+    }
+
+    /// `second_factor: off`: nothing to set up here (a factor set up before can still be seen
+    /// and removed).
+    private func notOffered(_ request: SignupRequest) -> HTTPResponse {
+        request.pages.problem(title: request.text("second_factor.setup_title"), message: request.text("second_factor.not_offered"),
+                              code: "second_factor_not_offered", linkURL: "/account" + PageRenderer.languageQuery(request.language),
+                              linkText: request.text("account.back"), status: .notFound)
     }
 
     private func refusedCode(_ request: SignupRequest, _ account: Account, _ message: String) -> HTTPResponse {
@@ -286,6 +351,8 @@ struct SecondStepGate: Sendable {
     let store: any AccountStore
     let seal: SecondFactorSeal
     let secureCookies: Bool
+    /// `required`: an account without a factor takes this step too, to set one up.
+    let rule: SecondFactorRule
     let logger: Logger
     let now: @Sendable () -> Date
 
@@ -298,15 +365,19 @@ struct SecondStepGate: Sendable {
         store = services.store
         seal = services.secondFactorSeal
         secureCookies = services.signedIn.secureCookies
+        rule = services.secondFactorRule
         logger = services.logger
         now = services.now
     }
 
-    /// For an account whose factor is on: no session yet, the step's cookie, and the code
-    /// page (`303`). Nil when the account has none: the caller signs in.
-    func secondStep(for account: Account, _ request: SignupRequest) throws -> HTTPResponse? {
-        guard let factor = try store.secondFactor(ofAccount: account.id), factor.isEnabled else { return nil }
-        let token = seal.stepToken(.init(account: account.id, issuedAt: now(), returnTo: request.returnTarget))
+    /// For an account whose factor is on, or any account when the policy requires one: no
+    /// session yet, the step's cookie, and the code page (`303`; under `required`, an account
+    /// without a factor sets one up there). Nil otherwise: the caller signs in. A passkey-only
+    /// account made with a passkey counts as both factors (`passkeyOnly`).
+    func secondStep(for account: Account, _ request: SignupRequest, returnTo: String?? = nil) throws -> HTTPResponse? {
+        let isOn = try store.secondFactor(ofAccount: account.id)?.isEnabled == true
+        guard isOn || (rule == .required && account.hasPassword) else { return nil }
+        let token = seal.stepToken(.init(account: account.id, issuedAt: now(), returnTo: returnTo ?? request.returnTarget))
         logger.notice("The second factor asked for", metadata: ["event": "second_factor_asked", "account": "\(account.id)",
                                                                "client": "\(request.client)"])
         return Pages.redirect(to: "/signin/second-factor" + PageRenderer.languageQuery(request.language), cookies: [stepCookie(token)])

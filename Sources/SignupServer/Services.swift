@@ -50,6 +50,8 @@ struct Services: Sendable {
     let accountStreams: AccountStreams
     /// Seals second factors' secrets and keys their recovery codes.
     let secondFactorSeal: SecondFactorSeal
+    /// Whether second factors are offered, or required (the flag, else the policy).
+    let secondFactorRule: SecondFactorRule
     /// The one clock (`Configuration.clock`), and its reading as the parts that only ask
     /// for the time take it.
     let clock: any WallClock
@@ -107,6 +109,7 @@ struct Services: Sendable {
             throw ConfigurationError("The second factor's key must be 32 bytes, not \(secondFactorKey.count).")
         }
         secondFactorSeal = SecondFactorSeal(key: secondFactorKey)
+        secondFactorRule = configuration.secondFactorRule ?? configuration.policy.settings.secondFactor
         let tokenKey = try configuration.formTokenKey
             ?? store.secret(named: "form-token-key", createdBy: FormTokenAuthority.makeKey)
         guard tokenKey.count == FormTokenAuthority.keyLength else {

@@ -42,6 +42,8 @@ public final class SignupApplication: Sendable {
         /// (`LIVESIGNUP_SECOND_FACTOR_KEY`): kept outside the database, a copy of the database
         /// alone opens no second factor. Nil: a key kept in the store (`second-factor-key`).
         public var secondFactorKey: [UInt8]?
+        /// `--second-factor`: overrides the policy's `second_factor` (nil: the policy's word).
+        public var secondFactorRule: SecondFactorRule?
         /// This process's name among several behind a proxy; it starts every token minted
         /// here, and only this instance's tokens start live sessions here (`InstanceID`).
         public var instanceID = InstanceID.fromHostName()

@@ -30,7 +30,11 @@ struct SignupSubmitRoutes: Sendable {
     /// The breach source and the mail-domain checker the submit check asks again.
     let lookups: Lookups
 
+    /// Where a new account goes first when the policy requires a second factor.
+    let secondStep: SecondStepGate
+
     init(_ services: Services) {
+        secondStep = SecondStepGate(services)
         refusals = services.refusals
         sessions = services.sessions
         store = services.store
@@ -247,6 +251,8 @@ struct SignupSubmitRoutes: Sendable {
             // Signed in at once; if the session cannot be stored, the account still exists and
             // the sign-in page is where its owner goes next.
             do {
+                // A policy that requires a second factor: set up before the first session.
+                if let step = try secondStep.secondStep(for: account, request) { return step }
                 return Pages.redirect(to: request.returnTarget ?? "/welcome" + PageRenderer.languageQuery(language),
                                       cookies: try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin))
             } catch {

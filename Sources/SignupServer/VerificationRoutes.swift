@@ -37,7 +37,11 @@ struct VerificationRoutes: Sendable {
     let proofOfWork: ProofOfWorkGate?
 
     /// Nil when addresses are not proved.
+    /// Where a new account goes first when the policy requires a second factor.
+    let secondStep: SecondStepGate
+
     init?(_ services: Services) {
+        secondStep = SecondStepGate(services)
         guard let proofs = services.proofs else { return nil }
         refusals = services.refusals
         self.proofs = proofs
@@ -224,6 +228,11 @@ struct VerificationRoutes: Sendable {
         let language = request.language
         let target = returnTo.validated(pending.returnTo, for: request.http) ?? "/welcome" + PageRenderer.languageQuery(language)
         do {
+            // A policy that requires a second factor: set up before the first session.
+            if var step = try secondStep.secondStep(for: account, request, returnTo: Optional(Optional(target))) {
+                if !request.http.cookieValues(named: Self.linkCookie).isEmpty { step.headers.add("Set-Cookie", linkCookie("")) }
+                return step
+            }
             var cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
             if !request.http.cookieValues(named: Self.linkCookie).isEmpty { cookies.append(linkCookie("")) }
             return Pages.redirect(to: target, cookies: cookies)

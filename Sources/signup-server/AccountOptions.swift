@@ -40,6 +40,9 @@ struct AccountOptions: ParsableArguments {
     @Option(help: help("email-dns-timeout-ms", "How long one DNS try may take (two tries per question) before the address is let through."))
     var emailDnsTimeoutMs = 1500
 
+    @Option(help: help("second-factor", "Second factors: off (not offered), optional (each owner's choice) or required (every account signs in with one; a passkey that verifies the person counts as both). Default: the policy's second_factor, else optional."))
+    var secondFactor: String?
+
     @Flag(help: help("seed-demo", "Mark a few demo usernames (alice, bob, carol, admin, …) as taken."))
     var seedDemo = false
 
@@ -56,7 +59,7 @@ struct AccountOptions: ParsableArguments {
         ("database", .option), ("database-connections", .option), ("database-wait", .option), ("policy", .option), ("seed-demo", .flag), ("availability-debounce-ms", .option),
         ("breached-passwords", .option), ("breached-passwords-api", .option), ("breached-passwords-timeout-ms", .option),
         ("email-dns-check", .flag), ("dns-server", .repeatable), ("email-dns-timeout-ms", .option),
-        ("argon2-preset", .option), ("max-concurrent-hashes", .option),
+        ("argon2-preset", .option), ("max-concurrent-hashes", .option), ("second-factor", .option),
     ]
 
     enum Argon2Preset: String, CaseIterable {
@@ -74,6 +77,9 @@ struct AccountOptions: ParsableArguments {
     }
 
     func validate() throws {
+        if let secondFactor, SecondFactorRule(rawValue: secondFactor) == nil {
+            throw ValidationError("--second-factor must be off, optional or required, not '\(secondFactor)'.")
+        }
         _ = try Self.loadPolicy(policy)
         _ = try breachLookup()
         try validateDNSCheck()

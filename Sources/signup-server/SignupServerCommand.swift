@@ -102,6 +102,7 @@ struct Serve: ParsableCommand {
         configuration.signInIdleTimeout = TimeInterval(operations.signinIdleHours * 3600)
         configuration.recentSignInLifetime = TimeInterval(operations.recentSigninMinutes * 60)
         configuration.deletedUsernameReservation = TimeInterval(operations.deletedUsernameDays * 86_400)
+        configuration.secondFactorRule = accounts.secondFactor.flatMap(SecondFactorRule.init(rawValue:))
         configuration.metricsExport = metrics
         configuration.accessLines = logging.accessLines
         let environment = ProcessInfo.processInfo.environment

@@ -110,6 +110,17 @@ final class PolicyFileTests: XCTestCase {
                        "a policy context word counts as the site's own")
     }
 
+    /// Issue 44: `second_factor` is off, optional (left out) or required; anything else is
+    /// refused with the values it may take.
+    func testTheSecondFactorRuleIsReadAndCheckedAsTheFileSaysIt() throws {
+        XCTAssertEqual(try parse("name: a\n").secondFactor, .optional)
+        XCTAssertEqual(try parse("name: a\nsecond_factor: required\n").secondFactor, .required)
+        XCTAssertEqual(try parse("name: a\nsecond_factor: off\n").secondFactor, .off)
+        XCTAssertThrowsError(try parse("name: a\nsecond_factor: sometimes\n")) { error in
+            XCTAssertTrue("\(error)".contains("'second_factor' must be off, optional or required, not 'sometimes'"), "\(error)")
+        }
+    }
+
     func testJSONWorksToo() throws {
         let path = try write("policy.json", #"{"name": "json-policy", "password": {"min_length": 10, "require_uppercase": false}}"#)
         let policy = try PolicyFile.load(path: path)

@@ -208,3 +208,76 @@ final class SecondFactorTests: XCTestCase {
         return code
     }
 }
+
+/// Issue 44's policy: `required` sets a factor up before an account's first session (after
+/// sign-up and after a sign-in of an account that has none); `off` offers no setup.
+final class SecondFactorPolicyTests: XCTestCase {
+    private let clock = TestClock()
+    private let password = "Required-Steps-1999"
+
+    private func server(_ rule: SecondFactorRule) throws -> TestServer {
+        try TestServer { [clock] configuration in
+            configuration.clock = clock
+            configuration.secondFactorRule = rule
+        }
+    }
+
+    private static func cookie(_ name: String, in headers: [String: String]) -> String? {
+        headers["set-cookie"]?.components(separatedBy: ", ").first { $0.hasPrefix(name + "=") && !$0.hasPrefix(name + "=;") }?
+            .split(separator: ";").first.map(String.init)
+    }
+
+    func testRequiredSetsOneUpBeforeTheFirstSession() async throws {
+        let server = try server(.required)
+        defer { server.stop() }
+        let form = try await server.client.openForm()
+        let signup = try await server.request("POST", "/signup", body: FormURLEncoder.encode([
+            ("token", form.token), ("username", "must_two"), ("email", "must@example.org"), ("password", password),
+            ("confirm", password),
+        ]))
+        XCTAssertEqual(signup.status, 303, signup.body)
+        XCTAssertEqual(signup.headers["location"], "/signin/second-factor")
+        XCTAssertNil(Self.cookie(SignedInUsers.plainCookieName, in: signup.headers), "no session without a second factor")
+        let step = try XCTUnwrap(Self.cookie(SecondStepGate.cookie, in: signup.headers))
+        let setup = try await server.request("GET", "/signin/second-factor", headers: ["Cookie": step])
+        XCTAssertEqual(setup.status, 200)
+        XCTAssertTrue(setup.body.contains("asks every account for two-step sign-in"), setup.body)
+        XCTAssertTrue(setup.body.contains(#"action="/signin/second-factor""#))
+        let key = try XCTUnwrap(setup.body.firstMatch(of: #/data-key dir="ltr">([A-Z2-7 ]+)</#)).1
+        let app = TOTP(secret: try XCTUnwrap(Base32.decode(String(key))))
+        let wrong = try await server.request("POST", "/signin/second-factor", body: "code=000000", headers: ["Cookie": step])
+        XCTAssertEqual(wrong.status, 422)
+        let on = try await server.request("POST", "/signin/second-factor",
+                                          body: "code=" + app.code(atStep: TOTP.step(at: clock.now)), headers: ["Cookie": step])
+        XCTAssertEqual(on.status, 200, on.body)
+        XCTAssertTrue(on.body.contains("data-recovery-codes"))
+        XCTAssertNotNil(Self.cookie(SignedInUsers.plainCookieName, in: on.headers), "signed in once it is on")
+        XCTAssertTrue(on.body.contains(#"href="/welcome""#), "then on to where the sign-up was going")
+
+        // The next sign-in asks for its code, as under `optional`.
+        clock.advance(by: 30)
+        let again = try await server.request("POST", "/signin", body: FormURLEncoder.encode([("username", "must_two"),
+                                                                                             ("password", password)]))
+        XCTAssertEqual(again.headers["location"], "/signin/second-factor")
+        let page = try await server.request("GET", "/signin/second-factor",
+                                            headers: ["Cookie": try XCTUnwrap(Self.cookie(SecondStepGate.cookie, in: again.headers))])
+        XCTAssertFalse(page.body.contains("data-key"), "the code, not a new setup")
+    }
+
+    func testOffOffersNoSetup() async throws {
+        let server = try server(.off)
+        defer { server.stop() }
+        let hash = try Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024).hash(password)
+        _ = try server.store.createAccount(NewAccount(username: "no_two", email: "no@example.org", passwordHash: hash,
+                                                      formToken: "no-two-form"))
+        let signedIn = try await server.request("POST", "/signin", body: FormURLEncoder.encode([("username", "no_two"),
+                                                                                                ("password", password)]))
+        let session = try XCTUnwrap(Self.cookie(SignedInUsers.plainCookieName, in: signedIn.headers))
+        let account = try await server.request("GET", "/account", headers: ["Cookie": session])
+        XCTAssertFalse(account.body.contains("/account/second-factor"), "no link to it")
+        let setup = try await server.request("GET", "/account/second-factor", headers: ["Cookie": session])
+        XCTAssertEqual(setup.status, 404)
+        XCTAssertTrue(setup.body.contains("does not offer two-step sign-in"), setup.body)
+    }
+}
+
