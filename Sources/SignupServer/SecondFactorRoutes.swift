@@ -19,6 +19,9 @@ struct SecondFactorRoutes: Sendable {
     let now: @Sendable () -> Date
 
     let gate: SecondStepGate
+    /// How long a setup not yet switched on shows the same secret when its page is loaded
+    /// again; after it, a new one.
+    static let setupReuse: TimeInterval = 30 * 60
     /// The form field of a code (the app's, or a recovery code).
     static let codeField = "code"
 
@@ -43,10 +46,16 @@ struct SecondFactorRoutes: Sendable {
     func page(_ request: SignupRequest) -> HTTPResponse {
         accountRoutes.forAccount(request) { account in
             do {
-                if let factor = try store.secondFactor(ofAccount: account.id), factor.isEnabled {
+                let factor = try store.secondFactor(ofAccount: account.id)
+                if let factor, factor.isEnabled {
                     return render(request, .init(mode: .enabled(codesLeft: factor.recoveryCodesLeft)), status: .ok)
                 }
                 guard gate.rule != .off else { return notOffered(request) }
+                // A setup not yet on shows the same secret again for a while: an app may have scanned it.
+                if let factor, now().timeIntervalSince(factor.createdAt) < Self.setupReuse,
+                   let secret = try? seal.open(factor.sealedSecret, account: account.id) {
+                    return setupPage(request, account, secret: secret, status: .ok)
+                }
                 let secret = TOTP.makeSecret()
                 guard try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: try seal.seal(secret, account: account.id),
                                                        at: now()) else {
@@ -76,13 +85,12 @@ struct SecondFactorRoutes: Sendable {
     func enable(_ request: SignupRequest) -> HTTPResponse {
         accountRoutes.forAccount(request) { account in
             let typed = request.form[Self.codeField] ?? ""
-            let factor: SecondFactor, secret: [UInt8]
+            let secret: [UInt8]
             do {
                 guard gate.rule != .off else { return notOffered(request) }
                 guard let found = try store.secondFactor(ofAccount: account.id), !found.isEnabled else {
                     return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
                 }
-                factor = found
                 secret = try seal.open(found.sealedSecret, account: account.id)
             } catch {
                 return accountRoutes.unavailable(request, error)
@@ -103,7 +111,6 @@ struct SecondFactorRoutes: Sendable {
                     guard try store.enableSecondFactor(ofAccount: account.id, step: step,
                                                        recoveryCodeHashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
                                                        at: time, events: events) else {
-                        _ = factor
                         return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
                     }
                 } catch {
@@ -170,9 +177,15 @@ struct SecondFactorRoutes: Sendable {
         guard let step = gate.openStep(request) else { return stepExpired(request) }
         do {
             guard let account = try store.account(id: step.account), account.disabledAt == nil else { return stepExpired(request) }
-            if try store.secondFactor(ofAccount: account.id)?.isEnabled == true { return render(request, .init(mode: .signIn), status: .ok) }
-            // Required and not set up yet: the setup, here, before any session.
+            let factor = try store.secondFactor(ofAccount: account.id)
+            if factor?.isEnabled == true { return render(request, .init(mode: .signIn), status: .ok) }
+            // Required and not set up yet: the setup, here, before any session (the same
+            // secret again when the page is loaded again).
             guard gate.rule == .required else { return stepExpired(request) }
+            if let factor, now().timeIntervalSince(factor.createdAt) < Self.setupReuse,
+               let secret = try? seal.open(factor.sealedSecret, account: account.id) {
+                return setupPage(request, account, secret: secret, action: "/signin/second-factor", status: .ok)
+            }
             let secret = TOTP.makeSecret()
             guard try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: try seal.seal(secret, account: account.id),
                                                    at: now()) else { return render(request, .init(mode: .signIn), status: .ok) }

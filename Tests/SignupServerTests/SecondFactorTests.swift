@@ -62,6 +62,9 @@ final class SecondFactorTests: XCTestCase {
         XCTAssertTrue(page.body.contains("<svg"), "the QR code, drawn inline")
         XCTAssertTrue(page.body.contains("otpauth://totp/"))
         let key = try XCTUnwrap(page.body.firstMatch(of: #/data-key dir="ltr">([A-Z2-7 ]+)</#)).1
+        let reloaded = try await server.request("GET", "/account/second-factor", headers: ["Cookie": session])
+        XCTAssertEqual(reloaded.body.firstMatch(of: #/data-key dir="ltr">([A-Z2-7 ]+)</#)?.1, key,
+                       "loaded again before it is on: the same key (an app may have scanned it)")
         let app = TOTP(secret: try XCTUnwrap(Base32.decode(String(key))))
         let wrong = try await post("/account/second-factor", [("code", "000000")], cookie: session)
         XCTAssertEqual(wrong.status, 422)
