@@ -71,6 +71,11 @@ public final class SignupPolicy: @unchecked Sendable {
         /// one must differ from it (`password.not_current`).
         public let hasPassword: Bool
 
+        /// An account's own: its name, its address, whether it has a password.
+        public init(of account: Account) {
+            self.init(username: account.username, email: account.email, hasPassword: account.hasPassword)
+        }
+
         public init(username: String, email: String, hasPassword: Bool = true) {
             self.username = username
             self.email = email

@@ -66,7 +66,7 @@ struct AccountChangeRoutes: Sendable {
     }
 
     private func changePassword(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
-        let policy = request.policy.newPassword(for: Self.context(of: account))
+        let policy = request.policy.newPassword(for: .init(of: account))
         let values: [SignupField: String] = [.password: request.form["password"] ?? "", .confirm: request.form["confirm"] ?? ""]
         let password = (values[.password] ?? "").canonicallyComposed
         let current = (request.form[Self.currentPasswordField] ?? "").canonicallyComposed
@@ -161,18 +161,8 @@ struct AccountChangeRoutes: Sendable {
         return Pages.redirect(to: "/account?password=changed&others=\(ended)" + AccountRoutes.languageParameter(request))
     }
 
-    private static func context(of account: Account) -> SignupPolicy.AccountContext {
-        .init(username: account.username, email: account.email, hasPassword: account.hasPassword)
-    }
-
-    /// The new-password form's rules for an account: the account's own words refused, and
-    /// "not your current password" checked live (a hash per pause, charged to this client).
     private func passwordRules(_ request: SignupRequest) -> AccountFormPages.Rules {
-        let hashing = hashing, client = request.clientKey
-        return { account, language in
-            (language.policy.newPassword(for: Self.context(of: account)),
-             account.hasPassword ? CurrentPasswordCheck(hash: account.passwordHash, hashing: hashing, client: client) : nil)
-        }
+        AccountFormPages.newPasswordRules(hashing: hashing, client: request.clientKey)
     }
 
     private func newPasswordPage(_ request: SignupRequest, _ account: Account, problems: [(field: SignupField, message: String)] = [],
@@ -262,9 +252,7 @@ struct AccountChangeRoutes: Sendable {
         let page = PageRenderer.DeletionPage(username: account.username, sessions: sessions, passkeys: passkeys,
                                              profileFields: profile, error: error,
                                              reservedDays: Int((usernameReservation / 86_400).rounded()))
-        var response = Pages.html(request.renderer.renderDeletion(page, language: request.language, assets: request.assets),
-                                  status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        return Pages.html(request.renderer.renderDeletion(page, language: request.language, assets: request.assets),
+                              status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
     }
 }

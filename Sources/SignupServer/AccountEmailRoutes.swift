@@ -51,10 +51,6 @@ struct AccountEmailRoutes: Sendable {
     /// The context the account's code is hashed in: one account's code never proves another's.
     private static func codeContext(_ account: Account) -> String { "email-change:\(account.id)" }
 
-    private static func context(of account: Account) -> SignupPolicy.AccountContext {
-        .init(username: account.username, email: account.email, hasPassword: account.hasPassword)
-    }
-
     // MARK: GET /account/email
 
     func page(_ request: SignupRequest) -> HTTPResponse {
@@ -69,7 +65,7 @@ struct AccountEmailRoutes: Sendable {
 
     /// The address form's rules for an account: the sign-up form's email checks, no password.
     private static let rules: AccountFormPages.Rules = { account, language in
-        (language.policy.newEmail(for: context(of: account)), nil)
+        (language.policy.newEmail(for: .init(of: account)), nil)
     }
 
     // MARK: POST /account/email
@@ -81,7 +77,7 @@ struct AccountEmailRoutes: Sendable {
     }
 
     private func start(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
-        let policy = request.policy.newEmail(for: Self.context(of: account))
+        let policy = request.policy.newEmail(for: .init(of: account))
         let typed = (request.form["email"] ?? "").trimmingCharacters(in: .whitespaces)
         if EmailAddress.canonical(typed) == EmailAddress.canonical(account.email), account.emailVerifiedAt != nil {
             return addressPage(request, account, problems: [(.email, request.text("account.email_same"))], status: .unprocessableContent)
@@ -273,9 +269,7 @@ struct AccountEmailRoutes: Sendable {
     }
 
     private func render(_ request: SignupRequest, _ page: PageRenderer.AddressPage, status: HTTPStatus) -> HTTPResponse {
-        var response = Pages.html(request.renderer.renderAddress(page, language: request.language, assets: request.assets),
-                                  status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        return Pages.html(request.renderer.renderAddress(page, language: request.language, assets: request.assets),
+                              status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
     }
 }

@@ -14,6 +14,16 @@ struct AccountFormPages: Sendable {
     typealias Rules = @Sendable (_ account: Account, _ language: Languages.Language)
         -> (policy: SignupPolicy, currentPassword: (any CurrentPasswordChecking)?)
 
+    /// A new password's form for an account (a recovery's, a change's): the account's own
+    /// words refused, and "not your current password" checked live when it has one (a hash
+    /// per pause, in the sign-in lane, charged to `client`).
+    static func newPasswordRules(hashing: PasswordHashingQueue, client: String) -> Rules {
+        { account, language in
+            (language.policy.newPassword(for: .init(of: account)),
+             account.hasPassword ? CurrentPasswordCheck(hash: account.passwordHash, hashing: hashing, client: client) : nil)
+        }
+    }
+
     /// `POST …/session`: `201 {"token": …}` for the form in the page's language (JSON rows
     /// negotiate none: the script names it, `?lang=`).
     func renewSession(_ request: SignupRequest, rules: Rules) -> HTTPResponse {
@@ -55,10 +65,8 @@ struct AccountFormPages: Sendable {
         page.errors = problems
         page.formError = formError
         page.purpose = .accountForm(purpose)
-        var response = Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,
-                                                                assets: request.assets, policy: form.policy),
-                                  status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        return Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,
+                                                            assets: request.assets, policy: form.policy),
+                              status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
     }
 }

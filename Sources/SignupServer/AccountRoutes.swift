@@ -167,7 +167,7 @@ struct AccountRoutes: Sendable {
         let password = (request.form["password"] ?? "").canonicallyComposed
         let continuation = request.form[RecentSignIn.Continuation.field].flatMap(RecentSignIn.Continuation.init(rawValue:))
         guard let idHash = signedIn.sessionHash(in: request.cookieHeader) else { return signInFirst(request) }
-        guard account.passwordHash != Account.unusablePasswordHash else {
+        guard account.hasPassword else {
             // A passkey-only account confirms with a fresh sign-in (its passkey).
             return accountPage(request, account, error: request.text("account.confirm_passkey"), continuation: continuation,
                                status: .conflict)
@@ -353,10 +353,8 @@ struct AccountRoutes: Sendable {
                       isLastWayIn: passkeys.count == 1 && !account.hasPassword)
             },
             notice: notice, error: error)
-        var response = Pages.html(request.renderer.renderAccount(page, language: request.language, assets: request.assets),
-                                  status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        return Pages.html(request.renderer.renderAccount(page, language: request.language, assets: request.assets),
+                              status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
     }
 
     func unavailable(_ request: SignupRequest, _ error: Error? = nil) -> HTTPResponse {

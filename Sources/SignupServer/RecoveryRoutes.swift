@@ -27,6 +27,8 @@ struct RecoveryRoutes: Sendable {
     let proofs: AddressProofs
     let store: any AccountStore
     let sessions: FormSessionRegistry
+    /// The new-password form's page and its live session (shared with `/account`'s forms).
+    let forms: AccountFormPages
     let hashing: PasswordHashingQueue
     let signedIn: SignedInUsers
     let limiters: ClientLimiters
@@ -51,6 +53,7 @@ struct RecoveryRoutes: Sendable {
         refusals = services.refusals
         store = services.store
         sessions = services.sessions
+        forms = AccountFormPages(sessions: services.sessions)
         hashing = services.hashing
         signedIn = services.signedIn
         limiters = services.limiters
@@ -303,10 +306,10 @@ struct RecoveryRoutes: Sendable {
         // A JSON row negotiates no language: the page's script names its own (`?lang=`).
         let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
         let account = opened.account
+        let form = AccountFormPages.newPasswordRules(hashing: hashing, client: request.clientKey)(account, language)
         do throws(FormSessionRegistry.LookupError) {
-            let token = try sessions.startNewPasswordSession(
-                language.policy.newPassword(for: Self.context(of: account)), currentPassword: currentPasswordCheck(account, request),
-                language: language.tag, address: request.client)
+            let token = try sessions.startNewPasswordSession(form.policy, currentPassword: form.currentPassword,
+                                                             language: language.tag, address: request.client)
             var response = HTTPResponse.json("{\"token\":\"\(token)\"}", status: .created)
             response.headers.add("Cache-Control", "no-store")
             return response
@@ -359,7 +362,7 @@ struct RecoveryRoutes: Sendable {
     /// (argon2id, in the sign-in lane); false for an account without one (passkeys only).
     private func checkNotCurrent(_ password: String, of account: Account, request: SignupRequest,
                                  then completion: @escaping @Sendable (Bool) -> Void) {
-        guard account.passwordHash != Account.unusablePasswordHash else { return completion(false) }
+        guard account.hasPassword else { return completion(false) }
         do throws(HashingRefusal) {
             try hashing.verify(password, against: account.passwordHash, client: request.clientKey) { outcome in
                 completion((try? outcome.get()) == true)
@@ -466,20 +469,9 @@ struct RecoveryRoutes: Sendable {
     }
 
     private func newPasswordPolicy(_ request: SignupRequest, _ account: Account) -> SignupPolicy {
-        request.policy.newPassword(for: Self.context(of: account))
-    }
-
-    /// What a new password is judged against: the account's name and address, and whether
-    /// it has a password the new one must differ from.
-    private static func context(of account: Account) -> SignupPolicy.AccountContext {
-        .init(username: account.username, email: account.email,
-              hasPassword: account.passwordHash != Account.unusablePasswordHash)
-    }
-
-    /// The live form's "not your current password", for an account that has one.
-    private func currentPasswordCheck(_ account: Account, _ request: SignupRequest) -> CurrentPasswordCheck? {
-        guard account.passwordHash != Account.unusablePasswordHash else { return nil }
-        return CurrentPasswordCheck(hash: account.passwordHash, hashing: hashing, client: request.clientKey)
+        // What a new password is judged against: the account's name and address, and
+        // whether it has a password the new one must differ from.
+        request.policy.newPassword(for: .init(of: account))
     }
 
     private func secretCookie(_ value: String) -> String {
@@ -490,27 +482,11 @@ struct RecoveryRoutes: Sendable {
 
     private func newPasswordPage(_ request: SignupRequest, account: Account,
                                  problems: [(field: SignupField, message: String)] = [], status: HTTPStatus) -> HTTPResponse {
-        let policy = newPasswordPolicy(request, account)
-        // The form's live session, built now (its token is not a signed one: see the registry).
-        let token: String
-        do throws(FormSessionRegistry.LookupError) {
-            token = try sessions.startNewPasswordSession(policy, currentPassword: currentPasswordCheck(account, request),
-                                                         language: request.language.tag, address: request.client)
-        } catch {
-            // The form still works without its live session: the server checks on submit.
-            token = ""
-        }
-        let evaluation = policy.initialEvaluation
-        var page = PageRenderer.SignupPage(
-            token: token, values: [:], requirementStates: evaluation.requirementStates,
-            messages: Dictionary(uniqueKeysWithValues: problems.map { ($0.field, $0.message) }), strength: .none)
-        page.errors = problems
-        page.purpose = .accountForm(.recovery(username: account.username))
-        var headers = HTTPHeaders([("Content-Language", request.language.tag)])
-        headers.add("Vary", "Accept-Language")
-        return Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,
-                                                        assets: request.assets, policy: policy),
-                          status: status, headers: headers)
+        var response = forms.page(request, for: account,
+                                  rules: AccountFormPages.newPasswordRules(hashing: hashing, client: request.clientKey),
+                                  purpose: .recovery(username: account.username), problems: problems, status: status)
+        response.headers.add("Vary", "Accept-Language")
+        return response
     }
 
     private func recoverPage(_ request: SignupRequest, _ page: PageRenderer.RecoverPage, status: HTTPStatus,

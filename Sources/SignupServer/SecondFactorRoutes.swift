@@ -95,32 +95,57 @@ struct SecondFactorRoutes: Sendable {
             } catch {
                 return accountRoutes.unavailable(request, error)
             }
-            if let refused = chargeGuess(request, account) { return refused }
-            let time = now()
-            switch TOTP(secret: secret).match(typed, at: time) {
-            case .wrong:
-                return setupPage(request, account, secret: secret, error: wrongCodeText(request), status: .unprocessableContent)
-            case .clockOff(let seconds):
-                return setupPage(request, account, secret: secret, error: clockText(request, seconds), status: .unprocessableContent)
-            case .accepted(let step):
-                forgiveGuess(request, account)
-                let codes = SecondFactorSeal.makeRecoveryCodes()
-                do {
-                    let events = try announcer.events(.secondFactorEnabled, webhook: "account.second_factor_enabled", for: account,
-                                                      language: request.language, at: time)
-                    guard try store.enableSecondFactor(ofAccount: account.id, step: step,
-                                                       recoveryCodeHashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
-                                                       at: time, events: events) else {
-                        return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
-                    }
-                } catch {
-                    return accountRoutes.unavailable(request, error)
-                }
-                announcer.nudge()
+            switch switchOn(request, account, secret: secret, typed: typed, action: "/account/second-factor") {
+            case .answer(let response):
+                return response
+            case .notWaiting:
+                return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
+            case .on(let codes):
                 logger.notice("Second factor switched on", metadata: ["event": "second_factor_enabled", "account": "\(account.id)",
                                                                       "client": "\(request.client)"])
-                return render(request, .init(mode: .codes(codes, next: "/account" + PageRenderer.languageQuery(request.language))), status: .ok)
+                return render(request, .init(mode: .codes(codes, next: "/account" + PageRenderer.languageQuery(request.language))),
+                              status: .ok)
             }
+        }
+    }
+
+    /// What the setup's first code did.
+    private enum SwitchOn {
+        /// On: its recovery codes, to be shown once.
+        case on([String])
+        /// No setup waits any more (switched on meanwhile).
+        case notWaiting
+        /// Refused (a wrong code, a clock off, over the allowances) or the store failed: the answer.
+        case answer(HTTPResponse)
+    }
+
+    /// The setup's first code, paid for as a sign-in guess, judged, and when right the factor
+    /// switched on with ten recovery codes and its announcement: on `/account` and on the
+    /// sign-in's step under `required` alike (`action`: where the setup page posts).
+    private func switchOn(_ request: SignupRequest, _ account: Account, secret: [UInt8], typed: String, action: String) -> SwitchOn {
+        if let refused = chargeGuess(request, account) { return .answer(refused) }
+        let time = now()
+        switch TOTP(secret: secret).match(typed, at: time) {
+        case .wrong:
+            return .answer(setupPage(request, account, secret: secret, error: wrongCodeText(request), action: action,
+                                     status: .unprocessableContent))
+        case .clockOff(let seconds):
+            return .answer(setupPage(request, account, secret: secret, error: clockText(request, seconds), action: action,
+                                     status: .unprocessableContent))
+        case .accepted(let step):
+            forgiveGuess(request, account)
+            let codes = SecondFactorSeal.makeRecoveryCodes()
+            do {
+                let events = try announcer.events(.secondFactorEnabled, webhook: "account.second_factor_enabled", for: account,
+                                                  language: request.language, at: time)
+                guard try store.enableSecondFactor(ofAccount: account.id, step: step,
+                                                   recoveryCodeHashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
+                                                   at: time, events: events) else { return .notWaiting }
+            } catch {
+                return .answer(accountRoutes.unavailable(request, error))
+            }
+            announcer.nudge()
+            return .on(codes)
         }
     }
 
@@ -257,37 +282,24 @@ struct SecondFactorRoutes: Sendable {
     /// switches it on (with its recovery codes, shown now), and only then is there a session.
     private func enableAtSignIn(_ request: SignupRequest, _ account: Account, secret: [UInt8], step: SecondFactorSeal.SecondStep,
                                 typed: String) -> HTTPResponse {
-        if let refused = chargeGuess(request, account, page: .signIn) { return refused }
-        let time = now()
-        switch TOTP(secret: secret).match(typed, at: time) {
-        case .wrong:
-            return setupPage(request, account, secret: secret, error: wrongCodeText(request), action: "/signin/second-factor",
-                             status: .unprocessableContent)
-        case .clockOff(let seconds):
-            return setupPage(request, account, secret: secret, error: clockText(request, seconds), action: "/signin/second-factor",
-                             status: .unprocessableContent)
-        case .accepted(let accepted):
-            forgiveGuess(request, account)
-            let codes = SecondFactorSeal.makeRecoveryCodes()
-            do {
-                let events = try announcer.events(.secondFactorEnabled, webhook: "account.second_factor_enabled", for: account,
-                                                  language: request.language, at: time)
-                guard try store.enableSecondFactor(ofAccount: account.id, step: accepted,
-                                                   recoveryCodeHashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
-                                                   at: time, events: events) else { return stepExpired(request) }
-                announcer.nudge()
-                var cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
-                cookies.append(gate.stepCookie(""))
-                metrics.signin("success")
-                logger.notice("Second factor switched on at sign-in, as the policy requires",
-                              metadata: ["event": "second_factor_enabled", "account": "\(account.id)", "client": "\(request.client)"])
-                var response = render(request, .init(mode: .codes(codes, next: step.returnTo ?? "/welcome" + PageRenderer.languageQuery(request.language))),
-                                       status: .ok)
-                for cookie in cookies { response.headers.add("Set-Cookie", cookie) }
-                return response
-            } catch {
-                return accountRoutes.unavailable(request, error)
-            }
+        let codes: [String]
+        switch switchOn(request, account, secret: secret, typed: typed, action: "/signin/second-factor") {
+        case .answer(let response): return response
+        case .notWaiting: return stepExpired(request)
+        case .on(let made): codes = made
+        }
+        do {
+            var cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
+            cookies.append(gate.stepCookie(""))
+            metrics.signin("success")
+            logger.notice("Second factor switched on at sign-in, as the policy requires",
+                          metadata: ["event": "second_factor_enabled", "account": "\(account.id)", "client": "\(request.client)"])
+            var response = render(request, .init(mode: .codes(codes, next: step.returnTo ?? "/welcome"
+                                                                 + PageRenderer.languageQuery(request.language))), status: .ok)
+            for cookie in cookies { response.headers.add("Set-Cookie", cookie) }
+            return response
+        } catch {
+            return accountRoutes.unavailable(request, error)
         }
     }
 
@@ -349,10 +361,8 @@ struct SecondFactorRoutes: Sendable {
     }
 
     private func render(_ request: SignupRequest, _ page: PageRenderer.SecondFactorPage, status: HTTPStatus) -> HTTPResponse {
-        var response = Pages.html(request.renderer.renderSecondFactor(page, language: request.language, assets: request.assets),
-                                  status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        return Pages.html(request.renderer.renderSecondFactor(page, language: request.language, assets: request.assets),
+                              status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
     }
 }
 
