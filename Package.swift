@@ -22,7 +22,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
     targets: [
         // Layer 0: libmicrohttpd as a C module, plus non-variadic wrappers Swift can call.
@@ -81,6 +82,17 @@ let package = Package(
         .target(name: "CurlShims", dependencies: ["CCurl"]),
         .target(name: "OutsideHTTP", dependencies: ["CurlShims"]),
         .target(name: "OutsideMail", dependencies: ["CurlShims"]),
+        // OpenID Connect as a relying party: discovery, the provider's keys, the code's
+        // exchange with PKCE and the ID token's checks. jwt-kit verifies the signatures (no
+        // hand-written JOSE); every call out goes through OutsideHTTP's bounds.
+        .target(
+            name: "OpenIDConnect",
+            dependencies: [
+                "OutsideHTTP",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // c-ares (Debian's libc-ares-dev): asynchronous DNS questions (can a domain receive mail?).
         .systemLibrary(
             name: "CAres",

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 
@@ -49,7 +50,27 @@ typedef struct {
     size_t max_bytes;
     size_t capacity;
     int refused; /* the write callback stopped the transfer: outcome already set */
+    int read_any_status;
 } transfer;
+
+/* Keeps the Cache-Control header's value (a cached JWKS or discovery document lives as long
+   as it says). Every other header is ignored. */
+static size_t receive_header(char *data, size_t size, size_t count, void *userdata) {
+    transfer *t = userdata;
+    size_t bytes = size * count;
+    static const char name[] = "cache-control:";
+    size_t name_length = sizeof name - 1;
+    if (bytes > name_length && strncasecmp(data, name, name_length) == 0) {
+        size_t start = name_length, end = bytes;
+        while (start < end && (data[start] == ' ' || data[start] == '\t')) start++;
+        while (end > start && (data[end - 1] == '\r' || data[end - 1] == '\n' || data[end - 1] == ' ')) end--;
+        size_t length = end - start;
+        if (length > sizeof t->result->cache_control - 1) length = sizeof t->result->cache_control - 1;
+        memcpy(t->result->cache_control, data + start, length);
+        t->result->cache_control[length] = 0;
+    }
+    return bytes;
+}
 
 static size_t receive(char *data, size_t size, size_t count, void *userdata) {
     transfer *t = userdata;
@@ -58,7 +79,7 @@ static size_t receive(char *data, size_t size, size_t count, void *userdata) {
         /* The first bytes of the body: the status is known by now. Not 2xx: read no further. */
         long status = 0;
         curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
-        if (status < 200 || status > 299) {
+        if ((status < 200 || status > 299) && !t->read_any_status) {
             t->result->outcome = CURL_SHIM_STATUS;
             t->refused = 1;
             return 0;
@@ -98,7 +119,7 @@ curl_shim_outcome curl_shim_get(const curl_shim_get_request *request, void *shar
     }
     struct curl_slist *headers = NULL;
     for (size_t i = 0; i < request->header_count; i++) headers = curl_slist_append(headers, request->headers[i]);
-    transfer t = { handle, result, request->max_bytes, 0, 0 };
+    transfer t = { handle, result, request->max_bytes, 0, 0, request->read_any_status };
     char error[CURL_ERROR_SIZE] = { 0 };
 
     curl_easy_setopt(handle, CURLOPT_URL, request->url);
@@ -114,6 +135,8 @@ curl_shim_outcome curl_shim_get(const curl_shim_get_request *request, void *shar
     curl_easy_setopt(handle, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) request->max_bytes);
     curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, receive);
     curl_easy_setopt(handle, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, receive_header);
+    curl_easy_setopt(handle, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error);
     if (share != NULL) curl_easy_setopt(handle, CURLOPT_SHARE, ((share_state *) share)->share);
     if (request->body != NULL) {
@@ -127,7 +150,8 @@ curl_shim_outcome curl_shim_get(const curl_shim_get_request *request, void *shar
     if (t.refused) {
         /* Set by the write callback. */
     } else if (code == CURLE_OK) {
-        result->outcome = result->status >= 200 && result->status <= 299 ? CURL_SHIM_OK : CURL_SHIM_STATUS;
+        result->outcome = (result->status >= 200 && result->status <= 299) || request->read_any_status
+            ? CURL_SHIM_OK : CURL_SHIM_STATUS;
     } else if (code == CURLE_OPERATION_TIMEDOUT) {
         result->outcome = CURL_SHIM_TIMED_OUT;
     } else if (code == CURLE_FILESIZE_EXCEEDED) {

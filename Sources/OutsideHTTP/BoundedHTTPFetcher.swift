@@ -111,8 +111,29 @@ public final class BoundedHTTPFetcher: @unchecked Sendable {
         try exchange(url, body: nil, extraHeaders: [], decode: decode).value
     }
 
+    /// One answer read whatever its status, for sources that answer errors in the body
+    /// (OAuth's token endpoint says `invalid_grant` with a 400): its status, its body, and
+    /// how long it may be kept (Cache-Control's `max-age`, nil without one or with `no-store`).
+    public struct Answer: Sendable {
+        public let status: Int
+        public let body: Data
+        public let maxAge: TimeInterval?
+    }
+
+    /// GETs `url` (or POSTs `body`) and returns what `decode` makes of the answer, whatever
+    /// its status; every bound as for `get`. `decode` returns nil for an answer it cannot use.
+    public func fetch<Value>(_ url: URL, body: [UInt8]? = nil, headers extra: [String] = [],
+                             decode: (Answer) -> Value?) throws(Failure) -> Value {
+        try exchange(url, body: body, extraHeaders: extra, readAnyStatus: true, decode: decode).value
+    }
+
     private func exchange<Value>(_ url: URL, body: [UInt8]?, extraHeaders: [String],
                                  decode: (Data) -> Value?) throws(Failure) -> (value: Value, status: Int) {
+        try exchange(url, body: body, extraHeaders: extraHeaders, readAnyStatus: false) { decode($0.body) }
+    }
+
+    private func exchange<Value>(_ url: URL, body: [UInt8]?, extraHeaders: [String], readAnyStatus: Bool,
+                                 decode: (Answer) -> Value?) throws(Failure) -> (value: Value, status: Int) {
         let refusal = lock.withLock { () -> Failure? in
             if let pausedUntil {
                 // Paused: refuse until the pause ends, then let one exchange at a time probe.
@@ -123,8 +144,9 @@ public final class BoundedHTTPFetcher: @unchecked Sendable {
             return nil
         }
         if let refusal { throw refusal }
-        let outcome: Result<(value: Value, status: Int), Failure> = transfer(url, body: body, extraHeaders: extraHeaders)
-            .flatMap { answer in decode(answer.body).map { .success(($0, answer.status)) } ?? .failure(.unusable) }
+        let outcome: Result<(value: Value, status: Int), Failure> = transfer(url, body: body, extraHeaders: extraHeaders,
+                                                                             readAnyStatus: readAnyStatus)
+            .flatMap { answer in decode(answer).map { .success(($0, answer.status)) } ?? .failure(.unusable) }
         lock.withLock {
             admitted -= 1
             if case .success = outcome {
@@ -138,7 +160,7 @@ public final class BoundedHTTPFetcher: @unchecked Sendable {
         return try outcome.get()
     }
 
-    private func transfer(_ url: URL, body: [UInt8]?, extraHeaders: [String]) -> Result<(body: Data, status: Int), Failure> {
+    private func transfer(_ url: URL, body: [UInt8]?, extraHeaders: [String], readAnyStatus: Bool) -> Result<Answer, Failure> {
         var result = curl_shim_get_result()
         let cHeaders = (headers + extraHeaders).map { strdup($0) }
         defer { cHeaders.forEach { free($0) } }
@@ -150,7 +172,8 @@ public final class BoundedHTTPFetcher: @unchecked Sendable {
                     var request = curl_shim_get_request(
                         url: address, headers: lines.baseAddress, header_count: lines.count,
                         timeout_ms: max(1, Int(limits.deadline * 1000)), max_bytes: limits.maxBytes,
-                        body: body == nil ? nil : bytes.baseAddress, body_length: body?.count ?? 0)
+                        body: body == nil ? nil : bytes.baseAddress, body_length: body?.count ?? 0,
+                        read_any_status: readAnyStatus ? 1 : 0)
                     return curl_shim_get(&request, share, &result)
                 }
             }
@@ -158,7 +181,9 @@ public final class BoundedHTTPFetcher: @unchecked Sendable {
         defer { curl_shim_free_result(&result) }
         switch outcome {
         case CURL_SHIM_OK:
-            return .success((result.body.map { Data(bytes: $0, count: result.length) } ?? Data(), result.status))
+            let cacheControl = withUnsafeBytes(of: result.cache_control) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            return .success(Answer(status: result.status, body: result.body.map { Data(bytes: $0, count: result.length) } ?? Data(),
+                                   maxAge: Self.maxAge(cacheControl)))
         case CURL_SHIM_STATUS:
             return .failure(.status(result.status))
         case CURL_SHIM_TOO_LARGE:
@@ -169,5 +194,21 @@ public final class BoundedHTTPFetcher: @unchecked Sendable {
             let words = withUnsafeBytes(of: result.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             return .failure(.unreachable(words))
         }
+    }
+
+    /// Cache-Control's `max-age` in seconds; nil without one, or when the answer must not be
+    /// kept (`no-store`, `no-cache`).
+    static func maxAge(_ cacheControl: String) -> TimeInterval? {
+        var maxAge: TimeInterval?
+        for directive in cacheControl.lowercased().split(separator: ",") {
+            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            switch parts.first {
+            case "no-store", "no-cache": return nil
+            case "max-age" where parts.count == 2:
+                maxAge = Int(parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))).map { TimeInterval(max(0, $0)) }
+            default: break
+            }
+        }
+        return maxAge
     }
 }

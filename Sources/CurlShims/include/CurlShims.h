@@ -17,6 +17,9 @@ typedef struct curl_shim_get_request {
     /// NULL for a GET; otherwise a POST of these `body_length` bytes.
     const unsigned char *body;
     size_t body_length;
+    /// Nonzero: a non-2xx answer's body is read too (up to `max_bytes`) and the outcome is
+    /// CURL_SHIM_OK with its status, for sources whose errors are JSON (OAuth's token endpoint).
+    int read_any_status;
 } curl_shim_get_request;
 
 typedef enum curl_shim_outcome {
@@ -38,6 +41,8 @@ typedef struct curl_shim_get_result {
     size_t length;
     /// libcurl's words for a failure.
     char error[256];
+    /// The answer's Cache-Control header's value (the last one), cut at 255 bytes; empty if none.
+    char cache_control[256];
 } curl_shim_get_result;
 
 /// Initialises libcurl once for the process (thread-safe); call before the first get.
