@@ -50,10 +50,19 @@ public struct NewAccount: Sendable {
     /// A passkey made on the sign-up form, stored with the account (its user handle becomes
     /// the account's). An account with a passkey and no password has `Account.unusablePasswordHash`.
     public let passkey: NewPasskey?
+    /// An identity from an OpenID provider the account is made with (issue 45), linked in
+    /// the same transaction.
+    public let providerLink: NewProviderLink?
+    /// Set when the address is proved already (a provider whose `email_verified` the
+    /// operator trusts said so): stored as proved, and unique like every proved address.
+    public let emailVerifiedAt: Date?
 
     public init(username: String, email: String, passwordHash: String, formToken: String,
-                profile: [String: ProfileValue] = [:], announce: Bool = false, passkey: NewPasskey? = nil) {
+                profile: [String: ProfileValue] = [:], announce: Bool = false, passkey: NewPasskey? = nil,
+                providerLink: NewProviderLink? = nil, emailVerifiedAt: Date? = nil) {
         self.passkey = passkey
+        self.providerLink = providerLink
+        self.emailVerifiedAt = emailVerifiedAt
         self.username = username
         self.email = email
         self.passwordHash = passwordHash

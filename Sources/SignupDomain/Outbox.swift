@@ -37,13 +37,17 @@ public struct OutboxEvent: Sendable, Equatable {
 
     /// `account.created`: the account's id, username, email, creation time and stored profile
     /// (never its password hash).
-    public static func accountCreated(_ account: Account) -> OutboxEvent {
+    /// `method` says how the account was made: `password`, `passkey` or `provider` (then
+    /// `provider` names which one, by its configured id).
+    public static func accountCreated(_ account: Account, provider: String? = nil) -> OutboxEvent {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let created = formatter.string(from: account.createdAt)
         let data = "{\"id\":\"\(account.id)\",\"username\":\(jsonString(account.username)),"
             + "\"email\":\(jsonString(account.email)),\"created_at\":\"\(created)\","
             + "\"email_verified\":\(account.emailVerifiedAt != nil),"
+            + "\"method\":\"\(provider != nil ? "provider" : account.hasPassword ? "password" : "passkey")\","
+            + (provider.map { "\"provider\":\(jsonString($0))," } ?? "")
             + "\"profile\":\(ProfileValue.json(account.profile))}"
         let body = "{\"type\":\"account.created\",\"timestamp\":\"\(created)\",\"data\":\(data)}"
         return OutboxEvent(id: makeID(), type: "account.created", body: body, createdAt: account.createdAt)

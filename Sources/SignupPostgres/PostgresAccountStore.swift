@@ -260,6 +260,21 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             )
             """,
         ]),
+        // Provider identities (issue 45): who a provider says a person is, linked to one account.
+        (17, "provider identities", [
+            """
+            CREATE TABLE provider_links (
+                issuer TEXT NOT NULL,
+                subject TEXT NOT NULL,
+                account_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                provider TEXT NOT NULL,
+                email TEXT NOT NULL,
+                linked_at TIMESTAMPTZ NOT NULL,
+                PRIMARY KEY (issuer, subject)
+            )
+            """,
+            "CREATE INDEX provider_links_account ON provider_links (account_id)",
+        ]),
     ]
 
     private func migrate() throws {
@@ -343,17 +358,24 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             return try run("store a new account") { client in
                 // One transaction: the account and its outbox event, or neither.
                 try await client.withTransaction(logger: logger) { connection in
+                    let emailCanonical: String? = account.emailVerifiedAt.map { _ in EmailAddress.canonical(account.email) }
                     let rows = try await connection.query("""
-                        INSERT INTO users (username, username_canonical, email, password_hash, form_token, profile)
+                        INSERT INTO users (username, username_canonical, email, password_hash, form_token, profile,
+                                           email_canonical, email_verified_at)
                         VALUES (\(account.username), \(canonical), \(account.email), \(account.passwordHash), \(account.formToken),
-                                \(ProfileValue.json(account.profile))::jsonb)
+                                \(ProfileValue.json(account.profile))::jsonb, \(emailCanonical), \(account.emailVerifiedAt))
                         RETURNING id, username, email, password_hash, created_at, profile::text, email_verified_at, disabled_at
                         """, logger: logger)
                     guard let stored = try await Self.accounts(rows).first else {
                         throw StorageFault("PostgreSQL stored the account but returned no row.")
                     }
                     if let passkey = account.passkey { try await Self.insert(passkey, forAccount: stored.id, connection, logger) }
-                    if account.announce { try await Self.enqueue(OutboxEvent.accountCreated(stored), connection, logger) }
+                    if let link = account.providerLink {
+                        try await Self.insert(link, forAccount: stored.id, at: stored.createdAt, connection, logger)
+                    }
+                    if account.announce {
+                        try await Self.enqueue(OutboxEvent.accountCreated(stored, provider: account.providerLink?.provider), connection, logger)
+                    }
                     return stored
                 }
             }
@@ -366,6 +388,8 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             if let refused = error.closureError as? PSQLError, refused.serverInfo?[.sqlState] == "23505" {
                 if refused.serverInfo?[.constraintName] == "users_form_token" { throw AccountCreationError.formAlreadyUsed }
                 if refused.serverInfo?[.constraintName] == "passkeys_pkey" { throw PasskeyError.credentialExists }
+                if refused.serverInfo?[.constraintName] == "provider_links_pkey" { throw ProviderLinkError.linkedElsewhere }
+                if refused.serverInfo?[.constraintName] == "users_email_canonical" { throw AccountCreationError.emailTaken }
                 throw AccountCreationError.usernameTaken
             }
             if let fault = error.closureError as? StorageFault { throw fault }
@@ -961,7 +985,9 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 else { return .notFound }
                 let others = try await Self.first(Int64.self, connection.query(
                     "SELECT count(*) FROM passkeys WHERE user_id = \(id) AND credential_id <> \(credential)", logger: logger)) ?? 0
-                guard others > 0 || hasPassword else { return .lastWayIn }
+                let links = try await Self.first(Int64.self, connection.query(
+                    "SELECT count(*) FROM provider_links WHERE account_id = \(id)", logger: logger)) ?? 0
+                guard others > 0 || hasPassword || links > 0 else { return .lastWayIn }
                 try await connection.query("DELETE FROM passkeys WHERE credential_id = \(credential) AND user_id = \(id)",
                                            logger: logger)
                 for event in events { try await Self.enqueue(event, connection, logger) }
@@ -1497,6 +1523,91 @@ private final class Outcome<T: Sendable>: @unchecked Sendable {
         return condition.withLock {
             while result == nil, condition.wait(until: deadline) {}
             return result
+        }
+    }
+}
+
+// MARK: Provider identities (issue 45)
+
+extension PostgresAccountStore {
+    fileprivate static func insert(_ link: NewProviderLink, forAccount id: Int64, at date: Date, _ connection: PostgresConnection,
+                                   _ logger: Logger) async throws {
+        try await connection.query("""
+            INSERT INTO provider_links (issuer, subject, account_id, provider, email, linked_at)
+            VALUES (\(link.issuer), \(link.subject), \(id), \(link.provider), \(link.email), \(date))
+            """, logger: logger)
+    }
+
+    public func account(linkedTo issuer: String, subject: String) throws -> Account? {
+        try run("read a linked account") { client in
+            try await Self.accounts(client.query("""
+                SELECT id, username, email, password_hash, created_at, profile::text, email_verified_at, disabled_at FROM users
+                WHERE id = (SELECT account_id FROM provider_links WHERE issuer = \(issuer) AND subject = \(subject))
+                """)).first
+        }
+    }
+
+    public func providerLinks(ofAccount id: Int64) throws -> [ProviderLink] {
+        try run("read an account's provider links") { client in
+            var links: [ProviderLink] = []
+            for try await (account, provider, issuer, subject, email, linked) in try await client.query("""
+                SELECT account_id, provider, issuer, subject, email, linked_at FROM provider_links
+                WHERE account_id = \(id) ORDER BY linked_at, provider
+                """).decode((Int64, String, String, String, String, Date).self) {
+                links.append(ProviderLink(accountID: account, provider: provider, issuer: issuer, subject: subject, email: email,
+                                          linkedAt: linked))
+            }
+            return links
+        }
+    }
+
+    public func linkProvider(_ link: NewProviderLink, toAccount id: Int64, at date: Date, events: [OutboxEvent]) throws {
+        let logger = self.logger
+        let outcome: Bool = try run("link a provider identity") { client in
+            try await client.withTransaction(logger: logger) { connection -> Bool in
+                // Inserted unless the identity is linked already; then whose it is decides.
+                if try await Self.first(Int64.self, connection.query("""
+                    INSERT INTO provider_links (issuer, subject, account_id, provider, email, linked_at)
+                    VALUES (\(link.issuer), \(link.subject), \(id), \(link.provider), \(link.email), \(date))
+                    ON CONFLICT (issuer, subject) DO NOTHING RETURNING account_id
+                    """, logger: logger)) != nil {
+                    for event in events { try await Self.enqueue(event, connection, logger) }
+                    return true
+                }
+                let owner = try await Self.first(Int64.self, connection.query(
+                    "SELECT account_id FROM provider_links WHERE issuer = \(link.issuer) AND subject = \(link.subject)",
+                    logger: logger))
+                return owner == id
+            }
+        }
+        guard outcome else { throw ProviderLinkError.linkedElsewhere }
+    }
+
+    public func unlinkProvider(issuer: String, subject: String, fromAccount id: Int64,
+                               events: [OutboxEvent]) throws -> ProviderUnlinking {
+        let logger = self.logger, unusable = Account.unusablePasswordHash
+        return try run("unlink a provider identity") { client in
+            try await client.withTransaction(logger: logger) { connection -> ProviderUnlinking in
+                // The account's row locked first, as for a passkey's removal: two removals at
+                // once are one after the other, and the second counts what the first left.
+                guard let hasPassword = try await Self.first(Bool.self, connection.query(
+                    "SELECT password_hash <> \(unusable) FROM users WHERE id = \(id) FOR UPDATE", logger: logger)) else {
+                    return .notFound
+                }
+                guard try await Self.first(Int64.self, connection.query("""
+                    SELECT account_id FROM provider_links WHERE issuer = \(issuer) AND subject = \(subject) AND account_id = \(id)
+                    """, logger: logger)) != nil else { return .notFound }
+                let links = try await Self.first(Int64.self, connection.query(
+                    "SELECT count(*) FROM provider_links WHERE account_id = \(id)", logger: logger)) ?? 0
+                let passkeys = try await Self.first(Int64.self, connection.query(
+                    "SELECT count(*) FROM passkeys WHERE user_id = \(id)", logger: logger)) ?? 0
+                guard links > 1 || passkeys > 0 || hasPassword else { return .lastWayIn }
+                try await connection.query(
+                    "DELETE FROM provider_links WHERE issuer = \(issuer) AND subject = \(subject) AND account_id = \(id)",
+                    logger: logger)
+                for event in events { try await Self.enqueue(event, connection, logger) }
+                return .removed
+            }
         }
     }
 }

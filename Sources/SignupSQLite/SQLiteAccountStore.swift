@@ -257,6 +257,18 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 table.primaryKey(["account_id", "code_hash"])
             }
         }
+        migrator.registerMigration("v18: provider identities") { db in
+            // Who a provider says a person is (its issuer and subject), linked to one account.
+            try db.create(table: "provider_links") { table in
+                table.column("issuer", .text).notNull()
+                table.column("subject", .text).notNull()
+                table.primaryKey(["issuer", "subject"])
+                table.column("account_id", .integer).notNull().indexed().references("users", onDelete: .cascade)
+                table.column("provider", .text).notNull()
+                table.column("email", .text).notNull()
+                table.column("linked_at", .datetime).notNull()
+            }
+        }
         return migrator
     }
 
@@ -313,25 +325,35 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             return try write { db in
                 try db.execute(
                     sql: """
-                    INSERT INTO users (username, username_canonical, email, password_hash, form_token, profile)
-                    VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT INTO users (username, username_canonical, email, password_hash, form_token, profile,
+                                       email_canonical, email_verified_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                     arguments: [account.username, Username.canonical(account.username), account.email,
-                                account.passwordHash, account.formToken, ProfileValue.json(account.profile)])
+                                account.passwordHash, account.formToken, ProfileValue.json(account.profile),
+                                account.emailVerifiedAt.map { _ in EmailAddress.canonical(account.email) },
+                                account.emailVerifiedAt])
                 let id = db.lastInsertedRowID
                 if let passkey = account.passkey { try Self.insert(passkey, forAccount: id, db) }
+                if let link = account.providerLink {
+                    try Self.insert(link, forAccount: id, at: account.emailVerifiedAt ?? Date(), db)
+                }
                 guard let stored = try Self.fetchAccounts(db, where: "id = ?", [id]).first else {
                     throw DatabaseError(message: "the new account could not be read back")
                 }
-                if account.announce { try Self.enqueue(OutboxEvent.accountCreated(stored), db) }
+                if account.announce { try Self.enqueue(OutboxEvent.accountCreated(stored, provider: account.providerLink?.provider), db) }
                 return stored
             }
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY
                     && error.message?.contains("passkeys") == true {
             throw PasskeyError.credentialExists
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY
+                    && error.message?.contains("provider_links") == true {
+            throw ProviderLinkError.linkedElsewhere
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             // The message names the index that refused the row.
             if error.message?.contains("form_token") == true { throw AccountCreationError.formAlreadyUsed }
+            if error.message?.contains("email_canonical") == true { throw AccountCreationError.emailTaken }
             throw AccountCreationError.usernameTaken
         }
     }
@@ -834,7 +856,8 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                                           arguments: [id, Data(credentialID)]) ?? 0
             let hasPassword = try Bool.fetchOne(db, sql: "SELECT password_hash != ? FROM users WHERE id = ?",
                                                 arguments: [Account.unusablePasswordHash, id]) ?? false
-            guard others > 0 || hasPassword else { return .lastWayIn }
+            let links = try Int.fetchOne(db, sql: "SELECT count(*) FROM provider_links WHERE account_id = ?", arguments: [id]) ?? 0
+            guard others > 0 || hasPassword || links > 0 else { return .lastWayIn }
             try db.execute(sql: "DELETE FROM passkeys WHERE credential_id = ? AND user_id = ?", arguments: [Data(credentialID), id])
             for event in events { try Self.enqueue(event, db) }
             return .removed
@@ -1185,5 +1208,65 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 passwordHash: row["password_hash"], createdAt: row["created_at"],
                 profile: ProfileValue.profile(fromJSON: row["profile"]), emailVerifiedAt: row["email_verified_at"],
                 disabledAt: row["disabled_at"])
+    }
+}
+
+// MARK: Provider identities (issue 45)
+
+extension SQLiteAccountStore {
+    fileprivate static func insert(_ link: NewProviderLink, forAccount id: Int64, at date: Date, _ db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO provider_links (issuer, subject, account_id, provider, email, linked_at) VALUES (?, ?, ?, ?, ?, ?)
+            """, arguments: [link.issuer, link.subject, id, link.provider, link.email, date])
+    }
+
+    public func account(linkedTo issuer: String, subject: String) throws -> Account? {
+        try read { db in
+            try Self.fetchAccounts(db, where: "id = (SELECT account_id FROM provider_links WHERE issuer = ? AND subject = ?)",
+                                   [issuer, subject]).first
+        }
+    }
+
+    public func providerLinks(ofAccount id: Int64) throws -> [ProviderLink] {
+        try read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT account_id, provider, issuer, subject, email, linked_at FROM provider_links
+                WHERE account_id = ? ORDER BY linked_at, provider
+                """, arguments: [id]).map { row in
+                ProviderLink(accountID: row["account_id"], provider: row["provider"], issuer: row["issuer"],
+                             subject: row["subject"], email: row["email"], linkedAt: row["linked_at"])
+            }
+        }
+    }
+
+    public func linkProvider(_ link: NewProviderLink, toAccount id: Int64, at date: Date, events: [OutboxEvent]) throws {
+        try write { db in
+            if let owner = try Int64.fetchOne(db, sql: "SELECT account_id FROM provider_links WHERE issuer = ? AND subject = ?",
+                                              arguments: [link.issuer, link.subject]) {
+                guard owner == id else { throw ProviderLinkError.linkedElsewhere }
+                return
+            }
+            try Self.insert(link, forAccount: id, at: date, db)
+            for event in events { try Self.enqueue(event, db) }
+        }
+    }
+
+    public func unlinkProvider(issuer: String, subject: String, fromAccount id: Int64,
+                               events: [OutboxEvent]) throws -> ProviderUnlinking {
+        try write { db -> ProviderUnlinking in
+            guard try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM provider_links WHERE issuer = ? AND subject = ? AND account_id = ?)",
+                                    arguments: [issuer, subject, id]) == true else { return .notFound }
+            // In the write transaction (SQLite's one writer): nothing is removed between the count and the delete.
+            let otherLinks = try Int.fetchOne(db, sql: "SELECT count(*) FROM provider_links WHERE account_id = ?",
+                                              arguments: [id]) ?? 0
+            let passkeys = try Int.fetchOne(db, sql: "SELECT count(*) FROM passkeys WHERE user_id = ?", arguments: [id]) ?? 0
+            let hasPassword = try Bool.fetchOne(db, sql: "SELECT password_hash != ? FROM users WHERE id = ?",
+                                                arguments: [Account.unusablePasswordHash, id]) ?? false
+            guard otherLinks > 1 || passkeys > 0 || hasPassword else { return .lastWayIn }
+            try db.execute(sql: "DELETE FROM provider_links WHERE issuer = ? AND subject = ? AND account_id = ?",
+                           arguments: [issuer, subject, id])
+            for event in events { try Self.enqueue(event, db) }
+            return .removed
+        }
     }
 }

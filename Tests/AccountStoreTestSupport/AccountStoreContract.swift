@@ -834,6 +834,70 @@ extension AccountStoreContract {
         XCTAssertTrue(try store.deleteAccount(id: other.id, reservingUsernameUntil: now, events: []), file: file, line: line)
         XCTAssertNil(try store.secondFactor(ofAccount: other.id), "deleted with its account", file: file, line: line)
     }
+
+    /// Issue 45: an account made through a provider has its link (and a proved address when
+    /// the provider's claim is trusted); an identity links one account only; unlinking never
+    /// takes the last way in; links go with their account.
+    public func providerIdentitiesLinkOneAccountEach(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let identity = NewProviderLink(provider: "example", issuer: "https://id.example", subject: "sub-1", email: "p@example.org")
+        let made = try store.createAccount(NewAccount(
+            username: "Linked", email: "p@example.org", passwordHash: Account.unusablePasswordHash, formToken: "p-form-1",
+            announce: true, providerLink: identity, emailVerifiedAt: now))
+        XCTAssertEqual(made.emailVerifiedAt, now, "proved by the trusted provider", file: file, line: line)
+        XCTAssertEqual(try reopen().account(linkedTo: "https://id.example", subject: "sub-1")?.id, made.id, file: file, line: line)
+        XCTAssertNil(try store.account(linkedTo: "https://other.example", subject: "sub-1"), "the issuer is part of it",
+                     file: file, line: line)
+        let created = try store.claimDueEvents(channel: .webhook, at: now.addingTimeInterval(1), limit: 10, lease: 60)
+        XCTAssertEqual(created.map(\.event.type), ["account.created"], file: file, line: line)
+        XCTAssertTrue(created.first?.event.body.contains("\"method\":\"provider\",\"provider\":\"example\"") == true,
+                      created.first?.event.body ?? "", file: file, line: line)
+
+        // The same identity on a second new account: refused, nothing made.
+        XCTAssertThrowsError(try store.createAccount(NewAccount(
+            username: "Thief", email: "t@example.org", passwordHash: Account.unusablePasswordHash, formToken: "p-form-2",
+            providerLink: identity)), file: file, line: line) { error in
+            XCTAssertEqual(error as? ProviderLinkError, .linkedElsewhere, file: file, line: line)
+        }
+        XCTAssertNil(try store.account(named: "Thief"), "rolled back", file: file, line: line)
+        // A proved address another account holds: refused like any proved duplicate.
+        XCTAssertThrowsError(try store.createAccount(NewAccount(
+            username: "Copycat", email: "P@example.org", passwordHash: Account.unusablePasswordHash, formToken: "p-form-3",
+            providerLink: NewProviderLink(provider: "example", issuer: "https://id.example", subject: "sub-2", email: "P@example.org"),
+            emailVerifiedAt: now)), file: file, line: line) { error in
+            XCTAssertEqual(error as? AccountCreationError, .emailTaken, file: file, line: line)
+        }
+
+        let other = try store.createAccount(NewAccount(username: "Passworded", email: "pw@example.org", passwordHash: "h",
+                                                       formToken: "p-form-4"))
+        XCTAssertThrowsError(try store.linkProvider(identity, toAccount: other.id, at: now, events: []), file: file, line: line) { error in
+            XCTAssertEqual(error as? ProviderLinkError, .linkedElsewhere, file: file, line: line)
+        }
+        XCTAssertNoThrow(try store.linkProvider(identity, toAccount: made.id, at: now, events: []), "already its own: nothing changes",
+                         file: file, line: line)
+        let second = NewProviderLink(provider: "work", issuer: "https://work.example", subject: "w-9", email: "pw@work.example")
+        let linked = OutboxEvent(id: OutboxEvent.makeID(), type: "account.provider_linked", body: "{}", createdAt: now)
+        try store.linkProvider(second, toAccount: other.id, at: now, events: [linked])
+        XCTAssertEqual(try store.providerLinks(ofAccount: other.id).map(\.provider), ["work"], file: file, line: line)
+        XCTAssertEqual(try store.claimDueEvents(channel: .webhook, at: now.addingTimeInterval(2), limit: 10, lease: 60).map(\.event.type),
+                       ["account.provider_linked"], file: file, line: line)
+
+        // The provider-only account keeps its one way in; the one with a password may unlink.
+        XCTAssertEqual(try store.unlinkProvider(issuer: "https://id.example", subject: "sub-1", fromAccount: made.id, events: []),
+                       .lastWayIn, file: file, line: line)
+        XCTAssertEqual(try store.unlinkProvider(issuer: "https://id.example", subject: "sub-1", fromAccount: other.id, events: []),
+                       .notFound, "another account's link", file: file, line: line)
+        XCTAssertEqual(try store.unlinkProvider(issuer: "https://work.example", subject: "w-9", fromAccount: other.id, events: []),
+                       .removed, file: file, line: line)
+        XCTAssertNil(try store.account(linkedTo: "https://work.example", subject: "w-9"), file: file, line: line)
+
+        XCTAssertTrue(try store.deleteAccount(id: made.id, reservingUsernameUntil: now, events: []), file: file, line: line)
+        XCTAssertNil(try store.account(linkedTo: "https://id.example", subject: "sub-1"), "deleted with its account",
+                     file: file, line: line)
+        try store.linkProvider(identity, toAccount: other.id, at: now, events: [])
+        XCTAssertEqual(try store.account(linkedTo: "https://id.example", subject: "sub-1")?.id, other.id, "free again once deleted",
+                       file: file, line: line)
+    }
 }
 
 private final class Outcomes: @unchecked Sendable {

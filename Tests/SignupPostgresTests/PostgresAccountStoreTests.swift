@@ -32,6 +32,7 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testOwnersSeeAndEndTheirSessions() throws { try contract().ownersSeeAndEndTheirSessions() }
     func testOwnersAndOperatorsChangeAccounts() throws { try contract().ownersAndOperatorsChangeAccounts() }
     func testSecondFactorsAcceptEachCodeOnce() throws { try contract().secondFactorsAcceptEachCodeOnce() }
+    func testProviderIdentitiesLinkOneAccountEach() throws { try contract().providerIdentitiesLinkOneAccountEach() }
     func testAddressChangesWaitForTheirProofAndCanBeUndone() throws {
         try contract().addressChangesWaitForTheirProofAndCanBeUndone()
     }

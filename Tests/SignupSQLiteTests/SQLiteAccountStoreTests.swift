@@ -111,6 +111,12 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func spendRecoveryCode(ofAccount id: Int64, hash: String) throws -> Bool { throw Failure() }
         func replaceRecoveryCodes(ofAccount id: Int64, hashes: [String], events: [OutboxEvent]) throws -> Bool { throw Failure() }
         func removeSecondFactor(ofAccount id: Int64, events: [OutboxEvent]) throws -> Bool { throw Failure() }
+        func account(linkedTo issuer: String, subject: String) throws -> Account? { throw Failure() }
+        func providerLinks(ofAccount id: Int64) throws -> [ProviderLink] { throw Failure() }
+        func linkProvider(_ link: NewProviderLink, toAccount id: Int64, at date: Date, events: [OutboxEvent]) throws { throw Failure() }
+        func unlinkProvider(issuer: String, subject: String, fromAccount id: Int64, events: [OutboxEvent]) throws -> ProviderUnlinking {
+            throw Failure()
+        }
     }
 
     /// A store that counts look-ups, to see when they happen.
@@ -201,6 +207,12 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func spendRecoveryCode(ofAccount id: Int64, hash: String) throws -> Bool { false }
         func replaceRecoveryCodes(ofAccount id: Int64, hashes: [String], events: [OutboxEvent]) throws -> Bool { false }
         func removeSecondFactor(ofAccount id: Int64, events: [OutboxEvent]) throws -> Bool { false }
+        func account(linkedTo issuer: String, subject: String) throws -> Account? { nil }
+        func providerLinks(ofAccount id: Int64) throws -> [ProviderLink] { [] }
+        func linkProvider(_ link: NewProviderLink, toAccount id: Int64, at date: Date, events: [OutboxEvent]) throws {}
+        func unlinkProvider(issuer: String, subject: String, fromAccount id: Int64, events: [OutboxEvent]) throws -> ProviderUnlinking {
+            .notFound
+        }
         struct UnusedInTheseTests: Error {}
     }
 
@@ -244,6 +256,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testOwnersSeeAndEndTheirSessions() throws { try contract().ownersSeeAndEndTheirSessions() }
     func testOwnersAndOperatorsChangeAccounts() throws { try contract().ownersAndOperatorsChangeAccounts() }
     func testSecondFactorsAcceptEachCodeOnce() throws { try contract().secondFactorsAcceptEachCodeOnce() }
+    func testProviderIdentitiesLinkOneAccountEach() throws { try contract().providerIdentitiesLinkOneAccountEach() }
     func testAddressChangesWaitForTheirProofAndCanBeUndone() throws {
         try contract().addressChangesWaitForTheirProofAndCanBeUndone()
     }
