@@ -204,6 +204,7 @@ let package = Package(
                 "OutsideMail",
                 "OutsideDNS",
                 "WebAuthn",
+                "OpenIDConnect",
                 "CQRencode",
                 "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),

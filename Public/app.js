@@ -353,8 +353,8 @@ function resend(all) {
       send(field, !!touched[field]);
     }
   });
-  // A new session starts with a password: a passkey choice is told again.
-  if (all && credentialInput && credentialInput.value === "passkey") { send("credential", true); }
+  // A new session starts with a password: a passkey or a provider's sign-in is told again.
+  if (all && credentialInput && credentialInput.value !== "password") { send("credential", true); }
 }
 
 /* ---------- applying server state ---------- */

@@ -21,15 +21,12 @@ public final class OpenIDProvider: @unchecked Sendable {
         public let clientSecret: String
         /// Asked for in the authorization request; `openid` is always among them.
         public let scopes: [String]
-        /// Where the provider sends the browser back (registered with the provider).
-        public let redirectURI: URL
 
-        public init(issuer: String, clientID: String, clientSecret: String, scopes: [String], redirectURI: URL) {
+        public init(issuer: String, clientID: String, clientSecret: String, scopes: [String]) {
             self.issuer = issuer
             self.clientID = clientID
             self.clientSecret = clientSecret
             self.scopes = scopes.contains("openid") ? scopes : ["openid"] + scopes
-            self.redirectURI = redirectURI
         }
     }
 
@@ -133,7 +130,8 @@ public final class OpenIDProvider: @unchecked Sendable {
     // MARK: The authorization request
 
     /// The URL the browser is sent to: code flow, PKCE S256, `state` and `nonce`.
-    public func authorizationURL(state: String, nonce: String, codeVerifier: String, uiLocales: String? = nil,
+    /// `redirectURI`: where the provider sends the browser back (registered with the provider).
+    public func authorizationURL(redirectURI: URL, state: String, nonce: String, codeVerifier: String, uiLocales: String? = nil,
                                  prompt: String? = nil) throws(OpenIDError) -> URL {
         let metadata = try metadata()
         guard var components = URLComponents(url: metadata.authorizationEndpoint, resolvingAgainstBaseURL: false) else {
@@ -143,7 +141,7 @@ public final class OpenIDProvider: @unchecked Sendable {
         items += [
             URLQueryItem(name: "response_type", value: "code"),
             URLQueryItem(name: "client_id", value: settings.clientID),
-            URLQueryItem(name: "redirect_uri", value: settings.redirectURI.absoluteString),
+            URLQueryItem(name: "redirect_uri", value: redirectURI.absoluteString),
             URLQueryItem(name: "scope", value: settings.scopes.joined(separator: " ")),
             URLQueryItem(name: "state", value: state),
             URLQueryItem(name: "nonce", value: nonce),
@@ -160,10 +158,10 @@ public final class OpenIDProvider: @unchecked Sendable {
     // MARK: The code's exchange
 
     /// Exchanges the code (with the PKCE verifier) for tokens; returns the ID token.
-    public func exchange(code: String, codeVerifier: String) throws(OpenIDError) -> String {
+    public func exchange(code: String, codeVerifier: String, redirectURI: URL) throws(OpenIDError) -> String {
         let metadata = try metadata()
         var fields = [("grant_type", "authorization_code"), ("code", code),
-                      ("redirect_uri", settings.redirectURI.absoluteString), ("code_verifier", codeVerifier)]
+                      ("redirect_uri", redirectURI.absoluteString), ("code_verifier", codeVerifier)]
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
         if metadata.sendsSecretInBody {
             fields += [("client_id", settings.clientID), ("client_secret", settings.clientSecret)]
@@ -314,7 +312,7 @@ public final class OpenIDProvider: @unchecked Sendable {
         return try outcome.value!.get()
     }
 
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+    public static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8), y = Array(b.utf8)
         guard x.count == y.count else { return false }
         return zip(x, y).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0

@@ -11,7 +11,8 @@ import OpenCombineShim
 /// evaluation like the fields' values.
 public struct CredentialChoice: Equatable, Sendable {
     public var method: CredentialMethod
-    /// A passkey was made on this form and verified by the server.
+    /// A passkey was made on this form and verified by the server (or, with `provider`,
+    /// the provider's sign-in is held: always true then).
     public var passkeyCreated: Bool
 
     public init(method: CredentialMethod, passkeyCreated: Bool = false) {
@@ -109,8 +110,10 @@ public struct FormEvaluation: Equatable, Sendable {
     ) {
         // With a passkey, the password fields and their checklist leave the form and
         // `passkey.created` takes their place; everything else is judged as always.
-        let usesPasskey = credential.method == .passkey
-        let order = usesPasskey ? policy.evaluationOrder.passkey : policy.evaluationOrder.password
+        // A provider's sign-in stands in the passkey's place the same way, with
+        // `provider.signed_in` (met: the provider answered before the form opened).
+        let usesPasskey = credential.method != .password
+        let order = policy.evaluationOrder(for: credential.method)
         var states: [RequirementState?] = []
         states.reserveCapacity(order.requirementIDs.count)
         /// A field's states, one per requirement of its checklist (`count`), in checklist order.
@@ -191,7 +194,7 @@ extension FormEvaluation {
     /// diffing two snapshots' dictionaries cost about 5,000 instructions per edit (issue 24);
     /// `FormEvaluationChangesTests` checks the two agree. Both evaluations are `policy`'s.
     public func changes(since previous: FormEvaluation, rev: Int, policy: SignupPolicy) -> [SignupEvent] {
-        let order = credential == .passkey ? policy.evaluationOrder.passkey : policy.evaluationOrder.password
+        let order = policy.evaluationOrder(for: credential)
         // Both in `order`'s shape (the arrays are the policy's own, so these compare buffers).
         guard credential == previous.credential,
               requirementIDs == order.requirementIDs, previous.requirementIDs == order.requirementIDs,

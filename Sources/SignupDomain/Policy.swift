@@ -53,6 +53,8 @@ public struct Policy: Sendable {
     public var fields: [FieldDeclaration] = FieldDeclaration.builtIn
     /// Whether accounts may or must have a second factor (`second_factor` in a policy file).
     public var secondFactor: SecondFactorRule = .optional
+    /// OpenID Connect providers a person may sign up or sign in through (`providers`).
+    public var providers: [ProviderDeclaration] = []
 
     /// Every language the policy gives wording of its own, its texts' and its fields'.
     public var languageTags: Set<String> {

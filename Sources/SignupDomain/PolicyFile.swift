@@ -216,7 +216,7 @@ private struct Reader {
         policy.name = fallbackName
         let top = try settings(root, at: "", known: ["name", "summary", "service_name", "username", "password",
                                                      "email", "availability_debounce_ms", "texts", "texts_by_language", "fields",
-                                                     "second_factor"])
+                                                     "second_factor", "providers"])
         if let name = top["name"] {
             policy.name = try string(name.value, "name")
         }
@@ -238,6 +238,9 @@ private struct Reader {
                 throw fail(rule.value, "'second_factor' must be off, optional or required, not '\(text)'")
             }
             policy.secondFactor = parsed
+        }
+        if let providers = top["providers"] {
+            policy.providers = try readProviders(providers.value)
         }
         if let debounce = top["availability_debounce_ms"] {
             policy.availabilityDebounceMilliseconds = try integer(debounce.value, "availability_debounce_ms", in: 0...10_000)
@@ -281,6 +284,60 @@ private struct Reader {
             }
         }
         return policy
+    }
+
+    /// `providers`: the OpenID Connect providers a person may sign up or sign in through.
+    private func readProviders(_ node: Node) throws(PolicyFileError) -> [ProviderDeclaration] {
+        guard let sequence = node.sequence else {
+            throw fail(node, "'providers' must be a list of providers, each with id, name, issuer, client_id and client_secret_env")
+        }
+        var declarations: [ProviderDeclaration] = []
+        for item in sequence {
+            let entry = try settings(item, at: "providers", known: ["id", "name", "issuer", "client_id", "client_secret_env",
+                                                                    "scopes", "trust_email_verified"])
+            for required in ["id", "name", "issuer", "client_id", "client_secret_env"] where entry[required] == nil {
+                throw fail(item, "a provider needs '\(required)'")
+            }
+            let id = try string(entry["id"]!.value, "providers.id")
+            guard ProviderDeclaration.isValidID(id) else {
+                throw fail(entry["id"]!.value, "a provider's 'id' must be 1 to 32 of a-z, 0-9, '-' and '_' (it is in URLs and metrics), not '\(id)'")
+            }
+            guard !declarations.contains(where: { $0.id == id }) else {
+                throw fail(entry["id"]!.value, "the provider id '\(id)' is given twice")
+            }
+            let path = "providers.\(id)"
+            let name = try string(entry["name"]!.value, "\(path).name")
+            guard !name.trimmingCharacters(in: .whitespaces).isEmpty, name.count <= 60 else {
+                throw fail(entry["name"]!.value, "'\(path).name' must be 1 to 60 characters (it is on the button)")
+            }
+            let issuer = try string(entry["issuer"]!.value, "\(path).issuer")
+            guard let url = URL(string: issuer), let host = url.host, url.query == nil, url.fragment == nil,
+                  url.scheme == "https" || (url.scheme == "http" && Self.isLoopback(host)) else {
+                throw fail(entry["issuer"]!.value, "'\(path).issuer' must be an https URL without query or fragment (http only on loopback, for tests), not '\(issuer)'")
+            }
+            let clientID = try string(entry["client_id"]!.value, "\(path).client_id")
+            guard !clientID.isEmpty else { throw fail(entry["client_id"]!.value, "'\(path).client_id' must not be empty") }
+            let variable = try string(entry["client_secret_env"]!.value, "\(path).client_secret_env")
+            guard variable.wholeMatch(of: #/[A-Z_][A-Z0-9_]*/#) != nil else {
+                throw fail(entry["client_secret_env"]!.value, "'\(path).client_secret_env' names an environment variable (A-Z, 0-9, '_'), not '\(variable)'; the secret itself never goes in the file")
+            }
+            var declaration = ProviderDeclaration(id: id, name: name, issuer: issuer, clientID: clientID, clientSecretVariable: variable)
+            if let scopes = entry["scopes"] {
+                declaration.scopes = try strings(scopes.value, "\(path).scopes")
+                guard declaration.scopes.contains("openid") else {
+                    throw fail(scopes.value, "'\(path).scopes' must include openid (it is OpenID Connect)")
+                }
+            }
+            if let trust = entry["trust_email_verified"] {
+                declaration.trustsEmailVerified = try boolean(trust.value, "\(path).trust_email_verified")
+            }
+            declarations.append(declaration)
+        }
+        return declarations
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 
     /// Returns the `characters` node, for a later complaint about its texts.

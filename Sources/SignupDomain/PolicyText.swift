@@ -47,6 +47,7 @@ public enum PolicyText: String, CaseIterable, Sendable {
     case confirmMatchMessage = "confirm.match.message"
     case passkeyCreatedText = "passkey.created.text"
     case passkeyCreatedMessage = "passkey.created.message"
+    case providerSignedInText = "provider.signed_in.text"
     case confirmEmpty = "confirm.empty"
     case strengthVeryWeak = "strength.very_weak"
     case strengthWeak = "strength.weak"

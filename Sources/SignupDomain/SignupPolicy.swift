@@ -41,6 +41,9 @@ public final class SignupPolicy: @unchecked Sendable {
     /// `passkey.created`: the checklist's one requirement in place of the password's when the
     /// person signs up with a passkey.
     public let passkeyCreated: Requirement
+    /// `provider.signed_in`: in place of the password's checklist when the person signed in
+    /// with an OpenID provider (issue 45); met from the start, since the provider answered.
+    public let providerSignedIn: Requirement
     /// Under the passkey step once problems are shown and no passkey was made.
     public let passkeyMissingMessage: String
     /// The field the passkey's step follows on the page (the last password field).
@@ -105,7 +108,16 @@ public final class SignupPolicy: @unchecked Sendable {
     /// with a password and with a passkey: the built-in fields' (username, email, then the
     /// password and confirmation, or `passkey.created`), then the declared fields'. Made once,
     /// shared by every evaluation.
-    let evaluationOrder: (password: EvaluationOrder, passkey: EvaluationOrder)
+    let evaluationOrder: (password: EvaluationOrder, passkey: EvaluationOrder, provider: EvaluationOrder)
+
+    /// The evaluation order of a credential.
+    func evaluationOrder(for method: CredentialMethod) -> EvaluationOrder {
+        switch method {
+        case .password: return evaluationOrder.password
+        case .passkey: return evaluationOrder.passkey
+        case .provider: return evaluationOrder.provider
+        }
+    }
     struct EvaluationOrder: Sendable {
         let requirementIDs: [String]
         let fields: [SignupField]
@@ -221,6 +233,7 @@ public final class SignupPolicy: @unchecked Sendable {
         judges = account == nil ? (true, true, true)
             : (false, fieldOrder.contains(.email), fieldOrder.contains(.password) || fieldOrder.contains(.confirm))
         passkeyCreated = Requirement(id: "passkey.created", text: texts(.passkeyCreatedText))
+        providerSignedIn = Requirement(id: "provider.signed_in", text: texts(.providerSignedInText))
         passkeyMissingMessage = texts(.passkeyCreatedMessage)
         // The passkey's step stands right after the last password field, wherever the
         // policy puts the password fields; both orders follow from that one place.
@@ -244,12 +257,13 @@ public final class SignupPolicy: @unchecked Sendable {
         }
         for declared in declaredFields { checklists[declared.field] = declared.rules.requirements }
         self.checklists = checklists
-        let passkeyCreatedID = passkeyCreated.id
+        let passkeyCreatedID = passkeyCreated.id, providerSignedInID = providerSignedIn.id
         func ids(_ field: SignupField) -> [String] { (checklists[field] ?? []).map(\.id) }
         let declaredIDs = declaredFields.flatMap { $0.rules.requirements.map(\.id) }
         let declaredNames = declaredFields.map(\.field)
         let liveRequirementOrder = liveFieldOrder.flatMap { field in
-            field == .passkey ? [passkeyCreatedID] : (checklists[field] ?? []).map(\.id)
+            // The passkey's slot holds whichever of the two the credential has.
+            field == .passkey ? [passkeyCreatedID, providerSignedInID] : (checklists[field] ?? []).map(\.id)
         }
         self.liveRequirementOrder = liveRequirementOrder
         evaluationOrder = (
@@ -259,6 +273,10 @@ public final class SignupPolicy: @unchecked Sendable {
                 liveRequirementOrder: liveRequirementOrder, liveFieldOrder: liveFieldOrder),
             passkey: EvaluationOrder(
                 requirementIDs: ids(.username) + ids(.email) + [passkeyCreatedID] + declaredIDs,
+                fields: [.username, .email, .password, .confirm, .passkey] + declaredNames, pageFields: passkeyFieldOrder,
+                liveRequirementOrder: liveRequirementOrder, liveFieldOrder: liveFieldOrder),
+            provider: EvaluationOrder(
+                requirementIDs: ids(.username) + ids(.email) + [providerSignedInID] + declaredIDs,
                 fields: [.username, .email, .password, .confirm, .passkey] + declaredNames, pageFields: passkeyFieldOrder,
                 liveRequirementOrder: liveRequirementOrder, liveFieldOrder: liveFieldOrder))
         builtInRequirementCounts = (ids(.username).count, ids(.email).count, ids(.password).count, ids(.confirm).count)

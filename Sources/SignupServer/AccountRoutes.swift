@@ -19,6 +19,8 @@ struct AccountRoutes: Sendable {
     let announcer: AccountAnnouncer
     let streams: AccountStreams
     let secondFactorRule: SecondFactorRule
+    /// The configured OpenID providers (issue 45): linked ones listed, the others offered.
+    let providers: [String: ConfiguredProvider]
     let retryMilliseconds: Int
     let logger: Logger
     let now: @Sendable () -> Date
@@ -33,6 +35,7 @@ struct AccountRoutes: Sendable {
         announcer = AccountAnnouncer(services)
         streams = services.accountStreams
         secondFactorRule = services.secondFactorRule
+        providers = services.providers
         retryMilliseconds = services.configuration.retryMilliseconds
         logger = services.logger
         now = services.now
@@ -69,6 +72,9 @@ struct AccountRoutes: Sendable {
             notice = request.text("account.email_changed")
         } else if let done = request.http.queryValue("passkey"), ["renamed", "removed", "added"].contains(done) {
             notice = request.text("account.passkey_\(done)")
+        } else if let done = request.http.queryValue("provider"), ["linked", "unlinked"].contains(done),
+                  let provider = request.http.queryValue("name").flatMap({ providers[$0] }) {
+            notice = request.text("account.provider_\(done)").replacingOccurrences(of: "{provider}", with: provider.name)
         } else {
             notice = nil
         }
@@ -319,12 +325,18 @@ struct AccountRoutes: Sendable {
         return Pages.redirect(to: "/signin" + query)
     }
 
+    /// The page with a refusal said on it (a change that could not be made).
+    func page(_ request: SignupRequest, _ account: Account, error: String?, status: HTTPStatus) -> HTTPResponse {
+        accountPage(request, account, error: error, status: status)
+    }
+
     private func accountPage(_ request: SignupRequest, _ account: Account, notice: String? = nil, error: String? = nil,
                              continuation: RecentSignIn.Continuation? = nil, status: HTTPStatus) -> HTTPResponse {
-        let sessions: [SignInSessionSummary], passkeys: [Passkey], hasSecondFactor: Bool
+        let sessions: [SignInSessionSummary], passkeys: [Passkey], hasSecondFactor: Bool, links: [ProviderLink]
         do {
             sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
             passkeys = try store.passkeys(ofAccount: account.id)
+            links = try store.providerLinks(ofAccount: account.id)
             hasSecondFactor = try store.secondFactor(ofAccount: account.id)?.isEnabled == true
         } catch {
             return unavailable(request, error)
@@ -334,7 +346,7 @@ struct AccountRoutes: Sendable {
         let openUntil = sessions.first { $0.idHash == current }
             .map { $0.authenticatedAt.addingTimeInterval(recentSignIn) }
             .flatMap { $0 > now() ? $0 : nil }
-        let page = PageRenderer.AccountPage(
+        var page = PageRenderer.AccountPage(
             username: account.username,
             openUntil: openUntil,
             confirmsWithPassword: account.hasPassword,
@@ -350,9 +362,16 @@ struct AccountRoutes: Sendable {
             passkeys: passkeys.map { passkey in
                 .init(handle: Base64URL.encode(passkey.credentialID), name: Self.displayName(of: passkey, among: passkeys, request),
                       created: passkey.createdAt, lastUsed: passkey.lastUsedAt, isSynced: passkey.isBackedUp,
-                      isLastWayIn: passkeys.count == 1 && !account.hasPassword)
+                      isLastWayIn: passkeys.count == 1 && !account.hasPassword && links.isEmpty)
             },
             notice: notice, error: error)
+        page.linkedProviders = links.map { link in
+            .init(id: link.provider, name: providers[link.provider]?.name ?? link.provider, email: link.email, issuer: link.issuer,
+                  subject: link.subject, linked: link.linkedAt,
+                  isLastWayIn: links.count == 1 && passkeys.isEmpty && !account.hasPassword)
+        }
+        page.linkableProviders = providers.values.filter { provider in !links.contains { $0.provider == provider.id } }
+            .sorted { $0.id < $1.id }.map { ($0.id, $0.name) }
         return Pages.html(request.renderer.renderAccount(page, language: request.language, assets: request.assets),
                               status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
     }

@@ -80,6 +80,8 @@ enum AccountNotice: String, Sendable, CaseIterable {
     case secondFactorEnabled = "second_factor_enabled"
     case secondFactorRemoved = "second_factor_removed"
     case recoveryCodesReplaced = "recovery_codes_replaced"
+    case providerLinked = "provider_linked"
+    case providerUnlinked = "provider_unlinked"
 }
 
 /// Writes the mails that prove addresses, in the person's language, sealed for the outbox.

@@ -128,7 +128,11 @@ final class FormSession: @unchecked Sendable {
     /// Password or passkey (the `credential` edit), unless a newer choice was applied.
     func chooseCredential(_ method: CredentialMethod, seq: UInt64) -> EditReceipt {
         edit(Self.credentialEdit, seq: seq) { viewModel in
-            if viewModel.credential.method != method { viewModel.credential.method = method }
+            if viewModel.credential.method != method {
+                // The provider's sign-in is held whenever it is chosen (its route checked the cookie).
+                viewModel.credential = method == .provider ? CredentialChoice(method: .provider, passkeyCreated: true)
+                    : CredentialChoice(method: method, passkeyCreated: madePasskey != nil)
+            }
         }
     }
 
@@ -203,6 +207,22 @@ final class FormSession: @unchecked Sendable {
         }
     }
 
+    /// A form opened by a provider's answer (issue 45): its credential is the provider's
+    /// sign-in (`provider.signed_in`, met), the address and the suggested username filled in
+    /// (the username shown as touched, so a taken or refused suggestion says so at once).
+    func startThroughProvider(values: [SignupField: String]) {
+        exclusively {
+            activity.touch()
+            rev += 1
+            let viewModel = activeViewModel()
+            viewModel.credential = CredentialChoice(method: .provider, passkeyCreated: true)
+            for input in viewModel.inputs where !input.field.isSecret {
+                if let value = values[input.field] { input.value = value }
+            }
+            if !(values[.username] ?? "").isEmpty { viewModel.touchedFields.insert(.username) }
+        }
+    }
+
     /// The passkey made on this form, if any.
     var passkey: NewPasskey? { exclusively { madePasskey } }
 
@@ -240,7 +260,7 @@ final class FormSession: @unchecked Sendable {
             rev += 1
             lastAppliedSeq = [:]
             let viewModel = activeViewModel()
-            viewModel.credential = CredentialChoice(method: credential, passkeyCreated: madePasskey != nil)
+            viewModel.credential = CredentialChoice(method: credential, passkeyCreated: credential == .provider || madePasskey != nil)
             // Values before visibility, as in `apply`: no intermediate state shows a
             // problem of a value that is already gone.
             for input in viewModel.inputs {

@@ -21,6 +21,8 @@ struct LiveFormRoutes: Sendable {
     let logger: Logger
     /// Mints each form's proof-of-work challenge, when proofs are on.
     let proofOfWork: ProofOfWorkGate?
+    /// Opens the provider's answer a form through a provider holds (issue 45).
+    let providerCookies: ProviderCookies
 
     init(_ services: Services) {
         policy = services.policy
@@ -35,6 +37,7 @@ struct LiveFormRoutes: Sendable {
         metrics = services.metrics
         logger = services.logger
         proofOfWork = services.proofOfWork
+        providerCookies = services.providerCookies
     }
 
     // MARK: GET /
@@ -154,6 +157,12 @@ struct LiveFormRoutes: Sendable {
                 let known = CredentialMethod.allCases.map(\.rawValue).joined(separator: " or ")
                 return APIError(status: .badRequest, code: "invalid_credential",
                                 message: "The credential must be \(known), not '\(value)'.").response
+            }
+            // A provider's sign-in is chosen by its answer, not typed: only a browser holding
+            // that answer (the sealed cookie) may say it again (after a lost session, say).
+            if method == .provider, providerCookies.identity(in: request, for: .signup) == nil {
+                return APIError(status: .forbidden, code: "no_provider_signin",
+                                message: "This browser holds no sign-in with a provider; continue with the provider first.").response
             }
             (field, credential) = (nil, method)
         } else {

@@ -18,9 +18,13 @@ struct PageRenderer: Sendable {
     private let library: MustacheLibrary
     /// The site's name every page shows: the policy's `service_name`.
     let serviceName: String
+    /// The OpenID providers offered on the sign-up and sign-in pages (id, name), in the
+    /// policy's order: plain forms, so they work without JavaScript.
+    let providers: [(id: String, name: String)]
 
-    init(directory: URL, serviceName: String = Policy.defaults.serviceName) throws {
+    init(directory: URL, serviceName: String = Policy.defaults.serviceName, providers: [(id: String, name: String)] = []) throws {
         self.serviceName = serviceName
+        self.providers = providers
         var templates: [String: MustacheTemplate] = [:]
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path)
         where name.hasSuffix(".mustache") {
@@ -60,6 +64,9 @@ struct PageRenderer: Sendable {
         var passkeyCreated = false
         /// A sign-up, or a form about one account (a new password, a new address).
         var purpose = Purpose.signup
+        /// The provider's name when the person is signing up through one (issue 45): the
+        /// password fields give way to "Signed in with <provider>".
+        var provider: String?
 
         enum Purpose: Equatable {
             case signup
@@ -131,8 +138,19 @@ struct PageRenderer: Sendable {
             "message": passkeyMessage,
             "hasMessage": !passkeyMessage.isEmpty,
         ]
-        let fields: [[String: Any]] = policy.fields.map { formField in
+        // Through a provider: its step where the passkey's would be, and no password fields.
+        let providerStep: [String: Any]? = page.provider.map { name in
+            let state = page.requirementStates[policy.providerSignedIn.id] ?? .met
+            return ["label": text("provider.step_label").replacingOccurrences(of: "{provider}", with: name),
+                    "hint": text("provider.step_hint").replacingOccurrences(of: "{provider}", with: name),
+                    "requirement": ["id": policy.providerSignedIn.id, "text": policy.providerSignedIn.text,
+                                    "state": state.rawValue, "stateText": text("state.\(state.rawValue)")]]
+        }
+        let fields: [[String: Any]] = policy.fields.compactMap { formField -> [String: Any]? in
             let field = formField.field
+            if let providerStep, field.isSecret {
+                return field == policy.passkeyStepFollows ? ["isProviderStep": true, "providerStep": providerStep] : nil
+            }
             let kind = formField.kind
             let message = page.messages[field] ?? ""
             let value = field.isSecret ? "" : page.values[field] ?? ""
@@ -246,6 +264,9 @@ struct PageRenderer: Sendable {
             "policyName": policy.name,
             "credential": page.credential.rawValue,
             "passkeyScriptURL": assets.url(for: "passkey.js"),
+            // Offered on the sign-up form, not on a form about an account or one already through a provider.
+            "hasProviders": accountForm == nil && page.provider == nil && !providers.isEmpty,
+            "providers": providerButtons(language),
             "submitLabel": text(accountForm?.submit ?? "page.submit"),
         ]
         return library.render(context, withTemplate: "signup") ?? ""
@@ -383,7 +404,14 @@ struct PageRenderer: Sendable {
             "lang": language.tag, "dir": language.catalog.direction,
             "langQuery": Self.languageQuery(language),
             "serviceName": serviceName, "stylesheetURL": assets.url(for: "style.css"),
+            "hasProviders": !providers.isEmpty, "providers": providerButtons(language),
         ]
+    }
+
+    /// Each provider's button in `language` ("Continue with …").
+    func providerButtons(_ language: Languages.Language) -> [[String: String]] {
+        let words = language.catalog["provider.continue"] ?? "{provider}"
+        return providers.map { ["id": $0.id, "label": words.replacingOccurrences(of: "{provider}", with: $0.name)] }
     }
 
     /// "?lang=de" for links that keep a language other than English; "" for English.
@@ -409,9 +437,11 @@ struct PageRenderer: Sendable {
     /// `offersRecovery`: "Forgot your password?" leads to `/recover` (mail can be sent).
     func renderSignIn(username: String, errorMessage: String?, returnTo: String?, language: Languages.Language,
                       assets: StaticAssets, proof: (token: String, challenge: String)? = nil,
-                      offersRecovery: Bool = false) -> String {
+                      offersRecovery: Bool = false, notice: String? = nil) -> String {
         var context = common(language, assets: assets)
         context["offersRecovery"] = offersRecovery
+        // A provider's identity waiting for this sign-in (issue 45): what signing in does.
+        context["notice"] = notice ?? ""
         context["passkeyScriptURL"] = assets.url(for: "passkey.js")
         context["hasChallenge"] = proof != nil
         context["token"] = proof?.token ?? ""
@@ -556,6 +586,20 @@ struct PageRenderer: Sendable {
         var continuation: RecentSignIn.Continuation?
         var devices: [Device]
         var passkeys: [PasskeyEntry]
+        /// Identities from OpenID providers linked to the account (issue 45).
+        struct ProviderEntry {
+            var id: String
+            var name: String
+            var email: String
+            var issuer: String
+            var subject: String
+            var linked: Date
+            /// The account's only way in: it cannot be unlinked.
+            var isLastWayIn: Bool
+        }
+        var linkedProviders: [ProviderEntry] = []
+        /// Configured providers not linked yet: each a "Link <provider>" button.
+        var linkableProviders: [(id: String, name: String)] = []
         /// "Signed out on that device." after an ending.
         var notice: String?
         /// A refused request about the page as a whole.
@@ -626,6 +670,21 @@ struct PageRenderer: Sendable {
         context["passkeyField"] = AccountRoutes.passkeyField
         context["passkeyNameField"] = AccountRoutes.passkeyNameField
         context["passkeyNameMax"] = PasskeyName.maximumLength
+        context["offersProviders"] = !page.linkedProviders.isEmpty || !page.linkableProviders.isEmpty
+        context["hasLinkedProviders"] = !page.linkedProviders.isEmpty
+        context["linkedProviders"] = page.linkedProviders.map { entry -> [String: Any] in
+            ["id": entry.id, "name": entry.name, "email": entry.email, "issuer": entry.issuer, "subject": entry.subject,
+             "linkedAt": text("account.provider_linked_at").replacingOccurrences(of: "{date}",
+                                                                                 with: Self.accountTime(entry.linked, language: language)),
+             "isLastWayIn": entry.isLastWayIn]
+        }
+        context["linkableProviders"] = page.linkableProviders.map { provider -> [String: String] in
+            ["id": provider.id, "label": text("account.provider_link").replacingOccurrences(of: "{provider}", with: provider.name)]
+        }
+        // An account without a password confirms who it is with a provider it has linked.
+        context["confirmProviders"] = page.linkedProviders.map { entry -> [String: String] in
+            ["id": entry.id, "label": text("provider.continue").replacingOccurrences(of: "{provider}", with: entry.name)]
+        }
         context["hasPasskeys"] = !page.passkeys.isEmpty
         context["passkeyCount"] = page.passkeys.count
         context["passkeyScriptURL"] = assets.url(for: "passkey.js")

@@ -36,6 +36,7 @@ struct RecentSignIn: Sendable {
         case delete
         case export
         case passkeys
+        case providers
 
         /// The page the confirmation leads to.
         var path: String {
@@ -47,6 +48,7 @@ struct RecentSignIn: Sendable {
             case .delete: return "/account/delete"
             case .export: return "/account/export"
             case .passkeys: return "/account#passkeys"
+            case .providers: return "/account#providers"
             }
         }
 

@@ -7,6 +7,8 @@ import SignupDomain
 /// codes. Set up, renewed and removed from `/account` behind a recent sign-in; asked for at
 /// sign-in after the right password (never before: the password step says nothing of it).
 struct SecondFactorRoutes: Sendable {
+    /// Links a provider's identity that waited for this sign-in (issue 45).
+    let providerLinks: ProviderRoutes
     let accountRoutes: AccountRoutes
     let store: any AccountStore
     let seal: SecondFactorSeal
@@ -27,6 +29,7 @@ struct SecondFactorRoutes: Sendable {
 
     init(_ services: Services, account: AccountRoutes) {
         accountRoutes = account
+        providerLinks = ProviderRoutes(services)
         store = services.store
         seal = services.secondFactorSeal
         signedIn = services.signedIn
@@ -269,6 +272,8 @@ struct SecondFactorRoutes: Sendable {
             forgiveGuess(request, account)
             var cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
             cookies.append(gate.stepCookie(""))
+            // A provider waiting to be linked to this account (issue 45): now it is.
+            cookies += providerLinks.finishPendingLink(for: account, request)
             metrics.signin("success")
             logger.notice("Signed in", metadata: ["event": "signin", "method": isAppCode ? "password+totp" : "password+recovery_code",
                                                   "account": "\(account.id)", "client": "\(request.client)"])
@@ -291,6 +296,8 @@ struct SecondFactorRoutes: Sendable {
         do {
             var cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
             cookies.append(gate.stepCookie(""))
+            // A provider waiting to be linked to this account (issue 45): now it is.
+            cookies += providerLinks.finishPendingLink(for: account, request)
             metrics.signin("success")
             logger.notice("Second factor switched on at sign-in, as the policy requires",
                           metadata: ["event": "second_factor_enabled", "account": "\(account.id)", "client": "\(request.client)"])

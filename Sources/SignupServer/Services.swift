@@ -3,6 +3,8 @@ import Dispatch
 import Foundation
 import Logging
 import MicroHTTPD
+import OpenIDConnect
+import OutsideHTTP
 import SignupDomain
 import SignupLookups
 
@@ -52,6 +54,11 @@ struct Services: Sendable {
     let secondFactorSeal: SecondFactorSeal
     /// Whether second factors are offered, or required (the flag, else the policy).
     let secondFactorRule: SecondFactorRule
+    /// The OpenID providers people may sign up and sign in through, by id (issue 45).
+    let providers: [String: ConfiguredProvider]
+    let providerCookies: ProviderCookies
+    /// Where providers send people back: the first `--public-origin`, else the listening address.
+    let providerRedirectURI: @Sendable () -> URL
     /// The one clock (`Configuration.clock`), and its reading as the parts that only ask
     /// for the time take it.
     let clock: any WallClock
@@ -90,7 +97,8 @@ struct Services: Sendable {
         } catch {
             throw ConfigurationError("\(error)")
         }
-        renderer = try PageRenderer(directory: configuration.templatesDirectory, serviceName: policy.settings.serviceName)
+        renderer = try PageRenderer(directory: configuration.templatesDirectory, serviceName: policy.settings.serviceName,
+                                    providers: policy.settings.providers.map { ($0.id, $0.name) })
         assets = try StaticAssets(directory: configuration.publicDirectory)
         pages = Pages(renderer: renderer, assets: assets, languages: languages, language: languages.english)
 
@@ -191,6 +199,33 @@ struct Services: Sendable {
             mails = nil
             accountMails = nil
             proofs = nil
+        }
+        // Providers: each its own bounded client (a slow one pauses alone), the secret from
+        // the environment (never the policy file), and one redirect URI, this site's own.
+        var providers: [String: ConfiguredProvider] = [:]
+        for declaration in policy.settings.providers {
+            guard let secret = configuration.providerClientSecrets[declaration.id], !secret.isEmpty else {
+                throw ConfigurationError("The provider '\(declaration.id)' needs its client secret in the environment variable \(declaration.clientSecretVariable), which is not set.")
+            }
+            let fetcher = BoundedHTTPFetcher(limits: configuration.providerFetchLimits,
+                                             headers: ["Accept": "application/json", "User-Agent": "LiveSignup"], now: now)
+            providers[declaration.id] = ConfiguredProvider(
+                declaration: declaration,
+                client: OpenIDProvider(settings: .init(issuer: declaration.issuer, clientID: declaration.clientID,
+                                                       clientSecret: secret, scopes: declaration.scopes),
+                                       fetcher: fetcher, now: now))
+        }
+        self.providers = providers
+        providerCookies = ProviderCookies(
+            key: try store.secret(named: "provider-cookie-key", createdBy: ProviderCookies.makeKey),
+            secure: signedIn.secureCookies, now: now)
+        let redirectOrigin = publicOrigins.first
+        let redirectHost = ["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "127.0.0.1" : configuration.host
+        let redirectPort = configuration.port
+        providerRedirectURI = {
+            let origin = redirectOrigin
+                ?? "http://\(redirectHost):\(redirectPort == 0 ? server.server?.port ?? 0 : redirectPort)"
+            return URL(string: origin + ProviderRoutes.callbackPath)!
         }
         passkeyChallenges = PasskeyChallenges(
             key: try store.secret(named: "passkey-challenge-key", createdBy: PasskeyChallenges.makeKey),

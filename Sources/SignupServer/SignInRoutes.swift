@@ -28,6 +28,8 @@ struct SignInRoutes: Sendable {
     let sessions: FormSessionRegistry
     /// Whether a forgotten password can be recovered here (mail can be sent).
     let offersRecovery: Bool
+    /// A provider's identity that waits for this sign-in to be linked (issue 45).
+    let providerLinks: ProviderRoutes
 
     init(_ services: Services) {
         secondStep = SecondStepGate(services)
@@ -42,6 +44,7 @@ struct SignInRoutes: Sendable {
         proofOfWork = services.proofOfWork
         sessions = services.sessions
         offersRecovery = services.proofs != nil
+        providerLinks = ProviderRoutes(services)
     }
 
     func signInPage(_ request: SignupRequest, username: String, error: String?, status: HTTPStatus,
@@ -51,7 +54,8 @@ struct SignInRoutes: Sendable {
         return Pages.html(request.renderer.renderSignIn(username: username, errorMessage: error, returnTo: request.returnTarget,
                                                         language: request.language, assets: request.assets,
                                                         proof: signInProof(for: request.clientKey),
-                                                        offersRecovery: offersRecovery),
+                                                        offersRecovery: offersRecovery,
+                                                        notice: providerLinks.pendingLinkNotice(request)),
                           status: status, headers: headers)
     }
 
@@ -132,6 +136,7 @@ struct SignInRoutes: Sendable {
                             // The password was right: only now is a second factor asked for.
                             if let step = try secondStep.secondStep(for: account!, request) { return respond(step) }
                             let cookies = try signedIn.signIn(account!, replacing: request.cookieHeader, from: request.signInOrigin)
+                                + providerLinks.finishPendingLink(for: account!, request)
                             metrics.signin("success")
                             logger.notice("Signed in", metadata: ["event": "signin", "method": "password",
                                                                   "account": "\(account!.id)", "client": "\(client)"])

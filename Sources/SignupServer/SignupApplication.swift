@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import MicroHTTPD
+import OutsideHTTP
 import SignupDomain
 import SignupLookups
 
@@ -44,6 +45,12 @@ public final class SignupApplication: Sendable {
         public var secondFactorKey: [UInt8]?
         /// `--second-factor`: overrides the policy's `second_factor` (nil: the policy's word).
         public var secondFactorRule: SecondFactorRule?
+        /// Each provider's client secret by its id, read from the environment variable its
+        /// declaration names (`client_secret_env`); a provider without one stops the start.
+        public var providerClientSecrets: [String: String] = [:]
+        /// Bounds on every call to a provider (discovery, keys, the code's exchange).
+        public var providerFetchLimits = BoundedHTTPFetcher.Limits(maxBytes: 256 * 1024, deadline: 5, maxConcurrent: 16,
+                                                                   failuresBeforePause: 5, pause: 30)
         /// This process's name among several behind a proxy; it starts every token minted
         /// here, and only this instance's tokens start live sessions here (`InstanceID`).
         public var instanceID = InstanceID.fromHostName()

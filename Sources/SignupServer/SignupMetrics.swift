@@ -185,6 +185,17 @@ final class SignupMetrics: Sendable {
 
     func signup(_ outcome: String) { signupResults[outcome]?.increment() }
     func signin(_ outcome: String) { signinResults[outcome]?.increment() }
+
+    /// Sign-ins, sign-ups and links through an OpenID provider (issue 45), by the provider's
+    /// configured id and what came of it: `started`, `signed_in`, `second_factor`,
+    /// `signup_form`, `signed_up`, `link_offered`, `linked`, `unlinked`, `confirmed`,
+    /// `cancelled`, `refused`, `state`, `expired`, `unverified_email`, `needs_proof`,
+    /// `linked_elsewhere`, `disabled`, `unavailable`, `unknown`, or an ID token's or the
+    /// provider's failure (`OpenIDError.reason`: `unreachable`, `bad_signature`, `wrong_nonce`, …).
+    /// Both labels come from fixed sets (the ids from the policy file), so the series are bounded.
+    func provider(_ id: String, _ outcome: String) {
+        Counter(label: "livesignup_provider_signins_total", dimensions: [("provider", id), ("result", outcome)]).increment()
+    }
     func rateLimited(_ limit: RateLimitName) { rateLimitedByLimit[limit]?.increment() }
 
     /// Records one request's duration under its route (a fixed set, never the raw path) and status.

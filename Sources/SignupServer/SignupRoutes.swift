@@ -25,6 +25,7 @@ struct SignupRoutes: HTTPResponder {
     let accountEmail: AccountEmailRoutes?
     let secondFactor: SecondFactorRoutes
     let passkeys: PasskeyRoutes
+    let providers: ProviderRoutes
     let operations: OperationsRoutes
     /// For the pages answered before a handler (403 cross-site, 503 restarting).
     let pages: Pages
@@ -57,6 +58,7 @@ struct SignupRoutes: HTTPResponder {
         accountEmail = AccountEmailRoutes(services, account: account)
         secondFactor = SecondFactorRoutes(services, account: account)
         passkeys = PasskeyRoutes(services)
+        providers = ProviderRoutes(services)
         operations = OperationsRoutes(services, isStopping: isStopping)
         pages = services.pages
         maxBodyBytes = services.configuration.maxBodyBytes
@@ -299,6 +301,20 @@ struct SignupRoutes: HTTPResponder {
               recentSignIn: .passkeys) { $0.passkeys.addOptions($1) },
         Route(.post, "/account/passkeys", answers: .json, reads: .form, limits: [.passkeys], spentFirst: [.passkeys],
               recentSignIn: .passkeys) { $0.passkeys.add($1) },
+        // Issue 45: OpenID Connect providers. The callback carries a code: never in a Referer.
+        Route(.post, "/signin/provider", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages]) {
+            $0.providers.start($1)
+        },
+        Route(.get, "/signin/provider/callback", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) {
+            $0.providers.callback($1)
+        },
+        Route(.post, "/account/providers/link", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
+              recentSignIn: .providers) { $0.providers.link($1) },
+        Route(.post, "/account/providers/unlink", answers: .page, reads: .form, recentSignIn: .providers) { routes, request in
+            routes.providers.unlink(request) { routes.account.page($0, $1, error: $2, status: $3) }
+        },
+        Route(.post, "/account/providers/confirm", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
+              signedIn: true) { $0.providers.confirm($1) },
         Route(.get, "/auth", answers: .json, limits: [.unknownSessions]) { $0.signIn.forwardAuth($1) },
         Route(.get, "/healthz", answers: .json) { routes, _ in routes.operations.liveness() },
         Route(.get, "/readyz", answers: .json) { routes, _ in routes.operations.readiness() },

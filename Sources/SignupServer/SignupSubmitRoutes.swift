@@ -32,9 +32,14 @@ struct SignupSubmitRoutes: Sendable {
 
     /// Where a new account goes first when the policy requires a second factor.
     let secondStep: SecondStepGate
+    /// Sign-ups through an OpenID provider (issue 45): its identity rides in a sealed cookie.
+    let providers: [String: ConfiguredProvider]
+    let providerCookies: ProviderCookies
 
     init(_ services: Services) {
         secondStep = SecondStepGate(services)
+        providers = services.providers
+        providerCookies = services.providerCookies
         refusals = services.refusals
         sessions = services.sessions
         store = services.store
@@ -58,6 +63,8 @@ struct SignupSubmitRoutes: Sendable {
         let credential: CredentialMethod
         /// Where the page that comes back sends the person on (a pending sign-up's own).
         var returnTarget: String?
+        /// With `provider`: who the provider said the person is, and the provider.
+        var identity: (held: ProviderCookies.Identity, provider: ConfiguredProvider)?
 
         init(_ request: SignupRequest, credential: CredentialMethod = .password) {
             self.request = request
@@ -75,7 +82,25 @@ struct SignupSubmitRoutes: Sendable {
             return APIError(status: .badRequest, code: "invalid_credential",
                             message: "The credential must be \(known), not '\(form[CredentialMethod.fieldName]!)'.").response
         }
-        return submit(Submission(request, credential: method))
+        var submission = Submission(request, credential: method)
+        if method == .provider {
+            // Only while this browser holds the provider's answer: no cookie, no provider sign-up.
+            guard let identity = providerCookies.identity(in: request.http, for: .signup),
+                  let provider = providers[identity.provider] else {
+                metrics.signup("invalid")
+                return rerender(Submission(request), values: Self.typedValues(request), evaluation: nil, token: form["token"],
+                                status: .unprocessableContent,
+                                formError: request.text("provider.error.expired_signup")
+                                    .replacingOccurrences(of: "{provider}", with: request.text("provider.generic_name")))
+            }
+            submission.identity = (identity, provider)
+        }
+        return submit(submission)
+    }
+
+    /// What the form holds, passwords left out (for a page sent back before any check).
+    private static func typedValues(_ request: SignupRequest) -> [SignupField: String] {
+        Dictionary(uniqueKeysWithValues: request.policy.fieldOrder.filter { !$0.isSecret }.map { ($0, request.form[$0.rawValue] ?? "") })
     }
 
     private func submit(_ submission: Submission) -> HTTPResponse {
@@ -85,7 +110,7 @@ struct SignupSubmitRoutes: Sendable {
         // normal form for passwords, so the same password typed either way verifies. With a
         // passkey, passwords are not part of the sign-up (whatever a browser filled in).
         let values = Dictionary(uniqueKeysWithValues: policy.fieldOrder.map { field in
-            let value = field.isSecret && credential == .passkey ? "" : form[field.rawValue] ?? ""
+            let value = field.isSecret && credential != .password ? "" : form[field.rawValue] ?? ""
             return (field, field.isSecret ? value.canonicallyComposed : value)
         })
         let username = values[.username] ?? ""
@@ -176,7 +201,7 @@ struct SignupSubmitRoutes: Sendable {
         let passkey = session?.passkey
         let evaluation = policy.evaluateSubmission(
             values: values, usernameAvailability: availability, breach: breach, deliverable: deliverable,
-            credential: CredentialChoice(method: credential, passkeyCreated: passkey != nil),
+            credential: CredentialChoice(method: credential, passkeyCreated: credential == .provider || passkey != nil),
             breaches: lookups.breachedPasswords)
         guard evaluation.isValid else {
             // A double click: the other post of this form made the account (and so took the
@@ -189,6 +214,22 @@ struct SignupSubmitRoutes: Sendable {
             return rerender(submission, values: values, evaluation: evaluation, token: token, status: .unprocessableContent)
         }
         let password = values[.password] ?? ""
+        // Through a provider: the address is proved when the provider said so, the operator
+        // trusts it to, and the form still has that address.
+        let provedByProvider = submission.identity.map { identity in
+            identity.held.emailProved
+                && EmailAddress.canonical(values[.email] ?? "") == EmailAddress.canonical(identity.held.email)
+        } ?? false
+        if credential == .provider {
+            guard provedByProvider || proofs == nil else {
+                metrics.signup("invalid")
+                return rerender(submission, values: values, evaluation: evaluation, token: token, status: .forbidden,
+                                formError: submission.request.text("provider.error.needs_proof")
+                                    .replacingOccurrences(of: "{provider}", with: submission.identity?.provider.name ?? ""))
+            }
+            return finishSignup(submission, .success(Account.unusablePasswordHash), values: values, token: token,
+                                session: session, passkey: nil, provedAt: provedByProvider ? now() : nil)
+        }
         if let proofs {
             // Before the hash: a sign-up that may not mail costs no hash.
             do throws(LimitExceeded) {
@@ -216,7 +257,7 @@ struct SignupSubmitRoutes: Sendable {
 
     /// Stores the account once its password is hashed (runs on the hashing queue).
     private func finishSignup(_ submission: Submission, _ hash: Result<String, Error>, values: [SignupField: String],
-                              token: String, session: FormSession?, passkey: NewPasskey?) -> HTTPResponse {
+                              token: String, session: FormSession?, passkey: NewPasskey?, provedAt: Date? = nil) -> HTTPResponse {
         let request = submission.request, language = request.language
         let passwordHash: String
         switch hash {
@@ -230,7 +271,11 @@ struct SignupSubmitRoutes: Sendable {
         }
         do {
             proofOfWork?.pricing.record(.signup, addressKey: request.clientKey)
-            if let proofs {
+            let link = submission.identity.map { identity in
+                NewProviderLink(provider: identity.provider.id, issuer: identity.held.issuer, subject: identity.held.subject,
+                                email: identity.held.email)
+            }
+            if let proofs, link == nil {
                 try proofs.start(username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
                                  profile: profile(of: values, policy: request.policy), formToken: token, language: language,
                                  returnTo: request.returnTarget,
@@ -243,18 +288,29 @@ struct SignupSubmitRoutes: Sendable {
             }
             let account = try store.createAccount(NewAccount(
                 username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
-                formToken: token, profile: profile(of: values, policy: request.policy), announce: webhooks != nil, passkey: passkey))
+                formToken: token, profile: profile(of: values, policy: request.policy), announce: webhooks != nil, passkey: passkey,
+                providerLink: link, emailVerifiedAt: provedAt))
             webhooks?.nudge()
             session?.markAccountCreated(username: account.username)
             metrics.signup("created")
-            logger.notice("Account created", metadata: ["event": "account_created", "account": "\(account.id)", "client": "\(request.client)"])
+            if let identity = submission.identity { metrics.provider(identity.provider.id, "signed_up") }
+            logger.notice("Account created", metadata: ["event": "account_created", "account": "\(account.id)",
+                                                        "method": "\(credential(of: submission))",
+                                                        "provider": "\(submission.identity?.provider.id ?? "")",
+                                                        "client": "\(request.client)"])
+            // The provider's answer is used up: the cookie goes with the sign-up.
+            let clearIdentity = submission.identity == nil ? [] : [providerCookies.identityCookie(nil)]
             // Signed in at once; if the session cannot be stored, the account still exists and
             // the sign-in page is where its owner goes next.
             do {
                 // A policy that requires a second factor: set up before the first session.
-                if let step = try secondStep.secondStep(for: account, request) { return step }
-                return Pages.redirect(to: request.returnTarget ?? "/welcome" + PageRenderer.languageQuery(language),
-                                      cookies: try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin))
+                if var step = try secondStep.secondStep(for: account, request, returnTo: .some(submission.returnTarget)) {
+                    for cookie in clearIdentity { step.headers.add("Set-Cookie", cookie) }
+                    return step
+                }
+                return Pages.redirect(to: submission.returnTarget ?? "/welcome" + PageRenderer.languageQuery(language),
+                                      cookies: try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
+                                        + clearIdentity)
             } catch {
                 logger.error("Account created, but its signed-in session could not be stored", metadata: ["error": "\(error)"])
                 return Pages.redirect(to: "/signin" + PageRenderer.languageQuery(language))
@@ -262,6 +318,11 @@ struct SignupSubmitRoutes: Sendable {
         } catch AccountCreationError.formAlreadyUsed {
             metrics.signup("already_used")
             return alreadyUsed(submission, values: values)
+        } catch ProviderLinkError.linkedElsewhere {
+            metrics.signup("invalid")
+            return rerender(submission, values: values, evaluation: nil, token: token, status: .conflict,
+                            formError: request.text("provider.error.linked_elsewhere")
+                                .replacingOccurrences(of: "{provider}", with: submission.identity?.provider.name ?? ""))
         } catch PasskeyError.credentialExists {
             metrics.signup("invalid")
             return rerender(submission, values: values, evaluation: nil, token: token, status: .conflict,
@@ -413,6 +474,7 @@ struct SignupSubmitRoutes: Sendable {
             suggestions: evaluation?.suggestions ?? [:])
         page.credential = credential
         page.passkeyCreated = session?.passkey != nil
+        page.provider = credential == .provider ? submission.identity?.provider.name : nil
         // A fresh challenge: the one this form posted is spent (or was refused).
         page.challenge = proofOfWork?.challenge(for: page.token, addressKey: request.clientKey).json ?? ""
         var headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()
@@ -431,4 +493,7 @@ struct SignupSubmitRoutes: Sendable {
         }
         return profile
     }
+
+    /// How the account is signed in to: `password`, `passkey` or `provider`.
+    private func credential(of submission: Submission) -> String { submission.credential.rawValue }
 }

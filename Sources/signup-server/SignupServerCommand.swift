@@ -112,6 +112,13 @@ struct Serve: ParsableCommand {
             }
             configuration.secondFactorKey = key
         }
+        // Each OpenID provider's client secret, from the variable its declaration names
+        // (never the policy file); a missing one stops the start with its name.
+        for provider in configuration.policy.settings.providers {
+            if let secret = environment[provider.clientSecretVariable], !secret.isEmpty {
+                configuration.providerClientSecrets[provider.id] = secret
+            }
+        }
         if let hex = environment["LIVESIGNUP_FORM_TOKEN_KEY"], !hex.isEmpty {
             configuration.formTokenKey = try LimitOptions.key(fromHex: hex)
         }

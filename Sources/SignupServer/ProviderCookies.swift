@@ -1,0 +1,126 @@
+import Crypto
+import FormWire
+import Foundation
+import MicroHTTPD
+
+/// What a sign-in through an OpenID provider keeps in the browser between its steps (issue
+/// 45), sealed with ChaCha20-Poly1305 under a key in the store, so any instance opens what
+/// another sealed, nothing is stored for a flow nobody finishes, and the browser can neither
+/// read nor change it. Each kind is sealed with its cookie's name as associated data: one
+/// kind never opens as another.
+struct ProviderCookies: Sendable {
+    private let key: SymmetricKey
+    let secure: Bool
+    let now: @Sendable () -> Date
+
+    init(key: [UInt8], secure: Bool, now: @escaping @Sendable () -> Date) {
+        self.key = SymmetricKey(data: key)
+        self.secure = secure
+        self.now = now
+    }
+
+    static func makeKey() -> [UInt8] { SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) } }
+
+    /// From the start to the provider's answer: which provider, the `state`, `nonce` and PKCE
+    /// verifier sent, what the flow is for, and where it leads. Path `/signin/provider`: only
+    /// the callback reads it. Ten minutes: a person logging in at their provider is quick.
+    struct Flow: Codable, Sendable, Equatable {
+        enum Intent: String, Codable, Sendable {
+            /// Sign in, or sign up if nobody is linked.
+            case signin
+            /// Link to the signed-in account (from `/account`).
+            case link
+            /// Confirm who the signed-in person is (a recent sign-in, for an account without a password).
+            case confirm
+        }
+        var provider: String
+        var state: String
+        var nonce: String
+        var verifier: String
+        var intent: Intent
+        /// The signed-in account a link or a confirmation is for.
+        var account: Int64?
+        /// A validated `return_to` (sign-in), or the continuation's name (confirm).
+        var returnTo: String?
+        var language: String
+        var issuedAt: Date
+    }
+
+    /// Who the provider said the person is, waiting for the sign-up form to be sent (`signup`)
+    /// or for a sign-in to an existing account to link it (`link`). Path `/`: the form's
+    /// edits and its post read it.
+    struct Identity: Codable, Sendable, Equatable {
+        enum Purpose: String, Codable, Sendable { case signup, link }
+        var purpose: Purpose
+        var provider: String
+        var issuer: String
+        var subject: String
+        var email: String
+        /// The provider said it proved the address and the operator trusts it to.
+        var emailProved: Bool
+        var issuedAt: Date
+    }
+
+    static let flowCookie = "livesignup_provider_flow"
+    static let identityCookie = "livesignup_provider_identity"
+    static let flowLifetime: TimeInterval = 10 * 60
+    static let identityLifetime: TimeInterval = 30 * 60
+
+    func flowCookie(_ flow: Flow?) -> String {
+        cookie(Self.flowCookie, flow.map { seal($0, as: Self.flowCookie) } ?? "", path: "/signin/provider",
+               lifetime: Self.flowLifetime)
+    }
+
+    func identityCookie(_ identity: Identity?) -> String {
+        cookie(Self.identityCookie, identity.map { seal($0, as: Self.identityCookie) } ?? "", path: "/",
+               lifetime: Self.identityLifetime)
+    }
+
+    func flow(in request: HTTPRequest) -> Flow? {
+        open(request, Self.flowCookie, lifetime: Self.flowLifetime, issuedAt: \.issuedAt)
+    }
+
+    func identity(in request: HTTPRequest, for purpose: Identity.Purpose) -> Identity? {
+        open(request, Self.identityCookie, lifetime: Self.identityLifetime, issuedAt: \.issuedAt)
+            .flatMap { $0.purpose == purpose ? $0 : nil }
+    }
+
+    private func cookie(_ name: String, _ value: String, path: String, lifetime: TimeInterval) -> String {
+        // Lax: the provider's answer is a top-level GET from its site, which Lax lets through.
+        let cookie = SetCookie(name, value, path: path, maxAge: Int(lifetime), sameSite: .lax, secure: secure)
+        return value.isEmpty ? cookie.cleared.header : cookie.header
+    }
+
+    private func seal<Value: Encodable>(_ value: Value, as name: String) -> String {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        guard let plain = try? encoder.encode(value),
+              let box = try? ChaChaPoly.seal(plain, using: key, authenticating: Data(name.utf8)) else { return "" }
+        return Self.base64URL(box.combined)
+    }
+
+    /// The one cookie of that name, ours, whole and younger than `lifetime`.
+    private func open<Value: Decodable>(_ request: HTTPRequest, _ name: String, lifetime: TimeInterval,
+                                        issuedAt: KeyPath<Value, Date>) -> Value? {
+        let values = request.cookieValues(named: name)
+        guard values.count == 1, values[0].utf8.count <= 4096, let combined = Self.data(base64URL: values[0]),
+              let box = try? ChaChaPoly.SealedBox(combined: combined),
+              let plain = try? ChaChaPoly.open(box, using: key, authenticating: Data(name.utf8)) else { return nil }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        guard let value = try? decoder.decode(Value.self, from: plain) else { return nil }
+        let age = now().timeIntervalSince(value[keyPath: issuedAt])
+        return age < lifetime && age > -5 ? value : nil
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func data(base64URL text: String) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64)
+    }
+}
