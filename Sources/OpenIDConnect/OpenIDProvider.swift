@@ -47,8 +47,13 @@ public final class OpenIDProvider: @unchecked Sendable {
     /// every sign-in fetch again).
     public static let defaultLifetime: TimeInterval = 3600
     public static let lifetimeBounds: ClosedRange<TimeInterval> = 300...86_400
-    /// A key set is fetched again for a token signed by a key it lacks (rotation), at most this often.
+    /// A key set is fetched again for a token signed by a key it lacks (rotation): at once for
+    /// a key id not asked about before, else at most this often. ID tokens come from the
+    /// provider's own token endpoint, never from the browser, so only the provider can cause
+    /// refetches, and a key it just rotated in must work at once.
     public static let refetchForUnknownKey: TimeInterval = 60
+    /// Key ids remembered as asked about (a bound on the set below).
+    static let rememberedUnknownKeys = 32
     /// Clock difference tolerated on `exp` and `iat`.
     public static let leeway: TimeInterval = 60
     /// An ID token issued longer ago than this is refused (a replayed old token).
@@ -65,6 +70,8 @@ public final class OpenIDProvider: @unchecked Sendable {
     private let lock = NSLock()
     private var cachedMetadata: (value: Metadata, until: Date)?
     private var cachedKeys: (keys: JWTKeyCollection, kids: Set<String>, until: Date, fetchedAt: Date)?
+    /// Key ids a refetch was made for already.
+    private var refetchedFor: Set<String> = []
 
     public init(settings: Settings, fetcher: BoundedHTTPFetcher, now: @escaping @Sendable () -> Date = Date.init) {
         self.settings = settings
@@ -260,8 +267,15 @@ public final class OpenIDProvider: @unchecked Sendable {
         let moment = now()
         if let cached = lock.withLock({ cachedKeys }) {
             let fresh = cached.until > moment
-            let mayRefetch = moment.timeIntervalSince(cached.fetchedAt) >= Self.refetchForUnknownKey
-            if (fresh && !forceRefresh) || (forceRefresh && !mayRefetch) { return (cached.keys, cached.kids) }
+            if fresh && !forceRefresh { return (cached.keys, cached.kids) }
+            let mayRefetch = !forceRefresh || lock.withLock { () -> Bool in
+                if moment.timeIntervalSince(cached.fetchedAt) >= Self.refetchForUnknownKey { return true }
+                guard let kid, !refetchedFor.contains(kid) else { return false }
+                if refetchedFor.count >= Self.rememberedUnknownKeys { refetchedFor.removeAll() }
+                refetchedFor.insert(kid)
+                return true
+            }
+            if !mayRefetch { return (cached.keys, cached.kids) }
         }
         let metadata = try metadata()
         do {
