@@ -91,7 +91,9 @@ public final class OpenIDProvider: @unchecked Sendable {
         }
         do {
             let (metadata, lifetime) = try fetcher.fetch(url) { answer -> (Metadata, TimeInterval)? in
-                guard answer.status == 200, let metadata = Self.parseMetadata(answer.body) else { return nil }
+                guard answer.status == 200, let metadata = Self.parseMetadata(answer.body,
+                                                                              allowsHTTP: settings.issuer.hasPrefix("http://"))
+                else { return nil }
                 return (metadata, Self.lifetime(answer.maxAge))
             }
             guard metadata.issuer == settings.issuer else {
@@ -111,7 +113,11 @@ public final class OpenIDProvider: @unchecked Sendable {
         }
     }
 
-    static func parseMetadata(_ body: Data) -> Metadata? {
+    /// `allowsHTTP`: endpoints may be plain http (only for an http issuer, which the policy
+    /// file allows on loopback alone); otherwise https, so the code and the secret never go
+    /// in clear.
+    static func parseMetadata(_ body: Data, allowsHTTP: Bool) -> Metadata? {
+        func webURL(_ text: String) -> URL? { Self.webURL(text, allowsHTTP: allowsHTTP) }
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
               let issuer = object["issuer"] as? String,
               let authorization = (object["authorization_endpoint"] as? String).flatMap(webURL),
@@ -124,8 +130,8 @@ public final class OpenIDProvider: @unchecked Sendable {
                         signingAlgorithms: object["id_token_signing_alg_values_supported"] as? [String])
     }
 
-    private static func webURL(_ text: String) -> URL? {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
+    private static func webURL(_ text: String, allowsHTTP: Bool) -> URL? {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "https" || (allowsHTTP && scheme == "http"),
               url.host != nil else { return nil }
         return url
     }

@@ -198,7 +198,7 @@ public final class BoundedHTTPFetcher: @unchecked Sendable {
 
     /// Cache-Control's `max-age` in seconds; nil without one, or when the answer must not be
     /// kept (`no-store`, `no-cache`).
-    static func maxAge(_ cacheControl: String) -> TimeInterval? {
+    public static func maxAge(_ cacheControl: String) -> TimeInterval? {
         var maxAge: TimeInterval?
         for directive in cacheControl.lowercased().split(separator: ",") {
             let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }

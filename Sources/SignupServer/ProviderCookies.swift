@@ -22,8 +22,8 @@ struct ProviderCookies: Sendable {
     static func makeKey() -> [UInt8] { SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) } }
 
     /// From the start to the provider's answer: which provider, the `state`, `nonce` and PKCE
-    /// verifier sent, what the flow is for, and where it leads. Path `/signin/provider`: only
-    /// the callback reads it. Ten minutes: a person logging in at their provider is quick.
+    /// verifier sent, what the flow is for, and where it leads; only the callback reads it.
+    /// Ten minutes: a person logging in at their provider is quick.
     struct Flow: Codable, Sendable, Equatable {
         enum Intent: String, Codable, Sendable {
             /// Sign in, or sign up if nobody is linked.
@@ -47,8 +47,8 @@ struct ProviderCookies: Sendable {
     }
 
     /// Who the provider said the person is, waiting for the sign-up form to be sent (`signup`)
-    /// or for a sign-in to an existing account to link it (`link`). Path `/`: the form's
-    /// edits and its post read it.
+    /// or for a sign-in to an existing account to link it (`link`): the form's edits and its
+    /// post read it, or the sign-in.
     struct Identity: Codable, Sendable, Equatable {
         enum Purpose: String, Codable, Sendable { case signup, link }
         var purpose: Purpose
@@ -63,31 +63,35 @@ struct ProviderCookies: Sendable {
 
     static let flowCookie = "livesignup_provider_flow"
     static let identityCookie = "livesignup_provider_identity"
+
+    /// Over TLS each cookie is `__Host-` (Secure, Path=/, no Domain): a neighbouring host
+    /// under the same parent domain cannot plant a flow or an identity in this site's
+    /// browsers (which could otherwise sign someone in as the planter, or link the planter's
+    /// identity). Without TLS (local tests) the plain names.
+    private func name(_ base: String) -> String { secure ? "__Host-" + base : base }
     static let flowLifetime: TimeInterval = 10 * 60
     static let identityLifetime: TimeInterval = 30 * 60
 
     func flowCookie(_ flow: Flow?) -> String {
-        cookie(Self.flowCookie, flow.map { seal($0, as: Self.flowCookie) } ?? "", path: "/signin/provider",
-               lifetime: Self.flowLifetime)
+        cookie(name(Self.flowCookie), flow.map { seal($0, as: Self.flowCookie) } ?? "", lifetime: Self.flowLifetime)
     }
 
     func identityCookie(_ identity: Identity?) -> String {
-        cookie(Self.identityCookie, identity.map { seal($0, as: Self.identityCookie) } ?? "", path: "/",
-               lifetime: Self.identityLifetime)
+        cookie(name(Self.identityCookie), identity.map { seal($0, as: Self.identityCookie) } ?? "", lifetime: Self.identityLifetime)
     }
 
     func flow(in request: HTTPRequest) -> Flow? {
-        open(request, Self.flowCookie, lifetime: Self.flowLifetime, issuedAt: \.issuedAt)
+        open(request, name(Self.flowCookie), sealedAs: Self.flowCookie, lifetime: Self.flowLifetime, issuedAt: \.issuedAt)
     }
 
     func identity(in request: HTTPRequest, for purpose: Identity.Purpose) -> Identity? {
-        open(request, Self.identityCookie, lifetime: Self.identityLifetime, issuedAt: \.issuedAt)
+        open(request, name(Self.identityCookie), sealedAs: Self.identityCookie, lifetime: Self.identityLifetime, issuedAt: \.issuedAt)
             .flatMap { $0.purpose == purpose ? $0 : nil }
     }
 
-    private func cookie(_ name: String, _ value: String, path: String, lifetime: TimeInterval) -> String {
+    private func cookie(_ name: String, _ value: String, lifetime: TimeInterval) -> String {
         // Lax: the provider's answer is a top-level GET from its site, which Lax lets through.
-        let cookie = SetCookie(name, value, path: path, maxAge: Int(lifetime), sameSite: .lax, secure: secure)
+        let cookie = SetCookie(name, value, path: "/", maxAge: Int(lifetime), sameSite: .lax, secure: secure)
         return value.isEmpty ? cookie.cleared.header : cookie.header
     }
 
@@ -100,12 +104,12 @@ struct ProviderCookies: Sendable {
     }
 
     /// The one cookie of that name, ours, whole and younger than `lifetime`.
-    private func open<Value: Decodable>(_ request: HTTPRequest, _ name: String, lifetime: TimeInterval,
+    private func open<Value: Decodable>(_ request: HTTPRequest, _ name: String, sealedAs kind: String, lifetime: TimeInterval,
                                         issuedAt: KeyPath<Value, Date>) -> Value? {
         let values = request.cookieValues(named: name)
         guard values.count == 1, values[0].utf8.count <= 4096, let combined = Self.data(base64URL: values[0]),
               let box = try? ChaChaPoly.SealedBox(combined: combined),
-              let plain = try? ChaChaPoly.open(box, using: key, authenticating: Data(name.utf8)) else { return nil }
+              let plain = try? ChaChaPoly.open(box, using: key, authenticating: Data(kind.utf8)) else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         guard let value = try? decoder.decode(Value.self, from: plain) else { return nil }

@@ -356,6 +356,15 @@ struct ProviderRoutes: Sendable {
         guard let identity = cookies.identity(in: request.http, for: .link), let provider = providers[identity.provider] else {
             return []
         }
+        // Only the account the identity was offered to: the one whose proved address it has.
+        // Another account signing in in this browser meanwhile links nothing (and the
+        // identity waits no longer: it was for someone else).
+        guard account.emailVerifiedAt != nil,
+              EmailAddress.canonical(account.email) == EmailAddress.canonical(identity.email) else {
+            logger.notice("A provider's identity waiting for another account was not linked",
+                          metadata: ["provider": "\(identity.provider)", "account": "\(account.id)"])
+            return [cookies.identityCookie(nil)]
+        }
         let link = NewProviderLink(provider: identity.provider, issuer: identity.issuer, subject: identity.subject,
                                    email: identity.email)
         do {

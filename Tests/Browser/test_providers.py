@@ -329,6 +329,15 @@ def test_an_existing_account_is_linked_only_after_its_password(providers):
     assert person.request("GET", "/auth")[0] == 401
     status, _, page = person.request("GET", headers["location"])
     assert "Sign in to it first" in words(page) and "grace@example.org" in words(page)
+    # Someone else signing in in this browser meanwhile gets nothing linked: the identity
+    # was offered to the account with its address only.
+    sign_up_with_password(setup, "mallory", "mallory@example.org")
+    status, _, _ = person.request("POST", "/signin", {"username": "mallory", "password": STRONG_PASSWORD})
+    assert status == 303
+    assert stored(setup.database)[1] == []
+    person = Browser(setup.port)
+    status, headers, _ = person.request("GET", person.through("tampering", "grace-elsewhere"))
+    assert status == 303
     status, _, _ = person.request("POST", "/signin", {"username": "grace", "password": "not her password"})
     assert status == 401
     assert stored(setup.database)[1] == [], "a wrong password links nothing"

@@ -121,6 +121,50 @@ final class PolicyFileTests: XCTestCase {
         }
     }
 
+    func testProvidersAreReadWithTheirSecretsLeftInTheEnvironment() throws {
+        let policy = try parse("""
+            name: a
+            providers:
+              - id: work
+                name: Example Work
+                issuer: https://login.example.com/tenant
+                client_id: livesignup
+                client_secret_env: WORK_CLIENT_SECRET
+                trust_email_verified: true
+              - id: test-idp
+                name: Test
+                issuer: http://127.0.0.1:9400
+                client_id: c
+                client_secret_env: TEST_SECRET
+                scopes: [openid, email]
+            """)
+        XCTAssertEqual(policy.providers, [
+            ProviderDeclaration(id: "work", name: "Example Work", issuer: "https://login.example.com/tenant", clientID: "livesignup",
+                                clientSecretVariable: "WORK_CLIENT_SECRET", trustsEmailVerified: true),
+            ProviderDeclaration(id: "test-idp", name: "Test", issuer: "http://127.0.0.1:9400", clientID: "c",
+                                clientSecretVariable: "TEST_SECRET", scopes: ["openid", "email"]),
+        ])
+        XCTAssertEqual(try parse("name: a\n").providers, [])
+        let entry = "  - id: x\n    name: X\n    issuer: https://id.example\n    client_id: c\n    client_secret_env: X_SECRET\n"
+        let cases: [(yaml: String, reason: String)] = [
+            ("providers:\n  - id: x\n    name: X\n", "a provider needs 'issuer'"),
+            ("providers:\n" + entry.replacingOccurrences(of: "client_secret_env: X_SECRET", with: "client_secret: hunter2"),
+             "unknown setting 'providers.client_secret'"),
+            ("providers:\n" + entry.replacingOccurrences(of: "X_SECRET", with: "hunter2"),
+             "names an environment variable (A-Z, 0-9, '_'), not 'hunter2'; the secret itself never goes in the file"),
+            ("providers:\n" + entry.replacingOccurrences(of: "https://id.example", with: "http://id.example"),
+             "must be an https URL without query or fragment (http only on loopback, for tests)"),
+            ("providers:\n" + entry.replacingOccurrences(of: "id: x", with: "id: Big Name"), "a provider's 'id' must be 1 to 32 of a-z"),
+            ("providers:\n" + entry + entry, "the provider id 'x' is given twice"),
+            ("providers:\n" + entry + "    scopes: [email]\n", "'providers.x.scopes' must include openid"),
+        ]
+        for (yaml, reason) in cases {
+            XCTAssertThrowsError(try parse("name: a\n" + yaml), yaml) { error in
+                XCTAssertTrue("\(error)".contains(reason), "\(error)")
+            }
+        }
+    }
+
     func testJSONWorksToo() throws {
         let path = try write("policy.json", #"{"name": "json-policy", "password": {"min_length": 10, "require_uppercase": false}}"#)
         let policy = try PolicyFile.load(path: path)
