@@ -179,15 +179,17 @@ struct AccountChangeRoutes: Sendable {
     /// accepted. Never a hash, a session id or a secret.
     func export(_ request: SignupRequest) -> HTTPResponse {
         accountRoutes.forAccount(request) { account in
-            let sessions: [SignInSessionSummary], passkeys: [Passkey]
+            let sessions: [SignInSessionSummary], passkeys: [Passkey], links: [ProviderLink]
             do {
                 sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
                 passkeys = try store.passkeys(ofAccount: account.id)
+                links = try store.providerLinks(ofAccount: account.id)
             } catch {
                 return accountRoutes.unavailable(request, error)
             }
             let current = signedIn.sessionHash(in: request.cookieHeader)
-            let export = AccountExport(account: account, sessions: sessions, passkeys: passkeys, currentSession: current,
+            let export = AccountExport(account: account, sessions: sessions, passkeys: passkeys, providerLinks: links,
+                                       currentSession: current,
                                        consentFields: Set(request.policy.fields.filter { $0.kind == .checkbox }.map(\.field.rawValue)),
                                        exportedAt: now())
             logger.notice("An account's data exported by its owner", metadata: ["event": "exported", "account": "\(account.id)", "client": "\(request.client)"])

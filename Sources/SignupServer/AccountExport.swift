@@ -8,6 +8,8 @@ struct AccountExport {
     let account: Account
     let sessions: [SignInSessionSummary]
     let passkeys: [Passkey]
+    /// The identities from OpenID providers linked to it (issue 45): who each provider says it is.
+    let providerLinks: [ProviderLink]
     /// This browser's session (its id hash), marked as such.
     let currentSession: String?
     /// The policy's checkbox fields: a true one in the profile was agreed to when the account was made.
@@ -46,12 +48,20 @@ struct AccountExport {
             let created_at: String
             let last_used_at: String?
         }
+        struct ProviderPart: Encodable {
+            let provider: String
+            let issuer: String
+            let subject: String
+            let email: String
+            let linked_at: String
+        }
         let format: String
         let exported_at: String
         let account: AccountPart
         let consents: [Consent]
         let sessions: [Session]
         let passkeys: [PasskeyPart]
+        let providers: [ProviderPart]
     }
 
     var json: String {
@@ -77,6 +87,10 @@ struct AccountExport {
                       public_key: Base64URL.encode(passkey.publicKey), algorithm: passkey.algorithm,
                       transports: passkey.transports, synced: passkey.isBackedUp, created_at: at(passkey.createdAt),
                       last_used_at: passkey.lastUsedAt.map(at))
+            },
+            providers: providerLinks.map { link in
+                .init(provider: link.provider, issuer: link.issuer, subject: link.subject, email: link.email,
+                      linked_at: at(link.linkedAt))
             })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted]

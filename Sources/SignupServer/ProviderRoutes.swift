@@ -104,8 +104,10 @@ struct ProviderRoutes: Sendable {
         return .later { [self] respond in
             queue.async {
                 do throws(OpenIDError) {
+                    // A confirmation asks the provider to have the person log in again.
                     let url = try provider.client.authorizationURL(redirectURI: redirect, state: flow.state, nonce: flow.nonce,
-                                                                   codeVerifier: flow.verifier, uiLocales: request.language.tag)
+                                                                   codeVerifier: flow.verifier, uiLocales: request.language.tag,
+                                                                   prompt: intent == .confirm ? "login" : nil)
                     metrics.provider(provider.id, "started")
                     respond(Pages.redirect(to: url.absoluteString, cookies: [cookies.flowCookie(flow)]))
                 } catch {

@@ -366,3 +366,53 @@ def test_a_provider_that_is_down_or_answers_garbage_leaves_the_password_form_wor
     assert status == 303 and headers["location"] == "/welcome"
     assert metric(setup, "livesignup_provider_signins_total", provider="down", result="unreachable") == 1
     assert metric(setup, "livesignup_provider_signins_total", provider="garbage", result="unreachable") == 1
+
+
+def test_from_the_account_page_a_provider_is_linked_and_unlinked_but_never_the_last_way_in(providers):
+    setup = providers
+    setup.mock.put_user("kim-at-mock", {"email": "kim@example.org", "email_verified": True, "preferred_username": "kim"})
+    setup.tampering.put_user("kim-at-work", {"email": "kim@work.example", "email_verified": True})
+    kim = Browser(setup.port)
+    status, _, page = kim.request("GET", kim.through("mock", "kim-at-mock"))
+    token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+    status, _, page = kim.request("POST", "/signup", {"token": token, "username": "kim_lee", "email": "kim@example.org",
+                                                      "credential": "provider", "terms": "on"})
+    assert status == 303, words(page)[:600]
+    _, _, page = kim.request("GET", "/account")
+    # Her only way in: listed, with no Unlink, and linking another is offered.
+    assert 'data-linked-provider="mock"' in page and 'data-unlink-provider="mock"' not in page
+    assert 'data-link-provider="tampering"' in page
+    issuer = setup.mock.issuer
+    status, _, page = kim.request("POST", "/account/providers/unlink", {"issuer": issuer, "subject": "kim-at-mock"})
+    assert status == 409 and "last way to sign in" in words(page)
+
+    # Linking another, from the account page (just signed up: a recent sign-in).
+    status, headers, _ = kim.request("POST", "/account/providers/link", {"provider": "tampering"})
+    assert status == 303
+    status, headers, _ = kim.request("POST", headers["location"], {"sub": "kim-at-work"})
+    assert status == 302
+    status, headers, _ = kim.request("GET", headers["location"])
+    assert status == 303 and headers["location"].startswith("/account?provider=linked&name=tampering")
+    _, _, page = kim.request("GET", headers["location"])
+    assert "Tampering ID is linked" in words(page)
+    assert stored(setup.database)[1] == [("mock", "kim-at-mock", "kim_lee"), ("tampering", "kim-at-work", "kim_lee")]
+
+    # Another account's identity cannot be linked here.
+    sign_up_with_password(setup, "lee_park", "lee@example.org")
+    lee = Browser(setup.port)
+    status, _, _ = lee.request("POST", "/signin", {"username": "lee_park", "password": STRONG_PASSWORD})
+    status, headers, _ = lee.request("POST", "/account/providers/link", {"provider": "mock"})
+    status, headers, _ = lee.request("POST", headers["location"], {"sub": "kim-at-mock"})
+    status, _, page = lee.request("GET", headers["location"])
+    assert status == 409 and "linked to another account here" in words(page)
+
+    # Now one may go; the other stays as the last way in.
+    status, headers, _ = kim.request("POST", "/account/providers/unlink", {"issuer": issuer, "subject": "kim-at-mock"})
+    assert status == 303 and "provider=unlinked" in headers["location"]
+    assert stored(setup.database)[1] == [("tampering", "kim-at-work", "kim_lee")]
+    status, _, _ = kim.request("POST", "/account/providers/unlink",
+                               {"issuer": setup.tampering.issuer, "subject": "kim-at-work"})
+    assert status == 409
+    # The export lists what is linked, and nothing secret.
+    status, _, export = kim.request("GET", "/account/export")
+    assert status == 200 and '"subject" : "kim-at-work"' in export and "m0ck" not in export and "t4mper" not in export

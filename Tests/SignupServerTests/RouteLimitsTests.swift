@@ -216,6 +216,18 @@ final class RouteLimitsTests: XCTestCase {
         let deleted = await send("POST", "/account/delete", [("confirm_username", "limits_leaver")], cookie: leaver)
         XCTAssertEqual(deleted.status, .ok, text(deleted))
 
+        // Providers (issue 45): none is configured here, so each request gets its refusal; the
+        // router spends the row's limits first all the same.
+        await send("POST", "/signin/provider", [("provider", "nobody")])
+        await send("GET", "/signin/provider/callback?state=s&code=c")
+        _ = try store.createAccount(NewAccount(username: "limits_linker", email: "linker@example.org", passwordHash: hash,
+                                               formToken: "limits-linker-form"))
+        let linkerSignIn = await send("POST", "/signin", [("username", "limits_linker"), ("password", password)])
+        let linker = try XCTUnwrap(cookie(linkerSignIn, named: SignedInUsers.plainCookieName))
+        await send("POST", "/account/providers/link", [("provider", "nobody")], cookie: linker)
+        await send("POST", "/account/providers/confirm", [("provider", "nobody")], cookie: linker)
+        await send("POST", "/account/providers/unlink", [("issuer", "https://id.example"), ("subject", "s")], cookie: linker)
+
         // Operations.
         for path in ["/healthz", "/readyz", "/metrics", "/static/app.js"] { await send("GET", path) }
 
