@@ -148,7 +148,8 @@ def test_every_account_is_announced_once_verified_through_outages_and_a_kill():
             assert receiver.refused == [], f"the reference implementation refused: {receiver.refused[:3]}"
             event = next(iter(receiver.verified.values()))
             assert event["type"] == "account.created"
-            assert set(event["data"]) == {"id", "username", "email", "created_at", "email_verified", "profile"}
+            assert set(event["data"]) == {"id", "username", "email", "created_at", "email_verified", "method", "profile"}
+                assert event["data"]["method"] == "password"
             assert event["data"]["email_verified"] is False, "made without a proof (no mail transport here)"
             assert wait_for(lambda: server.metric("livesignup_webhooks_pending") == 0, 10)
 
