@@ -149,7 +149,7 @@ def test_every_account_is_announced_once_verified_through_outages_and_a_kill():
             event = next(iter(receiver.verified.values()))
             assert event["type"] == "account.created"
             assert set(event["data"]) == {"id", "username", "email", "created_at", "email_verified", "method", "profile"}
-                assert event["data"]["method"] == "password"
+            assert event["data"]["method"] == "password"
             assert event["data"]["email_verified"] is False, "made without a proof (no mail transport here)"
             assert wait_for(lambda: server.metric("livesignup_webhooks_pending") == 0, 10)
 
