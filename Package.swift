@@ -69,6 +69,9 @@ let package = Package(
             providers: [.apt(["libicu-dev"])]
         ),
         .target(name: "UnicodeSpoofShims", dependencies: ["CICU"]),
+        // ICU's MessageFormat and plural rules (C++, behind a C face): each language's own
+        // plural forms ("1 minute", Polish's three forms, Arabic's six) and number formats.
+        .target(name: "MessageFormatShims", dependencies: ["CICU"], linkerSettings: [.linkedLibrary("stdc++")]),
         // Is a username safe to show and compare? Invisible, bidi and mixed-script checks.
         .target(name: "UsernameSafety", dependencies: ["UnicodeSpoofShims"]),
 
@@ -152,6 +155,7 @@ let package = Package(
                 "SignupWire",
                 "Zxcvbn",
                 "UsernameSafety",
+                "MessageFormatShims",
                 "CSodium",
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
                 .product(name: "CombineSchedulers", package: "combine-schedulers"),

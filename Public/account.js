@@ -35,7 +35,12 @@
     if (!unlocked) { return; }
     var left = Date.parse(unlocked.getAttribute("data-open-until")) - Date.now();
     var minutes = Math.max(1, Math.ceil(left / 60000));
-    unlocked.textContent = unlocked.getAttribute("data-text-remaining").replace("{minutes}", String(minutes));
+    // The server's words for each minute left (the language's plural forms), else its template.
+    var byMinute = [];
+    try { byMinute = JSON.parse(unlocked.getAttribute("data-text-remaining-by-minute") || "[]"); } catch (e) { byMinute = []; }
+    unlocked.textContent = byMinute.length
+      ? byMinute[Math.min(minutes, byMinute.length - 1)]
+      : unlocked.getAttribute("data-text-remaining").replace("{minutes}", String(minutes));
   }
   tick();
   setInterval(tick, 5000);

@@ -55,7 +55,7 @@ public enum DeclaredFieldRules {
         /// The field's own text for `key`, else the general one.
         func say(_ key: String, _ general: PolicyText, _ extra: [String: String] = [:]) -> String {
             let filling = values.merging(extra) { $1 }
-            if let own = declaration.text(key, language: language) { return PolicyTexts.fill(own, filling) }
+            if let own = declaration.text(key, language: language) { return PolicyTexts.fill(own, filling, language: texts.language) }
             return texts(general, filling)
         }
         let requiredMessage = say("required.message", .fieldRequiredMessage)
@@ -74,7 +74,7 @@ public enum DeclaredFieldRules {
                 let bounds = ["min": String(minimum), "max": String(maximum)]
                 let text: String
                 if let own = declaration.text("length.text", language: language) {
-                    text = PolicyTexts.fill(own, bounds)
+                    text = PolicyTexts.fill(own, bounds, language: texts.language)
                 } else if declaration.minimumLength == nil {
                     text = texts(.fieldLengthMaximumText, bounds)
                 } else if declaration.maximumLength == nil {

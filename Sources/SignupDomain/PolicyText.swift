@@ -102,10 +102,14 @@ public struct PolicyTexts: Sendable, Hashable {
     fileprivate var replaced: [PolicyText: String]
     /// The advice texts by key, in this language; a key without one is said in English.
     public private(set) var feedback: [String: String]
+    /// The language these texts are in ("en", "pl"): its plural rules choose a text's form
+    /// (`MessageFormat`).
+    public private(set) var language: String
 
-    public init(_ replaced: [PolicyText: String] = [:], feedback: [String: String] = [:]) {
+    public init(_ replaced: [PolicyText: String] = [:], feedback: [String: String] = [:], language: String = "en") {
         self.replaced = replaced
         self.feedback = feedback
+        self.language = language
     }
 
     /// Whether a catalog key names advice (said through `feedback(_:)`), not a `PolicyText`.
@@ -120,7 +124,9 @@ public struct PolicyTexts: Sendable, Hashable {
 
     /// These texts over `base`'s: a policy file's own wording wins over a language's.
     public func over(_ base: PolicyTexts) -> PolicyTexts {
-        PolicyTexts(base.replaced.merging(replaced) { $1 }, feedback: base.feedback.merging(feedback) { $1 })
+        // The base is the language's catalog (a policy file's wording goes over it).
+        PolicyTexts(base.replaced.merging(replaced) { $1 }, feedback: base.feedback.merging(feedback) { $1 },
+                    language: base.language)
     }
 
     /// A piece of advice (the strength estimator's, a username check's) in this language:
@@ -133,7 +139,7 @@ public struct PolicyTexts: Sendable, Hashable {
 
     /// `text` with its placeholders filled in.
     public func callAsFunction(_ text: PolicyText, _ values: [String: String] = [:]) -> String {
-        Self.fill(replaced[text] ?? Self.english[text] ?? text.rawValue, values)
+        Self.fill(replaced[text] ?? Self.english[text] ?? text.rawValue, values, language: language)
     }
 
     /// The built-in English wording of every policy text (`TextCatalog.builtInEnglish`).
@@ -144,22 +150,16 @@ public struct PolicyTexts: Sendable, Hashable {
         placeholders(in: template).filter { !text.placeholders.contains($0) }
     }
 
+    /// The argument names a text uses: `{min}`, and in ICU's syntax `{max, plural, …}`.
     static func placeholders(in template: String) -> [String] {
-        var names: [String] = []
-        var rest = template[...]
-        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
-            names.append(String(rest[rest.index(after: open)..<close]))
-            rest = rest[rest.index(after: close)...]
-        }
-        return names
+        template.matches(of: #/\{([a-z_]+)[},]/#).map { String($0.output.1) }
     }
 
-    static func fill(_ template: String, _ values: [String: String]) -> String {
+    /// `template` filled in: plainly, or by ICU in `language` when it uses MessageFormat's
+    /// syntax (then a value of digits counts as a number, which plurals choose by).
+    static func fill(_ template: String, _ values: [String: String], language: String = "en") -> String {
         guard template.contains("{") else { return template }
-        var result = template
-        for (name, value) in values {
-            result = result.replacingOccurrences(of: "{\(name)}", with: value)
-        }
-        return result
+        return MessageFormat.fill(template, values.mapValues { value in Int(value).map(MessageValue.number) ?? .text(value) },
+                                  language: language)
     }
 }

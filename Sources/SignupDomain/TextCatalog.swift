@@ -55,7 +55,7 @@ public struct TextCatalog: Sendable {
         for text in PolicyText.allCases {
             if let value = texts[text.rawValue] { replaced[text] = value }
         }
-        return PolicyTexts(replaced, feedback: texts.filter { PolicyTexts.isAdviceKey($0.key) })
+        return PolicyTexts(replaced, feedback: texts.filter { PolicyTexts.isAdviceKey($0.key) }, language: language)
     }
 
     /// Reads a catalog file; refuses it with the file, line and reason like a policy file.

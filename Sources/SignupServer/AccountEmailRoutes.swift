@@ -179,7 +179,7 @@ struct AccountEmailRoutes: Sendable {
                 logger.notice("A wrong code for an address change", metadata: ["event": "email_change_wrong_code",
                                                                                 "account": "\(account.id)", "client": "\(request.client)"])
                 let left = settings.maximumWrongCodes - tries
-                let message = left > 0 ? request.text("account.email_code_wrong").replacingOccurrences(of: "{n}", with: String(left))
+                let message = left > 0 ? request.text("account.email_code_wrong", ["n": .number(left)])
                     : request.text("account.email_code_used_up")
                 return codePage(request, change: change, error: message, status: .unprocessableContent)
             }

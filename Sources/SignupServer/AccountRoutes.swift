@@ -60,12 +60,12 @@ struct AccountRoutes: Sendable {
         // What the last change did, said once on the page it leads back to.
         let notice: String?
         if request.http.queryValue("confirmed") == "1" {
-            notice = request.text("account.confirmed").replacingOccurrences(of: "{minutes}", with: String(Int(recentSignIn / 60)))
+            notice = request.text("account.confirmed", ["minutes": .number(Int(recentSignIn / 60))])
         } else if request.http.queryValue("ended") == "one" {
             notice = request.text("account.ended")
         } else if let count = request.http.queryValue("others").flatMap({ Int($0) }), count >= 0 {
             notice = request.text(request.http.queryValue("password") == "changed" ? "account.password_changed" : "account.ended_others")
-                .replacingOccurrences(of: "{n}", with: String(count))
+                .filled(["n": .number(count)], in: request.language)
         } else if request.http.queryValue("second_factor") == "removed" {
             notice = request.text("account.second_factor_removed")
         } else if request.http.queryValue("email") == "changed" {

@@ -147,7 +147,7 @@ struct VerificationMails: Sendable {
             linkLead: words("link"),
             linkURL: "\(linkOrigin())\(kind.path)?link=\(link)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
             linkText: words("link_text"),
-            after: [words("expiry").replacingOccurrences(of: "{minutes}", with: minutes), words("ignore")],
+            after: [words("expiry").filled(["minutes": .number(Int(minutes) ?? 0)], in: language), words("ignore")],
             footer: text("mail.footer", language))
         return try seal(content, to: address, type: kind.type, language: language, at: now, expiresAt: expiresAt,
                         channel: kind.channel)
@@ -206,7 +206,7 @@ struct VerificationMails: Sendable {
             linkLead: text("mail.email_change_page", language),
             linkURL: "\(linkOrigin())/account/email/code" + PageRenderer.languageQuery(language),
             linkText: text("mail.email_change_page_link", language),
-            after: [text("mail.email_change_expiry", language).replacingOccurrences(of: "{minutes}", with: minutes),
+            after: [text("mail.email_change_expiry", language).filled(["minutes": .number(Int(minutes) ?? 0)], in: language),
                     text("mail.email_change_ignore", language)],
             footer: text("mail.footer", language))
         return try seal(content, to: address, type: "mail.email_change", language: language, at: now, expiresAt: expiresAt,
@@ -240,7 +240,7 @@ struct VerificationMails: Sendable {
             lead: text("mail.email_changed_lead", language).replacingOccurrences(of: "{username}", with: username)
                 .replacingOccurrences(of: "{email}", with: newAddress),
             code: nil,
-            linkLead: text("mail.email_changed_undo", language).replacingOccurrences(of: "{days}", with: String(days)),
+            linkLead: text("mail.email_changed_undo", language).filled(["days": .number(days)], in: language),
             linkURL: "\(linkOrigin())/account/email/undo?link=\(undoLink)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
             linkText: text("mail.email_changed_undo_link", language),
             after: [text("mail.email_changed_fine", language)],

@@ -10,6 +10,12 @@ struct Languages: Sendable {
         let catalog: TextCatalog
         let policy: SignupPolicy
         var tag: String { catalog.language }
+
+        /// `template` (one of this language's texts) filled in by its rules: a count chooses
+        /// the language's plural form (`MessageFormat`).
+        func filled(_ template: String, _ values: [String: MessageValue]) -> String {
+            MessageFormat.fill(template, values, language: tag)
+        }
     }
 
     static let fallback = "en"
@@ -116,5 +122,12 @@ struct Languages: Sendable {
             if weight > 0 { ranked.append((tag, weight, order)) }
         }
         return ranked.sorted { $0.weight != $1.weight ? $0.weight > $1.weight : $0.order < $1.order }.map(\.tag)
+    }
+}
+
+extension String {
+    /// This text of `language` filled in by its rules (see `Languages.Language.filled`).
+    func filled(_ values: [String: MessageValue], in language: Languages.Language) -> String {
+        language.filled(self, values)
     }
 }

@@ -428,7 +428,7 @@ struct PageRenderer: Sendable {
         context["passkeys"] = passkeys ?? -1
         context["hasPasskeys"] = (passkeys ?? 0) > 0
         context["passkeyCount"] = (language.catalog["welcome.passkey_count"] ?? "")
-            .replacingOccurrences(of: "{count}", with: String(passkeys ?? 0))
+            .filled(["count": .number(passkeys ?? 0)], in: language)
         return library.render(context, withTemplate: "welcome") ?? ""
     }
 
@@ -641,8 +641,12 @@ struct PageRenderer: Sendable {
         context["sessionField"] = AccountRoutes.sessionField
         if let openUntil = page.openUntil {
             let time = when(openUntil)
+            // The countdown's words for each minute left, in the language's plural forms (the
+            // page's script picks one; it has no plural rules of its own).
+            let byMinute = (0...60).map { text("account.unlocked_remaining").filled(["minutes": .number($0)], in: language) }
+            let json = (try? JSONSerialization.data(withJSONObject: byMinute)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
             context["openUntil"] = ["iso": time["iso"]!, "text": text("account.unlocked").replacingOccurrences(of: "{time}", with: time["text"]!),
-                                    "remaining": text("account.unlocked_remaining")]
+                                    "remaining": text("account.unlocked_remaining"), "remainingByMinute": json]
         }
         context["asksToConfirm"] = page.openUntil == nil
         context["username"] = page.username
@@ -726,13 +730,13 @@ struct PageRenderer: Sendable {
         context["errorMessage"] = page.error ?? ""
         context["confirmField"] = AccountChangeRoutes.confirmUsernameField
         // Each line on its own: the sessions' count is kept current by the page's stream.
-        context["sessionsLine"] = text("account.delete_sessions").replacingOccurrences(of: "{n}", with: String(page.sessions))
-        context["passkeysLine"] = text("account.delete_passkeys").replacingOccurrences(of: "{n}", with: String(page.passkeys))
+        context["sessionsLine"] = text("account.delete_sessions").filled(["n": .number(page.sessions)], in: language)
+        context["passkeysLine"] = text("account.delete_passkeys").filled(["n": .number(page.passkeys)], in: language)
         context["profileLine"] = page.profileFields.isEmpty ? "" : text("account.delete_profile")
             .replacingOccurrences(of: "{fields}", with: page.profileFields.joined(separator: ", "))
         context["accountScriptURL"] = assets.url(for: "account.js")
         context["typeLabel"] = text("account.delete_type_label").replacingOccurrences(of: "{username}", with: page.username)
-        context["reserved"] = text("account.delete_reserved").replacingOccurrences(of: "{days}", with: String(page.reservedDays))
+        context["reserved"] = text("account.delete_reserved").filled(["days": .number(page.reservedDays)], in: language)
         return library.render(context, withTemplate: "account-delete") ?? ""
     }
 
@@ -806,7 +810,7 @@ struct PageRenderer: Sendable {
                                 "required": action.hasPrefix("/signin") ? text("second_factor.required_lead") : ""]
         case .enabled(let left):
             title = text("second_factor.on_title")
-            context["enabled"] = ["codesLeft": text("second_factor.codes_left").replacingOccurrences(of: "{n}", with: String(left))]
+            context["enabled"] = ["codesLeft": text("second_factor.codes_left").filled(["n": .number(left)], in: language)]
         case .codes(let codes, let next):
             title = text("second_factor.codes_title")
             context["codes"] = ["list": codes, "next": next]

@@ -35,12 +35,18 @@ final class Pages: Sendable {
         language.catalog[key] ?? languages.english.catalog[key] ?? key
     }
 
+    /// A text of the request's language filled in by its own rules: a count chooses the
+    /// plural form the language has for it (`MessageFormat`).
+    func text(_ key: String, _ values: [String: MessageValue]) -> String {
+        language.filled(text(key), values)
+    }
+
     /// "2 seconds", "a minute" in the request's language (as `APIError.wait` in English).
     func waitPhrase(_ seconds: Int) -> String {
         if seconds <= 1 { return text("wait.second") }
-        if seconds < 60 { return text("wait.seconds").replacingOccurrences(of: "{n}", with: String(seconds)) }
+        if seconds < 60 { return text("wait.seconds", ["n": .number(seconds)]) }
         let minutes = (seconds + 59) / 60
-        return minutes == 1 ? text("wait.minute") : text("wait.minutes").replacingOccurrences(of: "{n}", with: String(minutes))
+        return minutes == 1 ? text("wait.minute") : text("wait.minutes", ["n": .number(minutes)])
     }
 
     /// A problem page (429, 403, restarting) in the request's language.

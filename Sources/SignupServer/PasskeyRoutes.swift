@@ -413,7 +413,7 @@ struct PasskeyRoutes: Sendable {
     /// The JSON refusal: `{"error":"passkey_refused","reason":…,"message":…}` (a store that
     /// cannot answer is `unavailable`, 503 with `Retry-After`), its line in the log, its count.
     private func refused(_ refusal: PasskeyRefusal, ceremony: Ceremony, request: SignupRequest) -> HTTPResponse {
-        let text = request.text, client = request.client
+        let text: (String) -> String = request.text, client = request.client
         metrics.passkey(ceremony, refusal.reason)
         if refusal.reason == "unavailable" {
             logger.error("Passkey \(ceremony.rawValue) failed: the account store is unavailable",

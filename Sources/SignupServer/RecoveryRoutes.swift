@@ -526,7 +526,7 @@ struct RecoveryRoutes: Sendable {
 
     private func expiredMessage(_ request: SignupRequest) -> String {
         request.text("recover.expired_message")
-            .replacingOccurrences(of: "{minutes}", with: String(Int(settings.recoveryLifetime / 60)))
+            .filled(["minutes": .number(Int(settings.recoveryLifetime / 60))], in: request.language)
     }
 
     private func busy(_ request: SignupRequest) -> HTTPResponse {

@@ -364,7 +364,7 @@ struct SecondFactorRoutes: Sendable {
     /// "Your device's clock is about 120 seconds ahead…": what no identity server says.
     private func clockText(_ request: SignupRequest, _ seconds: Int) -> String {
         request.text(seconds > 0 ? "second_factor.clock_ahead" : "second_factor.clock_behind")
-            .replacingOccurrences(of: "{seconds}", with: String(abs(seconds)))
+            .filled(["seconds": .number(abs(seconds))], in: request.language)
     }
 
     private func render(_ request: SignupRequest, _ page: PageRenderer.SecondFactorPage, status: HTTPStatus) -> HTTPResponse {

@@ -80,6 +80,7 @@ struct SignupRequest: Sendable {
 
     /// A text of the request's language (English's when it lacks one).
     func text(_ key: String) -> String { pages.text(key) }
+    func text(_ key: String, _ values: [String: MessageValue]) -> String { pages.text(key, values) }
     /// "2 seconds", "a minute" in the request's language.
     func waitPhrase(_ seconds: Int) -> String { pages.waitPhrase(seconds) }
 
@@ -88,6 +89,6 @@ struct SignupRequest: Sendable {
     func wrongCodeMessage(triesLeft: Int, usedUp: String) -> String {
         triesLeft <= 0 ? text(usedUp)
             : triesLeft == 1 ? text("verify.code_wrong_one")
-            : text("verify.code_wrong").replacingOccurrences(of: "{n}", with: String(triesLeft))
+            : text("verify.code_wrong", ["n": .number(triesLeft)])
     }
 }

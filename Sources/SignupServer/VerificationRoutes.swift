@@ -196,7 +196,7 @@ struct VerificationRoutes: Sendable {
     /// The proof is in: the account is made (once; a second proof finds nothing), its owner
     /// signed in and sent on.
     private func complete(_ request: SignupRequest, _ pending: PendingSignup) -> HTTPResponse {
-        let text = request.text, pages = request.pages
+        let text: (String) -> String = request.text, pages = request.pages
         let account: Account
         do {
             guard let made = try store.completePendingSignup(formToken: pending.formToken, at: now(), announce: webhooks != nil) else {
@@ -246,7 +246,7 @@ struct VerificationRoutes: Sendable {
 
     func resend(_ request: SignupRequest) -> HTTPResponse {
         let token = request.form["token"] ?? "", language = request.language
-        let text = request.text, waitPhrase = request.waitPhrase
+        let text: (String) -> String = request.text, waitPhrase = request.waitPhrase
         do {
             guard let pending = try store.pendingSignup(formToken: token, at: now()) else { return expired(request) }
             let waited = now().timeIntervalSince(pending.lastSentAt)
@@ -319,16 +319,17 @@ struct VerificationRoutes: Sendable {
 
     /// 410: the code or link is unknown, used or expired (they look the same on purpose).
     private func expired(_ request: SignupRequest) -> HTTPResponse {
-        let text = request.text
+        let text: (String) -> String = request.text
         return request.pages.problem(title: text("verify.expired_title"),
-                      message: text("verify.expired_message").replacingOccurrences(of: "{minutes}", with: String(Int(settings.codeLifetime / 60))),
+                      message: text("verify.expired_message").filled(["minutes": .number(Int(settings.codeLifetime / 60))],
+                                                                     in: request.language),
                       code: "verification_expired", status: .gone)
     }
 
     private func unavailable(_ request: SignupRequest, _ error: Error) -> HTTPResponse {
         logger.error("Account store unavailable during verification", metadata: ["error": "\(error)"])
         metrics.verification("unavailable")
-        let text = request.text
+        let text: (String) -> String = request.text
         return request.pages.problem(title: text("problem.unavailable_title"), message: text("error.unavailable"), code: "unavailable",
                              status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "10")]))
     }

@@ -11,20 +11,63 @@ import XCTest
 final class LanguageTests: XCTestCase {
     private static let catalogs = TestServer.repositoryRoot.appendingPathComponent("Templates/i18n")
 
-    func testTheGermanCatalogIsComplete() throws {
+    /// Issue 46: every catalog has every text, every placeholder the English text has, and in
+    /// each plural every category the language's CLDR rules have (ICU's, not a list of ours),
+    /// and ICU can format each of those texts.
+    func testEveryCatalogIsCompleteWithItsOwnPluralForms() throws {
         let english = TextCatalog.builtInEnglish
-        let german = try TextCatalog.load(path: Self.catalogs.appendingPathComponent("de.yaml").path)
-        XCTAssertEqual(german.language, "de")
-        XCTAssertEqual(Set(german.texts.keys), Set(english.texts.keys), "every text, no stray key")
-        XCTAssertEqual(Set(german.feedback.keys), Set(english.feedback.keys), "every sentence of the server's own")
         for text in PolicyText.allCases {
             XCTAssertNotNil(english[text.rawValue], "the English catalog has \(text.rawValue)")
             XCTAssertEqual(PolicyTexts.builtIn(text), english[text.rawValue], "the rules speak the catalog's English")
         }
-        for (key, value) in german.texts {
-            let placeholders = { (text: String) in text.matches(of: #/\{[a-z_]+\}/#).map { String($0.output) }.sorted() }
-            XCTAssertEqual(placeholders(value), placeholders(english.texts[key]!), key)
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.catalogs.path).filter { $0.hasSuffix(".yaml") }.sorted()
+        let expected = ["ar", "de", "es", "fr", "it", "ja", "nl", "pl", "pt-br", "tr", "zh-hans"]
+        XCTAssertEqual(files.map { String($0.dropLast(5)) }, expected, "the twelve languages (with English, built in)")
+        for file in files {
+            let catalog = try TextCatalog.load(path: Self.catalogs.appendingPathComponent(file).path)
+            let tag = catalog.language
+            XCTAssertEqual(tag + ".yaml", file)
+            XCTAssertEqual(Set(catalog.texts.keys), Set(english.texts.keys), "\(tag): every text, no stray key")
+            XCTAssertEqual(Set(catalog.feedback.keys), Set(english.feedback.keys), "\(tag): every sentence of the server's own")
+            XCTAssertEqual(catalog.direction, tag == "ar" ? "rtl" : "ltr", tag)
+            let categories = MessageFormat.pluralCategories(language: tag)
+            for (key, value) in catalog.texts {
+                let englishText = english.texts[key]!
+                XCTAssertEqual(Set(Self.arguments(in: value)), Set(Self.arguments(in: englishText)), "\(tag) \(key): its placeholders")
+                if englishText.contains(", plural,") {
+                    XCTAssertTrue(value.contains(", plural,"), "\(tag) \(key): a plural where English has one")
+                }
+                guard MessageFormat.usesICU(value) else { continue }
+                XCTAssertEqual(Self.pluralKeywords(in: value), categories, "\(tag) \(key): exactly the language's plural categories")
+                let values = Dictionary(Self.arguments(in: value).map { ($0, MessageValue.number(2)) }, uniquingKeysWith: { first, _ in first })
+                XCTAssertNotNil(MessageFormat.format(value, values, locale: MessageFormat.icuLocale(tag)), "\(tag) \(key): ICU reads it")
+            }
         }
+    }
+
+    /// The argument names a text uses, plain (`{min}`) or in ICU's syntax (`{n, plural, …}`).
+    static func arguments(in text: String) -> [String] {
+        text.matches(of: #/\{([a-z_]+)\s*[},]/#).map { String($0.output.1) }
+    }
+
+    /// The plural keywords a text's branches use (`one {`, `few {`, `other {`).
+    static func pluralKeywords(in text: String) -> Set<String> {
+        Set(text.matches(of: #/(?:^|[\s,}])(zero|one|two|few|many|other)\s*\{/#).map { String($0.output.1) })
+    }
+
+    func testPluralsFollowEachLanguagesRules() {
+        let minutes = "{n, plural, one {# minute} other {# minutes}}"
+        XCTAssertEqual(MessageFormat.fill(minutes, ["n": 1], language: "en"), "1 minute")
+        XCTAssertEqual(MessageFormat.fill(minutes, ["n": 5], language: "en"), "5 minutes")
+        let polish = "{n, plural, one {# minutę} few {# minuty} many {# minut} other {# minuty}}"
+        XCTAssertEqual([1, 2, 4, 5, 12, 22, 25].map { MessageFormat.fill(polish, ["n": .number($0)], language: "pl") },
+                       ["1 minutę", "2 minuty", "4 minuty", "5 minut", "12 minut", "22 minuty", "25 minut"])
+        XCTAssertEqual([0, 1, 2, 3, 11, 100].map { MessageFormat.pluralCategory(of: $0, language: "ar") },
+                       ["zero", "one", "two", "few", "many", "other"])
+        XCTAssertEqual(MessageFormat.pluralCategories(language: "ja"), ["other"])
+        XCTAssertEqual(MessageFormat.fill("{n} left", ["n": 3], language: "de"), "3 left", "a plain text is filled plainly")
+        XCTAssertEqual(MessageFormat.fill("{n, plural, one {x}", ["n": 3], language: "en"), "{n, plural, one {x}",
+                       "a text ICU cannot read is kept, not lost")
     }
 
     func testAGermanBrowserGetsTheGermanPage() async throws {
@@ -52,11 +95,11 @@ final class LanguageTests: XCTestCase {
     func testAnUnknownLanguageFallsBackToEnglish() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let page = try await server.request("GET", "/?lang=tlh", headers: ["Accept-Language": "fr-CA, fr;q=0.8"])
+        let page = try await server.request("GET", "/?lang=tlh", headers: ["Accept-Language": "sv-FI, sv;q=0.8"])
         XCTAssertEqual(page.headers["content-language"], "en")
         XCTAssertTrue(page.body.contains(#"<html lang="en" dir="ltr">"#))
         XCTAssertTrue(page.body.contains("<h1>Create an account</h1>"))
-        let weighed = try await server.request("GET", "/", headers: ["Accept-Language": "en;q=0, fr;q=0.9, de;q=0.5"])
+        let weighed = try await server.request("GET", "/", headers: ["Accept-Language": "en;q=0, sv;q=0.9, de;q=0.5"])
         XCTAssertEqual(weighed.headers["content-language"], "de", "by weight, skipping what the server lacks")
     }
 
@@ -218,10 +261,10 @@ final class LanguageTests: XCTestCase {
 
     func testPolicyTextsForALanguageTheServerDoesNotSpeakStopTheStart() throws {
         var settings = Policy.classic
-        settings.textsByLanguage["fr"] = PolicyTexts([.usernameAvailableText: "Libre"])
+        settings.textsByLanguage["sv"] = PolicyTexts([.usernameAvailableText: "Ledigt"])
         XCTAssertThrowsError(try TestServer { $0.policy = SignupPolicy(settings) }) { error in
-            XCTAssertTrue("\(error)".contains("The policy has texts for fr"), "\(error)")
-            XCTAssertTrue("\(error)".contains("fr.yaml"), "\(error)")
+            XCTAssertTrue("\(error)".contains("The policy has texts for sv"), "\(error)")
+            XCTAssertTrue("\(error)".contains("sv.yaml"), "\(error)")
         }
     }
 
@@ -229,10 +272,10 @@ final class LanguageTests: XCTestCase {
         var settings = Policy.classic
         var nickname = FieldDeclaration(name: "nickname", kind: .text)
         nickname.texts = ["label": "Nickname"]
-        nickname.textsByLanguage["fr"] = ["label": "Surnom"]
+        nickname.textsByLanguage["sv"] = ["label": "Smeknamn"]
         settings.fields.append(nickname)
         XCTAssertThrowsError(try TestServer { $0.policy = SignupPolicy(settings) }) { error in
-            XCTAssertTrue("\(error)".contains("The policy has texts for fr"), "\(error)")
+            XCTAssertTrue("\(error)".contains("The policy has texts for sv"), "\(error)")
         }
     }
 
