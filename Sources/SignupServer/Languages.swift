@@ -41,7 +41,8 @@ struct Languages: Sendable {
     }
 
     /// Reads every `*.yaml` in `directory`; a catalog missing some texts takes English's.
-    init(directory: URL, policy: SignupPolicy, builtInEnglish: TextCatalog = .builtInEnglish) throws {
+    /// `pseudoLocale`: also speak the pseudo-locale (`PseudoLocale`, `en-xa`), for tests.
+    init(directory: URL, policy: SignupPolicy, builtInEnglish: TextCatalog = .builtInEnglish, pseudoLocale: Bool = false) throws {
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
             .filter { $0.hasSuffix(".yaml") }.sorted()
         var catalogs: [TextCatalog] = []
@@ -53,6 +54,7 @@ struct Languages: Sendable {
             }
         }
         if !catalogs.contains(where: { $0.language == Self.fallback }) { catalogs.append(builtInEnglish) }
+        if pseudoLocale { catalogs.append(PseudoLocale.catalog(from: builtInEnglish)) }
         let english = builtInEnglish
         var languages: [Language] = []
         for catalog in catalogs {

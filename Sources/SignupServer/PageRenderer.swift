@@ -22,8 +22,13 @@ struct PageRenderer: Sendable {
     /// policy's order: plain forms, so they work without JavaScript.
     let providers: [(id: String, name: String)]
 
-    init(directory: URL, serviceName: String = Policy.defaults.serviceName, providers: [(id: String, name: String)] = []) throws {
+    /// Every language the server speaks (tag, its own name), for the switcher on each page.
+    let languageNames: [(tag: String, name: String)]
+
+    init(directory: URL, serviceName: String = Policy.defaults.serviceName, languageNames: [(tag: String, name: String)] = [],
+         providers: [(id: String, name: String)] = []) throws {
         self.serviceName = serviceName
+        self.languageNames = languageNames
         self.providers = providers
         var templates: [String: MustacheTemplate] = [:]
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path)
@@ -178,6 +183,9 @@ struct PageRenderer: Sendable {
                     ["value": option.value, "label": option.label, "selected": option.value == value]
                 },
                 "inputType": Self.inputType(kind),
+                // Right-to-left pages: an address is Latin, left to right; a name or a
+                // password goes the way its first strong letter does.
+                "inputDir": field == .email ? "ltr" : "auto",
                 "autocomplete": autocomplete ?? "",
                 "hasAutocomplete": autocomplete != nil,
                 "value": value,
@@ -405,6 +413,10 @@ struct PageRenderer: Sendable {
             "langQuery": Self.languageQuery(language),
             "serviceName": serviceName, "stylesheetURL": assets.url(for: "style.css"),
             "hasProviders": !providers.isEmpty, "providers": providerButtons(language),
+            // The switcher (Templates/languages.mustache): each language in its own name, on
+            // this page (`?lang=`).
+            "hasLanguages": languageNames.count > 1,
+            "languageLinks": languageNames.map { ["tag": $0.tag, "name": $0.name, "isCurrent": $0.tag == language.tag] },
         ]
     }
 

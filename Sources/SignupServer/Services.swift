@@ -93,11 +93,13 @@ struct Services: Sendable {
         Self.observe(configuration, metrics: metrics, log: repeatLimited)
 
         do {
-            languages = try Languages(directory: configuration.templatesDirectory.appendingPathComponent("i18n"), policy: policy)
+            languages = try Languages(directory: configuration.templatesDirectory.appendingPathComponent("i18n"), policy: policy,
+                                      pseudoLocale: configuration.pseudoLocale)
         } catch {
             throw ConfigurationError("\(error)")
         }
         renderer = try PageRenderer(directory: configuration.templatesDirectory, serviceName: policy.settings.serviceName,
+                                    languageNames: languages.all.map { ($0.tag, $0.catalog.name) },
                                     providers: policy.settings.providers.map { ($0.id, $0.name) })
         assets = try StaticAssets(directory: configuration.publicDirectory)
         pages = Pages(renderer: renderer, assets: assets, languages: languages, language: languages.english)

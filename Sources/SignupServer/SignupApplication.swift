@@ -48,6 +48,9 @@ public final class SignupApplication: Sendable {
         /// Each provider's client secret by its id, read from the environment variable its
         /// declaration names (`client_secret_env`); a provider without one stops the start.
         public var providerClientSecrets: [String: String] = [:]
+        /// Also speak the pseudo-locale `en-xa` (accented, 40 % longer English), for finding
+        /// hard-coded texts and layouts that break on long words (`--pseudo-locale`).
+        public var pseudoLocale = false
         /// Bounds on every call to a provider (discovery, keys, the code's exchange).
         public var providerFetchLimits = BoundedHTTPFetcher.Limits(maxBytes: 256 * 1024, deadline: 5, maxConcurrent: 16,
                                                                    failuresBeforePause: 5, pause: 30)

@@ -103,6 +103,7 @@ struct Serve: ParsableCommand {
         configuration.recentSignInLifetime = TimeInterval(operations.recentSigninMinutes * 60)
         configuration.deletedUsernameReservation = TimeInterval(operations.deletedUsernameDays * 86_400)
         configuration.secondFactorRule = accounts.secondFactor.flatMap(SecondFactorRule.init(rawValue:))
+        configuration.pseudoLocale = accounts.pseudoLocale
         configuration.metricsExport = metrics
         configuration.accessLines = logging.accessLines
         let environment = ProcessInfo.processInfo.environment
