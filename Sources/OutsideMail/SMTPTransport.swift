@@ -12,8 +12,13 @@ public struct MailMessage: Sendable, Equatable, Codable {
     /// `<random@sender-domain>`; the same on every attempt of one mail.
     public var messageID: String
     public var date: Date
+    /// The language the mail is written in ("de", "pt-br"): its `Content-Language` (RFC
+    /// 3282). Nil in mails sealed before it was kept: then no such header.
+    public var language: String?
 
-    public init(from: String, to: String, subject: String, text: String, html: String, messageID: String, date: Date) {
+    public init(from: String, to: String, subject: String, text: String, html: String, messageID: String, date: Date,
+                language: String? = nil) {
+        self.language = language
         self.from = from
         self.to = to
         self.subject = subject
@@ -44,7 +49,19 @@ public struct MailMessage: Sendable, Equatable, Codable {
             "From: \(Self.encodedMailbox(from))", "To: \(Self.encodedMailbox(to))",
             "Subject: \(Self.encodedWords(subject))", "Date: \(Self.rfc5322Date(date))",
             "Message-ID: \(messageID)", "Auto-Submitted: auto-generated", "MIME-Version: 1.0",
-        ]
+        ] + (language.flatMap(Self.contentLanguage).map { ["Content-Language: \($0)"] } ?? [])
+    }
+
+    /// A tag as a header may carry it (RFC 5646's letters, digits and hyphens only), in its
+    /// usual case ("pt-BR", "zh-Hans"); nil for anything else.
+    static func contentLanguage(_ tag: String) -> String? {
+        let parts = tag.split(separator: "-", omittingEmptySubsequences: false)
+        guard !parts.isEmpty, parts.allSatisfy({ !$0.isEmpty && $0.count <= 8 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } })
+        else { return nil }
+        return parts.enumerated().map { index, part in
+            index == 0 ? part.lowercased() : part.count == 4 ? part.prefix(1).uppercased() + part.dropFirst().lowercased()
+                : part.count == 2 ? part.uppercased() : part.lowercased()
+        }.joined(separator: "-")
     }
 
     /// A display name and address, the name encoded when it is not plain ASCII.

@@ -254,7 +254,8 @@ struct VerificationMails: Sendable {
         let parts = renderer.renderMail(content, language: language)
         let mail = OutgoingMail(
             message: MailMessage(from: "", to: address, subject: content.subject, text: parts.text, html: parts.html,
-                                 messageID: OutgoingMail.makeMessageID(domain: settings.mail.senderDomain), date: now),
+                                 messageID: OutgoingMail.makeMessageID(domain: settings.mail.senderDomain), date: now,
+                                 language: language.tag),
             expiresAt: expiresAt)
         return try mail.sealed(type: type, key: SymmetricKey(data: sealingKey), channel: channel)
     }
