@@ -27,6 +27,8 @@ struct Languages: Sendable {
         case unknownKeys(file: String, keys: [String])
         case catalog(PolicyFileError)
         case policyLanguagesWithoutCatalog(tags: [String], directory: String)
+        /// Two files say they are the same language (a leftover copy, a misnamed file).
+        case sameLanguageTwice(tag: String, files: [String])
 
         var description: String {
             switch self {
@@ -34,6 +36,8 @@ struct Languages: Sendable {
                 return "\(file): texts English does not have (a typo?): \(keys.joined(separator: ", "))"
             case .catalog(let error):
                 return "\(error)"
+            case .sameLanguageTwice(let tag, let files):
+                return "\(files.joined(separator: " and ")) are both language '\(tag)': keep one (a file is named after its language, \(tag).yaml)"
             case .policyLanguagesWithoutCatalog(let tags, let directory):
                 return "The policy has texts for \(tags.joined(separator: ", ")), but \(directory) has no catalog for \(tags.count == 1 ? "it" : "them") (\(tags.map { "\($0).yaml" }.joined(separator: ", "))): a typo, or a language this server does not speak"
             }
@@ -46,12 +50,17 @@ struct Languages: Sendable {
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
             .filter { $0.hasSuffix(".yaml") }.sorted()
         var catalogs: [TextCatalog] = []
+        var fileOf: [String: String] = [:]
         for file in files {
+            let catalog: TextCatalog
             do {
-                catalogs.append(try TextCatalog.load(path: directory.appendingPathComponent(file).path))
+                catalog = try TextCatalog.load(path: directory.appendingPathComponent(file).path)
             } catch {
                 throw LoadError.catalog(error)
             }
+            if let other = fileOf[catalog.language] { throw LoadError.sameLanguageTwice(tag: catalog.language, files: [other, file]) }
+            fileOf[catalog.language] = file
+            catalogs.append(catalog)
         }
         if !catalogs.contains(where: { $0.language == Self.fallback }) { catalogs.append(builtInEnglish) }
         if pseudoLocale { catalogs.append(PseudoLocale.catalog(from: builtInEnglish)) }
@@ -97,8 +106,16 @@ struct Languages: Sendable {
     func language(_ tag: String?) -> Language? {
         guard let tag = tag?.lowercased(), !tag.isEmpty else { return nil }
         if let exact = byTag[tag] { return exact }
-        if let primary = tag.split(separator: "-").first { return byTag[String(primary)] }
-        return nil
+        guard let primary = tag.split(separator: "-").first.map(String.init) else { return nil }
+        if let general = byTag[primary] { return general }
+        // The one variety the server has of that language: "zh", "zh-CN" and "zh-SG" read
+        // zh-hans, "pt" and "pt-PT" pt-br. Traditional Chinese is another script, not a
+        // variety: "zh-TW", "zh-HK", "zh-MO" and "zh-Hant" go on to the next wish.
+        if primary == "zh", ["tw", "hk", "mo", "hant"].contains(where: { tag.split(separator: "-").dropFirst().contains(Substring($0)) }) {
+            return nil
+        }
+        let varieties = all.filter { $0.tag.split(separator: "-").first.map(String.init) == primary }
+        return varieties.count == 1 ? varieties[0] : nil
     }
 
     /// `?lang=` if the server has it, else the best of `Accept-Language` by its weights, else

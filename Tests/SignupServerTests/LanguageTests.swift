@@ -3,6 +3,7 @@ import HTTPTestSupport
 import LiveSignupClient
 import SignupDomain
 import SignupWire
+@testable import SignupServer
 import XCTest
 
 /// Every text a person reads comes from the language's catalog: the page (negotiated from
@@ -53,6 +54,28 @@ final class LanguageTests: XCTestCase {
     /// The plural keywords a text's branches use (`one {`, `few {`, `other {`).
     static func pluralKeywords(in text: String) -> Set<String> {
         Set(text.matches(of: #/(?:^|[\s,}])(zero|one|two|few|many|other)\s*\{/#).map { String($0.output.1) })
+    }
+
+    func testABrowserAskingForAVarietyGetsTheOneTheServerHas() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        for (wish, expected) in [("zh-CN,zh;q=0.9", "zh-hans"), ("zh", "zh-hans"), ("pt-PT", "pt-br"), ("pt", "pt-br"),
+                                 ("zh-TW, ja;q=0.5", "ja"), ("zh-Hant-HK", "en"), ("ar-EG", "ar"), ("sv, pl;q=0.3", "pl")] {
+            let page = try await server.request("GET", "/", headers: ["Accept-Language": wish])
+            XCTAssertEqual(page.headers["content-language"], expected, wish)
+        }
+    }
+
+    func testTwoFilesOfOneLanguageStopTheStartNamingBoth() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-i18n-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let german = try String(contentsOf: Self.catalogs.appendingPathComponent("de.yaml"), encoding: .utf8)
+        try german.write(to: directory.appendingPathComponent("de.yaml"), atomically: true, encoding: .utf8)
+        try german.write(to: directory.appendingPathComponent("de-old.yaml"), atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try Languages(directory: directory, policy: SignupPolicy.classic())) { error in
+            XCTAssertEqual("\(error)", "de-old.yaml and de.yaml are both language 'de': keep one (a file is named after its language, de.yaml)")
+        }
     }
 
     func testPluralsFollowEachLanguagesRules() {
