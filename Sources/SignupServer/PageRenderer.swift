@@ -416,8 +416,14 @@ struct PageRenderer: Sendable {
             // The switcher (Templates/languages.mustache): each language in its own name, on
             // this page (`?lang=`).
             "hasLanguages": languageNames.count > 1,
-            "languageLinks": languageNames.map { ["tag": $0.tag, "name": $0.name, "isCurrent": $0.tag == language.tag] },
+            "languageLinks": languageLinks(language, query: ""),
         ]
+    }
+
+    /// The switcher's links: this page again in each language (`?lang=`), with what the page's
+    /// own address must keep (`query`, as "token=…&").
+    func languageLinks(_ language: Languages.Language, query: String) -> [[String: Any]] {
+        languageNames.map { ["tag": $0.tag, "name": $0.name, "isCurrent": $0.tag == language.tag, "href": "?\(query)lang=\($0.tag)"] }
     }
 
     /// Each provider's button in `language` ("Continue with …").
@@ -497,6 +503,11 @@ struct PageRenderer: Sendable {
         context["lead"] = page.lead
         // Absent, not "", where a section is not shown: Mustache shows one for any string.
         context["token"] = page.token
+        // The code page's address carries its sign-up's token: the switcher keeps it.
+        if let token = page.token {
+            let encoded = token.addingPercentEncoding(withAllowedCharacters: .urlUnreservedCharacters) ?? ""
+            context["languageLinks"] = languageLinks(language, query: "token=\(encoded)&")
+        }
         context["confirmsLink"] = page.confirmsLink ? true : nil
         context["code"] = page.code
         context["codePattern"] = VerificationCodeShape.pattern
