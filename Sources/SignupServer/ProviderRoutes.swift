@@ -245,6 +245,10 @@ struct ProviderRoutes: Sendable {
         if var step = try secondStep.secondStep(for: account, request, returnTo: .some(returnTo)) {
             for cookie in extra { step.headers.add("Set-Cookie", cookie) }
             metrics.provider(provider.id, "second_factor")
+            // The first factor, said here: the second step's own line cannot tell a provider from a password.
+            logger.notice("A provider's sign-in goes on to the second factor",
+                          metadata: ["event": "provider_first_factor", "provider": "\(provider.id)", "account": "\(account.id)",
+                                     "client": "\(request.client)"])
             return step
         }
         let session = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
