@@ -36,18 +36,18 @@ def free_port():
 
 
 def wait_for_discovery(issuer, process, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Waits (bounded, on the answer itself) until the provider serves its discovery document."""
+    from conftest import wait_for
+
+    def answers():
         assert process.poll() is None, f"the provider at {issuer} exited"
         try:
             with urllib.request.urlopen(f"{issuer}/.well-known/openid-configuration", timeout=2) as answer:
-                if answer.status == 200:
-                    return
+                return answer.status == 200
         except OSError:
-            # Not listening yet: asked again until the deadline.
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"the provider at {issuer} did not answer discovery within {timeout} s")
+            return False  # not listening yet
+
+    assert wait_for(answers, timeout), f"the provider at {issuer} did not answer discovery within {timeout} s"
 
 
 class _Process:
