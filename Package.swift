@@ -310,7 +310,7 @@ let package = Package(
         .testTarget(name: "WireTests", dependencies: ["FormWire", "SignupWire"]),
         .testTarget(
             name: "OpenIDConnectTests",
-            dependencies: ["OpenIDConnect", "OutsideHTTP", "MicroHTTPD", .product(name: "JWTKit", package: "jwt-kit"),
+            dependencies: ["OpenIDConnect", "OutsideHTTP", "MicroHTTPD", "Clocks", .product(name: "JWTKit", package: "jwt-kit"),
                            .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(name: "CBORDecoderTests", dependencies: ["CBORDecoder", "HTTPTestSupport"]),

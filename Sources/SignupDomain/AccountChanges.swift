@@ -20,7 +20,7 @@ public protocol AccountChanges: Sendable {
     /// Removes one of the account's passkeys, unless it is the last way in (no password and
     /// no other passkey): checked in the same transaction, so two removals at once cannot
     /// both pass it.
-    func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> PasskeyRemoval
+    func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> WayInRemoval
 
     /// Deletes the account with everything that hangs on it (sessions, passkeys, recoveries)
     /// and keeps its username from new accounts until `until` (nobody takes over its identity
@@ -36,12 +36,13 @@ public protocol AccountChanges: Sendable {
     func removeEndedUsernameReservations(at now: Date) throws -> Int
 }
 
-/// What `AccountChanges.removePasskey` did.
-public enum PasskeyRemoval: Sendable, Equatable {
+/// What removing one of an account's ways in did: a passkey (`AccountChanges.removePasskey`)
+/// or a provider's link (`ProviderLinks.unlinkProvider`).
+public enum WayInRemoval: Sendable, Equatable {
     case removed
-    /// The account has no passkey with this id.
+    /// The account has no such passkey or link.
     case notFound
-    /// It is the account's last way in: no password and no other passkey.
+    /// It is the account's last way in: no password, and no other passkey or link.
     case lastWayIn
 }
 

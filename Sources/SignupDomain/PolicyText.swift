@@ -158,7 +158,8 @@ public struct PolicyTexts: Sendable, Hashable {
     /// `template` filled in: plainly, or by ICU in `language` when it uses MessageFormat's
     /// syntax (then a value of digits counts as a number, which plurals choose by).
     static func fill(_ template: String, _ values: [String: String], language: String = "en") -> String {
-        guard template.contains("{") else { return template }
+        // One mechanism for every text: `MessageFormat.fill` fills a plain one plainly.
+        guard template.contains("{"), !values.isEmpty else { return template }
         return MessageFormat.fill(template, values.mapValues { value in Int(value).map(MessageValue.number) ?? .text(value) },
                                   language: language)
     }

@@ -76,13 +76,6 @@ public enum ProviderLinkError: Error, Equatable {
     case linkedElsewhere
 }
 
-public enum ProviderUnlinking: Equatable, Sendable {
-    case removed
-    case notFound
-    /// It is the account's last way in: no password, no passkey, no other link.
-    case lastWayIn
-}
-
 /// Provider identities linked to accounts, shared by every instance using the store.
 public protocol ProviderLinks: Sendable {
     /// The account an identity is linked to.
@@ -95,5 +88,5 @@ public protocol ProviderLinks: Sendable {
     func linkProvider(_ link: NewProviderLink, toAccount id: Int64, at date: Date, events: [OutboxEvent]) throws
 
     /// Unlinks one of the account's identities, never its last way in, with `events`.
-    func unlinkProvider(issuer: String, subject: String, fromAccount id: Int64, events: [OutboxEvent]) throws -> ProviderUnlinking
+    func unlinkProvider(issuer: String, subject: String, fromAccount id: Int64, events: [OutboxEvent]) throws -> WayInRemoval
 }

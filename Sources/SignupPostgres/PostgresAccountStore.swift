@@ -970,10 +970,10 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
-    public func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> PasskeyRemoval {
+    public func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> WayInRemoval {
         let credential = Data(credentialID), logger = self.logger, unusable = Account.unusablePasswordHash
         return try run("remove a passkey") { client in
-            try await client.withTransaction(logger: logger) { connection -> PasskeyRemoval in
+            try await client.withTransaction(logger: logger) { connection -> WayInRemoval in
                 // The account's row locked first: two removals at once are one after the
                 // other, and the second counts what the first left.
                 guard let hasPassword = try await Self.first(Bool.self, connection.query(
@@ -1584,10 +1584,10 @@ extension PostgresAccountStore {
     }
 
     public func unlinkProvider(issuer: String, subject: String, fromAccount id: Int64,
-                               events: [OutboxEvent]) throws -> ProviderUnlinking {
+                               events: [OutboxEvent]) throws -> WayInRemoval {
         let logger = self.logger, unusable = Account.unusablePasswordHash
         return try run("unlink a provider identity") { client in
-            try await client.withTransaction(logger: logger) { connection -> ProviderUnlinking in
+            try await client.withTransaction(logger: logger) { connection -> WayInRemoval in
                 // The account's row locked first, as for a passkey's removal: two removals at
                 // once are one after the other, and the second counts what the first left.
                 guard let hasPassword = try await Self.first(Bool.self, connection.query(

@@ -846,8 +846,8 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
-    public func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> PasskeyRemoval {
-        try write { db -> PasskeyRemoval in
+    public func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> WayInRemoval {
+        try write { db -> WayInRemoval in
             guard try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM passkeys WHERE credential_id = ? AND user_id = ?)",
                                     arguments: [Data(credentialID), id]) == true else { return .notFound }
             // The write transaction holds SQLite's one writer: no other removal runs between
@@ -1252,8 +1252,8 @@ extension SQLiteAccountStore {
     }
 
     public func unlinkProvider(issuer: String, subject: String, fromAccount id: Int64,
-                               events: [OutboxEvent]) throws -> ProviderUnlinking {
-        try write { db -> ProviderUnlinking in
+                               events: [OutboxEvent]) throws -> WayInRemoval {
+        try write { db -> WayInRemoval in
             guard try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM provider_links WHERE issuer = ? AND subject = ? AND account_id = ?)",
                                     arguments: [issuer, subject, id]) == true else { return .notFound }
             // In the write transaction (SQLite's one writer): nothing is removed between the count and the delete.

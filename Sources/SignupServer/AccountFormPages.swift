@@ -65,7 +65,7 @@ struct AccountFormPages: Sendable {
         page.errors = problems
         page.formError = formError
         page.purpose = .accountForm(purpose)
-        return Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,
+        return Pages.html(request.renderer.renderSignup(page, language: request.language,
                                                             assets: request.assets, policy: form.policy),
                               status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
     }

@@ -271,7 +271,7 @@ struct AccountRoutes: Sendable {
                 return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
             }
             let time = now()
-            let removal: PasskeyRemoval
+            let removal: WayInRemoval
             do {
                 let name = Self.displayName(of: passkey, among: passkeys, request)
                 let events = try announcer.events(.passkeyRemoved, webhook: "account.passkey_removed", for: account, detail: name,

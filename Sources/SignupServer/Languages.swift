@@ -63,7 +63,8 @@ struct Languages: Sendable {
             catalogs.append(catalog)
         }
         if !catalogs.contains(where: { $0.language == Self.fallback }) { catalogs.append(builtInEnglish) }
-        if pseudoLocale { catalogs.append(PseudoLocale.catalog(from: builtInEnglish)) }
+        // An operator's own en-xa file, if any, stands (two of one language would stop the start).
+        if pseudoLocale, fileOf[PseudoLocale.tag] == nil { catalogs.append(PseudoLocale.catalog(from: builtInEnglish)) }
         let english = builtInEnglish
         var languages: [Language] = []
         for catalog in catalogs {

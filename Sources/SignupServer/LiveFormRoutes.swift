@@ -30,7 +30,7 @@ struct LiveFormRoutes: Sendable {
         sessions = services.sessions
         limiters = services.limiters
         blankPages = Dictionary(uniqueKeysWithValues: services.languages.all.map {
-            ($0.tag, services.renderer.blankSignupPage(language: $0, languages: services.languages, assets: services.assets,
+            ($0.tag, services.renderer.blankSignupPage(language: $0, assets: services.assets,
                                                         withChallenge: services.proofOfWork != nil))
         })
         retryMilliseconds = services.configuration.retryMilliseconds

@@ -123,7 +123,7 @@ struct PageRenderer: Sendable {
 
     /// `policy`: the form's rules, the language's sign-up rules unless given (a new-password
     /// form's are its account's, `SignupPolicy.newPassword(for:)`).
-    func renderSignup(_ page: SignupPage, language: Languages.Language, languages: Languages, assets: StaticAssets,
+    func renderSignup(_ page: SignupPage, language: Languages.Language, assets: StaticAssets,
                       policy: SignupPolicy? = nil) -> String {
         let policy = policy ?? language.policy
         let accountForm: SignupPage.AccountForm? = {
@@ -231,10 +231,9 @@ struct PageRenderer: Sendable {
             "lang": language.tag,
             "dir": language.catalog.direction,
             "langQuery": Self.languageQuery(language),
-            "languages": languages.all.count > 1 ? languages.all.map { other -> [String: Any] in
-                ["tag": other.tag, "name": other.catalog.name, "isCurrent": other.tag == language.tag,
-                 "href": (accountForm?.action ?? "/") + "?lang=\(other.tag)"]
-            } : [],
+            // The switcher leads to the form's own page (a page sent back after a post is at /signup).
+            "hasLanguages": languageNames.count > 1,
+            "languageLinks": languageLinks(language, path: accountForm?.action ?? "/"),
             "title": title,
             "pageTitle": page.hasErrors ? text("page.error_prefix") + title : title,
             "hasErrors": page.hasErrors,
@@ -374,7 +373,7 @@ struct PageRenderer: Sendable {
     }
 
     /// `withChallenge`: whether forms carry a proof-of-work challenge (each page its own).
-    func blankSignupPage(language: Languages.Language, languages: Languages, assets: StaticAssets,
+    func blankSignupPage(language: Languages.Language, assets: StaticAssets,
                          withChallenge: Bool = false) -> BlankSignupPage {
         // Text no template contains and that HTML escaping leaves alone, where the token goes.
         // Text no template contains and that HTML escaping leaves alone, where each
@@ -391,7 +390,7 @@ struct PageRenderer: Sendable {
         page.returnTo = slots[1].0
         page.signInQuery = slots[2].0
         if withChallenge { page.challenge = slots[3].0 }
-        var segments: [BlankSignupPage.Segment] = [.text(renderSignup(page, language: language, languages: languages, assets: assets))]
+        var segments: [BlankSignupPage.Segment] = [.text(renderSignup(page, language: language, assets: assets))]
         for (marker, slot) in slots {
             segments = segments.flatMap { segment -> [BlankSignupPage.Segment] in
                 guard case .text(let text) = segment else { return [segment] }
@@ -416,14 +415,15 @@ struct PageRenderer: Sendable {
             // The switcher (Templates/languages.mustache): each language in its own name, on
             // this page (`?lang=`).
             "hasLanguages": languageNames.count > 1,
-            "languageLinks": languageLinks(language, query: ""),
+            "languageLinks": languageLinks(language),
         ]
     }
 
-    /// The switcher's links: this page again in each language (`?lang=`), with what the page's
-    /// own address must keep (`query`, as "token=…&").
-    func languageLinks(_ language: Languages.Language, query: String) -> [[String: Any]] {
-        languageNames.map { ["tag": $0.tag, "name": $0.name, "isCurrent": $0.tag == language.tag, "href": "?\(query)lang=\($0.tag)"] }
+    /// The switcher's links: `path` (this page when "") in each language (`?lang=`), with what
+    /// the page's own address must keep (`query`, as "token=…&").
+    func languageLinks(_ language: Languages.Language, path: String = "", query: String = "") -> [[String: Any]] {
+        languageNames.map { ["tag": $0.tag, "name": $0.name, "isCurrent": $0.tag == language.tag,
+                             "href": "\(path)?\(query)lang=\($0.tag)"] }
     }
 
     /// Each provider's button in `language` ("Continue with …").

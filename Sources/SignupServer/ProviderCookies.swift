@@ -2,6 +2,7 @@ import Crypto
 import FormWire
 import Foundation
 import MicroHTTPD
+import WebAuthn
 
 /// What a sign-in through an OpenID provider keeps in the browser between its steps (issue
 /// 45), sealed with ChaCha20-Poly1305 under a key in the store, so any instance opens what
@@ -100,14 +101,14 @@ struct ProviderCookies: Sendable {
         encoder.dateEncodingStrategy = .secondsSince1970
         guard let plain = try? encoder.encode(value),
               let box = try? ChaChaPoly.seal(plain, using: key, authenticating: Data(name.utf8)) else { return "" }
-        return Self.base64URL(box.combined)
+        return Base64URL.encode(Array(box.combined))
     }
 
     /// The one cookie of that name, ours, whole and younger than `lifetime`.
     private func open<Value: Decodable>(_ request: HTTPRequest, _ name: String, sealedAs kind: String, lifetime: TimeInterval,
                                         issuedAt: KeyPath<Value, Date>) -> Value? {
         let values = request.cookieValues(named: name)
-        guard values.count == 1, values[0].utf8.count <= 4096, let combined = Self.data(base64URL: values[0]),
+        guard values.count == 1, values[0].utf8.count <= 4096, let combined = Base64URL.decode(values[0]).map({ Data($0) }),
               let box = try? ChaChaPoly.SealedBox(combined: combined),
               let plain = try? ChaChaPoly.open(box, using: key, authenticating: Data(kind.utf8)) else { return nil }
         let decoder = JSONDecoder()
@@ -115,16 +116,5 @@ struct ProviderCookies: Sendable {
         guard let value = try? decoder.decode(Value.self, from: plain) else { return nil }
         let age = now().timeIntervalSince(value[keyPath: issuedAt])
         return age < lifetime && age > -5 ? value : nil
-    }
-
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    static func data(base64URL text: String) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64)
     }
 }

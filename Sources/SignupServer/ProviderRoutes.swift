@@ -49,7 +49,10 @@ struct ProviderRoutes: Sendable {
     let metrics: SignupMetrics
     let logger: Logger
     let now: @Sendable () -> Date
-    private let queue = DispatchQueue(label: "livesignup.providers", attributes: .concurrent)
+    /// Where calls to providers wait (one for the process: SignInRoutes and SecondFactorRoutes
+    /// hold their own ProviderRoutes for a waiting link, and share it).
+    private var queue: DispatchQueue { Self.queue }
+    private static let queue = DispatchQueue(label: "livesignup.providers", attributes: .concurrent)
 
     init(_ services: Services) {
         providers = services.providers
@@ -338,7 +341,7 @@ struct ProviderRoutes: Sendable {
         metrics.provider(provider.id, "signup_form")
         var headers = HTTPHeaders([("Content-Language", request.language.tag)])
         for cookie in extra { headers.add("Set-Cookie", cookie) }
-        return Pages.html(request.renderer.renderSignup(page, language: request.language, languages: request.languages,
+        return Pages.html(request.renderer.renderSignup(page, language: request.language,
                                                         assets: request.assets),
                           status: .ok, headers: headers)
     }

@@ -294,10 +294,10 @@ struct SignupSubmitRoutes: Sendable {
             session?.markAccountCreated(username: account.username)
             metrics.signup("created")
             if let identity = submission.identity { metrics.provider(identity.provider.id, "signed_up") }
-            logger.notice("Account created", metadata: ["event": "account_created", "account": "\(account.id)",
-                                                        "method": "\(credential(of: submission))",
-                                                        "provider": "\(submission.identity?.provider.id ?? "")",
-                                                        "client": "\(request.client)"])
+            var said: Logger.Metadata = ["event": "account_created", "account": "\(account.id)",
+                                         "method": "\(submission.credential.rawValue)", "client": "\(request.client)"]
+            if let identity = submission.identity { said["provider"] = "\(identity.provider.id)" }
+            logger.notice("Account created", metadata: said)
             // The provider's answer is used up: the cookie goes with the sign-up.
             let clearIdentity = submission.identity == nil ? [] : [providerCookies.identityCookie(nil)]
             // Signed in at once; if the session cannot be stored, the account still exists and
@@ -479,7 +479,7 @@ struct SignupSubmitRoutes: Sendable {
         page.challenge = proofOfWork?.challenge(for: page.token, addressKey: request.clientKey).json ?? ""
         var headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()
         headers.add("Content-Language", language.tag)
-        return Pages.html(request.renderer.renderSignup(page, language: language, languages: request.languages,
+        return Pages.html(request.renderer.renderSignup(page, language: language,
                                                         assets: request.assets),
                           status: status, headers: headers)
     }
@@ -494,6 +494,4 @@ struct SignupSubmitRoutes: Sendable {
         return profile
     }
 
-    /// How the account is signed in to: `password`, `passkey` or `provider`.
-    private func credential(of submission: Submission) -> String { submission.credential.rawValue }
 }

@@ -1,3 +1,4 @@
+import Clocks
 import Crypto
 import Foundation
 import JWTKit
@@ -12,14 +13,14 @@ import XCTest
 final class OpenIDProviderTests: XCTestCase {
     private var provider: FakeProvider!
     private var server: HTTPServer!
-    private var clock: TestTime!
+    private var clock: TestClock!
 
     override func setUpWithError() throws {
         provider = FakeProvider()
         server = HTTPServer(configuration: HTTPServerConfiguration(port: 0), responder: provider)
         try server.start()
         provider.issuer = "http://127.0.0.1:\(server.port)"
-        clock = TestTime(Date(timeIntervalSince1970: 1_900_000_000))
+        clock = TestClock(start: Date(timeIntervalSince1970: 1_900_000_000))
     }
 
     override func tearDown() {
@@ -188,15 +189,6 @@ final class OpenIDProviderTests: XCTestCase {
         XCTAssertEqual(OpenIDProvider.lifetime(10), 300)
         XCTAssertEqual(OpenIDProvider.lifetime(10_000_000), 86_400)
     }
-}
-
-/// A clock the test moves.
-final class TestTime: @unchecked Sendable {
-    private let lock = NSLock()
-    private var current: Date
-    init(_ start: Date) { current = start }
-    var now: Date { lock.withLock { current } }
-    func advance(by seconds: TimeInterval) { lock.withLock { current += seconds } }
 }
 
 /// A provider on loopback: discovery, an ES256 key set (jwt-kit signs its tokens) and a

@@ -90,7 +90,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func changePassword(ofAccount id: Int64, from expected: String, to newHash: String, keeping idHash: String?,
                             events: [OutboxEvent]) throws -> Int? { throw Failure() }
         func renamePasskey(credentialID: [UInt8], ofAccount id: Int64, to name: String) throws -> Bool { throw Failure() }
-        func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> PasskeyRemoval { throw Failure() }
+        func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> WayInRemoval { throw Failure() }
         func deleteAccount(id: Int64, reservingUsernameUntil until: Date, events: [OutboxEvent]) throws -> Bool { throw Failure() }
         func setAccountDisabled(id: Int64, at date: Date?, events: [OutboxEvent]) throws -> Int? { throw Failure() }
         func removeEndedUsernameReservations(at now: Date) throws -> Int { throw Failure() }
@@ -114,7 +114,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func account(linkedTo issuer: String, subject: String) throws -> Account? { throw Failure() }
         func providerLinks(ofAccount id: Int64) throws -> [ProviderLink] { throw Failure() }
         func linkProvider(_ link: NewProviderLink, toAccount id: Int64, at date: Date, events: [OutboxEvent]) throws { throw Failure() }
-        func unlinkProvider(issuer: String, subject: String, fromAccount id: Int64, events: [OutboxEvent]) throws -> ProviderUnlinking {
+        func unlinkProvider(issuer: String, subject: String, fromAccount id: Int64, events: [OutboxEvent]) throws -> WayInRemoval {
             throw Failure()
         }
     }
@@ -188,7 +188,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func changePassword(ofAccount id: Int64, from expected: String, to newHash: String, keeping idHash: String?,
                             events: [OutboxEvent]) throws -> Int? { nil }
         func renamePasskey(credentialID: [UInt8], ofAccount id: Int64, to name: String) throws -> Bool { false }
-        func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> PasskeyRemoval { .notFound }
+        func removePasskey(credentialID: [UInt8], ofAccount id: Int64, events: [OutboxEvent]) throws -> WayInRemoval { .notFound }
         func deleteAccount(id: Int64, reservingUsernameUntil until: Date, events: [OutboxEvent]) throws -> Bool { false }
         func setAccountDisabled(id: Int64, at date: Date?, events: [OutboxEvent]) throws -> Int? { nil }
         func removeEndedUsernameReservations(at now: Date) throws -> Int { 0 }
@@ -210,7 +210,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func account(linkedTo issuer: String, subject: String) throws -> Account? { nil }
         func providerLinks(ofAccount id: Int64) throws -> [ProviderLink] { [] }
         func linkProvider(_ link: NewProviderLink, toAccount id: Int64, at date: Date, events: [OutboxEvent]) throws {}
-        func unlinkProvider(issuer: String, subject: String, fromAccount id: Int64, events: [OutboxEvent]) throws -> ProviderUnlinking {
+        func unlinkProvider(issuer: String, subject: String, fromAccount id: Int64, events: [OutboxEvent]) throws -> WayInRemoval {
             .notFound
         }
         struct UnusedInTheseTests: Error {}
