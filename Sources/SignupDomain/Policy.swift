@@ -53,6 +53,8 @@ public struct Policy: Sendable {
     public var fields: [FieldDeclaration] = FieldDeclaration.builtIn
     /// Whether accounts may or must have a second factor (`second_factor` in a policy file).
     public var secondFactor: SecondFactorRule = .optional
+    /// Wrong codes in a row before the app's codes are refused (`second_factor_wrong_codes`).
+    public var secondFactorLockout = SecondFactorLockout()
     /// OpenID Connect providers a person may sign up or sign in through (`providers`).
     public var providers: [ProviderDeclaration] = []
 

@@ -216,7 +216,7 @@ private struct Reader {
         policy.name = fallbackName
         let top = try settings(root, at: "", known: ["name", "summary", "service_name", "username", "password",
                                                      "email", "availability_debounce_ms", "texts", "texts_by_language", "fields",
-                                                     "second_factor", "providers"])
+                                                     "second_factor", "second_factor_wrong_codes", "providers"])
         if let name = top["name"] {
             policy.name = try string(name.value, "name")
         }
@@ -238,6 +238,10 @@ private struct Reader {
                 throw fail(rule.value, "'second_factor' must be off, optional or required, not '\(text)'")
             }
             policy.secondFactor = parsed
+        }
+        if let wrongCodes = top["second_factor_wrong_codes"] {
+            policy.secondFactorLockout.wrongCodes = try integer(wrongCodes.value, "second_factor_wrong_codes",
+                                                                in: 1...SecondFactorLockout.maximum)
         }
         if let providers = top["providers"] {
             policy.providers = try readProviders(providers.value)

@@ -51,9 +51,10 @@ public struct TOTP: Sendable, Equatable {
     public enum Match: Sendable, Equatable {
         /// It is the code of `step`, within `acceptedDrift` of now: accept it once.
         case accepted(step: Int64)
-        /// It is the code of a step further away but within `skewSearch`: the device's clock
-        /// is off by about `seconds` (positive: ahead).
-        case clockOff(seconds: Int)
+        /// It is the code of `step`, further away but within `skewSearch`: the device's clock
+        /// is off by about `seconds` (positive: ahead). Never accepted; a step ahead must be
+        /// spent by the caller, or the hint would name a code that becomes right later.
+        case clockOff(step: Int64, seconds: Int)
         /// No step near now has it.
         case wrong
     }
@@ -67,7 +68,7 @@ public struct TOTP: Sendable, Equatable {
         for distance in 0...Self.skewSearch {
             for step in distance == 0 ? [now] : [now - Int64(distance), now + Int64(distance)]
                 where Self.constantTimeEqual(self.code(atStep: step), code) {
-                return distance <= Self.acceptedDrift ? .accepted(step: step) : .clockOff(seconds: Int(step - now) * Int(Self.period))
+                return distance <= Self.acceptedDrift ? .accepted(step: step) : .clockOff(step: step, seconds: Int(step - now) * Int(Self.period))
             }
         }
         return .wrong

@@ -275,6 +275,10 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             """,
             "CREATE INDEX provider_links_account ON provider_links (account_id)",
         ]),
+        // Wrong second-factor codes in a row (issue 52), apart from the password's failures.
+        (18, "wrong second-factor codes in a row", [
+            "ALTER TABLE second_factors ADD COLUMN failed_codes INTEGER NOT NULL DEFAULT 0",
+        ]),
     ]
 
     private func migrate() throws {
@@ -1113,6 +1117,9 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                     INSERT INTO email_undos (link_hash, account_id, old_email, old_verified_at, expires_at)
                     VALUES (\(undoLinkHash), \(id), \(before.email), \(before.emailVerifiedAt), \(undoUntil))
                     """, logger: logger)
+                // Recoveries mailed to the old address end with it (issue 52): its mailbox no
+                // longer opens the account.
+                try await connection.query("DELETE FROM account_recoveries WHERE account_id = \(id)", logger: logger)
                 for event in written { try await Self.enqueue(event, connection, logger) }
                 return .changed(account: account, previous: before.email)
             }
@@ -1186,7 +1193,7 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 INSERT INTO second_factors (account_id, sealed_secret, enabled_at, last_step, created_at)
                 VALUES (\(id), \(sealed), NULL, 0, \(date))
                 ON CONFLICT (account_id) DO UPDATE SET sealed_secret = EXCLUDED.sealed_secret, last_step = 0,
-                    created_at = EXCLUDED.created_at
+                    created_at = EXCLUDED.created_at, failed_codes = 0
                 WHERE second_factors.enabled_at IS NULL
                 RETURNING account_id
                 """)) != nil
@@ -1195,13 +1202,13 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
 
     public func secondFactor(ofAccount id: Int64) throws -> SecondFactor? {
         try run("read a second factor") { client in
-            for try await (account, sealed, enabled, step, created, codes) in try await client.query("""
-                SELECT account_id, sealed_secret, enabled_at, last_step, created_at,
+            for try await (account, sealed, enabled, step, created, failed, codes) in try await client.query("""
+                SELECT account_id, sealed_secret, enabled_at, last_step, created_at, failed_codes,
                        (SELECT count(*) FROM second_factor_codes WHERE second_factor_codes.account_id = second_factors.account_id)
                 FROM second_factors WHERE account_id = \(id)
-                """).decode((Int64, Data, Date?, Int64, Date, Int64).self) {
+                """).decode((Int64, Data, Date?, Int64, Date, Int32, Int64).self) {
                 return SecondFactor(accountID: account, sealedSecret: Array(sealed), enabledAt: enabled, lastStep: step,
-                                    recoveryCodesLeft: Int(codes), createdAt: created)
+                                    recoveryCodesLeft: Int(codes), createdAt: created, failedCodes: Int(failed))
             }
             return nil
         }
@@ -1241,6 +1248,27 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
             try await Self.first(Int64.self, client.query("""
                 DELETE FROM second_factor_codes WHERE account_id = \(id) AND code_hash = \(hash) RETURNING account_id
                 """)) != nil
+        }
+    }
+
+    public func chargeSecondFactorCode(ofAccount id: Int64, lockout: SecondFactorLockout,
+                                       notices: [Int: [OutboxEvent]]) throws -> Int? {
+        let logger = self.logger, cap = lockout.wrongCodes
+        return try run("count a second factor's code") { client in
+            try await client.withTransaction(logger: logger) { connection -> Int? in
+                guard let count = try await Self.first(Int32.self, connection.query("""
+                    UPDATE second_factors SET failed_codes = failed_codes + 1
+                    WHERE account_id = \(id) AND enabled_at IS NOT NULL AND failed_codes < \(cap) RETURNING failed_codes
+                    """, logger: logger)) else { return nil }
+                for event in notices[Int(count)] ?? [] { try await Self.enqueue(event, connection, logger) }
+                return Int(count)
+            }
+        }
+    }
+
+    public func clearSecondFactorFailures(ofAccount id: Int64) throws {
+        try run("clear a second factor's wrong codes") { client in
+            _ = try await client.query("UPDATE second_factors SET failed_codes = 0 WHERE account_id = \(id) AND failed_codes > 0")
         }
     }
 

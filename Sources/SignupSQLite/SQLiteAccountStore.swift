@@ -269,6 +269,12 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 table.column("linked_at", .datetime).notNull()
             }
         }
+        migrator.registerMigration("v19: wrong second-factor codes in a row") { db in
+            // Counted apart from the password's failures (issue 52): no right password clears it.
+            try db.alter(table: "second_factors") { table in
+                table.add(column: "failed_codes", .integer).notNull().defaults(to: 0)
+            }
+        }
         return migrator
     }
 
@@ -947,6 +953,9 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             try db.execute(sql: """
                 INSERT INTO email_undos (link_hash, account_id, old_email, old_verified_at, expires_at) VALUES (?, ?, ?, ?, ?)
                 """, arguments: [undoLinkHash, id, before.email, before.emailVerifiedAt, undoUntil])
+            // Recoveries mailed to the old address end with it (issue 52): its mailbox no
+            // longer opens the account.
+            try db.execute(sql: "DELETE FROM account_recoveries WHERE account_id = ?", arguments: [id])
             guard let account = try Self.fetchAccounts(db, where: "id = ?", [id]).first else { return .none }
             for event in events(account, before.email) { try Self.enqueue(event, db) }
             return .changed(account: account, previous: before.email)
@@ -1001,12 +1010,13 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
     public func secondFactor(ofAccount id: Int64) throws -> SecondFactor? {
         try read { db in
             try Row.fetchOne(db, sql: """
-                SELECT account_id, sealed_secret, enabled_at, last_step, created_at,
+                SELECT account_id, sealed_secret, enabled_at, last_step, created_at, failed_codes,
                        (SELECT count(*) FROM second_factor_codes WHERE account_id = second_factors.account_id) AS codes
                 FROM second_factors WHERE account_id = ?
                 """, arguments: [id]).map { row in
                 SecondFactor(accountID: row["account_id"], sealedSecret: Array(row["sealed_secret"] as Data), enabledAt: row["enabled_at"],
-                             lastStep: row["last_step"], recoveryCodesLeft: row["codes"], createdAt: row["created_at"])
+                             lastStep: row["last_step"], recoveryCodesLeft: row["codes"], createdAt: row["created_at"],
+                             failedCodes: row["failed_codes"])
             }
         }
     }
@@ -1036,6 +1046,25 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         try write { db -> Bool in
             try db.execute(sql: "DELETE FROM second_factor_codes WHERE account_id = ? AND code_hash = ?", arguments: [id, hash])
             return db.changesCount == 1
+        }
+    }
+
+    public func chargeSecondFactorCode(ofAccount id: Int64, lockout: SecondFactorLockout,
+                                       notices: [Int: [OutboxEvent]]) throws -> Int? {
+        try write { db -> Int? in
+            guard let count = try Int.fetchOne(db, sql: """
+                UPDATE second_factors SET failed_codes = failed_codes + 1
+                WHERE account_id = ? AND enabled_at IS NOT NULL AND failed_codes < ?
+                RETURNING failed_codes
+                """, arguments: [id, lockout.wrongCodes]) else { return nil }
+            for event in notices[count] ?? [] { try Self.enqueue(event, db) }
+            return count
+        }
+    }
+
+    public func clearSecondFactorFailures(ofAccount id: Int64) throws {
+        try write { db in
+            try db.execute(sql: "UPDATE second_factors SET failed_codes = 0 WHERE account_id = ? AND failed_codes > 0", arguments: [id])
         }
     }
 

@@ -98,6 +98,8 @@ struct AccountChangeRoutes: Sendable {
         let accountKey = Username.canonical(account.username), clientKey = request.clientKey
         do throws(LimitExceeded) {
             try limiters.admitPasswordGuess(clientKey: clientKey, accountKey: accountKey)
+        } catch where error.storeUnavailable {
+            return respond(accountRoutes.unavailable(request, StorageFault("the shared limit on password guesses could not be read")))
         } catch {
             refusals.count(error)
             var response = newPasswordPage(request, account, currentPasswordMessage: request.text("signin.too_many")

@@ -29,6 +29,9 @@ struct AccountEmailRoutes: Sendable {
     /// The form field of the code, and of the undo link's secret.
     static let codeField = "code"
     static let linkField = "link"
+    /// The undo link's secret, moved out of the URL into a cookie only this page reads (as
+    /// `/verify` and `/recover` do), so history, logs and a proxy's access lines never keep it.
+    static let undoCookie = "livesignup_undo_link"
 
     init?(_ services: Services, account: AccountRoutes) {
         guard let proofs = services.proofs, let mails = services.accountMails else { return nil }
@@ -222,15 +225,35 @@ struct AccountEmailRoutes: Sendable {
 
     /// The undo link's page: a button, so a mail scanner's GET spends nothing.
     func undoPage(_ request: SignupRequest) -> HTTPResponse {
-        let link = request.http.queryValue(Self.linkField) ?? ""
-        let page = PageRenderer.AddressPage(mode: .undo(link: link.isRandomToken ? link : ""))
-        return render(request, page, status: link.isRandomToken ? .ok : .notFound)
+        if let link = request.http.queryValue(Self.linkField) {
+            // The secret leaves the URL before anything renders (the row adds no-referrer);
+            // only a value shaped like our links goes into a header.
+            guard link.isRandomToken else { return render(request, .init(mode: .undo(link: "")), status: .notFound) }
+            return Pages.redirect(to: "/account/email/undo" + PageRenderer.languageQuery(request.language), cookies: [undoCookie(link)])
+        }
+        let link = linkInCookie(request) ?? ""
+        // The form posts the secret from the cookie: the page itself never carries it.
+        return render(request, .init(mode: .undo(link: link.isEmpty ? "" : "cookie")), status: link.isEmpty ? .notFound : .ok)
+    }
+
+    /// The one undo secret this browser holds (two: one was planted, neither is believed).
+    private func linkInCookie(_ request: SignupRequest) -> String? {
+        let values = request.http.cookieValues(named: Self.undoCookie).filter(\.isRandomToken)
+        return values.count == 1 ? values[0] : nil
+    }
+
+    private func undoCookie(_ value: String) -> String {
+        let cookie = SetCookie(Self.undoCookie, value, path: "/account/email/undo", maxAge: 3600, sameSite: .lax,
+                               secure: signedIn.secureCookies)
+        return value.isEmpty ? cookie.cleared.header : cookie.header
     }
 
     // MARK: POST /account/email/undo
 
     func undo(_ request: SignupRequest) -> HTTPResponse {
-        let link = request.form[Self.linkField] ?? ""
+        // The cookie's secret; a client that posts the link itself (`link`) still may.
+        let posted = request.form[Self.linkField] ?? ""
+        let link = posted.isRandomToken ? posted : linkInCookie(request) ?? ""
         guard link.isRandomToken else { return render(request, .init(mode: .undone(restored: false)), status: .gone) }
         let time = now(), announce = webhooks != nil
         do {
@@ -269,7 +292,12 @@ struct AccountEmailRoutes: Sendable {
     }
 
     private func render(_ request: SignupRequest, _ page: PageRenderer.AddressPage, status: HTTPStatus) -> HTTPResponse {
+        var headers = HTTPHeaders([("Content-Language", request.language.tag)])
+        // The undo's answer ends the secret's cookie, whatever it said.
+        if case .undone = page.mode, !request.http.cookieValues(named: Self.undoCookie).isEmpty {
+            headers.add("Set-Cookie", undoCookie(""))
+        }
         return Pages.html(request.renderer.renderAddress(page, language: request.language, assets: request.assets),
-                              status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
+                          status: status, headers: headers)
     }
 }

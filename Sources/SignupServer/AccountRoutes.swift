@@ -185,6 +185,8 @@ struct AccountRoutes: Sendable {
         let accountKey = Username.canonical(account.username), clientKey = request.clientKey
         do throws(LimitExceeded) {
             try limiters.admitPasswordGuess(clientKey: clientKey, accountKey: accountKey)
+        } catch where error.storeUnavailable {
+            return unavailable(request, StorageFault("the shared limit on password guesses could not be read"))
         } catch {
             refusals.count(error)
             var response = accountPage(request, account, error: request.text("signin.too_many")

@@ -16,6 +16,9 @@ final class ClientLimiters: Sendable {
     /// allowance by the number of instances.
     let signinFailuresPerAccount: SharedRateLimiter
     let signinFailuresPerAddress: RateLimiter
+    /// Shared by every instance: wrong second-factor codes per account, apart from the
+    /// password's failures (a right password refills those, never this).
+    let secondFactorFailuresPerAccount: SharedRateLimiter
     /// Shared by every instance: the recipient's mailbox is one, however many instances.
     let mailsPerRecipient: SharedRateLimiter
     let mailsPerAddress: RateLimiter
@@ -50,8 +53,11 @@ final class ClientLimiters: Sendable {
         signups = limiter(.signupsPerAddress)
         signinFailuresPerAccount = SharedRateLimiter(
             .signins, bucket: LimitSetting.signinFailuresPerAccount.flag, rate: limits.signinFailuresPerAccount,
-            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, consulted: consulted)
+            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, failsClosed: true, consulted: consulted)
         signinFailuresPerAddress = limiter(.signinFailuresPerAddress)
+        secondFactorFailuresPerAccount = SharedRateLimiter(
+            .signins, bucket: LimitSetting.secondFactorFailuresPerAccount.flag, rate: limits.secondFactorFailuresPerAccount,
+            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, failsClosed: true, consulted: consulted)
         mailsPerRecipient = SharedRateLimiter(
             .mails, bucket: LimitSetting.mailsPerRecipient.flag, rate: limits.mailsPerRecipient,
             store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, consulted: consulted)
@@ -87,6 +93,26 @@ extension ClientLimiters {
         signinFailuresPerAddress.refund(clientKey)
     }
 
+    /// Pays for one second-factor code before it is judged: from the address's failure
+    /// allowance and the account's code allowance, both or neither. Never from the password's
+    /// per-account allowance, which a right password refills.
+    func admitCodeGuess(clientKey: String, accountKey: String) throws(LimitExceeded) {
+        try signinFailuresPerAddress.admit(clientKey)
+        do throws(LimitExceeded) {
+            try secondFactorFailuresPerAccount.admit(accountKey)
+        } catch {
+            signinFailuresPerAddress.refund(clientKey)
+            throw error
+        }
+    }
+
+    /// The code was right: the address gets its token back and the account's code allowance
+    /// is full again (a right code proves the factor; the password's allowance is not touched).
+    func forgiveCodeGuess(clientKey: String, accountKey: String) {
+        secondFactorFailuresPerAccount.reset(accountKey)
+        signinFailuresPerAddress.refund(clientKey)
+    }
+
     /// The per-address limiter a route row may have the router spend first (`Route.spentFirst`),
     /// by its name; nil for limits that are not one per-address rate.
     func perAddress(_ name: RateLimitName) -> RateLimiter? {
@@ -104,6 +130,9 @@ extension ClientLimiters {
 struct LimitExceeded: Error, Equatable {
     let limit: RateLimitName
     let retryAfter: TimeInterval
+    /// Not over the limit, but its shared count could not be read: a limit that guards
+    /// guesses fails closed (a readable 503), never letting a guess through unpaid.
+    var storeUnavailable = false
 
     /// Whole seconds for `Retry-After`, at least 1.
     var retryAfterSeconds: Int { max(1, Int(retryAfter.rounded(.up))) }

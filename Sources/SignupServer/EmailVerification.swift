@@ -80,6 +80,10 @@ enum AccountNotice: String, Sendable, CaseIterable {
     case secondFactorEnabled = "second_factor_enabled"
     case secondFactorRemoved = "second_factor_removed"
     case recoveryCodesReplaced = "recovery_codes_replaced"
+    /// Wrong codes in a row after the right password: somebody may know the password.
+    case secondFactorWrongCodes = "second_factor_wrong_codes"
+    /// So many wrong codes in a row that the app's codes are refused until a recovery code.
+    case secondFactorLocked = "second_factor_locked"
     case providerLinked = "provider_linked"
     case providerUnlinked = "provider_unlinked"
 }

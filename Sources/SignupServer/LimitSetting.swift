@@ -18,6 +18,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
     case signupsPerAddress = "signups-per-address"
     case signinFailuresPerAccount = "signin-failures-per-account"
     case signinFailuresPerAddress = "signin-failures-per-address"
+    case secondFactorFailuresPerAccount = "second-factor-failures-per-account"
     case mailsPerRecipient = "mails-per-recipient"
     case mailsPerAddress = "mails-per-address"
     case recoveriesPerAccount = "recoveries-per-account"
@@ -49,6 +50,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .signupsPerAddress: return .rate(\.signupsPerAddress)
         case .signinFailuresPerAccount: return .rate(\.signinFailuresPerAccount)
         case .signinFailuresPerAddress: return .rate(\.signinFailuresPerAddress)
+        case .secondFactorFailuresPerAccount: return .rate(\.secondFactorFailuresPerAccount)
         case .mailsPerRecipient: return .rate(\.mailsPerRecipient)
         case .mailsPerAddress: return .rate(\.mailsPerAddress)
         case .recoveriesPerAccount: return .rate(\.recoveriesPerAccount)
@@ -70,7 +72,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .editsPerSession, .editsPerAddress: return .edits
         case .lookupsPerSession, .lookupsPerAddress: return .lookups
         case .signupsPerAddress: return .signups
-        case .signinFailuresPerAccount, .signinFailuresPerAddress: return .signins
+        case .signinFailuresPerAccount, .signinFailuresPerAddress, .secondFactorFailuresPerAccount: return .signins
         case .mailsPerRecipient, .mailsPerAddress, .recoveriesPerAccount: return .mails
         case .noJavaScriptSignups, .noJavaScriptRecoveries: return .noJavaScript
         case .passkeysPerAddress: return .passkeys
@@ -93,6 +95,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .signupsPerAddress: return "Sign-up posts per address."
         case .signinFailuresPerAccount: return "Failed sign-ins per account before each try must wait."
         case .signinFailuresPerAddress: return "Failed sign-ins per address before each try must wait."
+        case .secondFactorFailuresPerAccount: return "Wrong second-factor codes per account before each try must wait, across instances; a right password never refills it."
         case .mailsPerRecipient: return "Mails (codes, notices) to one email address, across instances: nobody can mail-bomb an address through the form."
         case .mailsPerAddress: return "Mails (codes, notices) asked for from one client address."
         case .recoveriesPerAccount: return "Recovery requests for one account (forgotten passwords), across instances; over it nothing is mailed and the page says the same, so it reveals no account."

@@ -770,6 +770,7 @@ struct PageRenderer: Sendable {
             /// The code form; the new address shown masked.
             case code(address: String)
             /// The undo link's page: a button that posts it ("" for a link that is not one).
+            /// `link` empty: nothing to undo; otherwise the form posts the secret from its cookie.
             case undo(link: String)
             /// What the undo did: the old address back (every browser signed out), or nothing.
             case undone(restored: Bool)
@@ -789,7 +790,7 @@ struct PageRenderer: Sendable {
                                "field": AccountEmailRoutes.codeField]
         case .undo(let link):
             title = text("account.email_undo_title")
-            context["undo"] = link.isEmpty ? false : ["link": link, "field": AccountEmailRoutes.linkField]
+            context["undo"] = !link.isEmpty
             context["message"] = link.isEmpty ? text("account.email_undo_gone") : text("account.email_undo_lead")
         case .undone(let restored):
             title = text(restored ? "account.email_restored_title" : "account.email_undo_title")

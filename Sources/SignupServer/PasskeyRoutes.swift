@@ -22,11 +22,11 @@ struct PasskeyRoutes: Sendable {
     let challenges: PasskeyChallenges
     let announcer: AccountAnnouncer
     /// A passkey that did not verify the person is one factor: the code is asked for too.
-    let secondStep: SecondStepGate
+    let funnel: SignInFunnel
     let now: @Sendable () -> Date
 
     init(_ services: Services) {
-        secondStep = SecondStepGate(services)
+        funnel = SignInFunnel(services)
         announcer = AccountAnnouncer(services)
         refusals = services.refusals
         sessions = services.sessions
@@ -171,27 +171,24 @@ struct PasskeyRoutes: Sendable {
             }
             limiters.signinFailuresPerAddress.refund(request.clientKey)
             // A passkey that verified the person (UV) is both factors; one that did not is the
-            // first only, and an account with a second factor asks for its code too.
-            if !isUserVerified {
-                let step: HTTPResponse?
-                do { step = try secondStep.secondStep(for: account, request) } catch {
-                    throw unavailable("the second factor could not be read: \(error)")
-                }
-                if let step, let location = step.headers["Location"] {
-                    var json = JSONWriter()
-                    json.beginObject(); json.key("location"); json.string(location); json.endObject()
-                    var response = Self.json(json.text, status: .ok)
-                    for cookie in step.headers.values(of: "Set-Cookie") { response.headers.add("Set-Cookie", cookie) }
-                    return response
-                }
+            // first only, and an account with a second factor (or a policy requiring one) asks
+            // for its code too. Only a passkey that verified the person opens sensitive changes
+            // at once.
+            let outcome: SignInFunnel.Outcome
+            do { outcome = try funnel.finish(account, proved: .passkey(userVerified: isUserVerified), request) } catch {
+                throw unavailable("the second factor or the signed-in session could not be stored: \(error)")
             }
             let cookies: [String]
-            do {
-                // Only a passkey that verified the person opens sensitive changes at once.
-                cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin,
-                                              verified: isUserVerified)
-            } catch {
-                throw unavailable("the signed-in session could not be stored: \(error)")
+            switch outcome {
+            case .secondStep(let step):
+                var json = JSONWriter()
+                json.beginObject(); json.key("location"); json.string(step.headers["Location"] ?? "/signin/second-factor")
+                json.endObject()
+                var response = Self.json(json.text, status: .ok)
+                for cookie in step.headers.values(of: "Set-Cookie") { response.headers.add("Set-Cookie", cookie) }
+                return response
+            case .signedIn(let made):
+                cookies = made
             }
             metrics.signin("success")
             metrics.passkey(.signin, "accepted")

@@ -38,7 +38,7 @@ struct ProviderRoutes: Sendable {
     let cookies: ProviderCookies
     let store: any AccountStore
     let signedIn: SignedInUsers
-    let secondStep: SecondStepGate
+    let funnel: SignInFunnel
     let sessions: FormSessionRegistry
     let availability: StoreAvailabilityChecker
     let announcer: AccountAnnouncer
@@ -59,7 +59,7 @@ struct ProviderRoutes: Sendable {
         cookies = services.providerCookies
         store = services.store
         signedIn = services.signedIn
-        secondStep = SecondStepGate(services)
+        funnel = SignInFunnel(services)
         sessions = services.sessions
         availability = services.availability
         announcer = AccountAnnouncer(services)
@@ -245,7 +245,11 @@ struct ProviderRoutes: Sendable {
             return problem(request, provider, message: request.text("signin.disabled"), code: "disabled", status: .forbidden,
                            cookies: extra)
         }
-        if var step = try secondStep.secondStep(for: account, request, returnTo: .some(returnTo)) {
+        let session: [String]
+        switch try funnel.finish(account, proved: .provider, request, returnTo: .some(returnTo)) {
+        case .signedIn(let cookies):
+            session = cookies
+        case .secondStep(var step):
             for cookie in extra { step.headers.add("Set-Cookie", cookie) }
             metrics.provider(provider.id, "second_factor")
             // The first factor, said here: the second step's own line cannot tell a provider from a password.
@@ -254,7 +258,6 @@ struct ProviderRoutes: Sendable {
                                      "client": "\(request.client)"])
             return step
         }
-        let session = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
         metrics.provider(provider.id, "signed_in")
         metrics.signin("success")
         logger.notice("Signed in", metadata: ["event": "signin", "method": "provider", "provider": "\(provider.id)",

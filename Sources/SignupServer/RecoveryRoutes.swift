@@ -40,8 +40,8 @@ struct RecoveryRoutes: Sendable {
     let mails: OutboxDelivery
     let now: @Sendable () -> Date
     let proofOfWork: ProofOfWorkGate?
-    /// Where a completed recovery goes when the account has a second factor.
-    let secondStep: SecondStepGate
+    /// Where a completed recovery goes: the second step or a session.
+    let funnel: SignInFunnel
     /// How soon `POST /recover` may answer once it looked for an account (`Configuration.recoveryAnswerFloor`).
     let answerFloor: TimeInterval
 
@@ -64,7 +64,7 @@ struct RecoveryRoutes: Sendable {
         now = services.now
         proofOfWork = services.proofOfWork
         answerFloor = services.configuration.recoveryAnswerFloor
-        secondStep = SecondStepGate(services)
+        funnel = SignInFunnel(services)
     }
 
     private var settings: EmailVerificationSettings { proofs.settings }
@@ -427,11 +427,14 @@ struct RecoveryRoutes: Sendable {
         do {
             // A mailbox alone does not pass a second factor: the new password is stored, and
             // the code is asked for before any session, as after a password.
-            if var step = try secondStep.secondStep(for: completed.account, request) {
+            var cookies: [String]
+            switch try funnel.finish(completed.account, proved: .mailbox, request) {
+            case .secondStep(var step):
                 step.headers.add("Set-Cookie", secretCookie(""))
                 return step
+            case .signedIn(let session):
+                cookies = session
             }
-            var cookies = try signedIn.signIn(completed.account, replacing: request.cookieHeader, from: request.signInOrigin)
             cookies.append(secretCookie(""))
             return Pages.redirect(to: "/welcome" + PageRenderer.languageQuery(language), cookies: cookies)
         } catch {

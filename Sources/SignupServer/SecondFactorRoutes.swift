@@ -19,8 +19,14 @@ struct SecondFactorRoutes: Sendable {
     let metrics: SignupMetrics
     let logger: Logger
     let now: @Sendable () -> Date
+    /// Wrong codes raise this client's proof-of-work price as wrong passwords do.
+    let proofOfWork: ProofOfWorkGate?
+    /// Wrong codes in a row before the app's codes are refused.
+    let lockout: SecondFactorLockout
 
     let gate: SecondStepGate
+    /// Issues the session once the code is right.
+    let funnel: SignInFunnel
     /// How long a setup not yet switched on shows the same secret when its page is loaded
     /// again; after it, a new one.
     static let setupReuse: TimeInterval = 30 * 60
@@ -39,7 +45,10 @@ struct SecondFactorRoutes: Sendable {
         metrics = services.metrics
         logger = services.logger
         now = services.now
+        proofOfWork = services.proofOfWork
+        lockout = services.secondFactorLockout
         gate = SecondStepGate(services)
+        funnel = SignInFunnel(services)
     }
 
     // MARK: GET /account/second-factor (a recent sign-in)
@@ -132,7 +141,7 @@ struct SecondFactorRoutes: Sendable {
         case .wrong:
             return .answer(setupPage(request, account, secret: secret, error: wrongCodeText(request), action: action,
                                      status: .unprocessableContent))
-        case .clockOff(let seconds):
+        case .clockOff(_, let seconds):
             return .answer(setupPage(request, account, secret: secret, error: clockText(request, seconds), action: action,
                                      status: .unprocessableContent))
         case .accepted(let step):
@@ -233,11 +242,12 @@ struct SecondFactorRoutes: Sendable {
         guard !typed.isEmpty else {
             return render(request, .init(mode: .signIn, error: request.text("second_factor.empty")), status: .unprocessableContent)
         }
-        let account: Account, secret: [UInt8]
+        let account: Account, secret: [UInt8], factorFailures: Int
         do {
             guard let found = try store.account(id: step.account), found.disabledAt == nil,
                   let factor = try store.secondFactor(ofAccount: found.id) else { return stepExpired(request) }
             account = found
+            factorFailures = factor.failedCodes
             secret = try seal.open(factor.sealedSecret, account: found.id)
             // Required, and being set up here: its first code switches it on and signs in.
             if !factor.isEnabled {
@@ -250,12 +260,34 @@ struct SecondFactorRoutes: Sendable {
         if let refused = chargeGuess(request, account, page: .signIn) { return refused }
         let time = now()
         let isAppCode = typed.filter { !$0.isWhitespace }.allSatisfy(\.isNumber)
+        // Counted as wrong before it is judged, in a row and per account, shared by every
+        // instance: a right code clears the count, a right password never does.
+        let failures: Int?
+        do {
+            failures = try store.chargeSecondFactorCode(ofAccount: account.id, lockout: lockout,
+                                                        notices: try lockoutNotices(account, factorFailures: factorFailures,
+                                                                                    request, at: time))
+        } catch {
+            return accountRoutes.unavailable(request, error)
+        }
+        if let failures, failures == lockout.wrongCodes || failures == lockout.warnAt { announcer.nudge() }
+        if failures == lockout.wrongCodes {
+            logger.notice("Second factor locked: too many wrong codes in a row", metadata: [
+                "event": "second_factor_locked", "account": "\(account.id)", "client": "\(request.client)"])
+        }
+        // Locked: the app's codes are not even compared (a recovery code still is, and unlocks).
+        if failures == nil, isAppCode {
+            return refusedCode(request, account, request.text("second_factor.locked"), status: .forbidden)
+        }
         do {
             if isAppCode {
                 switch TOTP(secret: secret).match(typed, at: time) {
                 case .wrong:
                     return refusedCode(request, account, wrongCodeText(request))
-                case .clockOff(let seconds):
+                case .clockOff(let matched, let seconds):
+                    // The hint names a code from the future: that step is spent now, so the
+                    // code it names is never accepted later (a guesser learns nothing usable).
+                    if seconds > 0 { _ = try store.spendSecondFactorStep(ofAccount: account.id, step: matched) }
                     return refusedCode(request, account, clockText(request, seconds))
                 case .accepted(let accepted):
                     guard try store.spendSecondFactorStep(ofAccount: account.id, step: accepted) else {
@@ -270,7 +302,8 @@ struct SecondFactorRoutes: Sendable {
                                                                                 "client": "\(request.client)"])
             }
             forgiveGuess(request, account)
-            var cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
+            try store.clearSecondFactorFailures(ofAccount: account.id)
+            var cookies = try sessionAfterTheCode(account, request)
             cookies.append(gate.stepCookie(""))
             // A provider waiting to be linked to this account (issue 45): now it is.
             cookies += providerLinks.finishPendingLink(for: account, request)
@@ -294,7 +327,7 @@ struct SecondFactorRoutes: Sendable {
         case .on(let made): codes = made
         }
         do {
-            var cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
+            var cookies = try sessionAfterTheCode(account, request)
             cookies.append(gate.stepCookie(""))
             // A provider waiting to be linked to this account (issue 45): now it is.
             cookies += providerLinks.finishPendingLink(for: account, request)
@@ -310,6 +343,14 @@ struct SecondFactorRoutes: Sendable {
         }
     }
 
+    /// The session, through the funnel, once the step's code was right: two factors.
+    private func sessionAfterTheCode(_ account: Account, _ request: SignupRequest) throws -> [String] {
+        guard case .signedIn(let cookies) = try funnel.finish(account, proved: .secondFactor, request) else {
+            preconditionFailure("two factors never take a second step")
+        }
+        return cookies
+    }
+
     /// `second_factor: off`: nothing to set up here (a factor set up before can still be seen
     /// and removed).
     private func notOffered(_ request: SignupRequest) -> HTTPResponse {
@@ -318,11 +359,33 @@ struct SecondFactorRoutes: Sendable {
                               linkText: request.text("account.back"), status: .notFound)
     }
 
-    private func refusedCode(_ request: SignupRequest, _ account: Account, _ message: String) -> HTTPResponse {
+    /// A code refused (wrong, from a clock off, replayed, or the factor locked): counted, and a
+    /// wrong code raises this client's proof-of-work price as a wrong password does.
+    private func refusedCode(_ request: SignupRequest, _ account: Account, _ message: String,
+                             status: HTTPStatus = .unauthorized) -> HTTPResponse {
         metrics.signin("failure")
+        proofOfWork?.pricing.record(.failedSignin, addressKey: request.clientKey)
         logger.notice("A second factor's code refused", metadata: ["event": "second_factor_failed", "account": "\(account.id)",
                                                                    "client": "\(request.client)"])
-        return render(request, .init(mode: .signIn, error: message), status: .unauthorized)
+        return render(request, .init(mode: .signIn, error: message), status: status)
+    }
+
+    /// The owner's mails for the counts that matter, written by the count's own transaction
+    /// only when it reaches them: a warning at `warnAt` wrong codes in a row, and the lock's
+    /// notice (with its webhook) at `wrongCodes`. Made only while those counts are ahead.
+    private func lockoutNotices(_ account: Account, factorFailures: Int, _ request: SignupRequest,
+                                at time: Date) throws -> [Int: [OutboxEvent]] {
+        var notices: [Int: [OutboxEvent]] = [:]
+        if let warnAt = lockout.warnAt, factorFailures < warnAt {
+            notices[warnAt] = try announcer.events(.secondFactorWrongCodes, webhook: nil, for: account,
+                                                   detail: String(warnAt), language: request.language, at: time)
+        }
+        if factorFailures < lockout.wrongCodes {
+            notices[lockout.wrongCodes] = try announcer.events(.secondFactorLocked, webhook: "account.second_factor_locked",
+                                                               for: account, detail: String(lockout.wrongCodes),
+                                                               language: request.language, at: time)
+        }
+        return notices
     }
 
     private func stepExpired(_ request: SignupRequest) -> HTTPResponse {
@@ -336,13 +399,17 @@ struct SecondFactorRoutes: Sendable {
 
     // MARK: Helpers
 
-    /// A code is paid for before it is compared, as a password is: the account's and this
-    /// client's failed sign-in allowances (given back when it is right).
+    /// A code is paid for before it is compared, as a password is: this client's failed
+    /// sign-in allowance and the account's code allowance, which no right password refills
+    /// (given back when it is right).
     private func chargeGuess(_ request: SignupRequest, _ account: Account,
                              page: PageRenderer.SecondFactorPage.Mode? = nil) -> HTTPResponse? {
         do throws(LimitExceeded) {
-            try limiters.admitPasswordGuess(clientKey: request.clientKey, accountKey: Username.canonical(account.username))
+            try limiters.admitCodeGuess(clientKey: request.clientKey, accountKey: Username.canonical(account.username))
             return nil
+        } catch where error.storeUnavailable {
+            // A shared limit that cannot be read is no free guess.
+            return accountRoutes.unavailable(request, StorageFault("the shared limit on codes could not be read"))
         } catch {
             refusals.count(error)
             metrics.signin("rate_limited")
@@ -354,7 +421,7 @@ struct SecondFactorRoutes: Sendable {
     }
 
     private func forgiveGuess(_ request: SignupRequest, _ account: Account) {
-        limiters.forgivePasswordGuess(clientKey: request.clientKey, accountKey: Username.canonical(account.username))
+        limiters.forgiveCodeGuess(clientKey: request.clientKey, accountKey: Username.canonical(account.username))
     }
 
     private func wrongCodeText(_ request: SignupRequest) -> String {
@@ -400,14 +467,11 @@ struct SecondStepGate: Sendable {
         now = services.now
     }
 
-    /// For an account whose factor is on, or any account when the policy requires one: no
-    /// session yet, the step's cookie, and the code page (`303`; under `required`, an account
-    /// without a factor sets one up there). Nil otherwise: the caller signs in. A passkey-only
-    /// account made with a passkey counts as both factors (`passkeyOnly`).
-    func secondStep(for account: Account, _ request: SignupRequest, returnTo: String?? = nil) throws -> HTTPResponse? {
-        let isOn = try store.secondFactor(ofAccount: account.id)?.isEnabled == true
-        guard isOn || (rule == .required && account.hasPassword) else { return nil }
-        let token = seal.stepToken(.init(account: account.id, issuedAt: now(), returnTo: returnTo ?? request.returnTarget))
+    /// The step for `account` (`SignInFunnel` decided it is needed): no session yet, the
+    /// step's cookie, and the code page (`303`; under `required`, an account without a factor
+    /// sets one up there).
+    func start(for account: Account, _ request: SignupRequest, returnTo: String?) -> HTTPResponse {
+        let token = seal.stepToken(.init(account: account.id, issuedAt: now(), returnTo: returnTo))
         logger.notice("The second factor asked for", metadata: ["event": "second_factor_asked", "account": "\(account.id)",
                                                                "client": "\(request.client)"])
         return Pages.redirect(to: "/signin/second-factor" + PageRenderer.languageQuery(request.language), cookies: [stepCookie(token)])

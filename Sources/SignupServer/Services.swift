@@ -54,6 +54,8 @@ struct Services: Sendable {
     let secondFactorSeal: SecondFactorSeal
     /// Whether second factors are offered, or required (the flag, else the policy).
     let secondFactorRule: SecondFactorRule
+    /// Wrong codes in a row before the app's codes are refused (the policy's).
+    let secondFactorLockout: SecondFactorLockout
     /// The OpenID providers people may sign up and sign in through, by id (issue 45).
     let providers: [String: ConfiguredProvider]
     let providerCookies: ProviderCookies
@@ -120,6 +122,7 @@ struct Services: Sendable {
         }
         secondFactorSeal = SecondFactorSeal(key: secondFactorKey)
         secondFactorRule = configuration.secondFactorRule ?? configuration.policy.settings.secondFactor
+        secondFactorLockout = configuration.policy.settings.secondFactorLockout
         let tokenKey = try configuration.formTokenKey
             ?? store.secret(named: "form-token-key", createdBy: FormTokenAuthority.makeKey)
         guard tokenKey.count == FormTokenAuthority.keyLength else {

@@ -7,11 +7,14 @@ import SignupDomain
 /// otherwise multiply by the number of instances behind the proxy: failed sign-ins per
 /// account. Costs a store round trip per check, so only for rare events.
 ///
-/// A store that cannot answer lets the request through (logged): the sign-in it guards then
-/// fails on the same store anyway.
+/// A store that cannot answer lets the request through (logged) unless the limit `failsClosed`:
+/// limits on guesses (passwords, codes) then refuse with `LimitExceeded.storeUnavailable`,
+/// because a guess judged without its budget is a free guess (a sign-in's account look-up may
+/// come from a cache or a replica that still answers).
 final class SharedRateLimiter: Sendable {
     let name: RateLimitName
     let rate: Rate
+    let failsClosed: Bool
     private let bucket: String
     private let store: any SharedTokenBuckets
     private let logger: Logger
@@ -19,8 +22,9 @@ final class SharedRateLimiter: Sendable {
     private let consulted: (@Sendable (RateLimitName) -> Void)?
 
     init(_ name: RateLimitName, bucket: String, rate: Rate, store: any SharedTokenBuckets, logger: Logger,
-         now: @escaping @Sendable () -> Date, consulted: (@Sendable (RateLimitName) -> Void)? = nil) {
+         now: @escaping @Sendable () -> Date, failsClosed: Bool = false, consulted: (@Sendable (RateLimitName) -> Void)? = nil) {
         self.consulted = consulted
+        self.failsClosed = failsClosed
         self.name = name
         self.bucket = bucket
         self.rate = rate
@@ -50,6 +54,10 @@ final class SharedRateLimiter: Sendable {
         do {
             tokens = try store.spendSharedTokens(bucket: bucket, key: key, cost: cost, rate: bucketRate, at: now())
         } catch {
+            if failsClosed {
+                logger.warning("Shared limit unavailable; refused", metadata: ["limit": "\(name)", "error": "\(error)"])
+                throw LimitExceeded(limit: name, retryAfter: 5, storeUnavailable: true)
+            }
             logger.warning("Shared limit unavailable; not applied", metadata: ["limit": "\(name)", "error": "\(error)"])
             return
         }

@@ -22,8 +22,8 @@ struct SignInRoutes: Sendable {
     /// After failed sign-ins from a client, its sign-ins pay a proof of work (and its
     /// failures raise the price of sign-ups from the same address and network).
     let proofOfWork: ProofOfWorkGate?
-    /// Where a right password goes when the account has a second factor.
-    let secondStep: SecondStepGate
+    /// Where a right password goes: the second step or a session.
+    let funnel: SignInFunnel
     /// Mints the tokens sign-in challenges are bound to.
     let sessions: FormSessionRegistry
     /// Whether a forgotten password can be recovered here (mail can be sent).
@@ -32,7 +32,7 @@ struct SignInRoutes: Sendable {
     let providerLinks: ProviderRoutes
 
     init(_ services: Services) {
-        secondStep = SecondStepGate(services)
+        funnel = SignInFunnel(services)
         refusals = services.refusals
         store = services.store
         hashing = services.hashing
@@ -134,9 +134,12 @@ struct SignInRoutes: Sendable {
                         limiters.forgivePasswordGuess(clientKey: clientKey, accountKey: accountKey)
                         do {
                             // The password was right: only now is a second factor asked for.
-                            if let step = try secondStep.secondStep(for: account!, request) { return respond(step) }
-                            let cookies = try signedIn.signIn(account!, replacing: request.cookieHeader, from: request.signInOrigin)
-                                + providerLinks.finishPendingLink(for: account!, request)
+                            let session: [String]
+                            switch try funnel.finish(account!, proved: .password, request) {
+                            case .secondStep(let step): return respond(step)
+                            case .signedIn(let cookies): session = cookies
+                            }
+                            let cookies = session + providerLinks.finishPendingLink(for: account!, request)
                             metrics.signin("success")
                             logger.notice("Signed in", metadata: ["event": "signin", "method": "password",
                                                                   "account": "\(account!.id)", "client": "\(client)"])
@@ -184,6 +187,11 @@ struct SignInRoutes: Sendable {
     }
 
     private func tooManySignIns(_ request: SignupRequest, username: String, _ exceeded: LimitExceeded) -> HTTPResponse {
+        if exceeded.storeUnavailable {
+            // The shared count of failures could not be read: no guess is judged without it.
+            return signInPage(request, username: username, error: request.text("signin.unavailable"), status: .serviceUnavailable,
+                              headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
+        }
         refusals.count(exceeded)
         return signInPage(request, username: username,
                           error: request.text("signin.too_many")

@@ -65,8 +65,11 @@ final class SignedInUsers: Sendable {
     /// `verified`: the person proved who they are (a password, a code, a passkey with user
     /// verification), so sensitive changes are open at once; a passkey that only showed it
     /// was there opens nothing until the account page's confirmation.
+    /// Only `SignInFunnel` calls it: the one place that decides the second step first.
     func signIn(_ account: Account, replacing cookieHeader: String?, from origin: Origin, verified: Bool = true) throws -> [String] {
-        for previous in sessionIDs(in: cookieHeader) {
+        // The one session the cookie names, never more: two cookies were planted, and a header
+        // of forty random ids must not cost forty writes (issue 52).
+        if let previous = sessionID(in: cookieHeader) {
             let hash = SignInSessionID.hash(previous)
             forget(hash)
             try store.endSignInSession(idHash: hash)
@@ -159,7 +162,10 @@ final class SignedInUsers: Sendable {
     /// Ends the request's session, if it has one; returns the `Set-Cookie` values that clear
     /// the cookie either way (under both names).
     func signOut(cookieHeader: String?) throws -> [String] {
-        for id in sessionIDs(in: cookieHeader) {
+        // Exactly one of ours: that session ends. None, or two (one was planted): the cookies
+        // are cleared and nothing is written, so a header full of random ids costs no store
+        // work (it cost one write each, issue 52).
+        if let id = sessionID(in: cookieHeader) {
             let hash = SignInSessionID.hash(id)
             forget(hash)
             try store.endSignInSession(idHash: hash)

@@ -143,7 +143,8 @@ public final class SignupApplication: Sendable {
     }
 
     public let configuration: Configuration
-    private let services: Services
+    /// Internal for tests that ask a service directly (`SignInFunnelTests`).
+    let services: Services
     private let server: HTTPServer
     private let routes: SignupRoutes
     /// Set when `stop` begins, so `/readyz` turns 503 before anything else changes.

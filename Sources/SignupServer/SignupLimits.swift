@@ -24,6 +24,10 @@ public struct SignupLimits: Sendable {
     public var signinFailuresPerAccount = Rate.per(minute: 1, burst: 5)
     /// Failed sign-ins per address before each further try must wait.
     public var signinFailuresPerAddress = Rate.per(minute: 6, burst: 20)
+    /// Wrong second-factor codes per account before each further try must wait: a budget of
+    /// their own, which no right password refills (issue 52), so knowing the password buys
+    /// no more guesses at the code.
+    public var secondFactorFailuresPerAccount = Rate.per(minute: 1, burst: 5)
     /// Passkey ceremonies (`/passkeys/register`, `/passkeys/signin`, `/account/passkeys`) per
     /// address: each decodes CBOR and checks a signature for a client nobody knows yet.
     public var passkeysPerAddress = Rate.per(second: 1, burst: 30)
@@ -68,6 +72,7 @@ public struct SignupLimits: Sendable {
         limits.signupsPerAddress = .unlimited
         limits.signinFailuresPerAccount = .unlimited
         limits.signinFailuresPerAddress = .unlimited
+        limits.secondFactorFailuresPerAccount = .unlimited
         limits.mailsPerRecipient = .unlimited
         limits.mailsPerAddress = .unlimited
         limits.recoveriesPerAccount = .unlimited

@@ -209,7 +209,7 @@ struct SignupRoutes: HTTPResponder {
         Route(.post, "/recover/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages], sendsNoReferrer: true) {
             routes, request in routes.recovery?.renewSession(request) ?? APIError.notFound.response
         },
-        Route(.get, "/welcome", answers: .page, signedIn: true) { $0.signIn.welcome($1) },
+        Route(.get, "/welcome", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) { $0.signIn.welcome($1) },
         // The signed-in person's page (issue 43). Changes that matter need a recent sign-in in
         // this browser (`recentSignIn:`): the router asks for it before the handler runs.
         Route(.get, "/account", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) { $0.account.page($1) },
@@ -241,7 +241,8 @@ struct SignupRoutes: HTTPResponder {
         Route(.get, "/account/email/undo", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) {
             routes, request in routes.accountEmail?.undoPage(request) ?? APIError.notFound.response
         },
-        Route(.post, "/account/email/undo", answers: .page, reads: .form, sendsNoReferrer: true) {
+        Route(.post, "/account/email/undo", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
+              sendsNoReferrer: true) {
             routes, request in routes.accountEmail?.undo(request) ?? APIError.notFound.response
         },
         // A second factor: set up, renewed and removed behind a recent sign-in; asked for at sign-in.
@@ -284,7 +285,8 @@ struct SignupRoutes: HTTPResponder {
         Route(.post, "/signin", answers: .page, reads: .form, limits: [.signins, .noJavaScript, .hashing], outcome: .signin) {
             $0.signIn.signIn($1)
         },
-        Route(.post, "/signout", answers: .page) { $0.signIn.signOut($1) },
+        // Per address, spent before the cookie is read: each sign-out may write once.
+        Route(.post, "/signout", answers: .page, limits: [.pages], spentFirst: [.pages]) { $0.signIn.signOut($1) },
         Route(.post, "/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages]) {
             $0.passkeys.registrationOptions($1)
         },

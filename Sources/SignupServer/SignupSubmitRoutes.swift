@@ -31,13 +31,13 @@ struct SignupSubmitRoutes: Sendable {
     let lookups: Lookups
 
     /// Where a new account goes first when the policy requires a second factor.
-    let secondStep: SecondStepGate
+    let funnel: SignInFunnel
     /// Sign-ups through an OpenID provider (issue 45): its identity rides in a sealed cookie.
     let providers: [String: ConfiguredProvider]
     let providerCookies: ProviderCookies
 
     init(_ services: Services) {
-        secondStep = SecondStepGate(services)
+        funnel = SignInFunnel(services)
         providers = services.providers
         providerCookies = services.providerCookies
         refusals = services.refusals
@@ -304,13 +304,14 @@ struct SignupSubmitRoutes: Sendable {
             // the sign-in page is where its owner goes next.
             do {
                 // A policy that requires a second factor: set up before the first session.
-                if var step = try secondStep.secondStep(for: account, request, returnTo: .some(submission.returnTarget)) {
+                switch try funnel.finish(account, proved: .newAccount, request, returnTo: .some(submission.returnTarget)) {
+                case .secondStep(var step):
                     for cookie in clearIdentity { step.headers.add("Set-Cookie", cookie) }
                     return step
+                case .signedIn(let session):
+                    return Pages.redirect(to: submission.returnTarget ?? "/welcome" + PageRenderer.languageQuery(language),
+                                          cookies: session + clearIdentity)
                 }
-                return Pages.redirect(to: submission.returnTarget ?? "/welcome" + PageRenderer.languageQuery(language),
-                                      cookies: try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
-                                        + clearIdentity)
             } catch {
                 logger.error("Account created, but its signed-in session could not be stored", metadata: ["error": "\(error)"])
                 return Pages.redirect(to: "/signin" + PageRenderer.languageQuery(language))

@@ -38,10 +38,10 @@ struct VerificationRoutes: Sendable {
 
     /// Nil when addresses are not proved.
     /// Where a new account goes first when the policy requires a second factor.
-    let secondStep: SecondStepGate
+    let funnel: SignInFunnel
 
     init?(_ services: Services) {
-        secondStep = SecondStepGate(services)
+        funnel = SignInFunnel(services)
         guard let proofs = services.proofs else { return nil }
         refusals = services.refusals
         self.proofs = proofs
@@ -229,11 +229,14 @@ struct VerificationRoutes: Sendable {
         let target = returnTo.validated(pending.returnTo, for: request.http) ?? "/welcome" + PageRenderer.languageQuery(language)
         do {
             // A policy that requires a second factor: set up before the first session.
-            if var step = try secondStep.secondStep(for: account, request, returnTo: Optional(Optional(target))) {
+            var cookies: [String]
+            switch try funnel.finish(account, proved: .newAccount, request, returnTo: Optional(Optional(target))) {
+            case .secondStep(var step):
                 if !request.http.cookieValues(named: Self.linkCookie).isEmpty { step.headers.add("Set-Cookie", linkCookie("")) }
                 return step
+            case .signedIn(let session):
+                cookies = session
             }
-            var cookies = try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin)
             if !request.http.cookieValues(named: Self.linkCookie).isEmpty { cookies.append(linkCookie("")) }
             return Pages.redirect(to: target, cookies: cookies)
         } catch {

@@ -53,6 +53,8 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help(.signupsPerAddress)) var signupsPerAddress = LimitSetting.signupsPerAddress.defaultText
     @Option(help: help(.signinFailuresPerAccount)) var signinFailuresPerAccount = LimitSetting.signinFailuresPerAccount.defaultText
     @Option(help: help(.signinFailuresPerAddress)) var signinFailuresPerAddress = LimitSetting.signinFailuresPerAddress.defaultText
+    @Option(help: help(.secondFactorFailuresPerAccount))
+    var secondFactorFailuresPerAccount = LimitSetting.secondFactorFailuresPerAccount.defaultText
     @Option(help: help(.mailsPerRecipient)) var mailsPerRecipient = LimitSetting.mailsPerRecipient.defaultText
     @Option(help: help(.mailsPerAddress)) var mailsPerAddress = LimitSetting.mailsPerAddress.defaultText
     @Option(help: help(.recoveriesPerAccount)) var recoveriesPerAccount = LimitSetting.recoveriesPerAccount.defaultText
@@ -73,6 +75,7 @@ struct LimitOptions: ParsableArguments {
             .lookupsPerSession: lookupsPerSession, .lookupsPerAddress: lookupsPerAddress,
             .signupsPerAddress: signupsPerAddress,
             .signinFailuresPerAccount: signinFailuresPerAccount, .signinFailuresPerAddress: signinFailuresPerAddress,
+            .secondFactorFailuresPerAccount: secondFactorFailuresPerAccount,
             .mailsPerRecipient: mailsPerRecipient, .mailsPerAddress: mailsPerAddress,
             .recoveriesPerAccount: recoveriesPerAccount,
             .noJavaScriptSignups: noJavascriptSignups, .noJavaScriptRecoveries: noJavascriptRecoveries,

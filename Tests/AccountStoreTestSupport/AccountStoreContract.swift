@@ -914,3 +914,87 @@ extension AccountStore {
         try isUsernameTaken(username, at: Date())
     }
 }
+
+extension AccountStoreContract {
+    /// Issue 52: wrong second-factor codes are counted in a row per account, one atomic update
+    /// each, up to the policy's number and never past it (parallel guesses included); the counts
+    /// the caller names write their events once; a right code clears the count; an account
+    /// without a factor on counts nothing; a new setup starts from nothing.
+    public func wrongSecondFactorCodesAreCountedInARowAndLock(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let owner = try store.createAccount(NewAccount(username: "Counted", email: "c@example.org", passwordHash: "h",
+                                                       formToken: "w-form-1"))
+        let other = try store.createAccount(NewAccount(username: "Uncounted", email: "u@example.org", passwordHash: "h",
+                                                       formToken: "w-form-2"))
+        let lockout = SecondFactorLockout(wrongCodes: 6)
+        func notice(_ type: String) -> [OutboxEvent] {
+            [OutboxEvent(id: OutboxEvent.makeID(), type: type, body: "{}", createdAt: now, channel: .accountMail)]
+        }
+        let notices = [3: notice("mail.second_factor_wrong_codes"), 6: notice("mail.second_factor_locked")]
+        XCTAssertNil(try store.chargeSecondFactorCode(ofAccount: owner.id, lockout: lockout, notices: notices), "no factor",
+                     file: file, line: line)
+        XCTAssertTrue(try store.startSecondFactorSetup(ofAccount: owner.id, sealedSecret: [1], at: now), file: file, line: line)
+        XCTAssertNil(try store.chargeSecondFactorCode(ofAccount: owner.id, lockout: lockout, notices: notices), "not on yet",
+                     file: file, line: line)
+        XCTAssertTrue(try store.enableSecondFactor(ofAccount: owner.id, step: 100, recoveryCodeHashes: ["a"], at: now, events: []),
+                      file: file, line: line)
+        XCTAssertTrue(try store.startSecondFactorSetup(ofAccount: other.id, sealedSecret: [2], at: now), file: file, line: line)
+        XCTAssertTrue(try store.enableSecondFactor(ofAccount: other.id, step: 100, recoveryCodeHashes: [], at: now, events: []),
+                      file: file, line: line)
+
+        XCTAssertEqual(try store.chargeSecondFactorCode(ofAccount: owner.id, lockout: lockout, notices: notices), 1,
+                       file: file, line: line)
+        XCTAssertEqual(try store.chargeSecondFactorCode(ofAccount: owner.id, lockout: lockout, notices: notices), 2,
+                       file: file, line: line)
+        try store.clearSecondFactorFailures(ofAccount: owner.id)
+        XCTAssertEqual(try reopen().secondFactor(ofAccount: owner.id)?.failedCodes, 0, "a right code clears it", file: file, line: line)
+
+        // Guesses sent together: exactly up to the number, each count once.
+        let results = Outcomes(), store = self.store
+        DispatchQueue.concurrentPerform(iterations: 10) { _ in
+            let count = (try? store.chargeSecondFactorCode(ofAccount: owner.id, lockout: lockout, notices: notices)) ?? nil
+            results.add(count.map(String.init) ?? "locked")
+        }
+        XCTAssertEqual(results.counts, ["1": 1, "2": 1, "3": 1, "4": 1, "5": 1, "6": 1, "locked": 4], file: file, line: line)
+        XCTAssertEqual(try reopen().secondFactor(ofAccount: owner.id)?.failedCodes, 6, file: file, line: line)
+        XCTAssertEqual(try store.claimDueEvents(channel: .accountMail, at: now.addingTimeInterval(1), limit: 10, lease: 60)
+            .map(\.event.type).sorted(), ["mail.second_factor_locked", "mail.second_factor_wrong_codes"], "each once",
+                       file: file, line: line)
+        XCTAssertEqual(try store.secondFactor(ofAccount: other.id)?.failedCodes, 0, "another account's count", file: file, line: line)
+        XCTAssertEqual(try store.chargeSecondFactorCode(ofAccount: other.id, lockout: lockout, notices: [:]), 1, file: file, line: line)
+
+        try store.clearSecondFactorFailures(ofAccount: owner.id)
+        XCTAssertEqual(try store.chargeSecondFactorCode(ofAccount: owner.id, lockout: lockout, notices: [:]), 1,
+                       "unlocked by a right code", file: file, line: line)
+        XCTAssertTrue(try store.removeSecondFactor(ofAccount: owner.id, events: []), file: file, line: line)
+        XCTAssertTrue(try store.startSecondFactorSetup(ofAccount: owner.id, sealedSecret: [3], at: now), file: file, line: line)
+        XCTAssertEqual(try store.secondFactor(ofAccount: owner.id)?.failedCodes, 0, "a new setup starts from nothing",
+                       file: file, line: line)
+    }
+
+    /// Issue 52: proving a new address ends the recoveries still open for the old one (its
+    /// mailbox no longer opens the account); another account's recovery stays.
+    public func provingANewAddressEndsTheOldOnesRecoveries(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let owner = try store.createAccount(NewAccount(username: "Mover", email: "old-box@example.org", passwordHash: "h",
+                                                       formToken: "r-form-1"))
+        let other = try store.createAccount(NewAccount(username: "Stayer", email: "stay@example.org", passwordHash: "h",
+                                                       formToken: "r-form-2"))
+        func recovery(_ token: String, _ account: Account) -> AccountRecovery {
+            AccountRecovery(token: token, accountID: account.id, codeHash: "code-\(token)", linkHash: "link-\(token)",
+                            language: "en", expiresAt: now.addingTimeInterval(900), createdAt: now)
+        }
+        try store.startRecovery(recovery("mover-recovery", owner), mail: nil)
+        try store.startRecovery(recovery("stayer-recovery", other), mail: nil)
+        XCTAssertNotNil(try store.recovery(token: "mover-recovery", at: now), file: file, line: line)
+        try store.startEmailChange(EmailChange(accountID: owner.id, newEmail: "new-box@example.org", codeHash: "c",
+                                               expiresAt: now.addingTimeInterval(900), createdAt: now), mail: nil)
+        guard case .changed = try store.completeEmailChange(ofAccount: owner.id, at: now, undoLinkHash: "undo-r",
+                                                            undoUntil: now.addingTimeInterval(86_400), events: { _, _ in [] }) else {
+            return XCTFail("changed", file: file, line: line)
+        }
+        XCTAssertNil(try store.recovery(token: "mover-recovery", at: now), "the old address's recovery ended", file: file, line: line)
+        XCTAssertNil(try store.recovery(linkHash: "link-mover-recovery", at: now), file: file, line: line)
+        XCTAssertNotNil(try store.recovery(token: "stayer-recovery", at: now), "another account's stays", file: file, line: line)
+    }
+}

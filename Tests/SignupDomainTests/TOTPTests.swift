@@ -47,8 +47,8 @@ final class TOTPTests: XCTestCase {
         XCTAssertEqual(totp.match(totp.code(atStep: step - 1), at: now), .accepted(step: step - 1))
         XCTAssertEqual(totp.match(" " + totp.code(atStep: step + 1).prefix(3) + " " + totp.code(atStep: step + 1).suffix(3), at: now),
                        .accepted(step: step + 1), "spaces ignored")
-        XCTAssertEqual(totp.match(totp.code(atStep: step + 4), at: now), .clockOff(seconds: 120), "two minutes ahead")
-        XCTAssertEqual(totp.match(totp.code(atStep: step - 2), at: now), .clockOff(seconds: -60))
+        XCTAssertEqual(totp.match(totp.code(atStep: step + 4), at: now), .clockOff(step: step + 4, seconds: 120), "two minutes ahead")
+        XCTAssertEqual(totp.match(totp.code(atStep: step - 2), at: now), .clockOff(step: step - 2, seconds: -60))
         XCTAssertEqual(totp.match(totp.code(atStep: step + 40), at: now), .wrong, "twenty minutes off is just wrong")
         XCTAssertEqual(totp.match("12345", at: now), .wrong)
         XCTAssertEqual(totp.match("１２３４５６", at: now), .wrong, "ASCII digits only")

@@ -32,6 +32,10 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testOwnersSeeAndEndTheirSessions() throws { try contract().ownersSeeAndEndTheirSessions() }
     func testOwnersAndOperatorsChangeAccounts() throws { try contract().ownersAndOperatorsChangeAccounts() }
     func testSecondFactorsAcceptEachCodeOnce() throws { try contract().secondFactorsAcceptEachCodeOnce() }
+    func testWrongSecondFactorCodesAreCountedInARowAndLock() throws {
+        try contract().wrongSecondFactorCodesAreCountedInARowAndLock()
+    }
+    func testProvingANewAddressEndsTheOldOnesRecoveries() throws { try contract().provingANewAddressEndsTheOldOnesRecoveries() }
     func testProviderIdentitiesLinkOneAccountEach() throws { try contract().providerIdentitiesLinkOneAccountEach() }
     func testAddressChangesWaitForTheirProofAndCanBeUndone() throws {
         try contract().addressChangesWaitForTheirProofAndCanBeUndone()

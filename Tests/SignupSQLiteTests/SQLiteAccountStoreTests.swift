@@ -109,6 +109,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
                                 events: [OutboxEvent]) throws -> Bool { throw Failure() }
         func spendSecondFactorStep(ofAccount id: Int64, step: Int64) throws -> Bool { throw Failure() }
         func spendRecoveryCode(ofAccount id: Int64, hash: String) throws -> Bool { throw Failure() }
+        func chargeSecondFactorCode(ofAccount id: Int64, lockout: SecondFactorLockout,
+                                    notices: [Int: [OutboxEvent]]) throws -> Int? { throw Failure() }
+        func clearSecondFactorFailures(ofAccount id: Int64) throws { throw Failure() }
         func replaceRecoveryCodes(ofAccount id: Int64, hashes: [String], events: [OutboxEvent]) throws -> Bool { throw Failure() }
         func removeSecondFactor(ofAccount id: Int64, events: [OutboxEvent]) throws -> Bool { throw Failure() }
         func account(linkedTo issuer: String, subject: String) throws -> Account? { throw Failure() }
@@ -205,6 +208,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
                                 events: [OutboxEvent]) throws -> Bool { false }
         func spendSecondFactorStep(ofAccount id: Int64, step: Int64) throws -> Bool { false }
         func spendRecoveryCode(ofAccount id: Int64, hash: String) throws -> Bool { false }
+        func chargeSecondFactorCode(ofAccount id: Int64, lockout: SecondFactorLockout,
+                                    notices: [Int: [OutboxEvent]]) throws -> Int? { nil }
+        func clearSecondFactorFailures(ofAccount id: Int64) throws {}
         func replaceRecoveryCodes(ofAccount id: Int64, hashes: [String], events: [OutboxEvent]) throws -> Bool { false }
         func removeSecondFactor(ofAccount id: Int64, events: [OutboxEvent]) throws -> Bool { false }
         func account(linkedTo issuer: String, subject: String) throws -> Account? { nil }
@@ -256,6 +262,10 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testOwnersSeeAndEndTheirSessions() throws { try contract().ownersSeeAndEndTheirSessions() }
     func testOwnersAndOperatorsChangeAccounts() throws { try contract().ownersAndOperatorsChangeAccounts() }
     func testSecondFactorsAcceptEachCodeOnce() throws { try contract().secondFactorsAcceptEachCodeOnce() }
+    func testWrongSecondFactorCodesAreCountedInARowAndLock() throws {
+        try contract().wrongSecondFactorCodesAreCountedInARowAndLock()
+    }
+    func testProvingANewAddressEndsTheOldOnesRecoveries() throws { try contract().provingANewAddressEndsTheOldOnesRecoveries() }
     func testProviderIdentitiesLinkOneAccountEach() throws { try contract().providerIdentitiesLinkOneAccountEach() }
     func testAddressChangesWaitForTheirProofAndCanBeUndone() throws {
         try contract().addressChangesWaitForTheirProofAndCanBeUndone()

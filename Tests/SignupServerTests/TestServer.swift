@@ -78,7 +78,7 @@ final class TestServer {
     func request(
         _ method: String, _ path: String, body: String? = nil,
         contentType: String? = "application/x-www-form-urlencoded",
-        headers: [String: String] = [:], over transport: Transport = .inProcess
+        headers: [String: String] = [:], over transport: Transport = .inProcess, from address: String = "127.0.0.1"
     ) async throws -> (status: Int, headers: [String: String], body: String) {
         guard transport == .inProcess else {
             return try await Self.request(to: baseURL, method, path, body: body, contentType: contentType, headers: headers)
@@ -97,7 +97,7 @@ final class TestServer {
         let rawPath = String(parts[0])
         let response = await app.respond(to: HTTPRequest(
             method: method, path: rawPath.removingPercentEncoding ?? rawPath, rawPath: rawPath, query: query,
-            headers: sent, body: bytes))
+            headers: sent, body: bytes, remoteAddress: address))
         var answered: [String: String] = [:]
         for (name, value) in response.headers {
             answered[name.lowercased(), default: ""] += (answered[name.lowercased()] == nil ? "" : ", ") + value

@@ -1,0 +1,82 @@
+import Foundation
+import Logging
+import MicroHTTPD
+import SignupDomain
+
+/// The one place a signed-in session is issued, and so the one place that decides whether a
+/// second step comes first (issue 52). Every way in hands over here once its own proof is
+/// done: a password, a passkey, a provider, a mailed recovery, a new account (signed up, or
+/// its address proved), and the second step itself. `SignedInUsers.signIn` is called nowhere
+/// else (`SignInFunnelTests` reads the sources to keep it so): the rule below cannot drift
+/// from one route to another again, as `second_factor: required` once skipped two of them.
+struct SignInFunnel: Sendable {
+    /// What the person proved before reaching the funnel.
+    enum Proof: Equatable, Sendable {
+        case password
+        /// A passkey assertion; `userVerified`: the authenticator checked the person (a PIN, a
+        /// fingerprint), which makes it two factors by itself.
+        case passkey(userVerified: Bool)
+        /// An OpenID Connect provider's ID token: one factor, whatever the provider asked.
+        case provider
+        /// A mailed code or link (a recovery): the mailbox, one factor.
+        case mailbox
+        /// A new account: signed up (with a password, a passkey or a provider), or its address
+        /// proved after the sign-up.
+        case newAccount
+        /// The second step's code (the app's, a recovery code, or the first code of a setup).
+        case secondFactor
+
+        /// Two factors in one: only a passkey assertion that verified the person, or the
+        /// second step that followed a first factor.
+        var isBothFactors: Bool {
+            switch self {
+            case .passkey(let verified): verified
+            case .secondFactor: true
+            case .password, .provider, .mailbox, .newAccount: false
+            }
+        }
+
+        /// Whether the session opens sensitive changes at once (`authenticated_at`): every
+        /// proof but a passkey that only showed it was there.
+        var provesThePerson: Bool { self != .passkey(userVerified: false) }
+    }
+
+    /// What the funnel did.
+    enum Outcome {
+        /// No session: the second step's cookie and the redirect to its page.
+        case secondStep(HTTPResponse)
+        /// A session: the `Set-Cookie` values that carry it.
+        case signedIn([String])
+    }
+
+    let gate: SecondStepGate
+    let signedIn: SignedInUsers
+    let store: any AccountStore
+    let logger: Logger
+
+    init(_ services: Services) {
+        gate = SecondStepGate(services)
+        signedIn = services.signedIn
+        store = services.store
+        logger = services.logger
+    }
+
+    /// Whether `account`, having shown `proof`, must take the second step: never after both
+    /// factors; always when its factor is on; and under `required`, for every account
+    /// (password, passkey-only or provider-made), which then sets a factor up at the step.
+    func needsSecondStep(_ account: Account, proof: Proof) throws -> Bool {
+        guard !proof.isBothFactors else { return false }
+        if gate.rule == .required { return true }
+        return try store.secondFactor(ofAccount: account.id)?.isEnabled == true
+    }
+
+    /// The second step or a session for `account` (its session cookie, if any, ended first).
+    /// - Parameter returnTo: where the step's success leads (nil: the request's own target).
+    func finish(_ account: Account, proved proof: Proof, _ request: SignupRequest, returnTo: String?? = nil) throws -> Outcome {
+        if try needsSecondStep(account, proof: proof) {
+            return .secondStep(gate.start(for: account, request, returnTo: returnTo ?? request.returnTarget))
+        }
+        return .signedIn(try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin,
+                                             verified: proof.provesThePerson))
+    }
+}
