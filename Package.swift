@@ -338,6 +338,8 @@ let package = Package(
                 "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport", "WebAuthnTestSupport",
                 "WebAuthn",
                 "AccountStoreTestSupport", "SignupSQLite", "SignupPostgres", "SignupLookups", "OutsideMail", "Clocks",
+                // To break one table of a test's database on purpose (a store that half answers).
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "OpenCombineShim", package: "OpenCombine"),
             ]
