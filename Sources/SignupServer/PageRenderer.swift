@@ -98,10 +98,16 @@ struct PageRenderer: Sendable {
             var currentPasswordMessage = ""
             /// The account's address now, for a lead that names it ({email}).
             var currentEmail = ""
+            /// A recovery of an account whose second factor is on asks for its code too (issue
+            /// 52): the mailbox alone is one factor.
+            var asksSecondFactorCode = false
+            /// Why the code was refused, shown at its field.
+            var secondFactorMessage = ""
 
-            static func recovery(username: String) -> AccountForm {
+            static func recovery(username: String, asksSecondFactorCode: Bool = false, message: String = "") -> AccountForm {
                 AccountForm(username: username, action: "/recover/password", sessionURL: "/recover/session",
-                            title: "recover.password_title", lead: "recover.password_lead", submit: "recover.password_submit")
+                            title: "recover.password_title", lead: "recover.password_lead", submit: "recover.password_submit",
+                            asksSecondFactorCode: asksSecondFactorCode, secondFactorMessage: message)
             }
 
             static func change(username: String, hasPassword: Bool, message: String = "") -> AccountForm {
@@ -258,7 +264,11 @@ struct PageRenderer: Sendable {
                     .replacingOccurrences(of: "{email}", with: form.currentEmail),
                  "asksCurrentPassword": form.asksCurrentPassword,
                  "currentPasswordMessage": form.currentPasswordMessage,
-                 "currentPasswordInvalid": !form.currentPasswordMessage.isEmpty]
+                 "currentPasswordInvalid": !form.currentPasswordMessage.isEmpty,
+                 "asksSecondFactorCode": form.asksSecondFactorCode,
+                 "secondFactorField": RecoveryRoutes.secondFactorField,
+                 "secondFactorMessage": form.secondFactorMessage,
+                 "secondFactorInvalid": !form.secondFactorMessage.isEmpty]
             } ?? false,
             "sessionURL": accountForm?.sessionURL ?? "/sessions",
             "hasChallenge": !page.challenge.isEmpty,

@@ -42,6 +42,8 @@ struct RecoveryRoutes: Sendable {
     let proofOfWork: ProofOfWorkGate?
     /// Where a completed recovery goes: the second step or a session.
     let funnel: SignInFunnel
+    /// With a second factor on, its code is judged before the new password is stored.
+    let check: SecondFactorCheck
     /// How soon `POST /recover` may answer once it looked for an account (`Configuration.recoveryAnswerFloor`).
     let answerFloor: TimeInterval
 
@@ -65,6 +67,7 @@ struct RecoveryRoutes: Sendable {
         proofOfWork = services.proofOfWork
         answerFloor = services.configuration.recoveryAnswerFloor
         funnel = SignInFunnel(services)
+        check = SecondFactorCheck(services)
     }
 
     private var settings: EmailVerificationSettings { proofs.settings }
@@ -76,6 +79,10 @@ struct RecoveryRoutes: Sendable {
 
     /// The request form's field: a username or an email address.
     static let identifierField = PageRenderer.recoverIdentifierField
+
+    /// The new-password form's field for the second factor's code (the app's, or a recovery
+    /// code), there when the account's factor is on.
+    static let secondFactorField = "second_factor_code"
 
     // MARK: GET /recover
 
@@ -345,6 +352,14 @@ struct RecoveryRoutes: Sendable {
                     return respond(newPasswordPage(request, account: account, problems: otherwise.problems,
                                                    status: .unprocessableContent))
                 }
+                // With a second factor on, its code before anything is hashed or stored, and
+                // before any session ends (issue 52): the mailbox alone is one factor.
+                let proof: SignInFunnel.Proof
+                switch secondFactorCode(request, account) {
+                case .notAsked: proof = .mailbox
+                case .right: proof = .secondFactor
+                case .answer(let response): return respond(response)
+                }
                 checkNotCurrent(password, of: account, request: request) { isCurrent in
                     guard !isCurrent else {
                         metrics.recovery("current_password")
@@ -352,9 +367,46 @@ struct RecoveryRoutes: Sendable {
                                                        problems: evaluation(isCurrent: true).problems,
                                                        status: .unprocessableContent))
                     }
-                    store(password, for: account, recovery: recovery, request: request, respond: respond)
+                    store(password, for: account, recovery: recovery, proof: proof, request: request, respond: respond)
                 }
             }
+        }
+    }
+
+    /// What the new-password form's second-factor code did.
+    private enum CodeOutcome {
+        /// The account's factor is off: nothing to ask.
+        case notAsked
+        /// Right (and spent): the recovery is both factors.
+        case right
+        /// Missing, refused, over its allowance, or the store failed: the answer.
+        case answer(HTTPResponse)
+    }
+
+    /// The code of an account whose factor is on, judged as at sign-in (`SecondFactorCheck`).
+    private func secondFactorCode(_ request: SignupRequest, _ account: Account) -> CodeOutcome {
+        let factor: SecondFactor?
+        do { factor = try store.secondFactor(ofAccount: account.id) } catch { return .answer(unavailable(request, error)) }
+        guard let factor, factor.isEnabled else { return .notAsked }
+        let typed = (request.form[Self.secondFactorField] ?? "").trimmingCharacters(in: .whitespaces)
+        func asked(_ message: String, _ status: HTTPStatus) -> CodeOutcome {
+            metrics.recovery("second_factor_refused")
+            return .answer(newPasswordPage(request, account: account, codeMessage: message, status: status))
+        }
+        guard !typed.isEmpty else { return asked(request.text("second_factor.any_code_empty"), .unprocessableContent) }
+        switch check.judge(typed, for: account, factor: factor, request) {
+        case .right:
+            return .right
+        case .refused(let message, let status):
+            return asked(message, status)
+        case .limited(let exceeded):
+            refusals.count(exceeded)
+            var response = newPasswordPage(request, account: account, codeMessage: request.text("signin.too_many")
+                .replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds)), status: .tooManyRequests)
+            response.headers.add("Retry-After", String(exceeded.retryAfterSeconds))
+            return .answer(response)
+        case .unavailable(let error):
+            return .answer(unavailable(request, error))
         }
     }
 
@@ -372,15 +424,15 @@ struct RecoveryRoutes: Sendable {
         }
     }
 
-    private func store(_ password: String, for account: Account, recovery: AccountRecovery, request: SignupRequest,
-                       respond: @escaping @Sendable (HTTPResponse) -> Void) {
+    private func store(_ password: String, for account: Account, recovery: AccountRecovery, proof: SignInFunnel.Proof,
+                       request: SignupRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
         do throws(HashingRefusal) {
             try hashing.hash(password, client: request.clientKey) { [self] outcome in
                 guard case .success(let hash) = outcome else {
                     metrics.recovery("unavailable")
                     return respond(busy(request))
                 }
-                respond(complete(request, recovery: recovery, account: account, hash: hash))
+                respond(complete(request, recovery: recovery, account: account, hash: hash, proof: proof))
             }
         } catch {
             metrics.recovery("unavailable")
@@ -390,7 +442,9 @@ struct RecoveryRoutes: Sendable {
 
     /// Stores the hash (the recovery spent, every session of the account ended, the notice
     /// and the webhook written, in one transaction), then signs this browser in.
-    private func complete(_ request: SignupRequest, recovery: AccountRecovery, account: Account, hash: String) -> HTTPResponse {
+    /// `proof`: the mailbox, and the second factor's code when the account has one on.
+    private func complete(_ request: SignupRequest, recovery: AccountRecovery, account: Account, hash: String,
+                          proof: SignInFunnel.Proof) -> HTTPResponse {
         let time = now(), language = request.language
         let announce = webhooks != nil
         // The owner is told at a proved address only (an operator's link may serve an account
@@ -425,10 +479,10 @@ struct RecoveryRoutes: Sendable {
                       metadata: ["event": "password_reset", "account": "\(account.id)", "sessions_ended": "\(completed.endedSessions)",
                                  "client": "\(request.client)"])
         do {
-            // A mailbox alone does not pass a second factor: the new password is stored, and
-            // the code is asked for before any session, as after a password.
+            // The code was asked before the password was stored when the factor is on; under
+            // `required`, an account without one sets it up at the step, before any session.
             var cookies: [String]
-            switch try funnel.finish(completed.account, proved: .mailbox, request) {
+            switch try funnel.finish(completed.account, proved: proof, request) {
             case .secondStep(var step):
                 step.headers.add("Set-Cookie", secretCookie(""))
                 return step
@@ -483,11 +537,16 @@ struct RecoveryRoutes: Sendable {
         return value.isEmpty ? cookie.cleared.header : cookie.header
     }
 
+    /// The live new-password form; with the account's second factor on, its code field too
+    /// (`codeMessage`: why the code was refused).
     private func newPasswordPage(_ request: SignupRequest, account: Account,
-                                 problems: [(field: SignupField, message: String)] = [], status: HTTPStatus) -> HTTPResponse {
+                                 problems: [(field: SignupField, message: String)] = [], codeMessage: String = "",
+                                 status: HTTPStatus) -> HTTPResponse {
+        let asksCode = (try? store.secondFactor(ofAccount: account.id))??.isEnabled == true
         var response = forms.page(request, for: account,
                                   rules: AccountFormPages.newPasswordRules(hashing: hashing, client: request.clientKey),
-                                  purpose: .recovery(username: account.username), problems: problems, status: status)
+                                  purpose: .recovery(username: account.username, asksSecondFactorCode: asksCode, message: codeMessage),
+                                  problems: problems, status: status)
         response.headers.add("Vary", "Accept-Language")
         return response
     }

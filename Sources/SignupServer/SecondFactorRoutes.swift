@@ -19,14 +19,12 @@ struct SecondFactorRoutes: Sendable {
     let metrics: SignupMetrics
     let logger: Logger
     let now: @Sendable () -> Date
-    /// Wrong codes raise this client's proof-of-work price as wrong passwords do.
-    let proofOfWork: ProofOfWorkGate?
-    /// Wrong codes in a row before the app's codes are refused.
-    let lockout: SecondFactorLockout
 
     let gate: SecondStepGate
     /// Issues the session once the code is right.
     let funnel: SignInFunnel
+    /// Judges a code wherever one is asked.
+    let check: SecondFactorCheck
     /// How long a setup not yet switched on shows the same secret when its page is loaded
     /// again; after it, a new one.
     static let setupReuse: TimeInterval = 30 * 60
@@ -45,10 +43,9 @@ struct SecondFactorRoutes: Sendable {
         metrics = services.metrics
         logger = services.logger
         now = services.now
-        proofOfWork = services.proofOfWork
-        lockout = services.secondFactorLockout
         gate = SecondStepGate(services)
         funnel = SignInFunnel(services)
+        check = SecondFactorCheck(services)
     }
 
     // MARK: GET /account/second-factor (a recent sign-in)
@@ -164,8 +161,11 @@ struct SecondFactorRoutes: Sendable {
     // MARK: POST /account/second-factor/codes (a recent sign-in)
 
     /// Ten new recovery codes, shown once; every old one stops working.
+    /// Behind a current code as well as a recent sign-in (issue 52, ASVS V6: changing an
+    /// authenticator needs the factor it protects; a stolen session and password are not it).
     func newCodes(_ request: SignupRequest) -> HTTPResponse {
         accountRoutes.forAccount(request) { account in
+            if let refused = proveTheFactor(request, account) { return refused }
             let codes = SecondFactorSeal.makeRecoveryCodes(), time = now()
             do {
                 let events = try announcer.events(.recoveryCodesReplaced, webhook: nil, for: account, language: request.language, at: time)
@@ -185,8 +185,10 @@ struct SecondFactorRoutes: Sendable {
 
     // MARK: POST /account/second-factor/remove (a recent sign-in)
 
+    /// Behind a current code as well as a recent sign-in, as new recovery codes are.
     func remove(_ request: SignupRequest) -> HTTPResponse {
         accountRoutes.forAccount(request) { account in
+            if let refused = proveTheFactor(request, account) { return refused }
             let time = now()
             do {
                 // A setup never switched on is not a factor: nothing to remove or announce.
@@ -234,75 +236,38 @@ struct SecondFactorRoutes: Sendable {
 
     // MARK: POST /signin/second-factor
 
-    /// The app's code (each step once, across instances) or a recovery code (each once). A
-    /// wrong one is paid for from the account's and this client's failed sign-in allowances.
+    /// The app's code (each step once, across instances) or a recovery code (each once), judged
+    /// by `SecondFactorCheck`: paid for from this client's failures and the account's code
+    /// allowance, counted in a row, locked at the policy's number.
     func signIn(_ request: SignupRequest) -> HTTPResponse {
         guard let step = gate.openStep(request) else { return stepExpired(request) }
         let typed = (request.form[Self.codeField] ?? "").trimmingCharacters(in: .whitespaces)
         guard !typed.isEmpty else {
             return render(request, .init(mode: .signIn, error: request.text("second_factor.empty")), status: .unprocessableContent)
         }
-        let account: Account, secret: [UInt8], factorFailures: Int
+        let account: Account, factor: SecondFactor
         do {
             guard let found = try store.account(id: step.account), found.disabledAt == nil,
-                  let factor = try store.secondFactor(ofAccount: found.id) else { return stepExpired(request) }
+                  let stored = try store.secondFactor(ofAccount: found.id) else { return stepExpired(request) }
             account = found
-            factorFailures = factor.failedCodes
-            secret = try seal.open(factor.sealedSecret, account: found.id)
+            factor = stored
             // Required, and being set up here: its first code switches it on and signs in.
             if !factor.isEnabled {
                 guard gate.rule == .required else { return stepExpired(request) }
-                return enableAtSignIn(request, account, secret: secret, step: step, typed: typed)
+                return enableAtSignIn(request, account, secret: try seal.open(factor.sealedSecret, account: found.id), step: step,
+                                      typed: typed)
             }
         } catch {
             return accountRoutes.unavailable(request, error)
         }
-        if let refused = chargeGuess(request, account, page: .signIn) { return refused }
-        let time = now()
-        let isAppCode = typed.filter { !$0.isWhitespace }.allSatisfy(\.isNumber)
-        // Counted as wrong before it is judged, in a row and per account, shared by every
-        // instance: a right code clears the count, a right password never does.
-        let failures: Int?
-        do {
-            failures = try store.chargeSecondFactorCode(ofAccount: account.id, lockout: lockout,
-                                                        notices: try lockoutNotices(account, factorFailures: factorFailures,
-                                                                                    request, at: time))
-        } catch {
-            return accountRoutes.unavailable(request, error)
-        }
-        if let failures, failures == lockout.wrongCodes || failures == lockout.warnAt { announcer.nudge() }
-        if failures == lockout.wrongCodes {
-            logger.notice("Second factor locked: too many wrong codes in a row", metadata: [
-                "event": "second_factor_locked", "account": "\(account.id)", "client": "\(request.client)"])
-        }
-        // Locked: the app's codes are not even compared (a recovery code still is, and unlocks).
-        if failures == nil, isAppCode {
-            return refusedCode(request, account, request.text("second_factor.locked"), status: .forbidden)
+        let isAppCode: Bool
+        switch check.judge(typed, for: account, factor: factor, request) {
+        case .right(let appCode): isAppCode = appCode
+        case .refused(let message, let status): return render(request, .init(mode: .signIn, error: message), status: status)
+        case .limited(let exceeded): return tooManyCodes(request, exceeded, page: .signIn)
+        case .unavailable(let error): return accountRoutes.unavailable(request, error)
         }
         do {
-            if isAppCode {
-                switch TOTP(secret: secret).match(typed, at: time) {
-                case .wrong:
-                    return refusedCode(request, account, wrongCodeText(request))
-                case .clockOff(let matched, let seconds):
-                    // The hint names a code from the future: that step is spent now, so the
-                    // code it names is never accepted later (a guesser learns nothing usable).
-                    if seconds > 0 { _ = try store.spendSecondFactorStep(ofAccount: account.id, step: matched) }
-                    return refusedCode(request, account, clockText(request, seconds))
-                case .accepted(let accepted):
-                    guard try store.spendSecondFactorStep(ofAccount: account.id, step: accepted) else {
-                        return refusedCode(request, account, request.text("second_factor.replayed"))
-                    }
-                }
-            } else {
-                guard try store.spendRecoveryCode(ofAccount: account.id, hash: seal.recoveryCodeHash(typed, account: account.id)) else {
-                    return refusedCode(request, account, request.text("second_factor.recovery_wrong"))
-                }
-                logger.notice("A recovery code was used to sign in", metadata: ["event": "recovery_code_used", "account": "\(account.id)",
-                                                                                "client": "\(request.client)"])
-            }
-            forgiveGuess(request, account)
-            try store.clearSecondFactorFailures(ofAccount: account.id)
             var cookies = try sessionAfterTheCode(account, request)
             cookies.append(gate.stepCookie(""))
             // A provider waiting to be linked to this account (issue 45): now it is.
@@ -343,6 +308,30 @@ struct SecondFactorRoutes: Sendable {
         }
     }
 
+    /// Nil when the account's factor is on and the request carries a right code for it (the
+    /// app's, or a recovery code, which is then spent), or when there is no factor on to
+    /// change (the handler says so); otherwise the enabled page with why, at the code's field.
+    private func proveTheFactor(_ request: SignupRequest, _ account: Account) -> HTTPResponse? {
+        let factor: SecondFactor
+        do {
+            guard let found = try store.secondFactor(ofAccount: account.id), found.isEnabled else { return nil }
+            factor = found
+        } catch {
+            return accountRoutes.unavailable(request, error)
+        }
+        let page = PageRenderer.SecondFactorPage.Mode.enabled(codesLeft: factor.recoveryCodesLeft)
+        let typed = (request.form[Self.codeField] ?? "").trimmingCharacters(in: .whitespaces)
+        guard !typed.isEmpty else {
+            return render(request, .init(mode: page, error: request.text("second_factor.any_code_empty")), status: .unprocessableContent)
+        }
+        switch check.judge(typed, for: account, factor: factor, request) {
+        case .right: return nil
+        case .refused(let message, let status): return render(request, .init(mode: page, error: message), status: status)
+        case .limited(let exceeded): return tooManyCodes(request, exceeded, page: page)
+        case .unavailable(let error): return accountRoutes.unavailable(request, error)
+        }
+    }
+
     /// The session, through the funnel, once the step's code was right: two factors.
     private func sessionAfterTheCode(_ account: Account, _ request: SignupRequest) throws -> [String] {
         guard case .signedIn(let cookies) = try funnel.finish(account, proved: .secondFactor, request) else {
@@ -359,35 +348,6 @@ struct SecondFactorRoutes: Sendable {
                               linkText: request.text("account.back"), status: .notFound)
     }
 
-    /// A code refused (wrong, from a clock off, replayed, or the factor locked): counted, and a
-    /// wrong code raises this client's proof-of-work price as a wrong password does.
-    private func refusedCode(_ request: SignupRequest, _ account: Account, _ message: String,
-                             status: HTTPStatus = .unauthorized) -> HTTPResponse {
-        metrics.signin("failure")
-        proofOfWork?.pricing.record(.failedSignin, addressKey: request.clientKey)
-        logger.notice("A second factor's code refused", metadata: ["event": "second_factor_failed", "account": "\(account.id)",
-                                                                   "client": "\(request.client)"])
-        return render(request, .init(mode: .signIn, error: message), status: status)
-    }
-
-    /// The owner's mails for the counts that matter, written by the count's own transaction
-    /// only when it reaches them: a warning at `warnAt` wrong codes in a row, and the lock's
-    /// notice (with its webhook) at `wrongCodes`. Made only while those counts are ahead.
-    private func lockoutNotices(_ account: Account, factorFailures: Int, _ request: SignupRequest,
-                                at time: Date) throws -> [Int: [OutboxEvent]] {
-        var notices: [Int: [OutboxEvent]] = [:]
-        if let warnAt = lockout.warnAt, factorFailures < warnAt {
-            notices[warnAt] = try announcer.events(.secondFactorWrongCodes, webhook: nil, for: account,
-                                                   detail: String(warnAt), language: request.language, at: time)
-        }
-        if factorFailures < lockout.wrongCodes {
-            notices[lockout.wrongCodes] = try announcer.events(.secondFactorLocked, webhook: "account.second_factor_locked",
-                                                               for: account, detail: String(lockout.wrongCodes),
-                                                               language: request.language, at: time)
-        }
-        return notices
-    }
-
     private func stepExpired(_ request: SignupRequest) -> HTTPResponse {
         var response = request.pages.problem(title: request.text("second_factor.expired_title"),
                                              message: request.text("second_factor.expired"), code: "second_step_expired",
@@ -399,11 +359,10 @@ struct SecondFactorRoutes: Sendable {
 
     // MARK: Helpers
 
-    /// A code is paid for before it is compared, as a password is: this client's failed
-    /// sign-in allowance and the account's code allowance, which no right password refills
-    /// (given back when it is right).
-    private func chargeGuess(_ request: SignupRequest, _ account: Account,
-                             page: PageRenderer.SecondFactorPage.Mode? = nil) -> HTTPResponse? {
+    /// A setup's first code is paid for before it is compared, as a sign-in's code is: this
+    /// client's failed sign-in allowance and the account's code allowance (given back when it
+    /// is right).
+    private func chargeGuess(_ request: SignupRequest, _ account: Account) -> HTTPResponse? {
         do throws(LimitExceeded) {
             try limiters.admitCodeGuess(clientKey: request.clientKey, accountKey: Username.canonical(account.username))
             return nil
@@ -411,13 +370,18 @@ struct SecondFactorRoutes: Sendable {
             // A shared limit that cannot be read is no free guess.
             return accountRoutes.unavailable(request, StorageFault("the shared limit on codes could not be read"))
         } catch {
-            refusals.count(error)
             metrics.signin("rate_limited")
-            let message = request.text("signin.too_many").replacingOccurrences(of: "{wait}", with: request.waitPhrase(error.retryAfterSeconds))
-            var response = render(request, .init(mode: page ?? .signIn, error: message), status: .tooManyRequests)
-            response.headers.add("Retry-After", String(error.retryAfterSeconds))
-            return response
+            return tooManyCodes(request, error, page: .signIn)
         }
+    }
+
+    /// 429 in the page's words, with when to try again.
+    private func tooManyCodes(_ request: SignupRequest, _ exceeded: LimitExceeded, page: PageRenderer.SecondFactorPage.Mode) -> HTTPResponse {
+        refusals.count(exceeded)
+        let message = request.text("signin.too_many").replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds))
+        var response = render(request, .init(mode: page, error: message), status: .tooManyRequests)
+        response.headers.add("Retry-After", String(exceeded.retryAfterSeconds))
+        return response
     }
 
     private func forgiveGuess(_ request: SignupRequest, _ account: Account) {

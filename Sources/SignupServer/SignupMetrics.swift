@@ -119,10 +119,11 @@ final class SignupMetrics: Sendable {
     /// or recipient's mails are spent: the same page, no mail), `wrong_code`, `invalid` (an empty
     /// request, or a code that is not six digits), `used_up`, `code_accepted`, `expired` (unknown, used or expired code or link),
     /// `refused` (the new password broke a rule), `current_password`, `completed`,
-    /// `unavailable`, `unproved_client` (a refused proof of work).
+    /// `unavailable`, `unproved_client` (a refused proof of work), `second_factor_refused` (the
+    /// account's second-factor code missing, wrong or over its allowance: nothing stored).
     static let recoveryOutcomes = ["mailed", "no_account", "unproved", "limited", "disabled", "wrong_code", "invalid", "used_up",
                                    "code_accepted", "expired", "refused", "current_password", "completed", "unavailable",
-                                   "unproved_client"]
+                                   "unproved_client", "second_factor_refused"]
     private let recoveryResults = Dictionary(uniqueKeysWithValues: recoveryOutcomes.map {
         ($0, Counter(label: "livesignup_recoveries_total", dimensions: [("result", $0)]))
     })

@@ -251,10 +251,11 @@ struct SignupRoutes: HTTPResponder {
         Route(.post, "/account/second-factor", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor) {
             $0.secondFactor.enable($1)
         },
-        Route(.post, "/account/second-factor/codes", answers: .page, reads: .form, recentSignIn: .secondFactor) {
+        // Changing the factor asks for a current code too (paid for as a sign-in's code is).
+        Route(.post, "/account/second-factor/codes", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor) {
             $0.secondFactor.newCodes($1)
         },
-        Route(.post, "/account/second-factor/remove", answers: .page, reads: .form, recentSignIn: .secondFactor) {
+        Route(.post, "/account/second-factor/remove", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor) {
             $0.secondFactor.remove($1)
         },
         Route(.get, "/signin/second-factor", answers: .page, limits: [.pages], spentFirst: [.pages]) {

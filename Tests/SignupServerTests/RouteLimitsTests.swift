@@ -198,7 +198,7 @@ final class RouteLimitsTests: XCTestCase {
         let app = TOTP(secret: try XCTUnwrap(Base32.decode(String(key))))
         await send("POST", "/account/second-factor", [("code", "000000")], cookie: two)
         await send("POST", "/account/second-factor", [("code", app.code(atStep: TOTP.step(at: clock.now)))], cookie: two)
-        await send("POST", "/account/second-factor/codes", cookie: two)
+        await send("POST", "/account/second-factor/codes", [("code", "000000")], cookie: two)
         clock.advance(by: 30)
         let stepAnswer = await send("POST", "/signin", [("username", "limits_two"), ("password", password)])
         let step = try XCTUnwrap(cookie(stepAnswer, named: SecondStepGate.cookie))
@@ -206,7 +206,7 @@ final class RouteLimitsTests: XCTestCase {
         await send("POST", "/signin/second-factor", [("code", "000000")], cookie: step)
         let twoAgain = await send("POST", "/signin/second-factor", [("code", app.code(atStep: TOTP.step(at: clock.now)))], cookie: step)
         let twoSession = try XCTUnwrap(cookie(twoAgain, named: SignedInUsers.plainCookieName), text(twoAgain))
-        await send("POST", "/account/second-factor/remove", cookie: twoSession)
+        await send("POST", "/account/second-factor/remove", [("code", "000000")], cookie: twoSession)
 
         // An account deleted by its owner.
         _ = try store.createAccount(NewAccount(username: "limits_leaver", email: "leaver@example.org", passwordHash: hash,

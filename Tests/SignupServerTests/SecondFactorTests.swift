@@ -158,30 +158,55 @@ final class SecondFactorTests: XCTestCase {
         XCTAssertEqual(forged.status, 410)
     }
 
-    func testRemovingTheFactorEndsTheAsking() async throws {
+    /// Removing the factor, or making new recovery codes, asks for a current code as well as a
+    /// recent sign-in (issue 52, item 8: a stolen session and password are not the factor).
+    func testChangingTheFactorAsksForACurrentCodeAndRemovingItEndsTheAsking() async throws {
         try account("Leaver")
-        _ = try await setUp("leaver")
+        let (app, _) = try await setUp("leaver")
         let step = try await passwordStep("leaver")
         XCTAssertNil(step.session)
-        let account = try XCTUnwrap(try server.store.account(named: "leaver"))
-        // Behind a recent sign-in: signed in through a recovery code (fresh), then removed.
-        _ = account
         let codes = try await setUpCodes("leaver")
         let signedIn = try await post("/signin/second-factor", [("code", codes)], cookie: try XCTUnwrap(step.step))
         let session = try XCTUnwrap(Self.cookie(SignedInUsers.plainCookieName, in: signedIn.headers))
-        let removed = try await post("/account/second-factor/remove", [], cookie: session)
-        XCTAssertEqual(removed.status, 303)
+        let page = try await server.request("GET", "/account/second-factor", headers: ["Cookie": session])
+        XCTAssertTrue(page.body.contains(#"action="/account/second-factor/remove""#))
+        XCTAssertEqual(page.body.matches(of: #/autocomplete="one-time-code"/#).count, 2, "a code field in each form")
+        let account = try XCTUnwrap(try server.store.account(named: "leaver"))
+
+        let bare = try await post("/account/second-factor/remove", [], cookie: session)
+        XCTAssertEqual(bare.status, 422, bare.body)
+        XCTAssertTrue(bare.body.contains("Enter the code from your authenticator app"), bare.body)
+        let noCodes = try await post("/account/second-factor/codes", [], cookie: session)
+        XCTAssertEqual(noCodes.status, 422)
+        XCTAssertFalse(noCodes.body.contains("data-recovery-codes"), "no new codes without a code")
+        let wrong = try await post("/account/second-factor/remove", [("code", "000000")], cookie: session)
+        XCTAssertEqual(wrong.status == 401 || wrong.status == 403, true, wrong.body)
+        XCTAssertEqual(try server.store.secondFactor(ofAccount: account.id)?.isEnabled, true, "still on")
+
+        clock.advance(by: 30)
+        let removed = try await post("/account/second-factor/remove", [("code", app.code(atStep: TOTP.step(at: clock.now)))],
+                                     cookie: session)
+        XCTAssertEqual(removed.status, 303, removed.body)
         XCTAssertEqual(removed.headers["location"], "/account?second_factor=removed")
         let direct = try await passwordStep("leaver")
         XCTAssertNotNil(direct.session, "the password alone again")
     }
 
-    /// A recovery (a mailed link) changes the password but does not pass the second factor:
-    /// the code is asked for before any session.
-    func testARecoveryStillAsksForTheCode() async throws {
+    /// A recovery (a mailed link) does not pass the second factor, and with the factor on it
+    /// stores nothing without the code (issue 52, item 11: whoever reads the mailbox got the
+    /// password stored and every session ended before the code was asked). The new-password
+    /// form asks for the code; a missing or wrong one leaves the password, the sessions and
+    /// the recovery as they were; the right one stores it and signs in (two factors).
+    func testARecoveryAsksForTheCodeBeforeItStoresAnything() async throws {
         try account("Forgetful")
         let (app, _) = try await setUp("forgetful")
         let account = try XCTUnwrap(try server.store.account(named: "forgetful"))
+        // The owner's own session elsewhere, to show nothing ended.
+        clock.advance(by: 30)
+        let owner = try await passwordStep("forgetful")
+        let ownerSignedIn = try await post("/signin/second-factor", [("code", app.code(atStep: TOTP.step(at: clock.now)))],
+                                           cookie: try XCTUnwrap(owner.step))
+        let ownerSession = try XCTUnwrap(Self.cookie(SignedInUsers.plainCookieName, in: ownerSignedIn.headers))
         let secrets = VerificationSecrets(key: try server.store.secret(named: "verification-code-key", createdBy: VerificationSecrets.makeKey))
         let link = VerificationSecrets.makeLinkToken()
         try server.store.startRecovery(AccountRecovery(
@@ -189,16 +214,33 @@ final class SecondFactorTests: XCTestCase {
             linkHash: secrets.linkHash(link), language: "en", expiresAt: clock.now.addingTimeInterval(900), createdAt: clock.now),
             mail: nil)
         let cookie = "\(RecoveryRoutes.secretCookie)=\(link)"
-        let reset = try await post("/recover/password", [("password", "Brand-New-Harbour-77"), ("confirm", "Brand-New-Harbour-77")],
-                                   cookie: cookie)
-        XCTAssertEqual(reset.status, 303, reset.body)
-        XCTAssertEqual(reset.headers["location"], "/signin/second-factor")
-        XCTAssertNil(Self.cookie(SignedInUsers.plainCookieName, in: reset.headers), "no session from a mailbox alone")
-        let step = try XCTUnwrap(Self.cookie(SecondStepGate.cookie, in: reset.headers))
+        let form = try await server.request("GET", "/recover/password", headers: ["Cookie": cookie])
+        XCTAssertEqual(form.status, 200)
+        XCTAssertTrue(form.body.contains(#"name="second_factor_code""#), "the form asks for the code")
+        let newPassword = "Brand-New-Harbour-77"
+        func submit(_ code: String?) async throws -> (status: Int, headers: [String: String], body: String) {
+            var fields = [("password", newPassword), ("confirm", newPassword)]
+            if let code { fields.append((RecoveryRoutes.secondFactorField, code)) }
+            return try await post("/recover/password", fields, cookie: cookie)
+        }
+        let missing = try await submit(nil)
+        XCTAssertEqual(missing.status, 422, missing.body)
+        XCTAssertTrue(missing.body.contains("Enter the code from your authenticator app"), missing.body)
+        let wrong = try await submit(String(format: "%06d", (Int(app.code(atStep: TOTP.step(at: clock.now)))! + 500_000) % 1_000_000))
+        XCTAssertEqual(wrong.status, 401, wrong.body)
+        XCTAssertNil(Self.cookie(SignedInUsers.plainCookieName, in: wrong.headers))
+        XCTAssertEqual(try server.store.account(id: account.id)?.passwordHash, account.passwordHash, "nothing stored")
+        let ownerStill = try await server.request("GET", "/auth", headers: ["Cookie": ownerSession])
+        XCTAssertEqual(ownerStill.status, 200, "no session ended by a mailbox alone")
+
         clock.advance(by: 30)
-        let signedIn = try await post("/signin/second-factor", [("code", app.code(atStep: TOTP.step(at: clock.now)))], cookie: step)
-        XCTAssertEqual(signedIn.status, 303, signedIn.body)
-        XCTAssertNotNil(Self.cookie(SignedInUsers.plainCookieName, in: signedIn.headers))
+        let right = try await submit(app.code(atStep: TOTP.step(at: clock.now)))
+        XCTAssertEqual(right.status, 303, right.body)
+        XCTAssertEqual(right.headers["location"], "/welcome")
+        XCTAssertNotNil(Self.cookie(SignedInUsers.plainCookieName, in: right.headers), "mailbox and code: a session")
+        XCTAssertNotEqual(try server.store.account(id: account.id)?.passwordHash, account.passwordHash)
+        let ownerAfter = try await server.request("GET", "/auth", headers: ["Cookie": ownerSession])
+        XCTAssertEqual(ownerAfter.status, 401, "now every other session ended")
     }
 
     /// A fresh set of recovery codes for a set-up account (made straight in the store, as

@@ -1,0 +1,137 @@
+import Foundation
+import Logging
+import MicroHTTPD
+import SignupDomain
+
+/// One typed code judged for an account whose second factor is on, the same wherever a code is
+/// asked: the sign-in's second step, a recovery's new password, the factor's removal and new
+/// recovery codes (issue 52). In order, each spent before the work it guards:
+/// 1. paid for from this client's failure allowance and the account's code allowance (which
+///    no right password refills);
+/// 2. counted as wrong, in a row, in the store: at the policy's number the app's codes are
+///    refused (a recovery code is still judged, and unlocks), and the owner is mailed at the
+///    warning and at the lock;
+/// 3. judged: the app's code (each step once; a code from the future spends its step, so the
+///    clock hint never names a code accepted later) or a recovery code (each once);
+/// 4. right: the allowance and the count are given back. Wrong: it raises this client's
+///    proof-of-work price as a wrong password does.
+struct SecondFactorCheck: Sendable {
+    let store: any AccountStore
+    let seal: SecondFactorSeal
+    let limiters: ClientLimiters
+    let announcer: AccountAnnouncer
+    let proofOfWork: ProofOfWorkGate?
+    let lockout: SecondFactorLockout
+    let metrics: SignupMetrics
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    init(_ services: Services) {
+        store = services.store
+        seal = services.secondFactorSeal
+        limiters = services.limiters
+        announcer = AccountAnnouncer(services)
+        proofOfWork = services.proofOfWork
+        lockout = services.secondFactorLockout
+        metrics = services.metrics
+        logger = services.logger
+        now = services.now
+    }
+
+    /// What the code was.
+    enum Verdict {
+        /// Right: the app's code (`appCode`) or a recovery code, now spent.
+        case right(appCode: Bool)
+        /// Refused, in the person's words, with its status (401 wrong, 403 locked).
+        case refused(message: String, status: HTTPStatus)
+        /// Over an allowance: wait `retryAfter`.
+        case limited(LimitExceeded)
+        /// The store could not answer (a shared limit included): no guess is judged unpaid.
+        case unavailable(any Error)
+    }
+
+    /// Judges `typed` (not empty) for `account`, whose factor `factor` is on.
+    func judge(_ typed: String, for account: Account, factor: SecondFactor, _ request: SignupRequest) -> Verdict {
+        let accountKey = Username.canonical(account.username)
+        do throws(LimitExceeded) {
+            try limiters.admitCodeGuess(clientKey: request.clientKey, accountKey: accountKey)
+        } catch where error.storeUnavailable {
+            return .unavailable(StorageFault("the shared limit on codes could not be read"))
+        } catch {
+            metrics.signin("rate_limited")
+            return .limited(error)
+        }
+        let time = now()
+        let isAppCode = typed.filter { !$0.isWhitespace }.allSatisfy(\.isNumber)
+        do {
+            let secret = try seal.open(factor.sealedSecret, account: account.id)
+            // Counted as wrong before it is judged; a right code clears the count.
+            let failures = try store.chargeSecondFactorCode(ofAccount: account.id, lockout: lockout,
+                                                            notices: try notices(account, after: factor.failedCodes, request, at: time))
+            if let failures, failures == lockout.wrongCodes || failures == lockout.warnAt { announcer.nudge() }
+            if failures == lockout.wrongCodes {
+                logger.notice("Second factor locked: too many wrong codes in a row", metadata: [
+                    "event": "second_factor_locked", "account": "\(account.id)", "client": "\(request.client)"])
+            }
+            // Locked: the app's codes are not even compared (a recovery code still is, and unlocks).
+            if failures == nil, isAppCode {
+                return refused(request, account, request.text("second_factor.locked"), status: .forbidden)
+            }
+            if isAppCode {
+                switch TOTP(secret: secret).match(typed, at: time) {
+                case .wrong:
+                    return refused(request, account, request.text("second_factor.wrong")
+                        .replacingOccurrences(of: "{service}", with: request.policy.settings.serviceName))
+                case .clockOff(let matched, let seconds):
+                    // The hint names a code from the future: its step is spent now, so the code
+                    // it names is never accepted later (a guesser learns nothing usable).
+                    if seconds > 0 { _ = try store.spendSecondFactorStep(ofAccount: account.id, step: matched) }
+                    return refused(request, account, request.text(seconds > 0 ? "second_factor.clock_ahead" : "second_factor.clock_behind")
+                        .filled(["seconds": .number(abs(seconds))], in: request.language))
+                case .accepted(let accepted):
+                    guard try store.spendSecondFactorStep(ofAccount: account.id, step: accepted) else {
+                        return refused(request, account, request.text("second_factor.replayed"))
+                    }
+                }
+            } else {
+                guard try store.spendRecoveryCode(ofAccount: account.id, hash: seal.recoveryCodeHash(typed, account: account.id)) else {
+                    return refused(request, account, request.text("second_factor.recovery_wrong"))
+                }
+                logger.notice("A recovery code was used", metadata: ["event": "recovery_code_used", "account": "\(account.id)",
+                                                                     "client": "\(request.client)"])
+            }
+            limiters.forgiveCodeGuess(clientKey: request.clientKey, accountKey: accountKey)
+            try store.clearSecondFactorFailures(ofAccount: account.id)
+            return .right(appCode: isAppCode)
+        } catch {
+            return .unavailable(error)
+        }
+    }
+
+    private func refused(_ request: SignupRequest, _ account: Account, _ message: String,
+                         status: HTTPStatus = .unauthorized) -> Verdict {
+        metrics.signin("failure")
+        proofOfWork?.pricing.record(.failedSignin, addressKey: request.clientKey)
+        logger.notice("A second factor's code refused", metadata: ["event": "second_factor_failed", "account": "\(account.id)",
+                                                                   "client": "\(request.client)"])
+        return .refused(message: message, status: status)
+    }
+
+    /// The owner's mails for the counts that matter, written by the count's own transaction
+    /// only when it reaches them: a warning at `warnAt` wrong codes in a row, and the lock's
+    /// notice (with its webhook) at `wrongCodes`. Made only while those counts are ahead.
+    private func notices(_ account: Account, after failures: Int, _ request: SignupRequest,
+                         at time: Date) throws -> [Int: [OutboxEvent]] {
+        var notices: [Int: [OutboxEvent]] = [:]
+        if let warnAt = lockout.warnAt, failures < warnAt {
+            notices[warnAt] = try announcer.events(.secondFactorWrongCodes, webhook: nil, for: account,
+                                                   detail: String(warnAt), language: request.language, at: time)
+        }
+        if failures < lockout.wrongCodes {
+            notices[lockout.wrongCodes] = try announcer.events(.secondFactorLocked, webhook: "account.second_factor_locked",
+                                                               for: account, detail: String(lockout.wrongCodes),
+                                                               language: request.language, at: time)
+        }
+        return notices
+    }
+}
