@@ -38,6 +38,12 @@ public protocol AccountStore: SharedTokenBuckets, EventOutbox, PendingSignups, S
     /// Records a new signed-in session.
     func startSignInSession(_ session: NewSignInSession) throws
 
+    /// The same, ending in its transaction every other session of the account but the
+    /// `keep - 1` used most recently, so an account holds at most `keep` (issue 52: a sign-in
+    /// repeated three hundred times made every watcher of the account page pay for each).
+    /// Returns the ended sessions' id hashes (an instance forgets them at once).
+    func startSignInSession(_ session: NewSignInSession, keepingAtMost keep: Int) throws -> [String]
+
     /// The account whose session has this id hash, if the session is live at `now`: before
     /// its expiry and used within `rules.idleTimeout`. A use is written when the last written
     /// one is older than `rules.touchInterval`.

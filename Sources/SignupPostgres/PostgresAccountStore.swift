@@ -442,6 +442,32 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
+    public func startSignInSession(_ session: NewSignInSession, keepingAtMost keep: Int) throws -> [String] {
+        let logger = self.logger, others = max(0, keep - 1)
+        return try run("start a signed-in session") { client in
+            try await client.withTransaction(logger: logger) { connection -> [String] in
+                try await connection.query("""
+                    INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at, authenticated_at, device,
+                        network, public_id)
+                    VALUES (\(session.idHash), \(session.accountID), \(session.createdAt), \(session.expiresAt), \(session.createdAt),
+                        \(session.authenticatedAt), \(session.device), \(session.network), \(session.publicID))
+                    """, logger: logger)
+                // The least recently used go first; the new one always stays.
+                var ended: [String] = []
+                for try await hash in try await connection.query("""
+                    DELETE FROM sign_in_sessions WHERE user_id = \(session.accountID) AND id_hash != \(session.idHash)
+                        AND id_hash NOT IN (
+                            SELECT id_hash FROM sign_in_sessions WHERE user_id = \(session.accountID) AND id_hash != \(session.idHash)
+                            ORDER BY last_seen_at DESC, created_at DESC, id_hash LIMIT \(others))
+                    RETURNING id_hash
+                    """, logger: logger).decode(String.self) {
+                    ended.append(hash)
+                }
+                return ended
+            }
+        }
+    }
+
     public func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? {
         let idleSince = now.addingTimeInterval(-rules.idleTimeout)
         let touchBefore = now.addingTimeInterval(-rules.touchInterval)

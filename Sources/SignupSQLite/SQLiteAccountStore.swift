@@ -419,6 +419,24 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
         }
     }
 
+    public func startSignInSession(_ session: NewSignInSession, keepingAtMost keep: Int) throws -> [String] {
+        try write { db -> [String] in
+            try db.execute(sql: """
+                INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at, authenticated_at, device,
+                    network, public_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [session.idHash, session.accountID, session.createdAt, session.expiresAt, session.createdAt,
+                                  session.authenticatedAt, session.device, session.network, session.publicID])
+            // The least recently used go first; the new one always stays.
+            return try String.fetchAll(db, sql: """
+                DELETE FROM sign_in_sessions WHERE user_id = ? AND id_hash != ? AND id_hash NOT IN (
+                    SELECT id_hash FROM sign_in_sessions WHERE user_id = ? AND id_hash != ?
+                    ORDER BY last_seen_at DESC, created_at DESC, id_hash LIMIT ?)
+                RETURNING id_hash
+                """, arguments: [session.accountID, session.idHash, session.accountID, session.idHash, max(0, keep - 1)])
+        }
+    }
+
     public func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? {
         let found = try read { db -> (Account, Date)? in
             guard let row = try Row.fetchOne(

@@ -106,7 +106,8 @@ struct AccountRoutes: Sendable {
         if request.method == .head { return .eventStream(EventStream()) }
         let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
         let stream = EventStream()
-        guard streams.attach(stream, account: account, idHash: idHash, language: language, retryMilliseconds: retryMilliseconds) else {
+        guard streams.attach(stream, account: account, idHash: idHash, client: request.clientKey, language: language,
+                             retryMilliseconds: retryMilliseconds) else {
             var error = APIError(status: .serviceUnavailable, code: "too_many_streams",
                                  message: "Too many account pages are open. Close one, or try again in a minute.")
             error.retryAfter = 60

@@ -28,6 +28,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
     case unknownSessionsPerAddress = "unknown-sessions-per-address"
     case hashesPerAddress = "hashes-per-address"
     case hashQueueLength = "hash-queue-length"
+    case signInSessionsPerAccount = "signin-sessions-per-account"
 
     /// Where the value lives: a rate (`COUNT/UNIT[,burst=N]`) or a count.
     public enum Value: Sendable {
@@ -60,11 +61,13 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .unknownSessionsPerAddress: return .rate(\.unknownSessionsPerAddress)
         case .hashesPerAddress: return .count(\.hashesPerAddress)
         case .hashQueueLength: return .count(\.hashQueueLength)
+        case .signInSessionsPerAccount: return .count(\.signInSessionsPerAccount)
         }
     }
 
     /// What a request over it is told it ran into (429 `limit`, the metric's label); nil for
-    /// `hash-queue-length`, which answers 503 (the server as a whole is busy).
+    /// `hash-queue-length`, which answers 503 (the server as a whole is busy), and for
+    /// `signin-sessions-per-account`, which refuses nothing.
     var name: RateLimitName? {
         switch self {
         case .pagesPerAddress: return .pages
@@ -79,6 +82,8 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .unknownSessionsPerAddress: return .unknownSessions
         case .hashesPerAddress: return .hashing
         case .hashQueueLength: return nil
+        // Never refuses: a new sign-in ends the account's least recently used session.
+        case .signInSessionsPerAccount: return nil
         }
     }
 
@@ -105,6 +110,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .unknownSessionsPerAddress: return "/auth answers for sign-in cookies that name no live session, per address (known sessions never count)."
         case .hashesPerAddress: return "Password hashes one address may have queued or running."
         case .hashQueueLength: return "Password hashes waiting per kind (sign-up, sign-in) before 503."
+        case .signInSessionsPerAccount: return "Signed-in sessions one account keeps at once; a new sign-in ends the least recently used beyond it."
         }
     }
 

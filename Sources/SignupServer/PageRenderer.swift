@@ -1,4 +1,5 @@
 import Foundation
+import MicroHTTPD
 import Mustache
 import ReactiveValidation
 import SignupDomain
@@ -642,13 +643,25 @@ struct PageRenderer: Sendable {
     /// A time as the account page shows it: in UTC, in the language's own order of day,
     /// month and time (the server does not know the person's zone, and says which one it shows).
     static func accountTime(_ date: Date, language: Languages.Language) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: language.tag)
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateStyle = .medium
-        formatter.timeStyle = .short
-        return formatter.string(from: date) + " UTC"
+        // One formatter per language, made once (making one costs far more than using it: the
+        // account page's stream formatted two new ones per device line, issue 52), used under
+        // a lock because Foundation's formatters are not documented as thread-safe here.
+        accountTimeFormatters.withLock { formatters in
+            let formatter = formatters[language.tag] ?? {
+                let made = DateFormatter()
+                made.locale = Locale(identifier: language.tag)
+                made.timeZone = TimeZone(identifier: "UTC")
+                made.dateStyle = .medium
+                made.timeStyle = .short
+                formatters[language.tag] = made
+                return made
+            }()
+            return formatter.string(from: date) + " UTC"
+        }
     }
+
+    /// By language tag; bounded by the languages the server has.
+    private static let accountTimeFormatters = Locked<[String: DateFormatter]>([:])
 
     /// "Network 203.0.113.0/24 · signed in … · last used …": a device's line on the account
     /// page, and in its stream's `devices` events.

@@ -162,6 +162,7 @@ struct Services: Sendable {
                                  // An https public origin is served over TLS: the cookie must never go in clear.
                                  secureCookies: configuration.secureCookies || publicOrigins.contains { $0.hasPrefix("https://") },
                                  cookieDomain: configuration.cookieDomain,
+                                 sessionsPerAccount: configuration.limits.signInSessionsPerAccount,
                                  now: now)
         recentSignIn = RecentSignIn(store: store, signedIn: signedIn, now: now, lifetime: configuration.recentSignInLifetime)
         accountStreams = AccountStreams(store: store, signedIn: signedIn, recentSignIn: configuration.recentSignInLifetime,

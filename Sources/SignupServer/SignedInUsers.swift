@@ -39,8 +39,13 @@ final class SignedInUsers: Sendable {
     static let confirmationLifetime: TimeInterval = 5
     static let confirmationCapacity = 10_000
 
+    /// Sessions one account keeps at once (`--signin-sessions-per-account`).
+    let sessionsPerAccount: Int
+
     init(store: any AccountStore, lifetime: TimeInterval, idleTimeout: TimeInterval, secureCookies: Bool = false,
-         cookieDomain: String? = nil, now: @escaping @Sendable () -> Date) {
+         cookieDomain: String? = nil, sessionsPerAccount: Int = SignupLimits().signInSessionsPerAccount,
+         now: @escaping @Sendable () -> Date) {
+        self.sessionsPerAccount = sessionsPerAccount
         self.cookieDomain = cookieDomain
         self.store = store
         self.lifetime = lifetime
@@ -76,11 +81,12 @@ final class SignedInUsers: Sendable {
         }
         let id = SignInSessionID.make()
         let started = now()
-        try store.startSignInSession(NewSignInSession(
+        let ended = try store.startSignInSession(NewSignInSession(
             idHash: SignInSessionID.hash(id), accountID: account.id,
             createdAt: started, expiresAt: started.addingTimeInterval(lifetime),
             device: origin.device, network: origin.network,
-            authenticatedAt: verified ? started : Date(timeIntervalSince1970: 0)))
+            authenticatedAt: verified ? started : Date(timeIntervalSince1970: 0)), keepingAtMost: sessionsPerAccount)
+        for hash in ended { forget(hash) }
         return cookies(id)
     }
 

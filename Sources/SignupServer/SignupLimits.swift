@@ -54,6 +54,9 @@ public struct SignupLimits: Sendable {
     public var hashesPerAddress = 2
     /// Password hashes waiting per kind (sign-up, sign-in) before new ones get 503.
     public var hashQueueLength = 256
+    /// Signed-in sessions one account keeps at once: a new sign-in ends the least recently
+    /// used beyond it, so no account's page (and its live list) grows without bound.
+    public var signInSessionsPerAccount = 50
     /// How long a live look-up may be delayed by its limits before it is not made at all.
     public var maximumLookupDelay: TimeInterval = 30
 
@@ -81,6 +84,7 @@ public struct SignupLimits: Sendable {
         limits.passkeysPerAddress = .unlimited
         limits.unknownSessionsPerAddress = .unlimited
         limits.hashesPerAddress = 1_000_000
+        limits.signInSessionsPerAccount = 1_000_000
         return limits
     }
 }

@@ -64,6 +64,7 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help(.unknownSessionsPerAddress)) var unknownSessionsPerAddress = LimitSetting.unknownSessionsPerAddress.defaultText
     @Option(help: help(.hashesPerAddress)) var hashesPerAddress = defaults.limits.hashesPerAddress
     @Option(help: help(.hashQueueLength)) var hashQueueLength = defaults.limits.hashQueueLength
+    @Option(help: help(.signInSessionsPerAccount)) var signinSessionsPerAccount = defaults.limits.signInSessionsPerAccount
 
     /// Each limit's option value by its declaration: the one place an option meets its
     /// `LimitSetting` (a case without a line here stops every start, so tests catch it).
@@ -81,6 +82,7 @@ struct LimitOptions: ParsableArguments {
             .noJavaScriptSignups: noJavascriptSignups, .noJavaScriptRecoveries: noJavascriptRecoveries,
             .passkeysPerAddress: passkeysPerAddress, .unknownSessionsPerAddress: unknownSessionsPerAddress,
             .hashesPerAddress: String(hashesPerAddress), .hashQueueLength: String(hashQueueLength),
+            .signInSessionsPerAccount: String(signinSessionsPerAccount),
         ]
         precondition(values.count == LimitSetting.allCases.count, "every LimitSetting needs its option in LimitOptions")
         return values

@@ -998,3 +998,35 @@ extension AccountStoreContract {
         XCTAssertNotNil(try store.recovery(token: "stayer-recovery", at: now), "another account's stays", file: file, line: line)
     }
 }
+
+extension AccountStoreContract {
+    /// Issue 52: a new session keeps the account at `keep` sessions, ending the least recently
+    /// used others in the same transaction (and saying which); the new one always stays;
+    /// another account's sessions are untouched.
+    public func newSessionsEndTheLeastRecentlyUsedBeyondTheCap(file: StaticString = #filePath, line: UInt = #line) throws {
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let rules = SignInSessionRules(idleTimeout: 86_400)
+        let owner = try store.createAccount(NewAccount(username: "Capped", email: "cap@example.org", passwordHash: "h",
+                                                       formToken: "cap-form-1"))
+        let other = try store.createAccount(NewAccount(username: "Uncapped", email: "uncap@example.org", passwordHash: "h",
+                                                       formToken: "cap-form-2"))
+        func session(_ hash: String, _ account: Account, at date: Date) -> NewSignInSession {
+            NewSignInSession(idHash: hash, accountID: account.id, createdAt: date, expiresAt: date.addingTimeInterval(86_400))
+        }
+        try store.startSignInSession(session("other-1", other, at: start))
+        for index in 0..<3 {
+            XCTAssertEqual(try store.startSignInSession(session("s\(index)", owner, at: start.addingTimeInterval(Double(index))),
+                                                        keepingAtMost: 3), [], "within the cap", file: file, line: line)
+        }
+        XCTAssertEqual(try store.startSignInSession(session("s3", owner, at: start.addingTimeInterval(3)), keepingAtMost: 3), ["s0"],
+                       "the least recently used", file: file, line: line)
+        XCTAssertEqual(try reopen().startSignInSession(session("s4", owner, at: start.addingTimeInterval(4)), keepingAtMost: 2)
+            .sorted(), ["s1", "s2"], file: file, line: line)
+        let now = start.addingTimeInterval(5)
+        XCTAssertEqual(try store.signInSessions(ofAccount: owner.id, at: now, rules: rules).map(\.idHash).sorted(), ["s3", "s4"],
+                       file: file, line: line)
+        XCTAssertEqual(try store.startSignInSession(session("s5", owner, at: now), keepingAtMost: 1).sorted(), ["s3", "s4"],
+                       "the new one stays, alone", file: file, line: line)
+        XCTAssertNotNil(try store.signedInAccount(idHash: "other-1", at: now, rules: rules), "another account's", file: file, line: line)
+    }
+}

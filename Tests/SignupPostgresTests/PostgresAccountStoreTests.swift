@@ -36,6 +36,9 @@ final class PostgresAccountStoreTests: XCTestCase {
         try contract().wrongSecondFactorCodesAreCountedInARowAndLock()
     }
     func testProvingANewAddressEndsTheOldOnesRecoveries() throws { try contract().provingANewAddressEndsTheOldOnesRecoveries() }
+    func testNewSessionsEndTheLeastRecentlyUsedBeyondTheCap() throws {
+        try contract().newSessionsEndTheLeastRecentlyUsedBeyondTheCap()
+    }
     func testProviderIdentitiesLinkOneAccountEach() throws { try contract().providerIdentitiesLinkOneAccountEach() }
     func testAddressChangesWaitForTheirProofAndCanBeUndone() throws {
         try contract().addressChangesWaitForTheirProofAndCanBeUndone()

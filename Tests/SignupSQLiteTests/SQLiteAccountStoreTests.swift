@@ -42,6 +42,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func checkReadiness() throws { throw Failure() }
         func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8] { throw Failure() }
         func startSignInSession(_ session: NewSignInSession) throws { throw Failure() }
+        func startSignInSession(_ session: NewSignInSession, keepingAtMost keep: Int) throws -> [String] { throw Failure() }
         func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? { throw Failure() }
         func endSignInSession(idHash: String) throws { throw Failure() }
         func endSignInSessions(username: String) throws -> Int { throw Failure() }
@@ -143,6 +144,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func checkReadiness() throws {}
         func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8] { make() }
         func startSignInSession(_ session: NewSignInSession) throws {}
+        func startSignInSession(_ session: NewSignInSession, keepingAtMost keep: Int) throws -> [String] { [] }
         func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? { nil }
         func endSignInSession(idHash: String) throws {}
         func endSignInSessions(username: String) throws -> Int { 0 }
@@ -266,6 +268,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
         try contract().wrongSecondFactorCodesAreCountedInARowAndLock()
     }
     func testProvingANewAddressEndsTheOldOnesRecoveries() throws { try contract().provingANewAddressEndsTheOldOnesRecoveries() }
+    func testNewSessionsEndTheLeastRecentlyUsedBeyondTheCap() throws {
+        try contract().newSessionsEndTheLeastRecentlyUsedBeyondTheCap()
+    }
     func testProviderIdentitiesLinkOneAccountEach() throws { try contract().providerIdentitiesLinkOneAccountEach() }
     func testAddressChangesWaitForTheirProofAndCanBeUndone() throws {
         try contract().addressChangesWaitForTheirProofAndCanBeUndone()

@@ -135,6 +135,64 @@ final class AccountPageTests: XCTestCase {
         XCTAssertEqual(signedOut.status, 401)
     }
 
+    /// Issue 52, item 3: one account signed in over and over keeps at most
+    /// `--signin-sessions-per-account` sessions (the least recently used end), and ten open
+    /// tabs of its page cost no payload while nothing changes (they cost ten a second, each
+    /// line made with two new date formatters, before); a change is built once per tab. One
+    /// client opens at most `perClient` streams, whatever the accounts.
+    func testAnAccountsSessionsAreCappedAndIdlePagesCostNothing() async throws {
+        _ = try account("Busy")
+        let cap = SignupLimits().signInSessionsPerAccount
+        var cookies: [String] = []
+        for _ in 0..<(cap + 10) {
+            cookies.append(try await signIn("busy", agent: Self.firefox))
+            clock.advance(by: 1)
+        }
+        let account = try XCTUnwrap(try server.store.account(named: "busy"))
+        let kept = try server.store.signInSessions(ofAccount: account.id, at: clock.now, rules: SignInSessionRules(idleTimeout: 86_400))
+        XCTAssertEqual(kept.count, cap, "at most the cap")
+        let oldest = try await status(of: cookies[0]), newest = try await status(of: cookies[cap + 9])
+        XCTAssertEqual(oldest, 401, "the least recently used ended")
+        XCTAssertEqual(newest, 200)
+
+        let port = try XCTUnwrap(server.baseURL.port)
+        var tabs: [RawHTTPConnection] = []
+        for cookie in cookies.suffix(10) {
+            let tab = try RawHTTPConnection(port: UInt16(port))
+            tab.send("GET /account/events HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nCookie: \(cookie)\r\n\r\n")
+            XCTAssertTrue(tab.read { $0.contains("event: devices") }, tab.received)
+            tabs.append(tab)
+        }
+        let streams = server.app.services.accountStreams
+        XCTAssertEqual(streams.payloadsBuilt, 10, "one each as it opened")
+        let sizes = tabs.map(\.received.count)
+        for _ in 0..<5 { clock.advance(by: 1) }
+        // A change: built once more per tab, and sent.
+        _ = try await signIn("busy", agent: Self.safari)
+        clock.advance(by: 1)
+        for (tab, size) in zip(tabs, sizes) {
+            XCTAssertTrue(tab.read { String($0.dropFirst(size)).contains("Safari · iOS") }, tab.received)
+        }
+        XCTAssertEqual(streams.payloadsBuilt, 20, "five idle seconds built nothing")
+
+        // One client, many accounts: at most `perClient` streams.
+        var others: [RawHTTPConnection] = []
+        for index in 0..<2 {
+            _ = try self.account("Other\(index)")
+            for _ in 0..<10 {
+                let cookie = try await signIn("other\(index)", agent: Self.edge)
+                let tab = try RawHTTPConnection(port: UInt16(port))
+                tab.send("GET /account/events HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nCookie: \(cookie)\r\n\r\n")
+                XCTAssertTrue(tab.read { $0.contains("HTTP/1.1 ") }, tab.received)
+                others.append(tab)
+            }
+        }
+        let refused = others.filter { $0.received.contains("503") }
+        XCTAssertEqual(refused.count, 10 + 20 - streams.perClient, "beyond \(streams.perClient) from one client")
+        XCTAssertTrue(refused.first?.received.contains("too_many_streams") == true)
+        withExtendedLifetime(tabs) {}
+    }
+
     func testSignedOutVisitorsAreSentToSignInAndBack() async throws {
         let page = try await server.request("GET", "/account")
         XCTAssertEqual(page.status, 303)
