@@ -64,7 +64,31 @@ public protocol EmailChanges: Sendable {
 
 /// What an undo link did.
 public enum EmailChangeUndo: Sendable, Equatable {
-    case restored(Account)
+    /// The old address is back, and with it the account as it was at the change: what was
+    /// added since (`removed`) is gone.
+    case restored(Account, removed: UndoneWaysIn)
     /// Another account proved the old address meanwhile: the link is spent, nothing restored.
     case taken
+}
+
+/// What an undone address change took away (issue 52): every way in added to the account
+/// since the change, when whoever changed the address may have added it.
+public struct UndoneWaysIn: Sendable, Equatable {
+    /// Passkeys made since the change.
+    public var passkeys = 0
+    /// Provider identities linked since the change.
+    public var providers = 0
+    /// A second factor set up (or switched on) since the change.
+    public var secondFactor = false
+    /// The password was changed (or set) since: the one from before the change is back.
+    public var password = false
+
+    public init(passkeys: Int = 0, providers: Int = 0, secondFactor: Bool = false, password: Bool = false) {
+        self.passkeys = passkeys
+        self.providers = providers
+        self.secondFactor = secondFactor
+        self.password = password
+    }
+
+    public var isEmpty: Bool { passkeys == 0 && providers == 0 && !secondFactor && !password }
 }

@@ -279,6 +279,12 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
         (18, "wrong second-factor codes in a row", [
             "ALTER TABLE second_factors ADD COLUMN failed_codes INTEGER NOT NULL DEFAULT 0",
         ]),
+        // What an undo takes back (issue 52): when the address changed, and the password then.
+        (19, "what an undo takes back", [
+            "ALTER TABLE email_undos ADD COLUMN changed_at TIMESTAMPTZ",
+            "ALTER TABLE email_undos ADD COLUMN password_hash TEXT",
+            "UPDATE email_undos SET changed_at = expires_at - interval '7 days' WHERE changed_at IS NULL",
+        ]),
     ]
 
     private func migrate() throws {
@@ -1140,8 +1146,9 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                     RETURNING id, username, email, password_hash, created_at, profile::text, email_verified_at, disabled_at
                     """, logger: logger)).first else { return .none }
                 try await connection.query("""
-                    INSERT INTO email_undos (link_hash, account_id, old_email, old_verified_at, expires_at)
-                    VALUES (\(undoLinkHash), \(id), \(before.email), \(before.emailVerifiedAt), \(undoUntil))
+                    INSERT INTO email_undos (link_hash, account_id, old_email, old_verified_at, expires_at, changed_at, password_hash)
+                    VALUES (\(undoLinkHash), \(id), \(before.email), \(before.emailVerifiedAt), \(undoUntil), \(now),
+                        \(before.passwordHash))
                     """, logger: logger)
                 // Recoveries mailed to the old address end with it (issue 52): its mailbox no
                 // longer opens the account.
@@ -1170,9 +1177,14 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                                      disabledAt: before.disabledAt))
         return try run("undo an address change") { client in
             try await client.withTransaction(logger: logger) { connection -> EmailChangeUndo? in
-                guard try await Self.first(Int64.self, connection.query("""
-                    DELETE FROM email_undos WHERE link_hash = \(linkHash) AND expires_at > \(now) RETURNING account_id
-                    """, logger: logger)) != nil else { return nil }
+                var spent: (Int64, Date?, String?)?
+                for try await row in try await connection.query("""
+                    DELETE FROM email_undos WHERE link_hash = \(linkHash) AND expires_at > \(now)
+                    RETURNING account_id, changed_at, password_hash
+                    """, logger: logger).decode((Int64, Date?, String?).self) {
+                    spent = row
+                }
+                guard let (_, changedAt, passwordBefore) = spent else { return nil }
                 guard try await Self.first(Bool.self, connection.query(
                     "SELECT EXISTS(SELECT 1 FROM users WHERE email_canonical = \(canonical) AND id <> \(id))",
                     logger: logger)) == false else { return .taken }
@@ -1187,8 +1199,32 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
                 try await connection.query("DELETE FROM account_recoveries WHERE account_id = \(id)", logger: logger)
                 try await connection.query("DELETE FROM email_changes WHERE account_id = \(id)", logger: logger)
                 try await connection.query("DELETE FROM email_undos WHERE account_id = \(id)", logger: logger)
+                // Every way in added since the change goes (issue 52): whoever changed the address
+                // may have added it to come back.
+                var removed = UndoneWaysIn()
+                var restored = account
+                if let changedAt {
+                    removed.passkeys = try await Self.count(connection.query(
+                        "DELETE FROM passkeys WHERE user_id = \(id) AND created_at >= \(changedAt) RETURNING user_id", logger: logger))
+                    removed.providers = try await Self.count(connection.query(
+                        "DELETE FROM provider_links WHERE account_id = \(id) AND linked_at >= \(changedAt) RETURNING account_id",
+                        logger: logger))
+                    removed.secondFactor = try await Self.count(connection.query(
+                        "DELETE FROM second_factors WHERE account_id = \(id) AND created_at >= \(changedAt) RETURNING account_id",
+                        logger: logger)) > 0
+                    if removed.secondFactor {
+                        try await connection.query("DELETE FROM second_factor_codes WHERE account_id = \(id)", logger: logger)
+                    }
+                }
+                if let passwordBefore, passwordBefore != account.passwordHash {
+                    try await connection.query("UPDATE users SET password_hash = \(passwordBefore) WHERE id = \(id)", logger: logger)
+                    removed.password = true
+                    restored = Account(id: account.id, username: account.username, email: account.email, passwordHash: passwordBefore,
+                                       createdAt: account.createdAt, profile: account.profile,
+                                       emailVerifiedAt: account.emailVerifiedAt, disabledAt: account.disabledAt)
+                }
                 for event in written { try await Self.enqueue(event, connection, logger) }
-                return .restored(account)
+                return .restored(restored, removed: removed)
             }
         }
     }
@@ -1541,6 +1577,13 @@ public final class PostgresAccountStore: AccountStore, @unchecked Sendable {
 
     private static func seconds(_ interval: TimeInterval) -> String {
         interval == interval.rounded() ? String(Int(interval)) : String(interval)
+    }
+
+    /// How many rows a statement returned (a DELETE … RETURNING's count).
+    private static func count(_ rows: PostgresRowSequence) async throws -> Int {
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
     }
 
     private static func first<T: PostgresDecodable>(_ type: T.Type, _ rows: PostgresRowSequence) async throws -> T? {

@@ -275,6 +275,15 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 table.add(column: "failed_codes", .integer).notNull().defaults(to: 0)
             }
         }
+        migrator.registerMigration("v20: what an undo takes back") { db in
+            // When the address changed and the password then (issue 52): an undo removes every
+            // way in added since, and brings the password back. Older links: 7 days before expiry.
+            try db.alter(table: "email_undos") { table in
+                table.add(column: "changed_at", .datetime)
+                table.add(column: "password_hash", .text)
+            }
+            try db.execute(sql: "UPDATE email_undos SET changed_at = datetime(expires_at, '-7 days') WHERE changed_at IS NULL")
+        }
         return migrator
     }
 
@@ -969,8 +978,9 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             try db.execute(sql: "UPDATE users SET email = ?, email_canonical = ?, email_verified_at = ? WHERE id = ?",
                            arguments: [newEmail, canonical, now, id])
             try db.execute(sql: """
-                INSERT INTO email_undos (link_hash, account_id, old_email, old_verified_at, expires_at) VALUES (?, ?, ?, ?, ?)
-                """, arguments: [undoLinkHash, id, before.email, before.emailVerifiedAt, undoUntil])
+                INSERT INTO email_undos (link_hash, account_id, old_email, old_verified_at, expires_at, changed_at, password_hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [undoLinkHash, id, before.email, before.emailVerifiedAt, undoUntil, now, before.passwordHash])
             // Recoveries mailed to the old address end with it (issue 52): its mailbox no
             // longer opens the account.
             try db.execute(sql: "DELETE FROM account_recoveries WHERE account_id = ?", arguments: [id])
@@ -983,9 +993,11 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
     public func undoEmailChange(linkHash: String, at now: Date, events: @Sendable (Account) -> [OutboxEvent]) throws -> EmailChangeUndo? {
         try write { db -> EmailChangeUndo? in
             guard let row = try Row.fetchOne(db, sql: """
-                DELETE FROM email_undos WHERE link_hash = ? AND expires_at > ? RETURNING account_id, old_email, old_verified_at
+                DELETE FROM email_undos WHERE link_hash = ? AND expires_at > ?
+                RETURNING account_id, old_email, old_verified_at, changed_at, password_hash
                 """, arguments: [linkHash, now]) else { return nil }
             let id: Int64 = row["account_id"], oldEmail: String = row["old_email"], oldVerified: Date? = row["old_verified_at"]
+            let changedAt: Date? = row["changed_at"], passwordBefore: String? = row["password_hash"]
             let canonical = EmailAddress.canonical(oldEmail)
             guard try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM users WHERE email_canonical = ? AND id != ?)",
                                     arguments: [canonical, id]) == false else { return .taken }
@@ -996,9 +1008,28 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             try db.execute(sql: "DELETE FROM account_recoveries WHERE account_id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM email_changes WHERE account_id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM email_undos WHERE account_id = ?", arguments: [id])
+            // Every way in added since the change goes (issue 52): whoever changed the address
+            // may have added it to come back.
+            var removed = UndoneWaysIn()
+            if let changedAt {
+                try db.execute(sql: "DELETE FROM passkeys WHERE user_id = ? AND created_at >= ?", arguments: [id, changedAt])
+                removed.passkeys = db.changesCount
+                try db.execute(sql: "DELETE FROM provider_links WHERE account_id = ? AND linked_at >= ?", arguments: [id, changedAt])
+                removed.providers = db.changesCount
+                try db.execute(sql: "DELETE FROM second_factors WHERE account_id = ? AND created_at >= ?", arguments: [id, changedAt])
+                if db.changesCount > 0 {
+                    removed.secondFactor = true
+                    try db.execute(sql: "DELETE FROM second_factor_codes WHERE account_id = ?", arguments: [id])
+                }
+            }
+            if let passwordBefore {
+                try db.execute(sql: "UPDATE users SET password_hash = ? WHERE id = ? AND password_hash != ?",
+                               arguments: [passwordBefore, id, passwordBefore])
+                removed.password = db.changesCount > 0
+            }
             guard let account = try Self.fetchAccounts(db, where: "id = ?", [id]).first else { return nil }
             for event in events(account) { try Self.enqueue(event, db) }
-            return .restored(account)
+            return .restored(account, removed: removed)
         }
     }
 

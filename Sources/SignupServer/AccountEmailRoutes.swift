@@ -264,11 +264,13 @@ struct AccountEmailRoutes: Sendable {
             }
             webhooks?.nudge()
             switch outcome {
-            case .restored(let account):
+            case .restored(let account, let removed):
                 signedIn.forgetSessions(ofAccount: account.id)
-                logger.notice("Address change undone from the old address; every session of the account ended",
-                              metadata: ["event": "email_restored", "account": "\(account.id)", "client": "\(request.client)"])
-                return render(request, .init(mode: .undone(restored: true)), status: .ok)
+                logger.notice("Address change undone from the old address; every session of the account ended, every way in added since removed",
+                              metadata: ["event": "email_restored", "account": "\(account.id)", "client": "\(request.client)",
+                                         "passkeys_removed": "\(removed.passkeys)", "providers_removed": "\(removed.providers)",
+                                         "second_factor_removed": "\(removed.secondFactor)", "password_restored": "\(removed.password)"])
+                return render(request, .init(mode: .undone(restored: true, cleaned: !removed.isEmpty)), status: .ok)
             case .taken:
                 return render(request, .init(mode: .undone(restored: false)), status: .conflict)
             }

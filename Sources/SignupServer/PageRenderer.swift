@@ -795,8 +795,9 @@ struct PageRenderer: Sendable {
             /// The undo link's page: a button that posts it ("" for a link that is not one).
             /// `link` empty: nothing to undo; otherwise the form posts the secret from its cookie.
             case undo(link: String)
-            /// What the undo did: the old address back (every browser signed out), or nothing.
-            case undone(restored: Bool)
+            /// What the undo did: the old address back (every browser signed out), or nothing;
+            /// `cleaned`: ways in added since the change were removed too.
+            case undone(restored: Bool, cleaned: Bool = false)
         }
         var mode: Mode
         var error: String?
@@ -815,10 +816,11 @@ struct PageRenderer: Sendable {
             title = text("account.email_undo_title")
             context["undo"] = !link.isEmpty
             context["message"] = link.isEmpty ? text("account.email_undo_gone") : text("account.email_undo_lead")
-        case .undone(let restored):
+        case .undone(let restored, let cleaned):
             title = text(restored ? "account.email_restored_title" : "account.email_undo_title")
             context["message"] = text(restored ? "account.email_restored" : "account.email_undo_gone")
             context["restored"] = restored
+            context["cleaned"] = cleaned ? text("account.email_restored_cleaned") : false
         }
         context["pageTitle"] = page.error == nil ? title : text("page.error_prefix") + title
         context["heading"] = title

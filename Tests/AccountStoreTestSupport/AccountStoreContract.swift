@@ -760,7 +760,7 @@ extension AccountStoreContract {
         XCTAssertNil(try store.undoEmailChange(linkHash: "unknown", at: now) { _ in [] }, file: file, line: line)
         XCTAssertNil(try store.undoEmailChange(linkHash: "undo-1", at: now.addingTimeInterval(7 * 86_400)) { _ in [] }, "expired",
                      file: file, line: line)
-        guard case .restored(let restored) = try store.undoEmailChange(linkHash: "undo-1", at: now, events: { _ in [] }) else {
+        guard case .restored(let restored, _) = try store.undoEmailChange(linkHash: "undo-1", at: now, events: { _ in [] }) else {
             return XCTFail("restored", file: file, line: line)
         }
         XCTAssertEqual(restored.email, "old@example.org", file: file, line: line)
@@ -1028,5 +1028,53 @@ extension AccountStoreContract {
         XCTAssertEqual(try store.startSignInSession(session("s5", owner, at: now), keepingAtMost: 1).sorted(), ["s3", "s4"],
                        "the new one stays, alone", file: file, line: line)
         XCTAssertNotNil(try store.signedInAccount(idHash: "other-1", at: now, rules: rules), "another account's", file: file, line: line)
+    }
+}
+
+extension AccountStoreContract {
+    /// Issue 52, item 5: undoing an address change takes back every way in added since the
+    /// change (passkeys, provider links, a second factor, a changed password: the one from
+    /// before is back), in the same transaction, and nothing from before it.
+    public func undoingAnAddressChangeTakesBackEveryWayInAddedSince(file: StaticString = #filePath, line: UInt = #line) throws {
+        let before = Date(timeIntervalSince1970: 1_800_000_000), changed = before.addingTimeInterval(100)
+        let after = changed.addingTimeInterval(60)
+        let owner = try store.createAccount(NewAccount(username: "Retaken", email: "mine@example.org", passwordHash: "owner-hash",
+                                                       formToken: "undo-form-1"))
+        func passkey(_ id: UInt8, at date: Date) -> Passkey {
+            Passkey(credentialID: [id, 7, 7], accountID: owner.id, publicKey: [1], algorithm: -7, signCount: 0, transports: [],
+                    isBackupEligible: false, isBackedUp: false, createdAt: date)
+        }
+        try store.addPasskey(passkey(1, at: before), events: [])
+        try store.linkProvider(NewProviderLink(provider: "p", issuer: "https://id.example", subject: "owner", email: "mine@example.org"),
+                               toAccount: owner.id, at: before, events: [])
+        try store.startEmailChange(EmailChange(accountID: owner.id, newEmail: "takers@example.org", codeHash: "c",
+                                               expiresAt: changed.addingTimeInterval(900), createdAt: changed), mail: nil)
+        guard case .changed = try store.completeEmailChange(ofAccount: owner.id, at: changed, undoLinkHash: "undo-taken",
+                                                            undoUntil: changed.addingTimeInterval(7 * 86_400), events: { _, _ in [] }) else {
+            return XCTFail("changed", file: file, line: line)
+        }
+        // What the taker adds to come back.
+        try store.addPasskey(passkey(2, at: after), events: [])
+        try store.linkProvider(NewProviderLink(provider: "p", issuer: "https://id.example", subject: "taker", email: "takers@example.org"),
+                               toAccount: owner.id, at: after, events: [])
+        XCTAssertTrue(try store.startSecondFactorSetup(ofAccount: owner.id, sealedSecret: [9], at: after), file: file, line: line)
+        XCTAssertTrue(try store.enableSecondFactor(ofAccount: owner.id, step: 1, recoveryCodeHashes: ["t"], at: after, events: []),
+                      file: file, line: line)
+        XCTAssertNotNil(try store.changePassword(ofAccount: owner.id, from: "owner-hash", to: "taker-hash", keeping: nil, events: []),
+                        file: file, line: line)
+
+        guard case .restored(let restored, let removed) = try reopen().undoEmailChange(linkHash: "undo-taken", at: after,
+                                                                                        events: { _ in [] }) else {
+            return XCTFail("restored", file: file, line: line)
+        }
+        XCTAssertEqual(removed, UndoneWaysIn(passkeys: 1, providers: 1, secondFactor: true, password: true), file: file, line: line)
+        XCTAssertEqual(restored.email, "mine@example.org", file: file, line: line)
+        XCTAssertEqual(restored.passwordHash, "owner-hash", "the password from before", file: file, line: line)
+        XCTAssertEqual(try store.account(id: owner.id)?.passwordHash, "owner-hash", file: file, line: line)
+        XCTAssertEqual(try store.passkeys(ofAccount: owner.id).map(\.credentialID), [[1, 7, 7]], "the owner's own passkey stays",
+                       file: file, line: line)
+        XCTAssertEqual(try store.providerLinks(ofAccount: owner.id).map(\.subject), ["owner"], file: file, line: line)
+        XCTAssertNil(try store.secondFactor(ofAccount: owner.id), "the taker's factor is gone", file: file, line: line)
+        XCTAssertFalse(try store.spendRecoveryCode(ofAccount: owner.id, hash: "t"), file: file, line: line)
     }
 }

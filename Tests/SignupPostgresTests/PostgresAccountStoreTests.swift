@@ -36,6 +36,9 @@ final class PostgresAccountStoreTests: XCTestCase {
         try contract().wrongSecondFactorCodesAreCountedInARowAndLock()
     }
     func testProvingANewAddressEndsTheOldOnesRecoveries() throws { try contract().provingANewAddressEndsTheOldOnesRecoveries() }
+    func testUndoingAnAddressChangeTakesBackEveryWayInAddedSince() throws {
+        try contract().undoingAnAddressChangeTakesBackEveryWayInAddedSince()
+    }
     func testNewSessionsEndTheLeastRecentlyUsedBeyondTheCap() throws {
         try contract().newSessionsEndTheLeastRecentlyUsedBeyondTheCap()
     }

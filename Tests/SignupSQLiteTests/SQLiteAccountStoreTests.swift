@@ -268,6 +268,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
         try contract().wrongSecondFactorCodesAreCountedInARowAndLock()
     }
     func testProvingANewAddressEndsTheOldOnesRecoveries() throws { try contract().provingANewAddressEndsTheOldOnesRecoveries() }
+    func testUndoingAnAddressChangeTakesBackEveryWayInAddedSince() throws {
+        try contract().undoingAnAddressChangeTakesBackEveryWayInAddedSince()
+    }
     func testNewSessionsEndTheLeastRecentlyUsedBeyondTheCap() throws {
         try contract().newSessionsEndTheLeastRecentlyUsedBeyondTheCap()
     }

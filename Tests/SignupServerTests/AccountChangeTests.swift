@@ -357,6 +357,11 @@ final class AccountChangeTests: XCTestCase {
         XCTAssertEqual(try server.store.account(named: "resident")?.email, "resident@example.org", "another account untouched")
         XCTAssertEqual(try webhooks(), ["account.email_changed"])
 
+        // Whoever changed it adds a passkey to come back by (issue 52, item 5).
+        try server.store.addPasskey(Passkey(credentialID: [4, 2], accountID: moved.id, publicKey: [1], algorithm: -7, signCount: 0,
+                                            transports: [], isBackupEligible: false, isBackedUp: false, createdAt: clock.now),
+                                    events: [])
+
         // The old address is told, with its way back.
         let oldMail = try await mails(to: "relocator@example.org", count: 1)[0]
         XCTAssertTrue(oldMail.text.contains("f…@example.org"), oldMail.text)
@@ -376,6 +381,8 @@ final class AccountChangeTests: XCTestCase {
         let undone = try await server.request("POST", "/account/email/undo", body: "", headers: ["Cookie": undoCookie])
         XCTAssertEqual(undone.status, 200, undone.body)
         XCTAssertTrue(undone.headers["set-cookie"]?.contains(AccountEmailRoutes.undoCookie + "=;") == true, "its cookie ends")
+        XCTAssertTrue(undone.body.contains("data-undo-cleaned"), "what was added since is removed, and said")
+        XCTAssertTrue(try server.store.passkeys(ofAccount: moved.id).isEmpty, "the taker's passkey is gone")
         XCTAssertTrue(undone.body.contains("Your address is back"))
         XCTAssertEqual(try server.store.account(named: "relocator")?.email, "relocator@example.org")
         let status = try await auth(cookie)
