@@ -21,12 +21,17 @@ public final class OpenIDProvider: @unchecked Sendable {
         public let clientSecret: String
         /// Asked for in the authorization request; `openid` is always among them.
         public let scopes: [String]
+        /// Hosts besides the issuer's that its token endpoint and key set may be on (Google's
+        /// are on googleapis.com): a discovery document that moves them anywhere else is
+        /// refused, so a tampered or mistaken one cannot send the code and secret elsewhere.
+        public let endpointHosts: Set<String>
 
-        public init(issuer: String, clientID: String, clientSecret: String, scopes: [String]) {
+        public init(issuer: String, clientID: String, clientSecret: String, scopes: [String], endpointHosts: Set<String> = []) {
             self.issuer = issuer
             self.clientID = clientID
             self.clientSecret = clientSecret
             self.scopes = scopes.contains("openid") ? scopes : ["openid"] + scopes
+            self.endpointHosts = Set(endpointHosts.map { $0.lowercased() })
         }
     }
 
@@ -40,6 +45,9 @@ public final class OpenIDProvider: @unchecked Sendable {
         public let sendsSecretInBody: Bool
         /// `id_token_signing_alg_values_supported`, or nil when not said.
         public let signingAlgorithms: [String]?
+        /// `authorization_response_iss_parameter_supported` (RFC 9207): its answers name it in
+        /// `iss`, so an answer without one did not come from it.
+        public var namesItselfInAnswers = false
     }
 
     /// How long a discovery document or key set is kept when its answer says nothing, and
@@ -99,6 +107,11 @@ public final class OpenIDProvider: @unchecked Sendable {
             guard metadata.issuer == settings.issuer else {
                 throw OpenIDError.discovery("the document names the issuer '\(metadata.issuer)', not '\(settings.issuer)'")
             }
+            let allowed = settings.endpointHosts.union([URL(string: settings.issuer)?.host?.lowercased() ?? ""])
+            for (name, url) in [("token endpoint", metadata.tokenEndpoint), ("key set", metadata.jwksURI)]
+                where !allowed.contains(url.host?.lowercased() ?? "") {
+                throw OpenIDError.discovery("its \(name) is on '\(url.host ?? "")', not the issuer's host; list it in the provider's endpoint_hosts if that is right")
+            }
             lock.withLock { cachedMetadata = (metadata, moment.addingTimeInterval(lifetime)) }
             return metadata
         } catch let failure as BoundedHTTPFetcher.Failure {
@@ -127,7 +140,8 @@ public final class OpenIDProvider: @unchecked Sendable {
         let secretInBody = methods.map { !$0.contains("client_secret_basic") && $0.contains("client_secret_post") } ?? false
         return Metadata(issuer: issuer, authorizationEndpoint: authorization, tokenEndpoint: token, jwksURI: jwks,
                         sendsSecretInBody: secretInBody,
-                        signingAlgorithms: object["id_token_signing_alg_values_supported"] as? [String])
+                        signingAlgorithms: object["id_token_signing_alg_values_supported"] as? [String],
+                        namesItselfInAnswers: object["authorization_response_iss_parameter_supported"] as? Bool ?? false)
     }
 
     private static func webURL(_ text: String, allowsHTTP: Bool) -> URL? {
@@ -166,6 +180,17 @@ public final class OpenIDProvider: @unchecked Sendable {
         components.queryItems = items
         guard let url = components.url else { throw .discovery("its authorization endpoint is not a URL") }
         return url
+    }
+
+    /// RFC 9207 §2.4: the `iss` of an authorization answer must be this issuer when given, and
+    /// must be given when discovery says the provider gives it (an answer without it came from
+    /// another provider: a mix-up).
+    public func checkAnswerIssuer(_ iss: String?) throws(OpenIDError) {
+        if let iss {
+            guard iss == settings.issuer else { throw .wrongIssuer(String(iss.prefix(200))) }
+            return
+        }
+        if try metadata().namesItselfInAnswers { throw .wrongIssuer("none, though the provider names itself in every answer") }
     }
 
     // MARK: The code's exchange

@@ -298,7 +298,7 @@ private struct Reader {
         var declarations: [ProviderDeclaration] = []
         for item in sequence {
             let entry = try settings(item, at: "providers", known: ["id", "name", "issuer", "client_id", "client_secret_env",
-                                                                    "scopes", "trust_email_verified"])
+                                                                    "scopes", "trust_email_verified", "endpoint_hosts"])
             for required in ["id", "name", "issuer", "client_id", "client_secret_env"] where entry[required] == nil {
                 throw fail(item, "a provider needs '\(required)'")
             }
@@ -334,6 +334,12 @@ private struct Reader {
             }
             if let trust = entry["trust_email_verified"] {
                 declaration.trustsEmailVerified = try boolean(trust.value, "\(path).trust_email_verified")
+            }
+            if let hosts = entry["endpoint_hosts"] {
+                declaration.endpointHosts = try strings(hosts.value, "\(path).endpoint_hosts")
+                for host in declaration.endpointHosts where host.isEmpty || host.contains(where: { "/:@?# ".contains($0) }) {
+                    throw fail(hosts.value, "'\(path).endpoint_hosts' lists host names only (such as oauth2.googleapis.com), not '\(host)'")
+                }
             }
             declarations.append(declaration)
         }

@@ -17,6 +17,9 @@ public struct ProviderDeclaration: Sendable, Equatable {
     /// Whether the provider's `email_verified: true` proves an address here (only for a
     /// provider that really proves addresses: a company's own login, a large mail provider).
     public var trustsEmailVerified: Bool
+    /// Hosts besides the issuer's that its token endpoint and key set may be on
+    /// (`endpoint_hosts`); any other host in its discovery document is refused.
+    public var endpointHosts: [String] = []
 
     public init(id: String, name: String, issuer: String, clientID: String, clientSecretVariable: String,
                 scopes: [String] = ["openid", "email", "profile"], trustsEmailVerified: Bool = false) {

@@ -157,8 +157,29 @@ struct ProviderRoutes: Sendable {
         let redirect = redirectURI()
         return .later { [self] respond in
             queue.async {
+                // The flow's state is spent once, across instances, before the provider is
+                // asked: a replayed callback (the cookie and the answer copied) costs no call to
+                // its token endpoint (issue 52).
+                do {
+                    guard try store.spendProof("oidc-state:" + SignInSessionID.hash(flow.state),
+                                               until: flow.issuedAt.addingTimeInterval(ProviderCookies.flowLifetime)) else {
+                        metrics.provider(provider.id, "expired")
+                        logger.notice("A provider's answer refused: its flow was used already",
+                                      metadata: ["event": "provider_refused", "provider": "\(provider.id)", "reason": "replayed",
+                                                 "client": "\(request.client)"])
+                        return respond(expired(request, provider: provider, cookies: [clearFlow]))
+                    }
+                } catch {
+                    logger.error("Account store unavailable to spend a provider flow", metadata: ["error": "\(error)"])
+                    return respond(request.pages.problem(
+                        title: request.text("problem.unavailable_title"), message: request.text("error.unavailable"),
+                        code: "unavailable", status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")])))
+                }
                 let claims: IDTokenClaims
                 do throws(OpenIDError) {
+                    // RFC 9207: an answer without `iss` from a provider that always names itself
+                    // is not its answer (discovery says so; read here, off the request threads).
+                    try provider.client.checkAnswerIssuer(http.queryValue("iss"))
                     let token = try provider.client.exchange(code: code, codeVerifier: flow.verifier, redirectURI: redirect)
                     claims = try provider.client.verifyIDToken(token, nonce: flow.nonce)
                 } catch {

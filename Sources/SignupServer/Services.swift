@@ -218,7 +218,8 @@ struct Services: Sendable {
             providers[declaration.id] = ConfiguredProvider(
                 declaration: declaration,
                 client: OpenIDProvider(settings: .init(issuer: declaration.issuer, clientID: declaration.clientID,
-                                                       clientSecret: secret, scopes: declaration.scopes),
+                                                       clientSecret: secret, scopes: declaration.scopes,
+                                                       endpointHosts: Set(declaration.endpointHosts)),
                                        fetcher: fetcher, now: now))
         }
         self.providers = providers

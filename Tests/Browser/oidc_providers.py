@@ -86,6 +86,11 @@ class TamperingProvider(_Process):
         with urllib.request.urlopen(request, timeout=10) as answer:
             assert answer.status == 200
 
+    def token_calls(self):
+        """How many times its token endpoint was asked."""
+        with urllib.request.urlopen(f"{self.issuer}/token_calls", timeout=10) as answer:
+            return int(answer.read())
+
 
 def _b64url(data):
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
@@ -109,7 +114,7 @@ def serve_tampering(port):
             "rotated": RSAKey.generate_key(2048, parameters={"kid": "rsa-2", "use": "sig", "alg": "RS256"}),
             # Same kid as the published RSA key, never published: a forged signature.
             "stranger": RSAKey.generate_key(2048, parameters={"kid": "rsa-1", "use": "sig", "alg": "RS256"})}
-    state = {"fault": "none", "challenges": {}}
+    state = {"fault": "none", "challenges": {}, "token_calls": 0}
 
     def published():
         chosen = [keys["rsa"], keys["ec"]] + ([keys["rotated"]] if state["fault"] == "rotated" else [])
@@ -136,10 +141,13 @@ def serve_tampering(port):
         if request.path == "/fault" and request.method == "POST":
             state["fault"] = raw.decode().strip()
             return Response("ok")(environ, start_response)
+        if request.path == "/token_calls":
+            return Response(str(state["token_calls"]))(environ, start_response)
         if request.path == "/jwks":
             return Response(json.dumps(published()), content_type="application/json",
                             headers={"Cache-Control": "max-age=3600"})(environ, start_response)
         if request.path == "/oauth2/token" and request.method == "POST":
+            state["token_calls"] += 1
             form = {name: values[0] for name, values in parse_qs(raw.decode()).items()}
             challenge = state["challenges"].pop(form.get("code", ""), None)
             verifier = form.get("code_verifier", "")

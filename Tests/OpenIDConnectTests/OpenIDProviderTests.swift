@@ -27,11 +27,11 @@ final class OpenIDProviderTests: XCTestCase {
         _ = server.stop()
     }
 
-    private func relyingParty(limits: BoundedHTTPFetcher.Limits = .init(maxBytes: 64 * 1024, deadline: 2, maxConcurrent: 4))
-        -> OpenIDProvider {
+    private func relyingParty(limits: BoundedHTTPFetcher.Limits = .init(maxBytes: 64 * 1024, deadline: 2, maxConcurrent: 4),
+                              endpointHosts: Set<String> = []) -> OpenIDProvider {
         let clock = self.clock!
         return OpenIDProvider(settings: .init(issuer: provider.issuer, clientID: "our-client", clientSecret: "a-client-secret-32-bytes-or-longer/+:",
-                                              scopes: ["email"]),
+                                              scopes: ["email"], endpointHosts: endpointHosts),
                               fetcher: BoundedHTTPFetcher(limits: limits, now: { clock.now }), now: { clock.now })
     }
 
@@ -146,6 +146,33 @@ final class OpenIDProviderTests: XCTestCase {
         XCTAssertEqual(try party.metadata().issuer, provider.issuer)
     }
 
+    /// Issue 52, item 10: the token endpoint and the key set stay on the issuer's host unless
+    /// the configuration allows another, so a discovery document cannot send the code and the
+    /// client secret elsewhere.
+    func testTheTokenEndpointStaysOnTheIssuersHostUnlessAllowed() throws {
+        provider.tokenEndpoint = "https://collector.example/token"
+        XCTAssertThrowsError(try relyingParty().metadata()) { error in
+            guard case .discovery(let why) = error as? OpenIDError else { return XCTFail("\(error)") }
+            XCTAssertTrue(why.contains("collector.example") && why.contains("endpoint_hosts"), why)
+        }
+        XCTAssertEqual(try relyingParty(endpointHosts: ["Collector.Example"]).metadata().tokenEndpoint.host, "collector.example",
+                       "allowed by the configuration")
+    }
+
+    /// RFC 9207: an answer's `iss` must be the issuer when given, and must be given when the
+    /// provider says it always names itself.
+    func testTheAnswersIssuerIsCheckedAndRequiredWhereAdvertised() throws {
+        XCTAssertNoThrow(try relyingParty().checkAnswerIssuer(nil), "not advertised: none is fine")
+        XCTAssertNoThrow(try relyingParty().checkAnswerIssuer(provider.issuer))
+        XCTAssertThrowsError(try relyingParty().checkAnswerIssuer("https://other.example")) { error in
+            XCTAssertEqual(error as? OpenIDError, .wrongIssuer("https://other.example"))
+        }
+        provider.namesItselfInAnswers = true
+        let party = relyingParty()
+        XCTAssertThrowsError(try party.checkAnswerIssuer(nil), "advertised, so an answer without it is another's")
+        XCTAssertNoThrow(try party.checkAnswerIssuer(provider.issuer))
+    }
+
     func testTheAuthorizationRequestAndTheCodesExchangeCarryPKCE() throws {
         let party = relyingParty()
         let redirect = URL(string: "https://signup.example/signin/provider/callback")!
@@ -200,6 +227,10 @@ final class FakeProvider: HTTPResponder, @unchecked Sendable {
     private(set) var kid = "key-1"
     var issuer = ""
     var discoveredIssuer: String?
+    /// Where discovery says the token endpoint is (its own host when nil).
+    var tokenEndpoint: String?
+    /// Whether discovery says its answers carry `iss` (RFC 9207).
+    var namesItselfInAnswers = false
     var garbage = false
     var jwksMaxAge = 3600
     var tokenAnswer: (Int, String) = (200, "{}")
@@ -221,7 +252,8 @@ final class FakeProvider: HTTPResponder, @unchecked Sendable {
             if garbage { return .json("<html>not a document</html>") }
             return .json("""
                 {"issuer":"\(discoveredIssuer ?? issuer)","authorization_endpoint":"\(issuer)/authorize",
-                 "token_endpoint":"\(issuer)/token","jwks_uri":"\(issuer)/jwks",
+                 "token_endpoint":"\(tokenEndpoint ?? issuer + "/token")","jwks_uri":"\(issuer)/jwks",
+                 "authorization_response_iss_parameter_supported":\(namesItselfInAnswers),
                  "id_token_signing_alg_values_supported":["ES256","RS256"]}
                 """)
         case "/jwks":
