@@ -24,6 +24,11 @@ final class ClientLimiters: Sendable {
     let mailsPerAddress: RateLimiter
     /// Shared by every instance: recovery requests for one account, wherever they come from.
     let recoveriesPerAccount: SharedRateLimiter
+    /// The same allowance again, for requests from a network where the account is signed in:
+    /// strangers spending `recoveriesPerAccount` do not keep the owner from recovering.
+    let recoveriesFromKnownNetworks: SharedRateLimiter
+    /// Shared by every instance: wrong recovery codes per account, across its recoveries.
+    let recoveryCodesPerAccount: SharedRateLimiter
     /// Keyed by one key for everybody (`ProofOfWorkGate.everybody`).
     let noJavaScriptSignups: RateLimiter
     /// The same for recoveries (`/recover`, `/recover/code`), apart from sign-ups'.
@@ -65,6 +70,12 @@ final class ClientLimiters: Sendable {
         recoveriesPerAccount = SharedRateLimiter(
             .mails, bucket: LimitSetting.recoveriesPerAccount.flag, rate: limits.recoveriesPerAccount,
             store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, consulted: consulted)
+        recoveriesFromKnownNetworks = SharedRateLimiter(
+            .mails, bucket: LimitSetting.recoveriesPerAccount.flag + "-known-network", rate: limits.recoveriesPerAccount,
+            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, consulted: consulted)
+        recoveryCodesPerAccount = SharedRateLimiter(
+            .signins, bucket: LimitSetting.recoveryCodesPerAccount.flag, rate: limits.recoveryCodesPerAccount,
+            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, failsClosed: true, consulted: consulted)
         noJavaScriptSignups = limiter(.noJavaScriptSignups)
         noJavaScriptRecoveries = limiter(.noJavaScriptRecoveries)
         passkeys = limiter(.passkeysPerAddress)

@@ -22,6 +22,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
     case mailsPerRecipient = "mails-per-recipient"
     case mailsPerAddress = "mails-per-address"
     case recoveriesPerAccount = "recoveries-per-account"
+    case recoveryCodesPerAccount = "recovery-codes-per-account"
     case noJavaScriptSignups = "no-javascript-signups"
     case noJavaScriptRecoveries = "no-javascript-recoveries"
     case passkeysPerAddress = "passkeys-per-address"
@@ -55,6 +56,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .mailsPerRecipient: return .rate(\.mailsPerRecipient)
         case .mailsPerAddress: return .rate(\.mailsPerAddress)
         case .recoveriesPerAccount: return .rate(\.recoveriesPerAccount)
+        case .recoveryCodesPerAccount: return .rate(\.recoveryCodesPerAccount)
         case .noJavaScriptSignups: return .rate(\.noJavaScriptSignups)
         case .noJavaScriptRecoveries: return .rate(\.noJavaScriptRecoveries)
         case .passkeysPerAddress: return .rate(\.passkeysPerAddress)
@@ -75,7 +77,8 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .editsPerSession, .editsPerAddress: return .edits
         case .lookupsPerSession, .lookupsPerAddress: return .lookups
         case .signupsPerAddress: return .signups
-        case .signinFailuresPerAccount, .signinFailuresPerAddress, .secondFactorFailuresPerAccount: return .signins
+        case .signinFailuresPerAccount, .signinFailuresPerAddress, .secondFactorFailuresPerAccount, .recoveryCodesPerAccount:
+            return .signins
         case .mailsPerRecipient, .mailsPerAddress, .recoveriesPerAccount: return .mails
         case .noJavaScriptSignups, .noJavaScriptRecoveries: return .noJavaScript
         case .passkeysPerAddress: return .passkeys
@@ -103,7 +106,8 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .secondFactorFailuresPerAccount: return "Wrong second-factor codes per account before each try must wait, across instances; a right password never refills it."
         case .mailsPerRecipient: return "Mails (codes, notices) to one email address, across instances: nobody can mail-bomb an address through the form."
         case .mailsPerAddress: return "Mails (codes, notices) asked for from one client address."
-        case .recoveriesPerAccount: return "Recovery requests for one account (forgotten passwords), across instances; over it nothing is mailed and the page says the same, so it reveals no account."
+        case .recoveriesPerAccount: return "Recovery requests for one account (forgotten passwords), across instances; over it nothing is mailed and the page says the same, so it reveals no account. Requests from a network where the account is signed in have an allowance of their own, so strangers cannot spend the owner's."
+        case .recoveryCodesPerAccount: return "Wrong recovery codes per account, across its recoveries and instances (a daily budget); over it every code reads as wrong, and the mailed link still works."
         case .noJavaScriptSignups: return "Sign-up posts without a proof of work (people without JavaScript), all clients together; over it the page asks for JavaScript or patience."
         case .noJavaScriptRecoveries: return "Recovery requests and codes posted without a proof of work, all clients together: their own budget, so a flood of them never turns away sign-ups without JavaScript."
         case .passkeysPerAddress: return "Passkey ceremonies (made on the form, signed in with, added) per address."

@@ -24,7 +24,7 @@ public struct Rate: Sendable, Equatable, CustomStringConvertible {
         public var description: String {
             switch self {
             case .invalid(let text):
-                return "'\(text)' is not a rate: write COUNT/UNIT with UNIT s, min or h, optionally ',burst=N' (e.g. '2/s,burst=60'), or 'off'."
+                return "'\(text)' is not a rate: write COUNT/UNIT with UNIT s, min, h or d, optionally ',burst=N' (e.g. '2/s,burst=60'), or 'off'."
             }
         }
     }
@@ -46,6 +46,7 @@ public struct Rate: Sendable, Equatable, CustomStringConvertible {
         case "s", "sec", "second": seconds = 1
         case "m", "min", "minute": seconds = 60
         case "h", "hour": seconds = 3600
+        case "d", "day": seconds = 86_400
         default: throw ParseError.invalid(text)
         }
         var burst = max(1, count)
@@ -67,8 +68,10 @@ public struct Rate: Sendable, Equatable, CustomStringConvertible {
             rate = "\(Self.number(perSecond))/s"
         } else if perMinute >= 1 {
             rate = "\(Self.number(perMinute))/min"
-        } else {
+        } else if perMinute * 60 >= 1 || perMinute * 60 == (perMinute * 60).rounded() {
             rate = "\(Self.number(perMinute * 60))/h"
+        } else {
+            rate = "\(Self.number(perMinute * 60 * 24))/d"
         }
         return "\(rate),burst=\(Self.number(burst))"
     }

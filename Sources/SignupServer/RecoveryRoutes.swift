@@ -156,7 +156,16 @@ struct RecoveryRoutes: Sendable {
             // made-up name costs the same round trips as a real one.
             let accountKey = account.map { "account:\($0.id)" } ?? "typed:" + Username.canonical(identifier)
             let recipientKey = EmailAddress.canonical(account?.email ?? identifier)
-            let withinLimits = admitted(account: accountKey, recipient: recipientKey)
+            var withinLimits = admitted(account: accountKey, recipient: recipientKey)
+            // Strangers may have spent the account's allowance (issue 52): a request from a
+            // network where the account is signed in has one of its own, so they cannot keep
+            // the owner from recovering. (The answer waits for the same floor either way.)
+            if !withinLimits, let account, try isKnownNetwork(request, of: account) {
+                do throws(LimitExceeded) {
+                    try limiters.recoveriesFromKnownNetworks.admit(accountKey)
+                    withinLimits = true
+                } catch {}
+            }
             // The mail is written either way and dropped unless it goes: the same work.
             let mail = try proofs.mails.recovery(to: account?.email ?? identifier, username: account?.username ?? identifier,
                                                  code: code, link: link, language: request.language, at: time,
@@ -199,6 +208,13 @@ struct RecoveryRoutes: Sendable {
         let due = arrived + answerFloor
         guard DispatchTime.now() < due else { return answer }
         return .later { respond in DispatchQueue.global().asyncAfter(deadline: due) { respond(answer) } }
+    }
+
+    /// Whether the request comes from a network (the /24, or an IPv6 /48) where `account` has
+    /// a live signed-in session: its owner's home or office, most likely.
+    private func isKnownNetwork(_ request: SignupRequest, of account: Account) throws -> Bool {
+        let network = ClientKey.network(ofKey: request.clientKey)
+        return try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules).contains { $0.network == network }
     }
 
     /// Spends one from the account's and the recipient's allowances (both, always: the time
@@ -260,8 +276,21 @@ struct RecoveryRoutes: Sendable {
         } catch {
             return unavailable(request, error)
         }
+        // A daily budget of wrong codes per account, across all its recoveries (issue 52), spent
+        // before the code is compared. Over it the code reads as wrong, the same answer as a
+        // wrong code's (so the budget says nothing of whether an account exists); the mailed
+        // link, a secret nobody guesses, still opens the form.
+        let budgetKey = recovery.accountID.map { "account:\($0)" } ?? "recovery:" + recovery.token
+        var withinBudget = true
+        do throws(LimitExceeded) {
+            try limiters.recoveryCodesPerAccount.admit(budgetKey)
+        } catch where error.storeUnavailable {
+            return unavailable(request, StorageFault("the shared limit on recovery codes could not be read"))
+        } catch {
+            withinBudget = false
+        }
         // A stand-in's hash matches no code: its wrong codes read exactly like a real one's.
-        guard !recovery.codeHash.isEmpty,
+        guard withinBudget, !recovery.codeHash.isEmpty,
               proofs.secrets.codeMatches(code, formToken: recovery.token, storedHash: recovery.codeHash) else {
             metrics.recovery("wrong_code")
             proofOfWork?.pricing.record(.wrongCode, addressKey: clientKey)

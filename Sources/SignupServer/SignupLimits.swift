@@ -41,6 +41,10 @@ public struct SignupLimits: Sendable {
     /// whatever the address: three at once, then three an hour. Over it the page says the
     /// same and nothing is mailed, so the limit tells nobody the account exists.
     public var recoveriesPerAccount = Rate(burst: 3, perSecond: 3.0 / 3600)
+    /// Wrong recovery codes per account, across every recovery of it (issue 52): ten a day.
+    /// Each recovery takes five at most; this bounds how many recoveries a guesser can start
+    /// to guess in. The mailed link (256 bits) is not a guess and is never held back by it.
+    public var recoveryCodesPerAccount = Rate(burst: 10, perSecond: 10.0 / 86_400)
     /// Mails asked for from one client address.
     public var mailsPerAddress = Rate(burst: 10, perSecond: 20.0 / 3600)
     /// Sign-ups posted without a proof of work (no JavaScript), everybody together: bots
@@ -79,6 +83,7 @@ public struct SignupLimits: Sendable {
         limits.mailsPerRecipient = .unlimited
         limits.mailsPerAddress = .unlimited
         limits.recoveriesPerAccount = .unlimited
+        limits.recoveryCodesPerAccount = .unlimited
         limits.noJavaScriptSignups = .unlimited
         limits.noJavaScriptRecoveries = .unlimited
         limits.passkeysPerAddress = .unlimited

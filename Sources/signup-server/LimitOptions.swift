@@ -58,6 +58,7 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help(.mailsPerRecipient)) var mailsPerRecipient = LimitSetting.mailsPerRecipient.defaultText
     @Option(help: help(.mailsPerAddress)) var mailsPerAddress = LimitSetting.mailsPerAddress.defaultText
     @Option(help: help(.recoveriesPerAccount)) var recoveriesPerAccount = LimitSetting.recoveriesPerAccount.defaultText
+    @Option(help: help(.recoveryCodesPerAccount)) var recoveryCodesPerAccount = LimitSetting.recoveryCodesPerAccount.defaultText
     @Option(help: help(.noJavaScriptSignups)) var noJavascriptSignups = LimitSetting.noJavaScriptSignups.defaultText
     @Option(help: help(.noJavaScriptRecoveries)) var noJavascriptRecoveries = LimitSetting.noJavaScriptRecoveries.defaultText
     @Option(help: help(.passkeysPerAddress)) var passkeysPerAddress = LimitSetting.passkeysPerAddress.defaultText
@@ -78,7 +79,7 @@ struct LimitOptions: ParsableArguments {
             .signinFailuresPerAccount: signinFailuresPerAccount, .signinFailuresPerAddress: signinFailuresPerAddress,
             .secondFactorFailuresPerAccount: secondFactorFailuresPerAccount,
             .mailsPerRecipient: mailsPerRecipient, .mailsPerAddress: mailsPerAddress,
-            .recoveriesPerAccount: recoveriesPerAccount,
+            .recoveriesPerAccount: recoveriesPerAccount, .recoveryCodesPerAccount: recoveryCodesPerAccount,
             .noJavaScriptSignups: noJavascriptSignups, .noJavaScriptRecoveries: noJavascriptRecoveries,
             .passkeysPerAddress: passkeysPerAddress, .unknownSessionsPerAddress: unknownSessionsPerAddress,
             .hashesPerAddress: String(hashesPerAddress), .hashQueueLength: String(hashQueueLength),

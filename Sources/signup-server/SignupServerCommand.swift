@@ -60,7 +60,7 @@ struct Serve: ParsableCommand {
     @OptionGroup(title: "Proof of work (bots pay, people don't)")
     var proof: ProofOptions
 
-    @OptionGroup(title: "Abuse limits (rates are COUNT/UNIT[,burst=N] with UNIT s, min or h, or 'off')")
+    @OptionGroup(title: "Abuse limits (rates are COUNT/UNIT[,burst=N] with UNIT s, min, h or d, or 'off')")
     var limits: LimitOptions
 
     /// Every option of `serve`, for `LIVESIGNUP_*` variables. `ServeOptionsTests` checks that

@@ -91,6 +91,68 @@ final class RecoveryTests: XCTestCase {
                                  headers: ["Cookie": cookie])
     }
 
+    // MARK: Issue 52, item 6
+
+    /// Wrong codes are counted per account across its recoveries: after ten in a day, a new
+    /// recovery's right code reads as wrong too (the same answer, so nothing tells that an
+    /// account exists), and the mailed link still opens the form.
+    func testWrongCodesAreBudgetedPerAccountAcrossRecoveriesAndTheLinkStillWorks() async throws {
+        try await provedAccount("Guessed", email: "guessed@example.org")
+        var mails = 1
+        for _ in 0..<2 {
+            let asked = try await ask("guessed")
+            mails += 1
+            let right = try await mailed(to: "guessed@example.org", count: mails).code
+            let wrong = right == "000000" ? "111111" : "000000"
+            for _ in 0..<5 {
+                let answer = try await enter(wrong, token: asked.token)
+                XCTAssertEqual(answer.status, 422)
+            }
+            clock.advance(by: 3600)
+        }
+        let third = try await ask("guessed")
+        mails += 1
+        let last = try await mailed(to: "guessed@example.org", count: mails)
+        let refused = try await enter(last.code, token: third.token)
+        XCTAssertEqual(refused.status, 422, "over the account's budget, even the right code reads as wrong")
+        XCTAssertTrue(refused.body.contains("That code is not right"), refused.body)
+        XCTAssertNil(refused.headers["location"])
+        let opened = try await server.request("GET", "/recover?link=\(last.link)")
+        XCTAssertEqual(opened.status, 303, "the link is no guess: it still works")
+        let cookie = try XCTUnwrap(opened.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
+        let form = try await server.request("GET", "/recover/password", headers: ["Cookie": cookie])
+        XCTAssertEqual(form.status, 200)
+    }
+
+    /// Strangers who spend the account's recovery allowance (three an hour) from their own
+    /// networks do not keep its owner from recovering: a request from a network where the
+    /// account is signed in has an allowance of its own.
+    func testStrangersSpendingTheAllowanceDoNotKeepTheOwnerFromRecovering() async throws {
+        try await provedAccount("Homebody", email: "homebody@example.org")
+        let home = try await server.request("POST", "/signin", body: FormURLEncoder.encode([("username", "homebody"),
+                                                                                            ("password", password)]),
+                                            from: "192.0.2.5")
+        XCTAssertEqual(home.status, 303, "signed in at home")
+        for index in 0..<4 {
+            let response = try await server.request("POST", "/recover", body: FormURLEncoder.encode([("identifier", "homebody")]),
+                                                    from: "198.51.\(index).9")
+            XCTAssertEqual(response.status, 200)
+        }
+        let mail = mail
+        let spent = await Condition.wait(timeout: 10) { mail.messages(to: "homebody@example.org").count >= 3 }
+        XCTAssertTrue(spent)
+        let before = mail.messages(to: "homebody@example.org").count
+        XCTAssertLessThan(before, 5, "strangers got no more than the allowance: \(before) mails")
+        let stranger = try await server.request("POST", "/recover", body: FormURLEncoder.encode([("identifier", "homebody")]),
+                                                from: "203.0.113.40")
+        XCTAssertEqual(stranger.status, 200, "the same page")
+        let owner = try await server.request("POST", "/recover", body: FormURLEncoder.encode([("identifier", "homebody")]),
+                                             from: "192.0.2.77")
+        XCTAssertEqual(owner.status, 200)
+        let arrived = await Condition.wait(timeout: 10) { mail.messages(to: "homebody@example.org").count == before + 1 }
+        XCTAssertTrue(arrived, "the owner's own network still gets its code (\(mail.messages(to: "homebody@example.org").count))")
+    }
+
     // MARK: The whole way back in
 
     func testRecoveringSignsOutEverySessionOfTheAccountAndSignsThisBrowserIn() async throws {
@@ -409,12 +471,15 @@ final class RecoveryTests: XCTestCase {
     }
 
     /// Mail bombing through the form: the account's allowance runs out quietly (the page is
-    /// the same), and nothing more is mailed until it refills.
+    /// the same), and nothing more is mailed until it refills. (From a network where the
+    /// account is not signed in: its owner's own network has an allowance of its own.)
     func testRequestsForOneAccountAreLimitedWithoutSayingSo() async throws {
         try await provedAccount("Popular", email: "popular@example.org")
         var bodies: [String] = []
         for index in 0..<5 {
-            let asked = try await ask("popular", language: nil)
+            let response = try await server.request("POST", "/recover", body: FormURLEncoder.encode([("identifier", "popular")]),
+                                                    from: "198.51.100.\(index + 1)")
+            let asked = (status: response.status, body: response.body)
             XCTAssertEqual(asked.status, 200, "request \(index)")
             bodies.append(asked.body.replacing(#/value="[A-Za-z0-9_-]{43}"/#, with: ""))
         }
