@@ -163,8 +163,11 @@ struct AccountChangeRoutes: Sendable {
         return Pages.redirect(to: "/account?password=changed&others=\(ended)" + AccountRoutes.languageParameter(request))
     }
 
+    /// The live check lives as long as the signed-in session that opened the form.
     private func passwordRules(_ request: SignupRequest) -> AccountFormPages.Rules {
-        AccountFormPages.newPasswordRules(hashing: hashing, client: request.clientKey)
+        let store = store, rules = signedIn.rules, now = now, idHash = signedIn.sessionHash(in: request.cookieHeader) ?? ""
+        return AccountFormPages.newPasswordRules(hashing: hashing, client: request.clientKey, lifeline: .init(
+            opened: now(), isOpen: { (try? store.signedInAccount(idHash: idHash, at: now(), rules: rules)) != nil }, now: now))
     }
 
     private func newPasswordPage(_ request: SignupRequest, _ account: Account, problems: [(field: SignupField, message: String)] = [],

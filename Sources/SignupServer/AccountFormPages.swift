@@ -17,10 +17,13 @@ struct AccountFormPages: Sendable {
     /// A new password's form for an account (a recovery's, a change's): the account's own
     /// words refused, and "not your current password" checked live when it has one (a hash
     /// per pause, in the sign-in lane, charged to `client`).
-    static func newPasswordRules(hashing: PasswordHashingQueue, client: String) -> Rules {
+    /// `lifeline`: what opened the form (a recovery, a signed-in session); the live check
+    /// answers only while it is open.
+    static func newPasswordRules(hashing: PasswordHashingQueue, client: String, lifeline: CurrentPasswordCheck.Lifeline) -> Rules {
         { account, language in
             (language.policy.newPassword(for: .init(of: account)),
-             account.hasPassword ? CurrentPasswordCheck(hash: account.passwordHash, hashing: hashing, client: client) : nil)
+             account.hasPassword ? CurrentPasswordCheck(hash: account.passwordHash, hashing: hashing, client: client,
+                                                        lifeline: lifeline) : nil)
         }
     }
 

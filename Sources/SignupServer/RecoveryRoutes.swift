@@ -342,7 +342,7 @@ struct RecoveryRoutes: Sendable {
         // A JSON row negotiates no language: the page's script names its own (`?lang=`).
         let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
         let account = opened.account
-        let form = AccountFormPages.newPasswordRules(hashing: hashing, client: request.clientKey)(account, language)
+        let form = passwordRules(request)(account, language)
         do throws(FormSessionRegistry.LookupError) {
             let token = try sessions.startNewPasswordSession(form.policy, currentPassword: form.currentPassword,
                                                              language: language.tag, address: request.client)
@@ -566,6 +566,15 @@ struct RecoveryRoutes: Sendable {
         return value.isEmpty ? cookie.cleared.header : cookie.header
     }
 
+    /// The live check lives as long as the recovery whose secret this browser holds.
+    private func passwordRules(_ request: SignupRequest) -> AccountFormPages.Rules {
+        let secrets = request.http.cookieValues(named: Self.secretCookie).filter(\.isRandomToken)
+        let linkHash = secrets.count == 1 ? proofs.secrets.linkHash(secrets[0]) : ""
+        let store = store, now = now
+        return AccountFormPages.newPasswordRules(hashing: hashing, client: request.clientKey, lifeline: .init(
+            opened: now(), isOpen: { !linkHash.isEmpty && (try? store.recovery(linkHash: linkHash, at: now())) != nil }, now: now))
+    }
+
     /// The live new-password form; with the account's second factor on, its code field too
     /// (`codeMessage`: why the code was refused).
     private func newPasswordPage(_ request: SignupRequest, account: Account,
@@ -573,7 +582,7 @@ struct RecoveryRoutes: Sendable {
                                  status: HTTPStatus) -> HTTPResponse {
         let asksCode = (try? store.secondFactor(ofAccount: account.id))??.isEnabled == true
         var response = forms.page(request, for: account,
-                                  rules: AccountFormPages.newPasswordRules(hashing: hashing, client: request.clientKey),
+                                  rules: passwordRules(request),
                                   purpose: .recovery(username: account.username, asksSecondFactorCode: asksCode, message: codeMessage),
                                   problems: problems, status: status)
         response.headers.add("Vary", "Accept-Language")

@@ -336,6 +336,43 @@ final class RecoveryTests: XCTestCase {
     }
 
     /// The live form: its session speaks the sign-up form's events, judged for this account.
+    /// Issue 52, item 7: the live "not your current password" answer lives only as long as
+    /// the recovery that opened the form. Once that recovery is void (a newer one replaced
+    /// it), typing the current password there learns nothing: no hash, no "that is your
+    /// current password".
+    func testTheCurrentPasswordCheckEndsWithTheRecoveryThatOpenedIt() async throws {
+        try await provedAccount("Oracle", email: "oracle@example.org")
+        _ = try await ask("oracle")
+        let link = try await mailed(to: "oracle@example.org", count: 2).link
+        let page = try await server.request("GET", "/recover/password", headers: ["Cookie": "\(RecoveryRoutes.secretCookie)=\(link)"])
+        let token = try XCTUnwrap(page.body.firstMatch(of: #/name="token" value="([^"]+)"/#)).1.description
+        let form = LiveSignupClient.FormSession(client: server.client, token: token)
+        let events = EventCollector(form.events())
+        await events.wait { $0.contains { if case .snapshot = $0 { return true }; return false } }
+        _ = try await form.edit("password", to: password, touched: true)
+        await events.wait { $0.contains { if case .requirement("password.not_current", .unmet, _) = $0 { return true }; return false } }
+
+        // A newer recovery voids this one; the form that it opened stays open in the tab.
+        clock.advance(by: 3600)
+        _ = try await ask("oracle")
+        _ = try await mailed(to: "oracle@example.org", count: 3)
+        let other = events.events.count
+        _ = try await form.edit("password", to: "Something-Else-Entirely-77", touched: true)
+        await events.wait { events in
+            events.dropFirst(other).contains { if case .requirement("password.not_current", .met, _) = $0 { return true }; return false }
+        }
+        // The answer for the typed value goes stale (pending) with each edit and settles again:
+        // now on "met" for the current password too, its hash never made.
+        let before = events.events.count
+        _ = try await form.edit("password", to: password, touched: true)
+        await events.wait { events in
+            events.dropFirst(before).contains { if case .requirement("password.not_current", .met, _) = $0 { return true }; return false }
+        }
+        XCTAssertFalse(events.events.dropFirst(before).contains {
+            if case .requirement("password.not_current", .unmet, _) = $0 { return true }; return false
+        }, "the current password is not told apart once the recovery ended: \(events.events.dropFirst(before))")
+    }
+
     func testTheNewPasswordFormIsLive() async throws {
         try await provedAccount("Ada_Live", email: "ada.live@example.org")
         _ = try await ask("ada.live@example.org")
