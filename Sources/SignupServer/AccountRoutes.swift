@@ -70,6 +70,9 @@ struct AccountRoutes: Sendable {
             notice = request.text("account.second_factor_removed")
         } else if request.http.queryValue("email") == "changed" {
             notice = request.text("account.email_changed")
+        } else if request.http.queryValue("recovered") == "1" {
+            // A completed recovery (issue 52): the owner looks over every way in, below.
+            notice = request.text("account.recovered")
         } else if let done = request.http.queryValue("passkey"), ["renamed", "removed", "added"].contains(done) {
             notice = request.text("account.passkey_\(done)")
         } else if let done = request.http.queryValue("provider"), ["linked", "unlinked"].contains(done),

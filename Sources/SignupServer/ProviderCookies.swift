@@ -57,8 +57,10 @@ struct ProviderCookies: Sendable {
         var issuer: String
         var subject: String
         var email: String
-        /// The provider said it proved the address and the operator trusts it to.
-        var emailProved: Bool
+        /// The provider said it proved the address (`email_verified`). Whether that proves it
+        /// here is decided when the sign-up is sent, from the configuration then (issue 52): an
+        /// operator who stops trusting the provider is obeyed at once, not after the cookie.
+        var providerSaysVerified: Bool
         var issuedAt: Date
     }
 

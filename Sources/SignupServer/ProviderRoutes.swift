@@ -224,7 +224,7 @@ struct ProviderRoutes: Sendable {
                 // provider's word alone.
                 metrics.provider(provider.id, "link_offered")
                 let identity = ProviderCookies.Identity(purpose: .link, provider: provider.id, issuer: link.issuer,
-                                                        subject: link.subject, email: link.email, emailProved: proved, issuedAt: now())
+                                                        subject: link.subject, email: link.email, providerSaysVerified: claims.emailVerified, issuedAt: now())
                 logger.notice("A provider's identity waits for a sign-in to link it",
                               metadata: ["event": "provider_link_offered", "provider": "\(provider.id)", "account": "\(owner.id)",
                                          "client": "\(request.client)"])
@@ -238,7 +238,7 @@ struct ProviderRoutes: Sendable {
                                cookies: [clearFlow])
             }
             let identity = ProviderCookies.Identity(purpose: .signup, provider: provider.id, issuer: link.issuer,
-                                                    subject: link.subject, email: link.email, emailProved: proved, issuedAt: now())
+                                                    subject: link.subject, email: link.email, providerSaysVerified: claims.emailVerified, issuedAt: now())
             return signupForm(request, provider, identity, suggested: claims.preferred_username ?? "",
                               returnTo: flow.returnTo, cookies: [clearFlow, cookies.identityCookie(identity)])
         } catch ProviderLinkError.linkedElsewhere {

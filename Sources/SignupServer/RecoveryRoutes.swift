@@ -519,7 +519,9 @@ struct RecoveryRoutes: Sendable {
                 cookies = session
             }
             cookies.append(secretCookie(""))
-            return Pages.redirect(to: "/welcome" + PageRenderer.languageQuery(language), cookies: cookies)
+            // To the account page, which lists every way in (passkeys, providers, the second
+            // factor, devices): whoever got in may have added one, and only the owner can tell.
+            return Pages.redirect(to: "/account?recovered=1" + AccountRoutes.languageParameter(request), cookies: cookies)
         } catch {
             logger.error("Password reset, but the signed-in session could not be stored", metadata: ["error": "\(error)"])
             return Pages.redirect(to: "/signin" + PageRenderer.languageQuery(language), cookies: [secretCookie("")])

@@ -224,7 +224,7 @@ struct Services: Sendable {
         }
         self.providers = providers
         providerCookies = ProviderCookies(
-            key: try store.secret(named: "provider-cookie-key", createdBy: ProviderCookies.makeKey),
+            key: try configuration.providerCookieKey ?? store.secret(named: "provider-cookie-key", createdBy: ProviderCookies.makeKey),
             secure: signedIn.secureCookies, now: now)
         let redirectOrigin = publicOrigins.first
         let redirectHost = ["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "127.0.0.1" : configuration.host

@@ -43,6 +43,10 @@ public final class SignupApplication: Sendable {
         /// (`LIVESIGNUP_SECOND_FACTOR_KEY`): kept outside the database, a copy of the database
         /// alone opens no second factor. Nil: a key kept in the store (`second-factor-key`).
         public var secondFactorKey: [UInt8]?
+        /// The 32-byte key that seals the provider sign-in's cookies (`LIVESIGNUP_PROVIDER_COOKIE_KEY`):
+        /// outside the database like the second factor's, so a copy of the database alone forges
+        /// no provider answer. Nil: a key kept in the store (`provider-cookie-key`).
+        public var providerCookieKey: [UInt8]?
         /// `--second-factor`: overrides the policy's `second_factor` (nil: the policy's word).
         public var secondFactorRule: SecondFactorRule?
         /// Each provider's client secret by its id, read from the environment variable its

@@ -215,9 +215,10 @@ struct SignupSubmitRoutes: Sendable {
         }
         let password = values[.password] ?? ""
         // Through a provider: the address is proved when the provider said so, the operator
-        // trusts it to, and the form still has that address.
+        // trusts it to now (read from the configuration, not the cookie), and the form still
+        // has that address.
         let provedByProvider = submission.identity.map { identity in
-            identity.held.emailProved
+            identity.held.providerSaysVerified && identity.provider.declaration.trustsEmailVerified
                 && EmailAddress.canonical(values[.email] ?? "") == EmailAddress.canonical(identity.held.email)
         } ?? false
         if credential == .provider {

@@ -113,6 +113,12 @@ struct Serve: ParsableCommand {
             }
             configuration.secondFactorKey = key
         }
+        if let text = environment["LIVESIGNUP_PROVIDER_COOKIE_KEY"], !text.isEmpty {
+            guard let key = SecondFactorSeal.key(from: text) else {
+                throw ValidationError("LIVESIGNUP_PROVIDER_COOKIE_KEY must be 32 bytes, as 64 hex digits or base64.")
+            }
+            configuration.providerCookieKey = key
+        }
         // Each OpenID provider's client secret, from the variable its declaration names
         // (never the policy file); a missing one stops the start with its name.
         for provider in configuration.policy.settings.providers {

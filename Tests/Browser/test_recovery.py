@@ -132,7 +132,9 @@ def test_with_javascript_the_code_leads_to_the_live_form_and_every_other_browser
         page.type("confirm", NEW_PASSWORD, leave=True)
         page.until(page.button_enabled, "ready")
         page.button().click()
-        page.until(lambda: driver.current_url.endswith("/welcome"), "signed in")
+        # Signed in, on the account page that lists every way in for the owner to look over.
+        page.until(lambda: driver.current_url.endswith("/account?recovered=1"), "signed in")
+        assert "Look over every way into your account" in driver.find_element(By.TAG_NAME, "body").text
         browser_cookie = f"livesignup_auth={driver.get_cookie('livesignup_auth')['value']}"
     finally:
         driver.quit()
@@ -180,7 +182,7 @@ def test_without_javascript_a_scanned_link_still_works_and_the_form_posts_plainl
         page.type("password", NEW_PASSWORD)
         page.type("confirm", NEW_PASSWORD)
         driver.find_element(By.CSS_SELECTOR, "[data-submit]").click()
-        page.until(lambda: driver.current_url.endswith("/welcome"), "signed in without JavaScript")
+        page.until(lambda: driver.current_url.endswith("/account?recovered=1"), "signed in without JavaScript")
     finally:
         driver.quit()
     status, _, _ = scanner.request("GET", "/recover/password")
@@ -267,7 +269,7 @@ def test_the_live_form_works_through_nginx_in_front_of_two_instances(browser):
             browser.until(browser.button_enabled, "every requirement met through nginx, the current-password check included")
             assert browser.state("password.not_current") == "met"
             browser.button().click()
-            browser.until(lambda: browser.driver.current_url.endswith("/welcome"), "signed in")
+            browser.until(lambda: browser.driver.current_url.endswith("/account?recovered=1"), "signed in")
         finally:
             if nginx is not None:
                 nginx.kill()

@@ -193,8 +193,10 @@ final class RecoveryTests: XCTestCase {
 
         let done = try await choose("Another-Cobol-1960", cookie: secret)
         XCTAssertEqual(done.status, 303, done.body)
-        XCTAssertEqual(done.headers["location"], "/welcome")
+        XCTAssertEqual(done.headers["location"], "/account?recovered=1", "the account page, to look over every way in")
         let signedIn = try XCTUnwrap(Self.cookie(SignedInUsers.plainCookieName, in: done.headers))
+        let landing = try await server.request("GET", "/account?recovered=1", headers: ["Cookie": signedIn])
+        XCTAssertTrue(landing.body.contains("Look over every way into your account"), "issue 52: the owner checks every way in")
         let answer1 = try await auth(signedIn)
         XCTAssertEqual(answer1, 200, "this browser is signed in")
         let answer2 = try await auth(phone)

@@ -236,7 +236,7 @@ final class SecondFactorTests: XCTestCase {
         clock.advance(by: 30)
         let right = try await submit(app.code(atStep: TOTP.step(at: clock.now)))
         XCTAssertEqual(right.status, 303, right.body)
-        XCTAssertEqual(right.headers["location"], "/welcome")
+        XCTAssertEqual(right.headers["location"], "/account?recovered=1")
         XCTAssertNotNil(Self.cookie(SignedInUsers.plainCookieName, in: right.headers), "mailbox and code: a session")
         XCTAssertNotEqual(try server.store.account(id: account.id)?.passwordHash, account.passwordHash)
         let ownerAfter = try await server.request("GET", "/auth", headers: ["Cookie": ownerSession])
