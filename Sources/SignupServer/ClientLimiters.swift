@@ -117,10 +117,11 @@ extension ClientLimiters {
         }
     }
 
-    /// The code was right: the address gets its token back and the account's code allowance
-    /// is full again (a right code proves the factor; the password's allowance is not touched).
-    func forgiveCodeGuess(clientKey: String, accountKey: String) {
-        secondFactorFailuresPerAccount.reset(accountKey)
+    /// The code was right: the address gets its token back. The account's code allowance is
+    /// not refilled: it refills with time alone, so the owner's own sign-ins never buy a
+    /// guesser who knows the password more guesses between them (the in-a-row count does
+    /// start again; the allowance bounds the rate).
+    func forgiveCodeGuess(clientKey: String) {
         signinFailuresPerAddress.refund(clientKey)
     }
 

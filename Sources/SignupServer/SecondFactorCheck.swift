@@ -13,8 +13,9 @@ import SignupDomain
 ///    warning and at the lock;
 /// 3. judged: the app's code (each step once; a code from the future spends its step, so the
 ///    clock hint never names a code accepted later) or a recovery code (each once);
-/// 4. right: the allowance and the count are given back. Wrong: it raises this client's
-///    proof-of-work price as a wrong password does.
+/// 4. right: the client's allowance is given back and the in-a-row count starts again (the
+///    account's allowance refills with time only). Wrong: it raises this client's proof-of-work
+///    price as a wrong password does.
 struct SecondFactorCheck: Sendable {
     let store: any AccountStore
     let seal: SecondFactorSeal
@@ -100,7 +101,7 @@ struct SecondFactorCheck: Sendable {
                 logger.notice("A recovery code was used", metadata: ["event": "recovery_code_used", "account": "\(account.id)",
                                                                      "client": "\(request.client)"])
             }
-            limiters.forgiveCodeGuess(clientKey: request.clientKey, accountKey: accountKey)
+            limiters.forgiveCodeGuess(clientKey: request.clientKey)
             try store.clearSecondFactorFailures(ofAccount: account.id)
             return .right(appCode: isAppCode)
         } catch {

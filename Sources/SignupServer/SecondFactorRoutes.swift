@@ -385,7 +385,7 @@ struct SecondFactorRoutes: Sendable {
     }
 
     private func forgiveGuess(_ request: SignupRequest, _ account: Account) {
-        limiters.forgiveCodeGuess(clientKey: request.clientKey, accountKey: Username.canonical(account.username))
+        limiters.forgiveCodeGuess(clientKey: request.clientKey)
     }
 
     private func wrongCodeText(_ request: SignupRequest) -> String {

@@ -195,7 +195,7 @@ struct SignupRoutes: HTTPResponder {
         Route(.post, "/recover", answers: .page, reads: .form, limits: [.mails, .noJavaScript], sendsNoReferrer: true) {
             routes, request in routes.recovery?.start(request) ?? APIError.notFound.response
         },
-        Route(.post, "/recover/code", answers: .page, reads: .form, limits: [.noJavaScript], sendsNoReferrer: true) {
+        Route(.post, "/recover/code", answers: .page, reads: .form, limits: [.noJavaScript, .signins], sendsNoReferrer: true) {
             routes, request in routes.recovery?.checkCode(request) ?? APIError.notFound.response
         },
         Route(.get, "/recover/password", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages],

@@ -24,6 +24,9 @@ final class SecondFactorGuessingTests: XCTestCase {
             configuration.clock = clock
             configuration.emailVerification = EmailVerificationSettings(
                 mail: MailSettings(transport: mail, from: "Tests <noreply@example.org>"))
+            // Nobody listens there: the events wait in the outbox, where the test reads them.
+            configuration.webhooks = WebhookSettings(url: URL(string: "http://127.0.0.1:9/hooks")!,
+                                                     secret: WebhookSecret(key: Array(repeating: 7, count: 24)))
         }
     }
 
@@ -146,6 +149,9 @@ final class SecondFactorGuessingTests: XCTestCase {
                                              "Codes from your app are blocked for your LiveSignup account"], "\(told.map(\.subject))")
         XCTAssertTrue(told[1].text.contains("10 wrong codes in a row"), told[1].text)
         XCTAssertTrue(mail.messages(to: "bystander@example.org").isEmpty, "nothing to the bystander")
+        let webhooks = try server.store.claimDueEvents(channel: .webhook, at: clock.now.addingTimeInterval(86_400 * 2), limit: 100,
+                                                       lease: 1).map(\.event.type)
+        XCTAssertEqual(webhooks.filter { $0 == "account.second_factor_locked" }.count, 1, "the lock's webhook, once: \(webhooks)")
 
         // A recovery code opens the account and lets the app's codes in again.
         let recovered = try await code(recoveryCode, step: step, from: newNetwork())

@@ -22,6 +22,9 @@ final class SecondFactorTests: XCTestCase {
             // Mail on, for the recovery test: nothing is sent anywhere.
             configuration.emailVerification = EmailVerificationSettings(
                 mail: MailSettings(transport: CapturedMail(), from: "Tests <noreply@example.org>"))
+            // These tests try many codes of one account in a minute to show each answer; the
+            // account's code allowance (and its lock) are SecondFactorGuessingTests' subject.
+            configuration.limits.secondFactorFailuresPerAccount = .per(minute: 1, burst: 30)
         }
     }
 
