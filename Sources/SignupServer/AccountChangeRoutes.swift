@@ -237,7 +237,8 @@ struct AccountChangeRoutes: Sendable {
             signedIn.forgetSessions(ofAccount: account.id)
             announcer.nudge()
             logger.notice("Account deleted by its owner", metadata: ["event": "account_deleted", "account": "\(account.id)", "client": "\(request.client)"])
-            let cookies = (try? signedIn.signOut(cookieHeader: request.cookieHeader)) ?? []
+            // Its sessions went with the account: this browser's cookie is only cleared.
+            let cookies = signedIn.clearedCookies()
             var response = request.pages.problem(title: request.text("account.deleted_title"),
                                                  message: request.text("account.deleted_message"), code: "account_deleted",
                                                  status: .ok)

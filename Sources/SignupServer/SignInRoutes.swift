@@ -234,8 +234,22 @@ struct SignInRoutes: Sendable {
     /// Ends the session on the server (every instance forgets it) and clears the cookie.
     func signOut(_ request: SignupRequest) -> HTTPResponse {
         do {
-            let cleared = try signedIn.signOut(cookieHeader: request.cookieHeader)
-            return Pages.redirect(to: "/signin" + PageRenderer.languageQuery(request.language), cookies: cleared)
+            switch try signedIn.signOut(cookieHeader: request.cookieHeader, client: request.clientKey,
+                                        unknownSessions: limiters.unknownSessions) {
+            case .cleared(let cleared):
+                return Pages.redirect(to: "/signin" + PageRenderer.languageQuery(request.language), cookies: cleared)
+            case .limited(let exceeded):
+                // Many cookies naming no live session from one client: a guesser or a flood.
+                refusals.count(exceeded)
+                var response = request.pages.problem(
+                    title: request.text("problem.refused_title"),
+                    message: request.text("error.slow_down").replacingOccurrences(of: "{wait}",
+                                                                                  with: request.waitPhrase(exceeded.retryAfterSeconds)),
+                    code: "rate_limited", status: .tooManyRequests,
+                    headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
+                response.headers.add("Cache-Control", "no-store")
+                return response
+            }
         } catch {
             logger.error("Account store unavailable during sign-out", metadata: ["error": "\(error)"])
             return request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("signin.unavailable"),

@@ -167,16 +167,41 @@ final class SignedInUsers: Sendable {
 
     /// Ends the request's session, if it has one; returns the `Set-Cookie` values that clear
     /// the cookie either way (under both names).
-    func signOut(cookieHeader: String?) throws -> [String] {
-        // Exactly one of ours: that session ends. None, or two (one was planted): the cookies
-        // are cleared and nothing is written, so a header full of random ids costs no store
-        // work (it cost one write each, issue 52).
+    /// The `Set-Cookie` values that clear this browser's cookie (under both names), ending nothing.
+    func clearedCookies() -> [String] {
+        cookies("", cleared: true)
+    }
+
+    /// What a sign-out did: the cookies to clear them, or the client's allowance for cookies
+    /// naming no live session spent (nothing read or written).
+    enum SignOut {
+        case cleared([String])
+        case limited(LimitExceeded)
+    }
+
+    func signOut(cookieHeader: String?, client: String, unknownSessions: RateLimiter) throws -> SignOut {
+        // Exactly one of ours: that session ends if it is live. None, or two (one was planted):
+        // the cookies are cleared and nothing is read or written, so a header full of random
+        // ids costs no store work (it cost one write each, issue 52). One that names no live
+        // session costs one indexed read, never a write, and is counted per address as /auth
+        // counts them: past the allowance the answer says so. A live session is looked at
+        // before any allowance, so a person can always sign out, whatever a neighbour behind
+        // the same address sends.
         if let id = sessionID(in: cookieHeader) {
-            let hash = SignInSessionID.hash(id)
-            forget(hash)
-            try store.endSignInSession(idHash: hash)
+            let hash = SignInSessionID.hash(id), time = now()
+            let live = try recall(hash, at: time).map { $0 != nil } ?? (try read(hash, at: time) != nil)
+            if live {
+                forget(hash)
+                try store.endSignInSession(idHash: hash)
+            } else {
+                do throws(LimitExceeded) {
+                    try unknownSessions.admit(client)
+                } catch {
+                    return .limited(error)
+                }
+            }
         }
-        return cookies("", cleared: true)
+        return .cleared(cookies("", cleared: true))
     }
 
     /// Deletes the sessions that have ended (the periodic sweep).

@@ -286,8 +286,9 @@ struct SignupRoutes: HTTPResponder {
         Route(.post, "/signin", answers: .page, reads: .form, limits: [.signins, .noJavaScript, .hashing], outcome: .signin) {
             $0.signIn.signIn($1)
         },
-        // Per address, spent before the cookie is read: each sign-out may write once.
-        Route(.post, "/signout", answers: .page, limits: [.pages], spentFirst: [.pages]) { $0.signIn.signOut($1) },
+        // A cookie that names no live session is counted per address, as on /auth; a live one
+        // never counts, so a person can always sign out.
+        Route(.post, "/signout", answers: .page, limits: [.unknownSessions]) { $0.signIn.signOut($1) },
         Route(.post, "/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages]) {
             $0.passkeys.registrationOptions($1)
         },

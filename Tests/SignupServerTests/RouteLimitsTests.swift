@@ -159,6 +159,7 @@ final class RouteLimitsTests: XCTestCase {
         await send("POST", "/passkeys/signin", [("response", "{}")])
         await send("GET", "/auth", cookie: session)
         await send("GET", "/auth", cookie: "livesignup_auth=" + SignInSessionID.make())
+        await send("POST", "/signout", cookie: "\(SignedInUsers.plainCookieName)=\(SignInSessionID.make())")
         await send("POST", "/signout", cookie: session)
 
         // Account recovery: a request, the link's first step, a wrong code and a right one (for a

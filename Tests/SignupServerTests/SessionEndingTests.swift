@@ -71,24 +71,28 @@ final class SessionEndingTests: XCTestCase {
         XCTAssertTrue(kept, "the control session")
     }
 
-    func testSignOutsArePaidPerAddressBeforeTheCookieIsRead() async throws {
+    /// Sign-outs naming no live session are counted per address (as `/auth`'s are) and write
+    /// nothing: a flood of random cookies is refused after the allowance, and a person signing
+    /// out from that very address (a live session never counts) still can.
+    func testSignOutsOfNoLiveSessionArePaidPerAddressAndAPersonCanAlwaysSignOut() async throws {
         try account("bystander")
         let bystander = try await signedIn("bystander")
-        let burst = SignupLimits().pagesPerAddress.burst
+        let burst = Int(SignupLimits().unknownSessionsPerAddress.burst)
         var statuses: [Int: Int] = [:]
-        for _ in 0..<(Int(burst) + 5) {
+        for _ in 0..<(burst + 30) {
             let answer = try await signOut("\(SignedInUsers.plainCookieName)=\(SignInSessionID.make())", from: "203.0.113.9")
             statuses[answer.status, default: 0] += 1
-            if answer.status == 429 { XCTAssertNotNil(answer.headers["retry-after"]) }
+            if answer.status == 429 {
+                XCTAssertNotNil(answer.headers["retry-after"])
+                XCTAssertTrue(answer.body.contains("a lot of attempts from your network"), answer.body)
+            }
         }
-        XCTAssertEqual(statuses[303], Int(burst), "\(statuses)")
-        XCTAssertEqual(statuses[429], 5, "\(statuses)")
-        let welcome = try await server.request("GET", "/welcome", headers: ["Cookie": "\(SignedInUsers.plainCookieName)=x"],
-                                               from: "203.0.113.9")
-        XCTAssertEqual(welcome.status, 429, "/welcome draws from the same allowance")
-        // Another address is not held up, and its sign-out works.
-        let control = try await signOut(bystander, from: "198.51.100.4")
-        XCTAssertEqual(control.status, 303)
+        XCTAssertEqual(statuses[303, default: 0] + statuses[429, default: 0], burst + 30)
+        XCTAssertGreaterThanOrEqual(statuses[303, default: 0], burst, "\(statuses)")
+        XCTAssertGreaterThanOrEqual(statuses[429, default: 0], 20, "refused past the allowance: \(statuses)")
+        // The person at that address signs out: a live session is never refused.
+        let own = try await signOut(bystander, from: "203.0.113.9")
+        XCTAssertEqual(own.status, 303)
         let ended = try await isLive(bystander)
         XCTAssertFalse(ended)
     }
