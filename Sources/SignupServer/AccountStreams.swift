@@ -42,8 +42,10 @@ final class AccountStreams: @unchecked Sendable {
     private var count = 0
     /// Open tabs by client address key. Guarded by `lock`.
     private var byClient: [String: Int] = [:]
+    /// Guarded by `lock`: how many payloads were built.
+    private var builtCount = 0
     /// How many payloads were built (tests prove an idle account costs none).
-    private(set) var payloadsBuilt = 0
+    var payloadsBuilt: Int { lock.withLock { builtCount } }
     private let store: any AccountStore
     private let signedIn: SignedInUsers
     private let recentSignIn: TimeInterval
@@ -147,7 +149,7 @@ final class AccountStreams: @unchecked Sendable {
             lines[tag] = built
             let payload = Self.payload(built, own: own, recentSignIn: recentSignIn, now: time)
             let changed = lock.withLock { () -> Bool in
-                payloadsBuilt += 1
+                builtCount += 1
                 watcher.lastRows = sessions
                 watcher.lastOpen = open
                 guard payload != watcher.last else { return false }

@@ -12,7 +12,6 @@ struct SecondFactorRoutes: Sendable {
     let accountRoutes: AccountRoutes
     let store: any AccountStore
     let seal: SecondFactorSeal
-    let signedIn: SignedInUsers
     let limiters: ClientLimiters
     let refusals: Refusals
     let announcer: AccountAnnouncer
@@ -36,7 +35,6 @@ struct SecondFactorRoutes: Sendable {
         providerLinks = ProviderRoutes(services)
         store = services.store
         seal = services.secondFactorSeal
-        signedIn = services.signedIn
         limiters = services.limiters
         refusals = services.refusals
         announcer = AccountAnnouncer(services)
