@@ -34,6 +34,40 @@ SERVER = Path(os.environ.get("LIVESIGNUP_SERVER", ROOT / ".build/debug/signup-se
 SCREENSHOTS = ROOT / "build/browser-screenshots"
 STRONG_PASSWORD = "Lantern-Orbit-Quietly-42"
 WAIT_SECONDS = 10
+# How long a test server may take to print its port (a debug build starts in about a second).
+START_SECONDS = 30
+
+
+def port_of(process, name="signup-server", log_path=None, timeout=START_SECONDS):
+    """The port a just-started server prints on its first line (`listening on
+    http://127.0.0.1:PORT`), waited for at most `timeout` seconds. A server that exits, prints
+    something else or stays silent is killed, and the failure names it and shows its exit
+    status and the tail of its log (`log_path`), so a hung start never hangs the suite."""
+    import select
+    deadline = time.monotonic() + timeout
+    line = ""
+    while time.monotonic() < deadline and process.poll() is None:
+        ready, _, _ = select.select([process.stdout], [], [], min(0.2, max(0.0, deadline - time.monotonic())))
+        if ready:
+            line = process.stdout.readline()
+            break
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    if match:
+        return int(match.group(1))
+    try:
+        status = process.wait(timeout=1)  # it may be on its way out, having said why
+    except subprocess.TimeoutExpired:
+        status = None
+        process.kill()
+        process.wait(timeout=10)
+    tail = ""
+    if log_path:
+        try:
+            tail = Path(log_path).read_text(errors="replace")[-2000:]
+        except OSError:
+            tail = "(its log could not be read)"
+    what = f"exited with {status}" if status is not None else f"printed no port within {timeout:.0f} s and was killed"
+    raise AssertionError(f"{name} did not start: it {what}; its first line: {line!r}" + (f"\nits log ends:\n{tail}" if tail else ""))
 
 
 class Server:
@@ -47,15 +81,15 @@ class Server:
         self.start()
 
     def start(self):
-        self.process = subprocess.Popen(
-            [str(SERVER), "--port", str(self.port), "--database", str(self.database), "--seed-demo",
-             "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
-             "--availability-debounce-ms", "150", "--log-level", "warning"] + self.extra_args,
-            stdout=subprocess.PIPE, text=True)
-        line = self.process.stdout.readline()
-        match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-        assert match, f"server did not start: {line!r}"
-        self.port = int(match.group(1))
+        self.log_path = Path(self.database).with_suffix(".log")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [str(SERVER), "--port", str(self.port), "--database", str(self.database), "--seed-demo",
+                 "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
+                 "--availability-debounce-ms", "150", "--log-level", "warning"] + self.extra_args,
+                stdout=subprocess.PIPE, stderr=log, text=True)
+        self.port = port_of(self.process, "signup-server " + " ".join(self.extra_args), self.log_path)
         self.url = f"http://127.0.0.1:{self.port}"
 
     def stop(self):
@@ -76,10 +110,7 @@ def launch(directory, extra_args, log):
          "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
          "--log-level", "warning"] + list(extra_args),
         stdout=subprocess.PIPE, stderr=log, text=True)
-    line = process.stdout.readline()
-    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-    assert match, f"server did not start: {line!r}"
-    return process, int(match.group(1))
+    return process, port_of(process, "signup-server " + " ".join(extra_args), getattr(log, "name", None))
 
 
 class ProcessReadings:

@@ -20,7 +20,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from selenium.webdriver.common.by import By
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD, make_driver, Page, wait_for
+from conftest import ROOT, SERVER, STRONG_PASSWORD, make_driver, Page, port_of, wait_for
 from test_accessibility import audit
 from test_mail_transport import Mailbox, authenticate, free_port
 
@@ -147,8 +147,7 @@ def mail_setup():
                  "--no-javascript-signups", "off"] + list(extra),
                 stdout=subprocess.PIPE, text=True, env=environment)
             processes.append(process)
-            line = process.stdout.readline()
-            port = int(re.search(r"http://127\.0\.0\.1:(\d+)", line).group(1))
+            port = port_of(process, "signup-server with mail")
             return port, database
 
         yield smtp, start

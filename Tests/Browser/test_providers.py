@@ -21,7 +21,7 @@ import urllib.parse
 import pytest
 from selenium.webdriver.common.by import By
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD, Page, make_driver, metric, wait_for
+from conftest import ROOT, SERVER, STRONG_PASSWORD, Page, make_driver, metric, port_of, wait_for
 from oidc_providers import MockProvider, TamperingProvider, free_port
 from test_accessibility import audit
 
@@ -129,15 +129,13 @@ providers:
          "--availability-debounce-ms", "150", "--argon2-preset", "owasp-minimum", "--log-level", "warning",
          "--no-javascript-signups", "off"],
         stdout=subprocess.PIPE, stderr=log, text=True, env=environment)
-    line = server.stdout.readline()
-    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-    assert match, f"server did not start: {line!r}"
+    port = port_of(server, "signup-server with providers", getattr(log, "name", None))
 
     class Setup:
         pass
     setup = Setup()
     setup.mock, setup.tampering, setup.database = mock, tampering, database
-    setup.port = int(match.group(1))
+    setup.port = port
     setup.url = f"http://127.0.0.1:{setup.port}"
     yield setup
     server.terminate()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from standardwebhooks.webhooks import Webhook
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD, wait_for
+from conftest import ROOT, SERVER, STRONG_PASSWORD, port_of, wait_for
 
 SECRET = "whsec_" + base64.b64encode(os.urandom(32)).decode()
 
@@ -101,7 +101,7 @@ class Server:
              "--webhook-url", f"http://127.0.0.1:{self.receiver_port}/hooks/livesignup",
              "--webhook-first-retry-seconds", "1"],
             stdout=subprocess.PIPE, text=True, env=environment)
-        self.port = int(re.search(r"http://127\.0\.0\.1:(\d+)", self.process.stdout.readline()).group(1))
+        self.port = port_of(self.process, "signup-server with webhooks")
 
     def sign_up(self, username):
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=15)
