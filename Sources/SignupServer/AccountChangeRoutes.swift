@@ -163,11 +163,12 @@ struct AccountChangeRoutes: Sendable {
         return Pages.redirect(to: "/account?password=changed&others=\(ended)" + AccountRoutes.languageParameter(request))
     }
 
-    /// The live check lives as long as the signed-in session that opened the form.
+    /// The live check lives as long as the signed-in session that opened the form (asked
+    /// through `SignedInUsers`, which remembers a confirmation for 5 s, as `/auth` does).
     private func passwordRules(_ request: SignupRequest) -> AccountFormPages.Rules {
-        let store = store, rules = signedIn.rules, now = now, idHash = signedIn.sessionHash(in: request.cookieHeader) ?? ""
+        let signedIn = signedIn, cookieHeader = request.cookieHeader
         return AccountFormPages.newPasswordRules(hashing: hashing, client: request.clientKey, lifeline: .init(
-            opened: now(), isOpen: { (try? store.signedInAccount(idHash: idHash, at: now(), rules: rules)) != nil }, now: now))
+            opened: now(), isOpen: { (try? signedIn.account(cookieHeader: cookieHeader)) != nil }, now: now))
     }
 
     private func newPasswordPage(_ request: SignupRequest, _ account: Account, problems: [(field: SignupField, message: String)] = [],

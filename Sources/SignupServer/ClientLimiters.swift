@@ -89,9 +89,14 @@ extension ClientLimiters {
     /// Guesses sent in parallel would all pass a look that came before any of them was
     /// charged (hundreds per refill instead of one).
     func admitPasswordGuess(clientKey: String, accountKey: String) throws(LimitExceeded) {
+        try admitGuess(clientKey: clientKey, accountKey: accountKey, from: signinFailuresPerAccount)
+    }
+
+    /// The address's failure allowance and one of the account's, both or neither.
+    private func admitGuess(clientKey: String, accountKey: String, from perAccount: SharedRateLimiter) throws(LimitExceeded) {
         try signinFailuresPerAddress.admit(clientKey)
         do throws(LimitExceeded) {
-            try signinFailuresPerAccount.admit(accountKey)
+            try perAccount.admit(accountKey)
         } catch {
             signinFailuresPerAddress.refund(clientKey)
             throw error
@@ -108,13 +113,7 @@ extension ClientLimiters {
     /// allowance and the account's code allowance, both or neither. Never from the password's
     /// per-account allowance, which a right password refills.
     func admitCodeGuess(clientKey: String, accountKey: String) throws(LimitExceeded) {
-        try signinFailuresPerAddress.admit(clientKey)
-        do throws(LimitExceeded) {
-            try secondFactorFailuresPerAccount.admit(accountKey)
-        } catch {
-            signinFailuresPerAddress.refund(clientKey)
-            throw error
-        }
+        try admitGuess(clientKey: clientKey, accountKey: accountKey, from: secondFactorFailuresPerAccount)
     }
 
     /// The code was right: the address gets its token back. The account's code allowance is

@@ -53,15 +53,7 @@ struct SecondFactorCheck: Sendable {
 
     /// Judges `typed` (not empty) for `account`, whose factor `factor` is on.
     func judge(_ typed: String, for account: Account, factor: SecondFactor, _ request: SignupRequest) -> Verdict {
-        let accountKey = Username.canonical(account.username)
-        do throws(LimitExceeded) {
-            try limiters.admitCodeGuess(clientKey: request.clientKey, accountKey: accountKey)
-        } catch where error.storeUnavailable {
-            return .unavailable(StorageFault("the shared limit on codes could not be read"))
-        } catch {
-            metrics.signin("rate_limited")
-            return .limited(error)
-        }
+        if let refused = pay(for: account, request) { return refused }
         let time = now()
         let isAppCode = typed.filter { !$0.isWhitespace }.allSatisfy(\.isNumber)
         do {
@@ -106,6 +98,20 @@ struct SecondFactorCheck: Sendable {
             return .right(appCode: isAppCode)
         } catch {
             return .unavailable(error)
+        }
+    }
+
+    /// Step 1 alone, for a code judged elsewhere (a setup's first code, before the factor is
+    /// on): nil when paid; `.limited`, or `.unavailable` when the shared allowance cannot be read.
+    func pay(for account: Account, _ request: SignupRequest) -> Verdict? {
+        do throws(LimitExceeded) {
+            try limiters.admitCodeGuess(clientKey: request.clientKey, accountKey: Username.canonical(account.username))
+            return nil
+        } catch where error.storeUnavailable {
+            return .unavailable(StorageFault("the shared limit on codes could not be read"))
+        } catch {
+            metrics.signin("rate_limited")
+            return .limited(error)
         }
     }
 

@@ -140,7 +140,7 @@ struct SecondFactorRoutes: Sendable {
             return .answer(setupPage(request, account, secret: secret, error: clockText(request, seconds), action: action,
                                      status: .unprocessableContent))
         case .accepted(let step):
-            forgiveGuess(request, account)
+            limiters.forgiveCodeGuess(clientKey: request.clientKey)
             let codes = SecondFactorSeal.makeRecoveryCodes()
             do {
                 let events = try announcer.events(.secondFactorEnabled, webhook: "account.second_factor_enabled", for: account,
@@ -357,19 +357,13 @@ struct SecondFactorRoutes: Sendable {
 
     // MARK: Helpers
 
-    /// A setup's first code is paid for before it is compared, as a sign-in's code is: this
-    /// client's failed sign-in allowance and the account's code allowance (given back when it
-    /// is right).
+    /// A setup's first code is paid for before it is compared, as a sign-in's code is
+    /// (`SecondFactorCheck.pay`); the client's token is given back when it is right.
     private func chargeGuess(_ request: SignupRequest, _ account: Account) -> HTTPResponse? {
-        do throws(LimitExceeded) {
-            try limiters.admitCodeGuess(clientKey: request.clientKey, accountKey: Username.canonical(account.username))
-            return nil
-        } catch where error.storeUnavailable {
-            // A shared limit that cannot be read is no free guess.
-            return accountRoutes.unavailable(request, StorageFault("the shared limit on codes could not be read"))
-        } catch {
-            metrics.signin("rate_limited")
-            return tooManyCodes(request, error, page: .signIn)
+        switch check.pay(for: account, request) {
+        case nil, .right?, .refused?: return nil
+        case .limited(let exceeded)?: return tooManyCodes(request, exceeded, page: .signIn)
+        case .unavailable(let error)?: return accountRoutes.unavailable(request, error)
         }
     }
 
@@ -380,10 +374,6 @@ struct SecondFactorRoutes: Sendable {
         var response = render(request, .init(mode: page, error: message), status: .tooManyRequests)
         response.headers.add("Retry-After", String(exceeded.retryAfterSeconds))
         return response
-    }
-
-    private func forgiveGuess(_ request: SignupRequest, _ account: Account) {
-        limiters.forgiveCodeGuess(clientKey: request.clientKey)
     }
 
     private func wrongCodeText(_ request: SignupRequest) -> String {
@@ -407,7 +397,6 @@ struct SecondFactorRoutes: Sendable {
 /// is on. Nothing is stored: the step is a signed token (`SecondFactorSeal.stepToken`) in a
 /// cookie only `/signin` reads, good for `lifetime` on any instance sharing the key.
 struct SecondStepGate: Sendable {
-    let store: any AccountStore
     let seal: SecondFactorSeal
     let secureCookies: Bool
     /// `required`: an account without a factor takes this step too, to set one up.
@@ -421,7 +410,6 @@ struct SecondStepGate: Sendable {
     static let lifetime: TimeInterval = 5 * 60
 
     init(_ services: Services) {
-        store = services.store
         seal = services.secondFactorSeal
         secureCookies = services.signedIn.secureCookies
         rule = services.secondFactorRule
