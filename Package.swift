@@ -277,7 +277,7 @@ let package = Package(
         ),
         .target(
             name: "AccountStoreTestSupport",
-            dependencies: ["SignupDomain"],
+            dependencies: ["SignupDomain", "HTTPTestSupport"],
             path: "Tests/AccountStoreTestSupport"
         ),
         .testTarget(

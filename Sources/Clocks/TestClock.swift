@@ -20,6 +20,10 @@ public final class TestClock: WallClock, @unchecked Sendable {
     /// Work waiting for the clock to reach its time.
     public var waiting: Int { lock.withLock { scheduled.count } }
 
+    /// When each piece of waiting work is due, so a test can see that something was put off
+    /// (and by how long) before it moves the clock.
+    public var dueTimes: [Date] { lock.withLock { scheduled.map(\.due) } }
+
     /// Runs `work` once the clock has been advanced `seconds` from now.
     public func after(_ seconds: TimeInterval, _ work: @escaping @Sendable () -> Void) {
         lock.withLock {

@@ -11,6 +11,11 @@ import SignupLookups
 /// account store. Start it, read `port`, stop it.
 public final class SignupApplication: Sendable {
     public struct Configuration: Sendable {
+        /// Every setting at its default, built once: the command line's defaults read it.
+        /// (Each `Configuration()` builds the classic policy; the options used to build five
+        /// while parsing, about half of a debug server's start.)
+        public static let defaults = Configuration()
+
         public var host = "127.0.0.1"
         public var port: UInt16 = 8080
         public var publicDirectory = URL(fileURLWithPath: "Public")

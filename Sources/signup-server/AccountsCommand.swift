@@ -226,7 +226,7 @@ struct Accounts: ParsableCommand {
         @OptionGroup var target: Target
 
         @Option(help: help("deleted-username-days", "Days the username stays reserved (0: free at once)."))
-        var deletedUsernameDays = Int(SignupApplication.Configuration().deletedUsernameReservation / 86_400)
+        var deletedUsernameDays = Int(SignupApplication.Configuration.defaults.deletedUsernameReservation / 86_400)
 
         @Flag(help: "Required: says you mean it (there is no undo).")
         var yes = false

@@ -6,7 +6,7 @@ import SignupServer
 /// The flags for everything that keeps one client from locking others out. Defaults come
 /// from `SignupLimits` and `SignupApplication.Configuration`; the README lists them all.
 struct LimitOptions: ParsableArguments {
-    private static let defaults = SignupApplication.Configuration()
+    private static var defaults: SignupApplication.Configuration { .defaults }
 
     @Option(help: help("trusted-proxy", "A reverse proxy (address or CIDR) whose X-Forwarded-For/-Proto/-Host are believed; repeatable."))
     var trustedProxy: [String] = []

@@ -37,16 +37,16 @@ struct OperationOptions: ParsableArguments {
     var cookieDomain: String?
 
     @Option(help: help("signin-lifetime-hours", "Hours a signed-in session lasts, however much it is used."))
-    var signinLifetimeHours = Int(SignupApplication.Configuration().signInLifetime / 3600)
+    var signinLifetimeHours = Int(SignupApplication.Configuration.defaults.signInLifetime / 3600)
 
     @Option(help: help("signin-idle-hours", "Hours a signed-in session may go unused before it ends."))
-    var signinIdleHours = Int(SignupApplication.Configuration().signInIdleTimeout / 3600)
+    var signinIdleHours = Int(SignupApplication.Configuration.defaults.signInIdleTimeout / 3600)
 
     @Option(help: help("recent-signin-minutes", "Minutes after a sign-in (or confirming it on /account) during which the account page allows sensitive changes; then it asks for the password again."))
-    var recentSigninMinutes = Int(SignupApplication.Configuration().recentSignInLifetime / 60)
+    var recentSigninMinutes = Int(SignupApplication.Configuration.defaults.recentSignInLifetime / 60)
 
     @Option(help: help("deleted-username-days", "Days a deleted account's username stays reserved, so nobody takes over its identity at once (0: free at once)."))
-    var deletedUsernameDays = Int(SignupApplication.Configuration().deletedUsernameReservation / 86_400)
+    var deletedUsernameDays = Int(SignupApplication.Configuration.defaults.deletedUsernameReservation / 86_400)
 
     static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
         ("log-level", .option), ("log-format", .option), ("access-log", .option),

@@ -87,7 +87,7 @@ struct Serve: ParsableCommand {
             try store.reserveUsernames(["alice", "bob", "carol", "dave", "admin", "support"])
         }
 
-        var configuration = SignupApplication.Configuration()
+        var configuration = SignupApplication.Configuration.defaults
         try server.apply(to: &configuration)
         try accounts.apply(to: &configuration)
         try limits.apply(to: &configuration)

@@ -1,11 +1,13 @@
 import Foundation
+import HTTPTestSupport
 import XCTest
 
 /// A throwaway PostgreSQL cluster on loopback for tests: `initdb` into a temporary folder,
 /// `pg_ctl start` on a free port, one fresh database per test (`makeDatabase`). PostgreSQL
 /// refuses to run as root, so as root the cluster runs as the `postgres` user (Debian's
 /// package creates it). `make test` installs the server from Debian's packages; where its
-/// binaries are missing, `shared()` throws `XCTSkip` saying so.
+/// binaries are missing, `shared()` throws `Prerequisite.missing` saying so (a skip, or a
+/// failure where the run requires everything).
 public final class PostgresTestCluster: @unchecked Sendable {
     public let port: UInt16
     public let directory: URL
@@ -42,7 +44,7 @@ public final class PostgresTestCluster: @unchecked Sendable {
     /// shared one does so at exit).
     public init() throws {
         guard let binaries = Self.findBinaries() else {
-            throw XCTSkip("PostgreSQL's server is not installed (make test installs Debian's postgresql); skipping")
+            throw Prerequisite.missing("PostgreSQL's server is not installed under /usr/lib/postgresql (make test installs Debian's postgresql)")
         }
         self.binaries = binaries
         directory = URL(fileURLWithPath: NSTemporaryDirectory())
@@ -51,7 +53,7 @@ public final class PostgresTestCluster: @unchecked Sendable {
         if getuid() == 0 {
             let chown = try Self.run(URL(fileURLWithPath: "/bin/chown"), ["postgres:postgres", directory.path])
             guard chown.status == 0 else {
-                throw XCTSkip("running as root, but there is no postgres user to run PostgreSQL as: \(chown.output)")
+                throw Prerequisite.missing("running as root, but there is no postgres user to run PostgreSQL as: \(chown.output)")
             }
         }
         port = try Self.freePort()

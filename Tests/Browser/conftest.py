@@ -3,8 +3,14 @@ fresh database, and headless Chromium driven by Selenium (Debian's chromium-driv
 
 LIVESIGNUP_SERVER names the binary (default: .build/debug/signup-server); screenshots go to
 build/browser-screenshots/.
+
+Measurements (tests marked `bench`: latency ratios, medians, price tables) do not run by
+default: `pytest --bench` (make bench) runs them alone, and they write their figures to
+Benchmarks/figures/. Under CI (`CI=true`) or `LIVESIGNUP_REQUIRE_ALL=1` (set by make test, which
+installs every prerequisite) a skipped test fails: a run is never green for what did not run.
 """
 import http.client
+import json
 import os
 import re
 import signal
@@ -28,14 +34,82 @@ from selenium.webdriver.support.ui import WebDriverWait
 # of work's own tests (test_proof_of_work.py) give both on the command line, which wins.
 os.environ.setdefault("LIVESIGNUP_NO_JAVASCRIPT_SIGNUPS", "off")
 os.environ.setdefault("LIVESIGNUP_PROOF_MAX_LEVEL", "0")
+# Hashing is not these tests' subject (the XCTests check argon2id and its presets): the cheapest
+# preset, 19 MiB instead of 64, keeps each sign-up and sign-in from paying for it.
+os.environ.setdefault("LIVESIGNUP_ARGON2_PRESET", "owasp-minimum")
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = Path(os.environ.get("LIVESIGNUP_SERVER", ROOT / ".build/debug/signup-server"))
 SCREENSHOTS = ROOT / "build/browser-screenshots"
+# Where the measurements (`pytest --bench`) record their figures; committed after make bench.
+FIGURES = ROOT / "Benchmarks/figures"
+# A run that must prove everything: a skip is a failure (see pytest_runtest_makereport).
+REQUIRE_ALL = (os.environ.get("CI", "").lower() in ("1", "true", "yes")
+               or os.environ.get("LIVESIGNUP_REQUIRE_ALL") == "1")
 STRONG_PASSWORD = "Lantern-Orbit-Quietly-42"
 WAIT_SECONDS = 10
 # How long a test server may take to print its port (a debug build starts in about a second).
 START_SECONDS = 30
+
+
+# ---------- the run: measurements apart, skips that count ----------
+
+def pytest_addoption(parser):
+    parser.addoption("--bench", action="store_true",
+                     help="run only the measurements (tests marked bench), which record their figures "
+                          "in Benchmarks/figures/ (make bench)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "bench: a measurement rather than a test of behaviour: run only by "
+                                       "`pytest --bench` (make bench), never beside a build")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without --bench the measurements are left out; with it, only they run."""
+    wanted = config.getoption("--bench")
+    kept = [item for item in items if (item.get_closest_marker("bench") is not None) == wanted]
+    left_out = [item for item in items if item not in kept]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Where every prerequisite is required (REQUIRE_ALL), a skip is reported as a failure
+    that gives the skip's reason."""
+    outcome = yield
+    report = outcome.get_result()
+    if REQUIRE_ALL and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} would have been skipped ({reason}), but this run requires every "
+                           "prerequisite (CI=true or LIVESIGNUP_REQUIRE_ALL=1)")
+
+
+def prerequisite_missing(what):
+    """Skips the test saying what is missing and where it comes from (a failure where the run
+    requires everything)."""
+    pytest.skip(what)
+
+
+def free_port():
+    """A loopback port nobody listens on at this moment, for what cannot bind port 0 and say
+    which port it took (nginx, oidc-provider-mock, PostgreSQL) or must be named before it
+    listens (a webhook receiver that starts "down"). Everything else binds port 0 and reads
+    its port back."""
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def record_figures(name, lines):
+    """A measurement's figures: printed, and written to Benchmarks/figures/NAME (make bench)."""
+    FIGURES.mkdir(parents=True, exist_ok=True)
+    (FIGURES / name).write_text("\n".join(lines) + "\n")
+    print(f"\n--- Benchmarks/figures/{name} ---\n" + "\n".join(lines))
 
 
 def port_of(process, name="signup-server", log_path=None, timeout=START_SECONDS):
@@ -71,46 +145,78 @@ def port_of(process, name="signup-server", log_path=None, timeout=START_SECONDS)
 
 
 class Server:
-    """The signup-server process; `restart()` brings it back on the same port and database."""
+    """The one way these tests start signup-server: the binary on a free port (it binds port 0
+    and prints the port it took), `directory` holding its SQLite database (unless `database`
+    names another, e.g. a PostgreSQL URL) and its log (`NAME.log`: stderr; stdout gives the
+    port line). `environment` adds variables; `inherit_settings=False` leaves out the
+    LIVESIGNUP_* variables of this run (conftest's defaults above), so only the flags configure
+    it. `restart()` brings it back on the same port and database; `kill()` is SIGKILL."""
 
-    def __init__(self, database_dir, extra_args=()):
-        self.database = Path(database_dir) / "accounts.sqlite"
+    def __init__(self, directory, extra_args=(), *, database=None, environment=None, inherit_settings=True,
+                 seed_demo=True, name="accounts", start=True):
+        self.directory = Path(directory)
+        self.database = database or self.directory / "accounts.sqlite"
+        self.name = name
+        self.log_path = self.directory / f"{name}.log"
+        self.extra_args = list(extra_args)
+        self.environment = dict(environment or {})
+        self.inherit_settings = inherit_settings
+        self.seed_demo = seed_demo
         self.port = 0
         self.process = None
-        self.extra_args = list(extra_args)
-        self.start()
+        self.url = None
+        if start:
+            self.start()
 
     def start(self):
-        self.log_path = Path(self.database).with_suffix(".log")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        environment = {name: value for name, value in os.environ.items()
+                       if self.inherit_settings or not name.startswith("LIVESIGNUP_")}
+        environment.update(self.environment)
+        arguments = [str(SERVER), "--port", str(self.port), "--database", str(self.database),
+                     "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
+                     "--availability-debounce-ms", "150", "--log-level", "warning"]
+        if self.seed_demo:
+            arguments.append("--seed-demo")
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                [str(SERVER), "--port", str(self.port), "--database", str(self.database), "--seed-demo",
-                 "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
-                 "--availability-debounce-ms", "150", "--log-level", "warning"] + self.extra_args,
-                stdout=subprocess.PIPE, stderr=log, text=True)
-        self.port = port_of(self.process, "signup-server " + " ".join(self.extra_args), self.log_path)
+            self.process = subprocess.Popen(arguments + self.extra_args, stdout=subprocess.PIPE, stderr=log,
+                                            stdin=subprocess.DEVNULL, text=True, env=environment)
+        self.port = port_of(self.process, f"signup-server {self.name} " + " ".join(self.extra_args), self.log_path)
         self.url = f"http://127.0.0.1:{self.port}"
+        return self
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def alive(self):
+        return self.process is not None and self.process.poll() is None
 
     def stop(self):
-        if self.process and self.process.poll() is None:
+        """SIGTERM, as an operator stops it; SIGKILL if it has not gone within 10 s."""
+        if self.alive():
             self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def kill(self):
+        """SIGKILL: no goodbye to anyone."""
+        if self.alive():
+            self.process.send_signal(signal.SIGKILL)
+        if self.process is not None:
             self.process.wait(timeout=10)
 
     def restart(self):
         self.stop()
         self.start()
 
-
-def launch(directory, extra_args, log):
-    """The server on a free port with a fresh database in `directory`, its log (stderr) going
-    to the open file `log`; returns the process and its port. Stop it with terminate()."""
-    process = subprocess.Popen(
-        [str(SERVER), "--port", "0", "--database", str(Path(directory) / "accounts.sqlite"),
-         "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
-         "--log-level", "warning"] + list(extra_args),
-        stdout=subprocess.PIPE, stderr=log, text=True)
-    return process, port_of(process, "signup-server " + " ".join(extra_args), getattr(log, "name", None))
+    def log(self):
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
 
 
 class ProcessReadings:
@@ -185,18 +291,77 @@ def make_driver(javascript=True, flags=(), logging_prefs=None):
     return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
 
 
-@pytest.fixture
-def browser():
-    driver = make_driver(javascript=True)
-    yield Page(driver)
-    driver.quit()
+class SharedChromium:
+    """One headless Chromium for the whole run (starting one costs about half a second, and
+    the suite used to start 74). Between tests it is put back as new: a fresh tab (so
+    sessionStorage and any DevTools emulation go with the old one), no cookies, no cache,
+    the usual window size. If that fails, the browser is replaced."""
+
+    def __init__(self, **options):
+        self.options = options  # make_driver's: javascript, flags, logging_prefs
+        self.driver = None
+
+    def get(self):
+        if self.driver is None:
+            self.driver = make_driver(**self.options)
+        return self.driver
+
+    def reset(self):
+        driver = self.driver
+        if driver is None:
+            return
+        try:
+            old = driver.window_handles
+            driver.switch_to.new_window("tab")
+            fresh = driver.current_window_handle
+            for handle in old:
+                driver.switch_to.window(handle)
+                driver.close()
+            driver.switch_to.window(fresh)
+            if self.options.get("logging_prefs"):
+                for kind in self.options["logging_prefs"]:
+                    driver.get_log(kind)  # read, so the next test's log starts empty
+            driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+            driver.execute_cdp_cmd("Network.clearBrowserCache", {})
+            driver.set_window_size(600, 1300)
+            driver.implicitly_wait(0)
+        except Exception:
+            self.quit()
+
+    def quit(self):
+        if self.driver is not None:
+            try:
+                self.driver.quit()
+            finally:
+                self.driver = None
+
+
+@pytest.fixture(scope="session")
+def shared_chromium():
+    chromium = SharedChromium(javascript=True)
+    yield chromium
+    chromium.quit()
+
+
+@pytest.fixture(scope="session")
+def shared_chromium_without_javascript():
+    chromium = SharedChromium(javascript=False)
+    yield chromium
+    chromium.quit()
 
 
 @pytest.fixture
-def browser_without_javascript():
-    driver = make_driver(javascript=False)
-    yield Page(driver)
-    driver.quit()
+def browser(shared_chromium):
+    """Chromium with JavaScript, as new: shared across tests and reset after each."""
+    yield Page(shared_chromium.get())
+    shared_chromium.reset()
+
+
+@pytest.fixture
+def browser_without_javascript(shared_chromium_without_javascript):
+    """Chromium with JavaScript off, as new: shared across tests and reset after each."""
+    yield Page(shared_chromium_without_javascript.get())
+    shared_chromium_without_javascript.reset()
 
 
 class Page:
@@ -282,11 +447,11 @@ class Page:
         self.type("confirm", password, leave=True)
 
 
-def loopback_request(port, address, method, path, form=None, host=None, cookie=None):
+def loopback_exchange(port, address, method, path, form=None, host=None, cookie=None):
     """One request to the server on `port` from the loopback source address `address`
     (127.0.X.Y: a person of their own for the per-address limits), as a same-site page would
     send it; `host` names the site another way (e.g. "localhost:PORT", in Host and Origin).
-    Returns (status, headers with lower-case names, body text)."""
+    Returns (status, the headers as sent, in order, body text)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=(address, 0))
     site = host or f"127.0.0.1:{port}"
     headers = {"Origin": f"http://{site}", "Host": site}
@@ -300,9 +465,184 @@ def loopback_request(port, address, method, path, form=None, host=None, cookie=N
         connection.request(method, path, body=body, headers=headers)
         response = connection.getresponse()
         text = response.read().decode()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, text
+        return response.status, response.getheaders(), text
     finally:
         connection.close()
+
+
+def loopback_request(port, address, method, path, form=None, host=None, cookie=None):
+    """`loopback_exchange` with the headers as a dict of lower-case names (a repeated header
+    keeps its last value)."""
+    status, headers, text = loopback_exchange(port, address, method, path, form, host, cookie)
+    return status, {k.lower(): v for k, v in headers}, text
+
+
+class Person:
+    """One person without a browser, at a loopback address of their own (127.0.X.Y, so the
+    per-address limits stay on), speaking HTTP as the page's script does: their own cookies,
+    a form (`open_form`), edits with a sequence number per field, an event stream folded into
+    the checklist's state (`requirements`, `messages`, `suggestions`), a sign-up and its proof."""
+
+    WAIT = 10  # seconds any one answer may take, at most
+
+    def __init__(self, port, address):
+        self.port, self.address = port, address
+        self.cookies = {}
+        self.token = self.page = None
+        self.seq = {}
+        self.events = []          # (name, data) in order of arrival
+        self.arrivals = []        # time.monotonic() of each event, in the same order
+        self.requirements, self.messages, self.suggestions = {}, {}, {}
+        self.changed = threading.Condition()
+        self.stream = None
+
+    def request(self, method, path, form=None):
+        """One request as a same-site page sends it, with this person's cookies (and keeping
+        the ones the answer sets). Returns (status, headers with lower-case names, body)."""
+        cookie = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        status, headers, text = loopback_exchange(self.port, self.address, method, path, form, cookie=cookie or None)
+        for name, value in headers:
+            if name.lower() == "set-cookie":
+                key, _, rest = value.partition("=")
+                self.cookies[key] = rest.split(";", 1)[0]
+        return status, {k.lower(): v for k, v in headers}, text
+
+    def open_form(self, lang=None):
+        """GET / (in `lang`): the page and its form token. Returns self."""
+        status, _, page = self.request("GET", "/" + (f"?lang={lang}" if lang else ""))
+        assert status == 200, status
+        self.page = page
+        self.token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+        return self
+
+    def edit(self, field, value, touched=False):
+        """Posts an edit as the page does; returns its rev."""
+        self.seq[field] = self.seq.get(field, 0) + 1
+        form = {"token": self.token, "field": field, "value": value, "seq": self.seq[field]}
+        if touched:
+            form["touched"] = "1"
+        status, headers, body = self.request("POST", f"/fields?token={self.token}", form)
+        assert status == 202, (status, body)
+        return int(headers["x-rev"])
+
+    def sign_up(self, username, address=None, password=STRONG_PASSWORD, **extra):
+        """Submits the open form (opening one first if there is none); the address defaults
+        to username@example.org."""
+        if self.token is None:
+            self.open_form()
+        form = {"token": self.token, "username": username, "email": address or f"{username}@example.org",
+                "password": password, "confirm": password, **extra}
+        return self.request("POST", "/signup", form)
+
+    def verify(self, code):
+        """Proves the address with the mailed code."""
+        return self.request("POST", "/verify", {"token": self.token, "code": code})
+
+    # The event stream
+
+    def _connect(self):
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.WAIT,
+                                                source_address=(self.address, 0))
+        connection.request("GET", f"/events?token={self.token}")
+        response = connection.getresponse()
+        assert response.status == 200, response.status
+        return connection, response
+
+    @staticmethod
+    def _next_event(response):
+        """(name, data) of the next event, or None when the stream ended."""
+        name, data = None, None
+        while True:
+            line = response.readline()
+            if not line:
+                return None
+            line = line.decode().rstrip("\r\n")
+            if line.startswith("event: "):
+                name = line[len("event: "):]
+            elif line.startswith("data: "):
+                data = json.loads(line[len("data: "):])
+            elif line == "" and name:
+                return name, data
+
+    def open_stream(self):
+        """Opens the form's event stream (and the form, if none is open); returns once its
+        snapshot has come. Returns self."""
+        if self.token is None:
+            self.open_form()
+        self.stream, response = self._connect()
+        self.stream.sock.settimeout(None)  # a quiet stream is no error; close() ends the reader
+        threading.Thread(target=self._read, args=(response,), daemon=True).start()
+        self.until(lambda: self.events and self.events[0][0] == "snapshot", "the snapshot")
+        return self
+
+    def _read(self, response):
+        while True:
+            try:
+                event = self._next_event(response)
+            except Exception:  # the stream was closed under the reader (close(), the server gone)
+                event = None
+            with self.changed:
+                if event is None:
+                    self.changed.notify_all()
+                    return
+                name, data = event
+                self.events.append(event)
+                self.arrivals.append(time.monotonic())
+                if name == "snapshot":
+                    self.requirements.update(data["requirements"])
+                    self.messages.update(data["messages"])
+                    self.suggestions = dict(data.get("suggestions", {}))
+                elif name == "requirement":
+                    self.requirements[data["id"]] = data["state"]
+                elif name == "message":
+                    self.messages[data["field"]] = data["text"]
+                elif name == "suggestion":
+                    if data["value"]:
+                        self.suggestions[data["field"]] = data["value"]
+                    else:
+                        self.suggestions.pop(data["field"], None)
+                self.changed.notify_all()
+
+    def until(self, condition, what, timeout=None):
+        """Waits (bounded) for a condition on what the stream said so far."""
+        with self.changed:
+            assert self.changed.wait_for(condition, timeout or self.WAIT), \
+                f"{self.address}: {what} never came; events: {self.events[-12:]}"
+
+    def until_state(self, requirement, state, timeout=None):
+        self.until(lambda: self.requirements.get(requirement) == state, f"{requirement} {state}", timeout)
+
+    def states_of(self, requirement, since=0):
+        """The (state, rev) of every `requirement` event from the `since`-th event on."""
+        with self.changed:
+            return [(data["state"], data["rev"]) for name, data in self.events[since:]
+                    if name == "requirement" and data["id"] == requirement]
+
+    def fresh_snapshot(self, at_least_rev=0):
+        """The snapshot a new connection gets, once it reflects the edit `at_least_rev`."""
+        found = {}
+
+        def take():
+            connection, response = self._connect()
+            try:
+                name, data = self._next_event(response)
+            finally:
+                connection.close()
+            assert name == "snapshot", name
+            found["snapshot"] = data
+            return data["rev"] >= at_least_rev
+        assert wait_for(take, self.WAIT, interval=0.05), f"no snapshot at rev {at_least_rev}: {found}"
+        return found["snapshot"]
+
+    def close(self):
+        # shutdown first: a plain close leaves the socket open while the reader thread still
+        # waits in recv on it, and the server never hears the FIN.
+        if self.stream and self.stream.sock:
+            try:
+                self.stream.sock.shutdown(2)
+            except OSError:
+                pass
+            self.stream.close()
 
 
 def metric(server, name, **labels):

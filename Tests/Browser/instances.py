@@ -9,7 +9,6 @@ import pwd
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import urllib.error
@@ -18,7 +17,8 @@ from pathlib import Path
 
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import ROOT, SERVER
+import conftest
+from conftest import ROOT, SERVER, free_port
 
 POSTGRESQL_ROOT = Path("/usr/lib/postgresql")
 NGINX = Path("/usr/sbin/nginx")
@@ -27,13 +27,6 @@ NGINX_DIR = ROOT / "deploy/nginx"
 EXAMPLE_ADDRESSES = {"web1": "127.0.0.1:8081", "web2": "127.0.0.1:8082"}
 START_SECONDS = 30
 
-
-def free_port():
-    """A port nobody listens on right now (the caller binds it a moment later: a small
-    race, fine on loopback)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def poll(condition, seconds, what, interval=0.05):
@@ -122,6 +115,15 @@ class PostgreSQL:
         self.run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.USER, self.database)
         return self
 
+    def new_database(self, name):
+        """Another database in this cluster (one per test, the cluster once per file); returns
+        an object with its URL, as this cluster's own."""
+        self.run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.USER, name)
+
+        class Database:
+            url = f"postgres://{self.USER}@127.0.0.1:{self.port}/{name}?sslmode=disable"
+        return Database()
+
     def stop(self):
         try:
             if self.started:
@@ -133,64 +135,18 @@ class PostgreSQL:
 
 # ---------- signup-server ----------
 
-class Instance:
-    """One signup-server process with its own instance id, on an ephemeral port, sharing
-    the PostgreSQL database; its stdout and stderr go to a log file."""
+class Instance(conftest.Server):
+    """One signup-server process with its own instance id, on an ephemeral port, sharing the
+    PostgreSQL database and trusting nginx on loopback; configured by its flags alone (no
+    LIVESIGNUP_FORM_TOKEN_KEY: the instances must share the key through the database)."""
 
     def __init__(self, instance_id, database_url, directory, extra_args=()):
         self.id = instance_id
-        self.extra_args = list(extra_args)
         self.database_url = database_url
-        self.log_path = Path(directory) / f"{instance_id}.log"
-        self.process = None
-        self.port = None
-        self.url = None
-
-    def start(self):
-        log = open(self.log_path, "w")
-        try:
-            self.process = subprocess.Popen(
-                [str(SERVER), "--port", "0", "--database", self.database_url, "--instance-id", self.id,
-                 "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
-                 "--availability-debounce-ms", "150", "--log-level", "warning",
-                 "--trusted-proxy", "127.0.0.1", "--connections-per-address", "0",
-                 "--argon2-preset", "owasp-minimum"] + self.extra_args,
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=child_environment())
-        finally:
-            log.close()
-
-        def listening():
-            match = re.search(r"LiveSignup listening on http://127\.0\.0\.1:(\d+)", read_text(self.log_path))
-            if match:
-                return int(match.group(1))
-            assert self.process.poll() is None, (
-                f"{self.id} exited with {self.process.returncode}:\n{self.log()}")
-            return None
-
-        self.port = poll(listening, START_SECONDS, f"{self.id} to listen")
-        self.url = f"http://127.0.0.1:{self.port}"
-        return self
-
-    def alive(self):
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self):
-        """SIGKILL: no goodbye to nginx, the browser or the database."""
-        if self.alive():
-            self.process.send_signal(signal.SIGKILL)
-        if self.process is not None:
-            self.process.wait(timeout=10)
-
-    def stop(self):
-        if self.alive():
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def log(self):
-        return read_text(self.log_path)
+        super().__init__(directory, ["--instance-id", instance_id, "--trusted-proxy", "127.0.0.1",
+                                     "--connections-per-address", "0", "--argon2-preset", "owasp-minimum",
+                                     *extra_args],
+                         database=database_url, inherit_settings=False, seed_demo=False, name=instance_id, start=False)
 
 
 def list_accounts(database_url):

@@ -18,7 +18,6 @@ import base64
 import hashlib
 import io
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -28,11 +27,6 @@ from urllib.parse import parse_qs, urlparse
 
 HERE = Path(__file__).resolve().parent
 
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_for_discovery(issuer, process, timeout=20):
@@ -66,6 +60,7 @@ class _Process:
 
 class MockProvider(_Process):
     def __init__(self, log):
+        from conftest import free_port  # oidc-provider-mock takes a port; it cannot be told 0
         self.port = free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen([sys.executable, "-m", "oidc_provider_mock", "--port", str(self.port)],
@@ -75,6 +70,7 @@ class MockProvider(_Process):
 
 class TamperingProvider(_Process):
     def __init__(self, log):
+        from conftest import free_port
         self.port = free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen([sys.executable, str(HERE / "oidc_providers.py"), str(self.port)],

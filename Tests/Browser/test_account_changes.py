@@ -17,12 +17,12 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from conftest import STRONG_PASSWORD, Page, make_driver, wait_for
+from conftest import STRONG_PASSWORD, Page, free_port, make_driver, wait_for, Person
 from test_accessibility import audit
-from test_email_verification import Person, mail_setup, text_of  # noqa: F401 (a fixture)
+from test_email_verification import mail_setup, text_of  # noqa: F401 (a fixture)
 from test_passkeys import add_authenticator
 from test_recovery import proved_account, signed_in
-from test_webhooks import SECRET, Receiver, free_port
+from test_webhooks import SECRET, Receiver
 
 NEW_PASSWORD = "Lantern-Orchard-Quietly-58"
 
@@ -81,7 +81,11 @@ def clear(page, name):
     field.send_keys(Keys.DELETE)
 
 
-def test_with_javascript_every_change_is_told_and_the_account_leaves(changes):
+@pytest.fixture
+def account_page(changes):
+    """changer_js, proved by mail and signed in elsewhere too, on /account in a Chromium with a
+    virtual authenticator, just signed in (so changes are open). Yields (page, base, other
+    browser's cookie, smtp, port, database, receiver)."""
     smtp, port, database, receiver = changes
     base = f"http://localhost:{port}"   # WebAuthn does not take IP addresses as sites
     proved_account(smtp, port, "127.0.8.1", "changer_js", "changer@example.org")
@@ -93,119 +97,131 @@ def test_with_javascript_every_change_is_told_and_the_account_leaves(changes):
         sign_in(page, base, "changer_js")
         page.open(f"{base}/account")
         page.until(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-open-until]"), "a fresh sign-in opens changes")
-        audit(page, "account-open-en")
-
-        # Live: a sign-in elsewhere appears in the open page over its stream, no reload.
-        shown = len(driver.find_elements(By.CSS_SELECTOR, "[data-device]"))
-        driver.execute_script("window.__sameDocument = true")
-        third = signed_in(port, "127.0.9.5", "changer_js")
-        page.until(lambda: len(driver.find_elements(By.CSS_SELECTOR, "[data-device]")) == shown + 1, "the new sign-in appears")
-        assert driver.execute_script("return window.__sameDocument === true"), "the same page, not a reload"
-        assert "127.0.9.0/24" in driver.find_element(By.CSS_SELECTOR, "[data-devices]").text
-        audit(page, "account-live-devices")
-        assert get(port, "/auth", third)[0] == 200
-
-        # The password, checked live: the account's own name refused as it is typed.
-        driver.find_element(By.CSS_SELECTOR, 'a[data-change="password"]').click()
-        page.until(lambda: driver.current_url.endswith("/account/password"), "the change form")
-        page.until_live()
-        page.type("current_password", STRONG_PASSWORD)
-        page.type("password", "Changer_JS-2024!")
-        page.until_state("password.personal", "unmet")
-        audit(page, "account-password-refused-live")
-        clear(page, "password")
-        page.type("password", NEW_PASSWORD)
-        page.type("confirm", NEW_PASSWORD)
-        page.until_state("password.personal", "met")
-        page.until_state("password.not_current", "met")
-        page.until(lambda: page.submit_enabled() == "true", "ready to save")
-        audit(page, "account-password-ready")
-        page.button().click()
-        page.until(lambda: "password=changed" in driver.current_url, "saved")
-        assert "Password changed." in driver.find_element(By.CSS_SELECTOR, ".notice").text
-        status, _, _ = get(port, "/auth", other)
-        assert status == 401, "the other browser is signed out at once"
-        assert any("password was changed" in subject for subject in subjects(smtp, "changer@example.org", 2))
-        changed = until_webhook(receiver, "account.password_changed")
-        assert changed["data"]["username"] == "changer_js" and changed["data"]["by"] == "owner"
-        assert NEW_PASSWORD not in json.dumps(changed)
-
-        # A passkey: added (the virtual authenticator), named, removed; each told.
-        page.until(lambda: driver.find_element(By.CSS_SELECTOR, "[data-passkey-add-button]").is_displayed(), "add offered")
-        driver.find_element(By.CSS_SELECTOR, "[data-passkey-add-button]").click()
-        page.until(lambda: "passkey=added" in driver.current_url, "added, the list shown again")
-        page.until(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-passkey]"), "listed")
-        audit(page, "account-passkey-added")
-        until_webhook(receiver, "account.passkey_added")
-        assert any("passkey was added" in subject for subject in subjects(smtp, "changer@example.org", 3))
-        handle = driver.find_element(By.CSS_SELECTOR, "[data-passkey]").get_attribute("data-passkey")
-        clear(page, "name")
-        page.type("name", "Work key")
-        driver.find_element(By.CSS_SELECTOR, ".passkey-rename button").click()
-        page.until(lambda: "passkey=renamed" in driver.current_url, "renamed")
-        assert "Work key" in driver.find_element(By.CSS_SELECTOR, f'[data-passkey="{handle}"] .passkey-name').text
-        driver.find_element(By.CSS_SELECTOR, "[data-remove-passkey]").click()
-        page.until(lambda: "passkey=removed" in driver.current_url, "removed")
-        assert not driver.find_elements(By.CSS_SELECTOR, "[data-passkey]")
-        until_webhook(receiver, "account.passkey_removed")
-        assert any("passkey was removed" in subject for subject in subjects(smtp, "changer@example.org", 4))
-
-        # German pages, the same checks.
-        page.open(f"{base}/account?lang=de")
-        assert "Passwort ändern" in driver.page_source
-        audit(page, "account-open-de")
-        page.open(f"{base}/account/password?lang=de")
-        assert "Aktuelles Passwort" in driver.page_source
-        audit(page, "account-password-de")
-        page.open(f"{base}/account/email?lang=de")
-        assert "E-Mail-Adresse ändern" in driver.page_source
-        audit(page, "account-email-de")
-        page.open(f"{base}/account/delete?lang=de")
-        assert "Konto löschen" in driver.page_source
-        audit(page, "account-delete-de")
-
-        # The export: the account's data, no secret.
-        cookie = f"livesignup_auth={driver.get_cookie('livesignup_auth')['value']}"
-        status, headers, body = get(port, "/account/export", cookie)
-        assert status == 200 and "attachment" in headers["content-disposition"]
-        export = json.loads(body)
-        assert export["account"]["username"] == "changer_js" and export["account"]["email_verified_at"]
-        with sqlite3.connect(database) as db:
-            (password_hash,) = db.execute("SELECT password_hash FROM users WHERE username = 'changer_js'").fetchone()
-            session_hashes = [row[0] for row in db.execute("SELECT id_hash FROM sign_in_sessions")]
-        for secret in [password_hash, "argon2", driver.get_cookie("livesignup_auth")["value"], *session_hashes, NEW_PASSWORD]:
-            assert secret not in body, "the export holds no secret"
-
-        # Leaving: the username typed, a mismatch refused readably.
-        page.open(f"{base}/account")
-        driver.find_element(By.CSS_SELECTOR, 'a[data-change="delete"]').click()
-        page.until(lambda: "/account/delete" in driver.current_url, "the deletion page")
-        preview = lambda: driver.find_element(By.CSS_SELECTOR, "[data-preview-sessions]").text  # noqa: E731
-        before = preview()
-        count = int(before.rsplit(" ", 1)[1])
-        # Live: another sign-in shows in what deleting would end.
-        signed_in(port, "127.0.9.6", "changer_js", NEW_PASSWORD)
-        page.until(lambda: preview() == f"Signed-in browsers: {count + 1}", f"the preview counts the new sign-in ({before})")
-        audit(page, "account-delete")
-        page.type("confirm_username", "changer")
-        driver.find_element(By.CSS_SELECTOR, "[data-delete-account]").click()
-        page.until(lambda: "Type your username exactly" in driver.page_source, "a mismatch refused")
-        audit(page, "account-delete-mismatch")
-        page.type("confirm_username", "changer_js")
-        driver.find_element(By.CSS_SELECTOR, "[data-delete-account]").click()
-        page.until(lambda: "Your account was deleted" in driver.page_source, "deleted")
-        audit(page, "account-deleted")
-        deleted = until_webhook(receiver, "account.deleted")
-        assert deleted["data"]["username"] == "changer_js"
-        assert any("was deleted" in subject for subject in subjects(smtp, "changer@example.org", 5))
-        with sqlite3.connect(database) as db:
-            assert db.execute("SELECT count(*) FROM users WHERE username = 'changer_js'").fetchone() == (0,)
-            assert db.execute("SELECT count(*) FROM passkeys").fetchone() == (0,)
-        assert Person(port, "127.0.9.2").request("POST", "/signin", {"username": "changer_js",
-                                                                     "password": NEW_PASSWORD})[0] == 401
+        yield page, base, other, smtp, port, database, receiver
         assert not receiver.refused, "every webhook verified"
     finally:
         driver.quit()
+
+
+def test_with_javascript_a_sign_in_elsewhere_appears_live_on_the_account_page(account_page):
+    page, base, other, smtp, port, database, receiver = account_page
+    driver = page.driver
+    audit(page, "account-open-en")
+    shown = len(driver.find_elements(By.CSS_SELECTOR, "[data-device]"))
+    driver.execute_script("window.__sameDocument = true")
+    third = signed_in(port, "127.0.9.5", "changer_js")
+    page.until(lambda: len(driver.find_elements(By.CSS_SELECTOR, "[data-device]")) == shown + 1, "the new sign-in appears")
+    assert driver.execute_script("return window.__sameDocument === true"), "the same page, not a reload"
+    assert "127.0.9.0/24" in driver.find_element(By.CSS_SELECTOR, "[data-devices]").text
+    audit(page, "account-live-devices")
+    assert get(port, "/auth", third)[0] == 200
+
+
+def test_with_javascript_a_new_password_is_checked_live_saved_told_and_signs_other_browsers_out(account_page):
+    page, base, other, smtp, port, database, receiver = account_page
+    driver = page.driver
+    # The account's own name is refused as it is typed.
+    driver.find_element(By.CSS_SELECTOR, 'a[data-change="password"]').click()
+    page.until(lambda: driver.current_url.endswith("/account/password"), "the change form")
+    page.until_live()
+    page.type("current_password", STRONG_PASSWORD)
+    page.type("password", "Changer_JS-2024!")
+    page.until_state("password.personal", "unmet")
+    audit(page, "account-password-refused-live")
+    clear(page, "password")
+    page.type("password", NEW_PASSWORD)
+    page.type("confirm", NEW_PASSWORD)
+    page.until_state("password.personal", "met")
+    page.until_state("password.not_current", "met")
+    page.until(lambda: page.submit_enabled() == "true", "ready to save")
+    audit(page, "account-password-ready")
+    page.button().click()
+    page.until(lambda: "password=changed" in driver.current_url, "saved")
+    assert "Password changed." in driver.find_element(By.CSS_SELECTOR, ".notice").text
+    status, _, _ = get(port, "/auth", other)
+    assert status == 401, "the other browser is signed out at once"
+    assert any("password was changed" in subject for subject in subjects(smtp, "changer@example.org", 2))
+    changed = until_webhook(receiver, "account.password_changed")
+    assert changed["data"]["username"] == "changer_js" and changed["data"]["by"] == "owner"
+    assert NEW_PASSWORD not in json.dumps(changed)
+
+
+def test_with_javascript_a_passkey_is_added_named_and_removed_and_each_is_told(account_page):
+    page, base, other, smtp, port, database, receiver = account_page
+    driver = page.driver
+    page.until(lambda: driver.find_element(By.CSS_SELECTOR, "[data-passkey-add-button]").is_displayed(), "add offered")
+    driver.find_element(By.CSS_SELECTOR, "[data-passkey-add-button]").click()
+    page.until(lambda: "passkey=added" in driver.current_url, "added, the list shown again")
+    page.until(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-passkey]"), "listed")
+    audit(page, "account-passkey-added")
+    until_webhook(receiver, "account.passkey_added")
+    assert any("passkey was added" in subject for subject in subjects(smtp, "changer@example.org", 2))
+    handle = driver.find_element(By.CSS_SELECTOR, "[data-passkey]").get_attribute("data-passkey")
+    clear(page, "name")
+    page.type("name", "Work key")
+    driver.find_element(By.CSS_SELECTOR, ".passkey-rename button").click()
+    page.until(lambda: "passkey=renamed" in driver.current_url, "renamed")
+    assert "Work key" in driver.find_element(By.CSS_SELECTOR, f'[data-passkey="{handle}"] .passkey-name').text
+    driver.find_element(By.CSS_SELECTOR, "[data-remove-passkey]").click()
+    page.until(lambda: "passkey=removed" in driver.current_url, "removed")
+    assert not driver.find_elements(By.CSS_SELECTOR, "[data-passkey]")
+    until_webhook(receiver, "account.passkey_removed")
+    assert any("passkey was removed" in subject for subject in subjects(smtp, "changer@example.org", 3))
+
+
+def test_the_german_account_pages_pass_axe_and_the_export_holds_no_secret(account_page):
+    page, base, other, smtp, port, database, receiver = account_page
+    driver = page.driver
+    for path, german, name in [("/account", "Passwort ändern", "account-open-de"),
+                               ("/account/password", "Aktuelles Passwort", "account-password-de"),
+                               ("/account/email", "E-Mail-Adresse ändern", "account-email-de"),
+                               ("/account/delete", "Konto löschen", "account-delete-de")]:
+        page.open(f"{base}{path}?lang=de")
+        assert german in driver.page_source, path
+        audit(page, name)
+
+    # The export: the account's data, no secret.
+    cookie = f"livesignup_auth={driver.get_cookie('livesignup_auth')['value']}"
+    status, headers, body = get(port, "/account/export", cookie)
+    assert status == 200 and "attachment" in headers["content-disposition"]
+    export = json.loads(body)
+    assert export["account"]["username"] == "changer_js" and export["account"]["email_verified_at"]
+    with sqlite3.connect(database) as db:
+        (password_hash,) = db.execute("SELECT password_hash FROM users WHERE username = 'changer_js'").fetchone()
+        session_hashes = [row[0] for row in db.execute("SELECT id_hash FROM sign_in_sessions")]
+    assert session_hashes, "the sessions whose hashes must stay out"
+    for secret in [password_hash, "argon2", driver.get_cookie("livesignup_auth")["value"], *session_hashes, STRONG_PASSWORD]:
+        assert secret not in body, "the export holds no secret"
+
+
+def test_with_javascript_leaving_needs_the_username_typed_and_is_told(account_page):
+    page, base, other, smtp, port, database, receiver = account_page
+    driver = page.driver
+    driver.find_element(By.CSS_SELECTOR, 'a[data-change="delete"]').click()
+    page.until(lambda: "/account/delete" in driver.current_url, "the deletion page")
+    preview = lambda: driver.find_element(By.CSS_SELECTOR, "[data-preview-sessions]").text  # noqa: E731
+    before = preview()
+    count = int(before.rsplit(" ", 1)[1])
+    # Live: another sign-in shows in what deleting would end.
+    signed_in(port, "127.0.9.6", "changer_js")
+    page.until(lambda: preview() == f"Signed-in browsers: {count + 1}", f"the preview counts the new sign-in ({before})")
+    audit(page, "account-delete")
+    page.type("confirm_username", "changer")
+    driver.find_element(By.CSS_SELECTOR, "[data-delete-account]").click()
+    page.until(lambda: "Type your username exactly" in driver.page_source, "a mismatch refused")
+    audit(page, "account-delete-mismatch")
+    page.type("confirm_username", "changer_js")
+    driver.find_element(By.CSS_SELECTOR, "[data-delete-account]").click()
+    page.until(lambda: "Your account was deleted" in driver.page_source, "deleted")
+    audit(page, "account-deleted")
+    deleted = until_webhook(receiver, "account.deleted")
+    assert deleted["data"]["username"] == "changer_js"
+    assert any("was deleted" in subject for subject in subjects(smtp, "changer@example.org", 2))
+    with sqlite3.connect(database) as db:
+        assert db.execute("SELECT count(*) FROM users WHERE username = 'changer_js'").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM passkeys").fetchone() == (0,)
+    assert Person(port, "127.0.9.2").request("POST", "/signin", {"username": "changer_js",
+                                                                 "password": STRONG_PASSWORD})[0] == 401
 
 
 def test_without_javascript_a_stale_sign_in_confirms_first_and_each_change_still_works(changes):

@@ -40,26 +40,33 @@ def server():
         running.stop()
 
 
-def make_driver(javascript=True):
-    """conftest's Chromium, plus two things these tests need: no host name resolves (the terms
-    link points off this machine; clicking it must send nothing anywhere), and the performance
-    log, so a test can read the HTTP status of a page (Selenium has no API for it)."""
-    return conftest.make_driver(javascript, flags=["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
-                                logging_prefs={"performance": "ALL"})
+# conftest's Chromium, plus two things these tests need: no host name resolves (the terms link
+# points off this machine; clicking it must send nothing anywhere), and the performance log, so
+# a test can read the HTTP status of a page (Selenium has no API for it). One of each for the
+# file, put back as new after each test.
+ISOLATED = {"flags": ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
+            "logging_prefs": {"performance": "ALL"}}
+
+
+@pytest.fixture(scope="module")
+def isolated_chromium():
+    chromium = {True: conftest.SharedChromium(javascript=True, **ISOLATED),
+                False: conftest.SharedChromium(javascript=False, **ISOLATED)}
+    yield chromium
+    for each in chromium.values():
+        each.quit()
 
 
 @pytest.fixture
-def browser():
-    driver = make_driver(javascript=True)
-    yield Page(driver)
-    driver.quit()
+def browser(isolated_chromium):
+    yield Page(isolated_chromium[True].get())
+    isolated_chromium[True].reset()
 
 
 @pytest.fixture
-def browser_without_javascript():
-    driver = make_driver(javascript=False)
-    yield Page(driver)
-    driver.quit()
+def browser_without_javascript(isolated_chromium):
+    yield Page(isolated_chromium[False].get())
+    isolated_chromium[False].reset()
 
 
 # ---------- helpers ----------

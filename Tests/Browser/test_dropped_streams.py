@@ -17,9 +17,8 @@ import struct
 import tempfile
 import threading
 import time
-from pathlib import Path
 
-from conftest import ProcessReadings, launch, wait_for
+from conftest import ProcessReadings, Server, wait_for
 
 CHURN_SECONDS = 4
 CLIENTS = 8
@@ -67,9 +66,8 @@ def churn(port, index, until, dropped):
 
 def test_dropped_streams_are_released_at_once_and_are_not_errors():
     with tempfile.TemporaryDirectory() as directory:
-        log_path = Path(directory) / "server.log"
-        with open(log_path, "w") as log:
-            server, port = launch(directory, [], log)
+        server = Server(directory, seed_demo=False)
+        port, log_path = server.port, server.log_path
         try:
             process = ProcessReadings(server.pid)
             fetch(port, "/healthz")
@@ -95,8 +93,7 @@ def test_dropped_streams_are_released_at_once_and_are_not_errors():
             disconnects = re.search(r"livesignup_client_disconnects_total (\d+)", fetch(port, "/metrics"))
             assert disconnects and int(disconnects.group(1)) > 0, "the hang-ups were not counted"
         finally:
-            server.terminate()
-            server.wait(timeout=10)
+            server.stop()
         lines = log_path.read_text().splitlines()
         assert lines == [], f"{len(lines)} lines at warning or above for clients that went away:\n" + \
             "\n".join(lines[:5])

@@ -22,7 +22,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD, wait_for, loopback_request, metric
+from conftest import ROOT, SERVER, STRONG_PASSWORD, Person, wait_for, loopback_request, metric
 from dns_server import TestDNSServer
 from test_accessibility import audit
 
@@ -95,140 +95,6 @@ def write_policy(directory, text, lists=None):
 
 # ---------- people ----------
 
-class Person:
-    """One page view from its own loopback address: its token, its edits (a seq per field),
-    and its event stream, whose events are kept in order and folded into the current state."""
-
-    def __init__(self, port, address, lang=None):
-        self.port, self.address = port, address
-        self.seq = {}
-        self.events = []
-        self.requirements, self.messages, self.suggestions = {}, {}, {}
-        self.changed = threading.Condition()
-        self.stream = None
-        status, _, page = self.request("GET", "/" + (f"?lang={lang}" if lang else ""))
-        assert status == 200, status
-        self.page = page
-        self.token = re.search(r'name="token" value="([^"]+)"', page).group(1)
-
-    def request(self, method, path, form=None):
-        return loopback_request(self.port, self.address, method, path, form)
-
-    def edit(self, field, value, touched=False):
-        """Posts an edit as the page does; returns its rev."""
-        self.seq[field] = self.seq.get(field, 0) + 1
-        form = {"token": self.token, "field": field, "value": value, "seq": self.seq[field]}
-        if touched:
-            form["touched"] = "1"
-        status, headers, body = self.request("POST", f"/fields?token={self.token}", form)
-        assert status == 202, (status, body)
-        return int(headers["x-rev"])
-
-    def sign_up(self, username, address, password=STRONG_PASSWORD, **extra):
-        form = {"token": self.token, "username": username, "email": address, "password": password,
-                "confirm": password, **extra}
-        return self.request("POST", "/signup", form)
-
-    # The event stream
-
-    def _connect(self):
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT,
-                                                source_address=(self.address, 0))
-        connection.request("GET", f"/events?token={self.token}")
-        response = connection.getresponse()
-        assert response.status == 200, response.status
-        return connection, response
-
-    @staticmethod
-    def _next_event(response):
-        """(name, data) of the next event, or None when the stream ended."""
-        name, data = None, None
-        while True:
-            line = response.readline()
-            if not line:
-                return None
-            line = line.decode().rstrip("\r\n")
-            if line.startswith("event: "):
-                name = line[len("event: "):]
-            elif line.startswith("data: "):
-                data = json.loads(line[len("data: "):])
-            elif line == "" and name:
-                return name, data
-
-    def open_stream(self):
-        self.stream, response = self._connect()
-        self.stream.sock.settimeout(None)  # a quiet stream is no error; close() ends the reader
-        threading.Thread(target=self._read, args=(response,), daemon=True).start()
-        self.until(lambda: self.events and self.events[0][0] == "snapshot", "the snapshot")
-        return self
-
-    def _read(self, response):
-        while True:
-            try:
-                event = self._next_event(response)
-            except Exception:  # the stream was closed under the reader (close(), the server gone)
-                event = None
-            with self.changed:
-                if event is None:
-                    self.changed.notify_all()
-                    return
-                name, data = event
-                self.events.append(event)
-                if name == "snapshot":
-                    self.requirements.update(data["requirements"])
-                    self.messages.update(data["messages"])
-                    self.suggestions = dict(data.get("suggestions", {}))
-                elif name == "requirement":
-                    self.requirements[data["id"]] = data["state"]
-                elif name == "message":
-                    self.messages[data["field"]] = data["text"]
-                elif name == "suggestion":
-                    if data["value"]:
-                        self.suggestions[data["field"]] = data["value"]
-                    else:
-                        self.suggestions.pop(data["field"], None)
-                self.changed.notify_all()
-
-    def until(self, condition, what, timeout=WAIT):
-        """Waits (bounded) for a condition on what the stream said so far."""
-        with self.changed:
-            assert self.changed.wait_for(condition, timeout), \
-                f"{self.address}: {what} never came; events: {self.events[-12:]}"
-
-    def until_state(self, requirement, state, timeout=WAIT):
-        self.until(lambda: self.requirements.get(requirement) == state, f"{requirement} {state}", timeout)
-
-    def states_of(self, requirement, since=0):
-        """The (state, rev) of every `requirement` event from the `since`-th event on."""
-        with self.changed:
-            return [(data["state"], data["rev"]) for name, data in self.events[since:]
-                    if name == "requirement" and data["id"] == requirement]
-
-    def fresh_snapshot(self, at_least_rev=0):
-        """The snapshot a new connection gets, once it reflects the edit `at_least_rev`."""
-        found = {}
-
-        def take():
-            connection, response = self._connect()
-            try:
-                name, data = self._next_event(response)
-            finally:
-                connection.close()
-            assert name == "snapshot", name
-            found["snapshot"] = data
-            return data["rev"] >= at_least_rev
-        assert wait_for(take, WAIT, interval=0.05), f"no snapshot at rev {at_least_rev}: {found}"
-        return found["snapshot"]
-
-    def close(self):
-        if self.stream and self.stream.sock:
-            try:
-                self.stream.sock.shutdown(2)
-            except OSError:
-                pass
-            self.stream.close()
-
-
 class Crowd:
     """People at 127.0.<block>.1, .2, …: one address each, so per-address limits stay on."""
 
@@ -236,7 +102,7 @@ class Crowd:
         self.port, self.block, self.people = port, block, []
 
     def person(self, stream=True, lang=None):
-        someone = Person(self.port, f"127.0.{self.block}.{len(self.people) + 1}", lang=lang)
+        someone = Person(self.port, f"127.0.{self.block}.{len(self.people) + 1}").open_form(lang)
         self.people.append(someone)
         return someone.open_stream() if stream else someone
 

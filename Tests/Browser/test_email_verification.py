@@ -3,8 +3,6 @@
 the server received. Each person posts from a loopback address of their own (127.0.X.Y), so the
 default per-address limits stay on and a control person can be shown undisturbed.
 """
-import email
-import email.policy
 import http.client
 import re
 import sqlite3
@@ -20,9 +18,9 @@ import pytest
 from aiosmtpd.controller import Controller
 from selenium.webdriver.common.by import By
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD, make_driver, Page, port_of, wait_for
+from conftest import SERVER, STRONG_PASSWORD, Person, Server, free_port, make_driver, Page, wait_for
 from test_accessibility import audit
-from test_mail_transport import Mailbox, authenticate, free_port
+from test_mail_transport import Mailbox, authenticate
 
 SMTP_PASSWORD = "s3cret-pass"
 
@@ -90,70 +88,30 @@ def link_in(message):
     return re.search(r"(http://\S+/verify\?link=[A-Za-z0-9_-]+)", text_of(message)).group(1)
 
 
-class Person:
-    """Someone at their own loopback address, with their own cookies."""
-
-    def __init__(self, port, address):
-        self.port, self.address, self.cookies = port, address, {}
-
-    def request(self, method, path, form=None):
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30, source_address=(self.address, 0))
-        headers = {"Origin": f"http://127.0.0.1:{self.port}"}
-        if self.cookies:
-            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-        body = None
-        if form is not None:
-            body = urllib.parse.urlencode(form)
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        connection.request(method, path, body=body, headers=headers)
-        response = connection.getresponse()
-        text = response.read().decode()
-        for name, value in response.getheaders():
-            if name.lower() == "set-cookie":
-                key, _, rest = value.partition("=")
-                self.cookies[key] = rest.split(";", 1)[0]
-        connection.close()
-        return response.status, dict((k.lower(), v) for k, v in response.getheaders()), text
-
-    def sign_up(self, username, address):
-        _, _, page = self.request("GET", "/")
-        self.token = re.search(r'name="token" value="([^"]+)"', page).group(1)
-        return self.request("POST", "/signup", {"token": self.token, "username": username, "email": address,
-                                                "password": STRONG_PASSWORD, "confirm": STRONG_PASSWORD})
-
-    def verify(self, code):
-        return self.request("POST", "/verify", {"token": self.token, "code": code})
-
-
 @pytest.fixture
 def mail_setup():
     """An SMTP server and a factory for LiveSignup servers sending through it."""
     assert SERVER.exists(), f"build the server first (swift build): {SERVER}"
     with tempfile.TemporaryDirectory() as directory:
         smtp = SMTPServer(directory)
-        processes = []
+        servers = []
 
         def start(*extra, environment=None):
-            database = Path(directory) / f"accounts{len(processes)}.sqlite"
-            environment = {"LIVESIGNUP_SMTP_PASSWORD": SMTP_PASSWORD, "PATH": "/usr/bin:/bin", **(environment or {})}
-            process = subprocess.Popen(
-                [str(SERVER), "--port", "0", "--database", str(database),
-                 "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
-                 "--log-level", "warning", "--smtp-url", f"smtp://mailer@127.0.0.1:{smtp.port}", "--smtp-require-tls",
-                 "--smtp-ca-file", smtp.certificate, "--mail-from", "Example Sign-up <noreply@example.org>",
-                 "--mail-first-retry-seconds", "1",
-                 # Plain posts (ten at once while the mail server is down): no proof of work
-                 # asked of them (see conftest); the browser test still solves its own.
-                 "--no-javascript-signups", "off"] + list(extra),
-                stdout=subprocess.PIPE, text=True, env=environment)
-            processes.append(process)
-            port = port_of(process, "signup-server with mail")
-            return port, database
+            server = Server(Path(directory) / f"mail{len(servers)}", [
+                "--smtp-url", f"smtp://mailer@127.0.0.1:{smtp.port}", "--smtp-require-tls",
+                "--smtp-ca-file", smtp.certificate, "--mail-from", "Example Sign-up <noreply@example.org>",
+                "--mail-first-retry-seconds", "1",
+                # Plain posts (ten at once while the mail server is down): no proof of work
+                # asked of them (see conftest); the browser test still solves its own.
+                "--no-javascript-signups", "off"] + list(extra),
+                environment={"LIVESIGNUP_SMTP_PASSWORD": SMTP_PASSWORD, **(environment or {})},
+                inherit_settings=False, seed_demo=False, name="signup-server-with-mail")
+            servers.append(server)
+            return server.port, server.database
 
         yield smtp, start
-        for process in processes:
-            process.terminate()
-            process.wait(timeout=15)
+        for server in servers:
+            server.stop()
         smtp.stop()
 
 

@@ -17,7 +17,7 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from conftest import SERVER, STRONG_PASSWORD, wait_for
+from conftest import SERVER, STRONG_PASSWORD, prerequisite_missing, wait_for
 from instances import NGINX, Instance, Nginx, PostgreSQL, http_call, list_accounts, postgresql_bin
 
 INSTANCE_IDS = ("web1", "web2")
@@ -42,22 +42,31 @@ class Deployment:
         return "\n".join(parts)
 
 
-@pytest.fixture
-def deployment():
+@pytest.fixture(scope="module")
+def cluster():
+    """One PostgreSQL cluster for the file; each test gets a database of its own in it."""
     bin_dir = postgresql_bin()
     if bin_dir is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl, createdb, postgres) not found "
-                    "in /usr/lib/postgresql/<version>/bin")
+        prerequisite_missing("PostgreSQL's server (initdb, pg_ctl, createdb, postgres) is not installed under "
+                             "/usr/lib/postgresql/<version>/bin (make test installs Debian's postgresql)")
+    running = PostgreSQL(bin_dir)
+    try:
+        yield running.start()
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def deployment(cluster, request):
     if not NGINX.exists():
-        pytest.skip(f"nginx not found at {NGINX}")
+        prerequisite_missing(f"nginx is not installed at {NGINX} (make test installs Debian's nginx-light)")
     assert SERVER.exists(), f"build the server first (swift build): {SERVER}"
 
     with tempfile.TemporaryDirectory() as directory:
-        database = PostgreSQL(bin_dir)
+        database = cluster.new_database(re.sub(r"\W", "_", request.node.name)[:50].lower())
         instances = {}
         nginx = None
         try:
-            database.start()
             # One after the other: the first creates the schema and the shared token key.
             for instance_id in INSTANCE_IDS:
                 instances[instance_id] = Instance(instance_id, database.url, directory)
@@ -70,7 +79,6 @@ def deployment():
                 nginx.kill()
             for instance in instances.values():
                 instance.stop()
-            database.stop()
 
 
 def token_of(browser):

@@ -8,7 +8,6 @@ trusts are refused with the reason, and nothing is sent.
 import email
 import email.policy
 import os
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
-from conftest import SERVER
+from conftest import SERVER, free_port
 
 import ssl
 
@@ -38,11 +37,6 @@ def authenticate(server, session, envelope, mechanism, auth_data):
     ok = auth_data.login == b"mailer" and auth_data.password == b"s3cret-pass"
     return AuthResult(success=ok, handled=False)
 
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from selenium.webdriver.common.by import By
 
-from conftest import STRONG_PASSWORD, Server
-from instances import NGINX, NGINX_DIR, free_port, http_call, http_status, nginx_configuration, poll, read_text
+from conftest import STRONG_PASSWORD, Server, free_port, prerequisite_missing
+from instances import NGINX, NGINX_DIR, http_call, http_status, nginx_configuration, poll, read_text
 
 class EchoApplication:
     """The application behind the proxy: answers every request with the headers it got."""
@@ -93,7 +93,7 @@ class ProtectingNginx:
 @pytest.fixture
 def deployment():
     if not NGINX.exists():
-        pytest.fail(f"nginx is not installed at {NGINX} (make test-deps installs it)")
+        prerequisite_missing(f"nginx is not installed at {NGINX} (make test installs Debian's nginx-light)")
     app = EchoApplication()
     signup_port, protected_port = free_port(), free_port()
     with tempfile.TemporaryDirectory() as directory:

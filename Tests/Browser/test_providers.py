@@ -12,7 +12,6 @@ rotated key are followed; an account with the provider's address is linked only 
 password; a provider that is down or answers garbage leaves the password form working.
 """
 import http.client
-import os
 import re
 import sqlite3
 import subprocess
@@ -21,8 +20,8 @@ import urllib.parse
 import pytest
 from selenium.webdriver.common.by import By
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD, Page, make_driver, metric, port_of, wait_for
-from oidc_providers import MockProvider, TamperingProvider, free_port
+from conftest import STRONG_PASSWORD, Page, Server, free_port, make_driver, metric
+from oidc_providers import MockProvider, TamperingProvider
 from test_accessibility import audit
 
 
@@ -79,12 +78,27 @@ def words(page):
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
 
 
-@pytest.fixture
-def providers(tmp_path):
-    log = open(tmp_path / "providers.log", "w")
+@pytest.fixture(scope="module")
+def outside_providers(tmp_path_factory):
+    """The providers, started once for the file (each test's people have subjects of their
+    own): oidc-provider-mock, the tampering one, and a server that answers garbage."""
+    log = open(tmp_path_factory.mktemp("providers") / "providers.log", "w")
     mock, tampering = MockProvider(log), TamperingProvider(log)
-    garbage = subprocess.Popen(["python3", "-c", GARBAGE_SERVER, str(free_port())], stdout=subprocess.PIPE, text=True)
+    garbage = subprocess.Popen(["python3", "-c", GARBAGE_SERVER, "0"], stdout=subprocess.PIPE, text=True)
     garbage_port = int(garbage.stdout.readline())
+    yield mock, tampering, garbage_port
+    for provider in (mock, tampering):
+        provider.stop()
+    garbage.terminate()
+    garbage.wait(timeout=10)
+    log.close()
+
+
+@pytest.fixture
+def providers(tmp_path, outside_providers):
+    """A LiveSignup server of its own trusting the file's providers."""
+    mock, tampering, garbage_port = outside_providers
+    tampering.fault("none")  # a fault an earlier test chose goes with it
     policy = tmp_path / "policy.yaml"
     policy.write_text(f"""name: providers-test
 fields:
@@ -120,16 +134,11 @@ providers:
     client_id: livesignup-test
     client_secret_env: GARBAGE_CLIENT_SECRET
 """)
-    environment = {**os.environ, "MOCK_CLIENT_SECRET": "m0ck", "TAMPERING_CLIENT_SECRET": "t4mper",
-                   "DOWN_CLIENT_SECRET": "d0wn", "GARBAGE_CLIENT_SECRET": "g4rbage"}
-    database = tmp_path / "accounts.sqlite"
-    server = subprocess.Popen(
-        [str(SERVER), "--port", "0", "--database", str(database), "--policy", str(policy),
-         "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
-         "--availability-debounce-ms", "150", "--argon2-preset", "owasp-minimum", "--log-level", "warning",
-         "--no-javascript-signups", "off"],
-        stdout=subprocess.PIPE, stderr=log, text=True, env=environment)
-    port = port_of(server, "signup-server with providers", getattr(log, "name", None))
+    secrets = {"MOCK_CLIENT_SECRET": "m0ck", "TAMPERING_CLIENT_SECRET": "t4mper",
+               "DOWN_CLIENT_SECRET": "d0wn", "GARBAGE_CLIENT_SECRET": "g4rbage"}
+    server = Server(tmp_path, ["--policy", str(policy), "--argon2-preset", "owasp-minimum", "--no-javascript-signups", "off"],
+                    environment=secrets, seed_demo=False, name="signup-server-with-providers")
+    database, port = server.database, server.port
 
     class Setup:
         pass
@@ -138,12 +147,7 @@ providers:
     setup.port = port
     setup.url = f"http://127.0.0.1:{setup.port}"
     yield setup
-    server.terminate()
-    server.wait(timeout=15)
-    for provider in (mock, tampering):
-        provider.stop()
-    garbage.terminate()
-    log.close()
+    server.stop()
 
 
 GARBAGE_SERVER = """

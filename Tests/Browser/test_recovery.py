@@ -19,10 +19,10 @@ from selenium.webdriver.common.by import By
 
 from types import SimpleNamespace
 
-from conftest import STRONG_PASSWORD, Page, make_driver, metric, wait_for
-from instances import NGINX, Instance, Nginx, PostgreSQL, free_port, postgresql_bin
+from conftest import STRONG_PASSWORD, Page, Person, free_port, make_driver, metric, prerequisite_missing, wait_for
+from instances import NGINX, Instance, Nginx, PostgreSQL, postgresql_bin
 from test_accessibility import audit
-from test_email_verification import Person, code_in, mail_setup, text_of  # noqa: F401 (a fixture)
+from test_email_verification import code_in, mail_setup, text_of  # noqa: F401 (a fixture)
 from test_protected_app import EchoApplication, ProtectingNginx
 
 NEW_PASSWORD = "Harbour-Compass-Gently-77"
@@ -65,7 +65,7 @@ def recovery_setup(mail_setup):
     """A LiveSignup server that mails through aiosmtpd, behind the shipped nginx files in front
     of a protected application."""
     if not NGINX.exists():
-        pytest.fail(f"nginx is not installed at {NGINX} (make test-deps installs it)")
+        prerequisite_missing(f"nginx is not installed at {NGINX} (make test installs Debian's nginx-light)")
     smtp, start = mail_setup
     port, database = start()
     app = EchoApplication()
@@ -236,7 +236,7 @@ def test_the_live_form_works_through_nginx_in_front_of_two_instances(browser):
     sends its stream and edits there and the checklist follows the typing."""
     bin_dir = postgresql_bin()
     if bin_dir is None or not NGINX.exists():
-        pytest.fail("PostgreSQL and nginx are needed (make test-deps installs them)")
+        prerequisite_missing("PostgreSQL's server and nginx are needed (make test installs Debian's postgresql and nginx-light)")
     with tempfile.TemporaryDirectory() as directory:
         mail_dir = Path(directory) / "mail"
         database = PostgreSQL(bin_dir)

@@ -12,9 +12,8 @@ import pyotp
 import pytest
 from selenium.webdriver.common.by import By
 
-from conftest import STRONG_PASSWORD, Page, Server, make_driver
+from conftest import STRONG_PASSWORD, Page, Server, make_driver, Person
 from test_accessibility import audit
-from test_email_verification import Person
 
 
 @pytest.fixture

@@ -9,21 +9,17 @@ plain HTTP, as programs send.
 import base64
 import http.client
 import http.server
-import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import tempfile
 import threading
-import time
 import urllib.parse
-from pathlib import Path
 
 from standardwebhooks.webhooks import Webhook
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD, port_of, wait_for
+import conftest
+from conftest import SERVER, STRONG_PASSWORD, free_port, wait_for
 
 SECRET = "whsec_" + base64.b64encode(os.urandom(32)).decode()
 
@@ -76,32 +72,18 @@ class Receiver:
             return sorted(event["data"]["username"] for event in self.verified.values())
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+class Server(conftest.Server):
+    """signup-server announcing to the receiver, configured by its flags alone."""
 
-
-class Server:
     def __init__(self, directory, receiver_port):
-        self.directory = Path(directory)
-        self.receiver_port = receiver_port
-        self.process = None
-        self.port = None
-
-    def start(self):
-        environment = {k: v for k, v in os.environ.items() if not k.startswith("LIVESIGNUP_")}
-        environment["LIVESIGNUP_WEBHOOK_SECRET"] = SECRET
-        self.process = subprocess.Popen(
-            [str(SERVER), "--port", "0", "--database", str(self.directory / "accounts.sqlite"),
-             "--public-directory", str(ROOT / "Public"), "--templates-directory", str(ROOT / "Templates"),
-             "--log-level", "error", "--argon2-preset", "owasp-minimum", "--signups-per-address", "off",
-             # Plain posts, many at once: no proof of work asked (see conftest).
-             "--no-javascript-signups", "off", "--proof-max-level", "0",
-             "--webhook-url", f"http://127.0.0.1:{self.receiver_port}/hooks/livesignup",
-             "--webhook-first-retry-seconds", "1"],
-            stdout=subprocess.PIPE, text=True, env=environment)
-        self.port = port_of(self.process, "signup-server with webhooks")
+        super().__init__(directory, [
+            "--log-level", "error", "--argon2-preset", "owasp-minimum", "--signups-per-address", "off",
+            # Plain posts, many at once: no proof of work asked (see conftest).
+            "--no-javascript-signups", "off", "--proof-max-level", "0",
+            "--webhook-url", f"http://127.0.0.1:{receiver_port}/hooks/livesignup",
+            "--webhook-first-retry-seconds", "1"],
+            environment={"LIVESIGNUP_WEBHOOK_SECRET": SECRET}, inherit_settings=False, seed_demo=False,
+            name="signup-server-with-webhooks", start=False)
 
     def sign_up(self, username):
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=15)
@@ -119,15 +101,6 @@ class Server:
         connection.request("GET", "/metrics")
         match = re.search(rf"^{re.escape(name)} (\S+)$", connection.getresponse().read().decode(), re.MULTILINE)
         return float(match.group(1)) if match else None
-
-    def kill(self):
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self):
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
 
 
 def test_every_account_is_announced_once_verified_through_outages_and_a_kill():

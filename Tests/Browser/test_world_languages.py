@@ -17,9 +17,9 @@ import urllib.parse
 import pytest
 from selenium.webdriver.common.by import By
 
-from conftest import ROOT, SERVER, STRONG_PASSWORD, Page, Server, make_driver
+from conftest import ROOT, SERVER, STRONG_PASSWORD, Page, Server, make_driver, Person
 from test_accessibility import audit
-from test_email_verification import Person, mail_setup  # noqa: F401 (a fixture)
+from test_email_verification import mail_setup  # noqa: F401 (a fixture)
 
 LANGUAGES = ["en", "ar", "de", "es", "fr", "it", "ja", "nl", "pl", "pt-br", "tr", "zh-hans"]
 # Words that are the same in every language: the service's and languages' own names.

@@ -178,16 +178,35 @@ final class AbuseTests: XCTestCase {
         try await assertUndisturbed(control, server)
     }
 
-    func testLiveLookupsOverTheBudgetWaitAndStillAnswer() async throws {
-        let server = try TestServer { $0.limits.lookupsPerSession = .per(second: 4, burst: 1) }
+    /// Over its budget a live look-up waits its turn instead of failing: with the form's budget
+    /// at one look-up and four a second, the second name's look-up is put off a quarter second
+    /// on the clock, and is answered once the clock gets there.
+    func testLiveLookupsOverTheBudgetWaitTheirTurnAndStillAnswer() async throws {
+        let clock = TestClock()
+        let server = try TestServer {
+            $0.clock = clock
+            $0.limits.lookupsPerSession = .per(second: 4, burst: 1)
+        }
         defer { server.stop() }
         let form = try await server.client.openForm()
         let events = EventCollector(form.events())
         await events.wait(forCount: 1)
+        // Within the budget: due at once (the clock runs it as soon as it is asked to move).
+        let scheduledBefore = clock.waiting
         _ = try await form.edit("username", to: "alice")
+        let firstScheduled = await Condition.wait(timeout: 5) { clock.waiting > scheduledBefore }
+        XCTAssertTrue(firstScheduled, "the first look-up was never scheduled")
+        clock.advance(by: 0)
         await events.wait { Self.availability(in: $0) == .unmet }
-        // Over budget now: this look-up waits its turn (a quarter second) instead of failing.
+
+        // Over budget now: this look-up is put off a quarter second, not refused.
+        let turn = clock.now.addingTimeInterval(0.25)
         _ = try await form.edit("username", to: "zelda")
+        let waitsItsTurn = await Condition.wait(timeout: 5) {
+            clock.dueTimes.contains { abs($0.timeIntervalSince(turn)) < 0.001 }
+        }
+        XCTAssertTrue(waitsItsTurn, "the second look-up was not put off a quarter second: \(clock.dueTimes)")
+        clock.advance(by: 0.25)
         await events.wait { Self.availability(in: $0) == .met }
     }
 

@@ -17,7 +17,7 @@ final class MultiInstanceTests: XCTestCase {
 
     override func setUpWithError() throws {
         guard NginxProxyTests.nginx != nil else {
-            throw XCTSkip("nginx is not installed (make test installs Debian's nginx-light); skipping the multi-instance test")
+            throw Prerequisite.missing("nginx is not installed (make test installs Debian's nginx-light): the multi-instance test needs it")
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-multi-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -15,7 +15,7 @@ final class NginxProxyTests: XCTestCase {
 
     override func setUpWithError() throws {
         guard Self.nginx != nil else {
-            throw XCTSkip("nginx is not installed (make test installs Debian's nginx-light); skipping the proxy test")
+            throw Prerequisite.missing("nginx is not installed (make test installs Debian's nginx-light): the proxy test needs it")
         }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -176,7 +176,7 @@ final class NginxProxyTests: XCTestCase {
         openssl.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
                              "-keyout", key.path, "-out", certificate.path]
         openssl.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else { throw XCTSkip("no openssl") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") else { throw Prerequisite.missing("openssl is not installed (make test installs Debian's openssl): the TLS site's check needs a certificate") }
         try openssl.run()
         openssl.waitUntilExit()
         XCTAssertEqual(openssl.terminationStatus, 0)

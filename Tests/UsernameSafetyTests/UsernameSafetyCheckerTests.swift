@@ -69,9 +69,13 @@ final class UsernameSafetyCheckerTests: XCTestCase {
         XCTAssertTrue(problems.allSatisfy { $0.textKey.hasPrefix("username.unsafe.") })
     }
 
-    func testEmojiDoNotCrash() {
-        _ = checker.problem(in: "alice😀")
-        _ = checker.problem(in: "👨‍👩‍👧")
+    /// An emoji is no look-alike: the username's own rule decides whether it may stand. One
+    /// joined from several by zero-width joiners carries invisible characters, and says so;
+    /// neither kind upsets the skeleton.
+    func testEmojiAreNoLookAlikesButTheirInvisibleJoinersAreRefused() {
+        XCTAssertNil(checker.problem(in: "alice😀"))
+        XCTAssertEqual(checker.problem(in: "👨\u{200D}👩\u{200D}👧"), .invisibleCharacter)
+        XCTAssertEqual(checker.skeleton(of: "alice😀"), checker.skeleton(of: "alice") + "😀")
     }
 
     func testLookAlikesShareASkeleton() {

@@ -1,0 +1,29 @@
+import Foundation
+import XCTest
+
+/// A program a test needs from the machine rather than from this package: nginx, PostgreSQL's
+/// server, openssl, systemd-analyze. Where one is missing the test is skipped and the log says
+/// what is missing and where it comes from, except in a run that must prove everything: under
+/// CI (`CI=true`) or `LIVESIGNUP_REQUIRE_ALL=1` (which `make test` sets, having installed them)
+/// a missing program fails the test instead, so a run is never green for tests that did not run.
+public enum Prerequisite {
+    /// Whether this run must have every prerequisite.
+    public static var everythingRequired: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        return ["1", "true", "yes"].contains(environment["CI"]?.lowercased() ?? "")
+            || environment["LIVESIGNUP_REQUIRE_ALL"] == "1"
+    }
+
+    /// What to throw when `what` is missing: a skip that says so, or (where everything is
+    /// required) an error that fails the test with the same words.
+    public static func missing(_ what: String, file: StaticString = #filePath, line: UInt = #line) -> any Error {
+        everythingRequired ? Missing(what: what) : XCTSkip("skipped: \(what)", file: file, line: line)
+    }
+
+    public struct Missing: Error, CustomStringConvertible {
+        public let what: String
+        public var description: String {
+            "\(what); this run requires it (CI or LIVESIGNUP_REQUIRE_ALL=1), so the test fails instead of skipping"
+        }
+    }
+}
