@@ -145,7 +145,7 @@ def test_a_hostile_range_api_costs_a_bounded_amount(kind, reason):
 def test_a_hostile_range_api_leaves_a_control_persons_pace_alone(kind, reason):
     figures = storm(kind, reason, *MEASURED_STORM)
     record_figures(f"hostile-range-api-{kind}.txt", [
-        f"{MEASURED_STORM[0]} people x {MEASURED_STORM[1]} password edits against a {kind} range API "
+        f"{MEASURED_STORM[0]} people x {MEASURED_STORM[1]} password edits against the {kind} range API "
         f"(--breached-passwords-timeout-ms {TIMEOUT_MS}), a control person beside them:",
         f"RSS {figures['rss'][0]:.0f} -> peak {figures['rss'][1]:.0f} MiB; control edit->event "
         f"{figures['event'][0] * 1000:.0f} -> {figures['event'][1] * 1000:.0f} ms (the slowest of 4); sign-up "
