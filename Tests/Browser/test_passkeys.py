@@ -42,10 +42,14 @@ if (!window.__passkeys) {
       keep();
     }
     return original.apply(this, arguments).then(function (answer) {
-      if (/options/.test(url)) {
-        answer.clone().json().then(function (json) { window.__passkeys.options.push({url: url, json: json}); keep(); });
-      }
-      return answer;
+      if (!/options/.test(url)) { return answer; }
+      // Recorded before the page sees the answer: a sign-in that follows at once navigates
+      // away, and a record made after that would be lost (it was, once, under load).
+      return answer.clone().json().then(function (json) {
+        window.__passkeys.options.push({url: url, json: json});
+        keep();
+        return answer;
+      }, function () { return answer; });
     });
   };
 }
