@@ -15,7 +15,8 @@ Clients post from loopback addresses of their own (127.0.X.Y). Unless a test is 
 its server runs with --proof-plausible-seconds 0: its clients post at machine speed, and only
 the bot test (which keeps the default 3 s) is about what that costs.
 
-Figures go to build/proof-timings.txt, build/proof-bot.txt and build/proof-levels.txt.
+The measurements among them (marked bench: `pytest --bench`, part of make bench) write
+Benchmarks/figures/proof-timings.txt, proof-bot.txt and proof-levels.txt.
 """
 import base64
 import hashlib
