@@ -1,0 +1,18 @@
+import MicroHTTPD
+
+/// The live form: the sign-up page, its event stream, the typing path, a fresh session for a
+/// page whose form the server forgot, and proof-of-work challenges.
+/// Its rows are its own; the router's table is every flow's rows (`SignupRoutes.table`).
+enum LiveFormFlow {
+    static let routes: [Route] = [
+        Route(.get, "/", answers: .page, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.signupPage($1) },
+        Route(.get, "/events", answers: .json, limits: [.sessions]) { $0.liveForm.events($1) },
+        // The typing path reads its own body: only the fields it uses, no language.
+        // A recovery's new-password form checks "not your current password" with a hash.
+        Route(.post, "/fields", answers: .json, limits: [.edits, .sessions, .lookups, .hashing], spentFirst: [.edits]) {
+            $0.liveForm.fieldEdit($1)
+        },
+        Route(.post, "/sessions", answers: .json, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.newSession($1) },
+        Route(.get, "/challenge", answers: .json, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.challenge($1) },
+    ]
+}

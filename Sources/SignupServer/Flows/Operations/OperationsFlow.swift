@@ -1,0 +1,12 @@
+import MicroHTTPD
+
+/// Operations: probes, metrics and the static files.
+/// Its rows are its own; the router's table is every flow's rows (`SignupRoutes.table`).
+enum OperationsFlow {
+    static let routes: [Route] = [
+        Route(.get, "/healthz", answers: .json) { routes, _ in routes.operations.liveness() },
+        Route(.get, "/readyz", answers: .json) { routes, _ in routes.operations.readiness() },
+        Route(.get, "/metrics", answers: .json) { $0.operations.exposeMetrics(to: $1.client) },
+        Route(.get, "/static/", prefix: true, answers: .json) { $0.operations.staticAsset($1.http) },
+    ]
+}
