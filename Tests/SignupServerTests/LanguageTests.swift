@@ -126,6 +126,27 @@ final class LanguageTests: XCTestCase {
         XCTAssertEqual(weighed.headers["content-language"], "de", "by weight, skipping what the server lacks")
     }
 
+    /// Every page says its language: the router adds `Content-Language` to each HTML answer of
+    /// a row that speaks (handlers no longer set it by hand), for pages that had it and for
+    /// those that did not (a refused recovery code, an unknown undo link), and never to JSON.
+    func testEveryPageSaysItsLanguageAndJSONDoesNot() async throws {
+        let server = try TestServer {
+            $0.emailVerification = EmailVerificationSettings(mail: MailSettings(transport: CapturedMail(), from: "t <t@example.org>"))
+        }
+        defer { server.stop() }
+        let german = ["Accept-Language": "de"]
+        for (method, path, body) in [("GET", "/signin", nil), ("GET", "/recover", nil), ("GET", "/", nil),
+                                     ("POST", "/signin", "username=nobody&password=wrong-one&lang=de"),
+                                     ("POST", "/recover/code", "token=x&code=000000&lang=de"),
+                                     ("GET", "/account/email/undo?link=x", nil)] as [(String, String, String?)] {
+            let answer = try await server.request(method, path, body: body, headers: german)
+            XCTAssertTrue(answer.headers["content-type"]?.hasPrefix("text/html") == true, "\(method) \(path)")
+            XCTAssertEqual(answer.headers["content-language"], "de", "\(method) \(path) (\(answer.status))")
+        }
+        let json = try await server.request("POST", "/sessions", headers: german)
+        XCTAssertNil(json.headers["content-language"], "JSON names no language")
+    }
+
     func testLiveMessagesComeInTheSessionsLanguage() async throws {
         let server = try TestServer()
         defer { server.stop() }

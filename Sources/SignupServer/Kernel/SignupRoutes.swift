@@ -223,9 +223,24 @@ struct SignupRoutes: HTTPResponder {
         let context = SignupRequest(request, method, route: route, client: client, clientKey: clientKey, form: form,
                                     pages: pages, returnTo: returnTo, signedIn: signedIn)
         if route.needsRecentSignIn, case .account(let account) = signedIn, let refusal = notRecent(context, account, route: route) {
-            return refusal
+            return Self.spoken(refusal, of: route, in: context)
         }
-        return route.handler(self, context)
+        return Self.spoken(route.handler(self, context), of: route, in: context)
+    }
+
+    /// A page says which language it is in (`Content-Language`), added here once for every
+    /// HTML answer of a speaking row, now or when a deferred one is ready: its handler set it
+    /// only where it chose another language than the request's.
+    private static func spoken(_ response: HTTPResponse, of route: Route, in request: SignupRequest) -> HTTPResponse {
+        guard route.speaks else { return response }
+        if case .deferred(let work) = response.body {
+            return .later { respond in work.start { respond(spoken($0, of: route, in: request)) } }
+        }
+        guard response.headers["Content-Language"] == nil,
+              response.headers["Content-Type"]?.hasPrefix("text/html") == true else { return response }
+        var response = response
+        response.headers.set("Content-Language", request.language.tag)
+        return response
     }
 
     /// The answer for a signed-in person whose last proof in this browser is too old for the

@@ -53,7 +53,6 @@ struct LiveFormRoutes: Sendable {
                                   status: .ok)
         // The page depends on the visitor's languages (caches must not share it).
         response.headers.add("Vary", "Accept-Language")
-        response.headers.add("Content-Language", language.tag)
         return response
     }
 

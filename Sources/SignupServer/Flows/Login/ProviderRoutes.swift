@@ -363,7 +363,7 @@ struct ProviderRoutes: Sendable {
         page.credential = .provider
         page.provider = provider.name
         metrics.provider(provider.id, "signup_form")
-        var headers = HTTPHeaders([("Content-Language", request.language.tag)])
+        var headers = HTTPHeaders()
         for cookie in extra { headers.add("Set-Cookie", cookie) }
         return Pages.html(request.renderer.renderSignup(page, language: request.language,
                                                         assets: request.assets),

@@ -388,7 +388,7 @@ struct SecondFactorRoutes: Sendable {
 
     private func render(_ request: SignupRequest, _ page: PageRenderer.SecondFactorPage, status: HTTPStatus) -> HTTPResponse {
         return Pages.html(request.renderer.renderSecondFactor(page, language: request.language, assets: request.assets),
-                              status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
+                          status: status)
     }
 }
 

@@ -49,8 +49,6 @@ struct SignInRoutes: Sendable {
 
     func signInPage(_ request: SignupRequest, username: String, error: String?, status: HTTPStatus,
                     headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        var headers = headers
-        headers.add("Content-Language", request.language.tag)
         return Pages.html(request.renderer.renderSignIn(username: username, errorMessage: error, returnTo: request.returnTarget,
                                                         language: request.language, assets: request.assets,
                                                         proof: signInProof(for: request.clientKey),

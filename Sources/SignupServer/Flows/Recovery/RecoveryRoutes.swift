@@ -598,7 +598,7 @@ struct RecoveryRoutes: Sendable {
             let token = sessions.mintToken()
             page.proof = (token, proofOfWork.challenge(for: token, addressKey: request.clientKey).json)
         }
-        var headers = HTTPHeaders([("Content-Language", request.language.tag)])
+        var headers = HTTPHeaders()
         if let retryAfter { headers.add("Retry-After", String(retryAfter)) }
         return Pages.html(request.renderer.renderRecover(page, language: request.language, assets: request.assets),
                           status: status, headers: headers)
@@ -614,7 +614,7 @@ struct RecoveryRoutes: Sendable {
         if let proofOfWork, proofOfWork.pricing.needsProofAfterFailures(addressKey: request.clientKey) {
             page.proof = (token, proofOfWork.challenge(for: token, addressKey: request.clientKey).json)
         }
-        var headers = HTTPHeaders([("Content-Language", request.language.tag)])
+        var headers = HTTPHeaders()
         if status == .tooManyRequests { headers.add("Retry-After", "60") }
         return Pages.html(request.renderer.renderRecover(page, language: request.language, assets: request.assets),
                           status: status, headers: headers)

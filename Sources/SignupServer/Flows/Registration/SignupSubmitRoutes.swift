@@ -479,8 +479,7 @@ struct SignupSubmitRoutes: Sendable {
         page.provider = credential == .provider ? submission.identity?.provider.name : nil
         // A fresh challenge: the one this form posted is spent (or was refused).
         page.challenge = proofOfWork?.challenge(for: page.token, addressKey: request.clientKey).json ?? ""
-        var headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()
-        headers.add("Content-Language", language.tag)
+        let headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()
         return Pages.html(request.renderer.renderSignup(page, language: language,
                                                         assets: request.assets),
                           status: status, headers: headers)

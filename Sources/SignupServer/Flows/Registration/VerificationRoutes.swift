@@ -314,7 +314,7 @@ struct VerificationRoutes: Sendable {
 
     private func verifyPage(_ request: SignupRequest, _ page: PageRenderer.VerifyPage, status: HTTPStatus,
                             retryAfter: Int? = nil) -> HTTPResponse {
-        var headers = HTTPHeaders([("Content-Language", request.language.tag)])
+        var headers = HTTPHeaders()
         if let retryAfter { headers.add("Retry-After", String(retryAfter)) }
         return Pages.html(request.renderer.renderVerify(page, language: request.language, assets: request.assets),
                           status: status, headers: headers)

@@ -262,6 +262,6 @@ struct AccountChangeRoutes: Sendable {
                                              profileFields: profile, error: error,
                                              reservedDays: Int((usernameReservation / 86_400).rounded()))
         return Pages.html(request.renderer.renderDeletion(page, language: request.language, assets: request.assets),
-                              status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
+                              status: status)
     }
 }

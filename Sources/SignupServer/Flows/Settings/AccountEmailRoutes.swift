@@ -294,7 +294,7 @@ struct AccountEmailRoutes: Sendable {
     }
 
     private func render(_ request: SignupRequest, _ page: PageRenderer.AddressPage, status: HTTPStatus) -> HTTPResponse {
-        var headers = HTTPHeaders([("Content-Language", request.language.tag)])
+        var headers = HTTPHeaders()
         // The undo's answer ends the secret's cookie, whatever it said.
         if case .undone = page.mode, !request.http.cookieValues(named: Self.undoCookie).isEmpty {
             headers.add("Set-Cookie", undoCookie(""))

@@ -70,6 +70,6 @@ struct AccountFormPages: Sendable {
         page.purpose = .accountForm(purpose)
         return Pages.html(request.renderer.renderSignup(page, language: request.language,
                                                             assets: request.assets, policy: form.policy),
-                              status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
+                              status: status)
     }
 }

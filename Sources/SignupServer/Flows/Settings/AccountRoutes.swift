@@ -379,7 +379,7 @@ struct AccountRoutes: Sendable {
         page.linkableProviders = providers.values.filter { provider in !links.contains { $0.provider == provider.id } }
             .sorted { $0.id < $1.id }.map { ($0.id, $0.name) }
         return Pages.html(request.renderer.renderAccount(page, language: request.language, assets: request.assets),
-                              status: status, headers: HTTPHeaders([("Content-Language", request.language.tag)]))
+                              status: status)
     }
 
     func unavailable(_ request: SignupRequest, _ error: Error? = nil) -> HTTPResponse {
