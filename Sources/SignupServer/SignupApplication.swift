@@ -155,7 +155,7 @@ public final class SignupApplication: Sendable {
     /// Internal for tests that ask a service directly (`SignInFunnelTests`).
     let services: Services
     private let server: HTTPServer
-    private let routes: SignupRoutes
+    private let routes: Router
     /// Set when `stop` begins, so `/readyz` turns 503 before anything else changes.
     private let stopping: Locked<Bool>
     private var logger: Logger { services.logger }
@@ -167,7 +167,7 @@ public final class SignupApplication: Sendable {
         self.services = services
         let stopping = Locked(false)
         self.stopping = stopping
-        let routes = SignupRoutes(services, isStopping: { stopping.withLock { $0 } })
+        let routes = Router(services, isStopping: { stopping.withLock { $0 } })
         self.routes = routes
         let metrics = services.metrics, repeatLimited = services.repeatLimited
         server = HTTPServer(

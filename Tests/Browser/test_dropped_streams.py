@@ -1,12 +1,13 @@
 """A closed tab is not an error (issue 25): event streams dropped in every way a client can
-drop them are released within a second, and the operator's error log stays empty.
+drop them are released at once (within RELEASE_SECONDS, not the 30 s idle timeout), and the
+operator's error log stays empty.
 
 Eight clients open and drop event streams as fast as they can for a few seconds, each drop
 one of: closed mid-headers, closed right after the request, closed or reset right after the
 stream's headers, or a second stream request pipelined on the same keep-alive connection.
 Before the fix this left thousands of descriptors for the 30 s idle timeout and wrote about
 3,400 `error` lines a second (libmicrohttpd's "Failed to send … forcibly closed by remote
-peer"). Now: the descriptors return to their baseline within a second, no line is logged at
+peer"). Now: the descriptors return to their baseline at once, no line is logged at
 `warning` or above, and the hang-ups are counted in `livesignup_client_disconnects_total`.
 """
 import http.client
@@ -22,6 +23,8 @@ from conftest import ProcessReadings, Server, wait_for
 
 CHURN_SECONDS = 4
 CLIENTS = 8
+# How long after the churn the descriptors may take to come back (the idle timeout is 30 s).
+RELEASE_SECONDS = 5
 
 
 def fetch(port, path, source="127.0.0.1"):
@@ -85,11 +88,14 @@ def test_dropped_streams_are_released_at_once_and_are_not_errors():
             assert wait_for(churn_over, CHURN_SECONDS + 30), "the churning clients never finished"
             peak = peak[0]
             at_end = process.descriptors()
-            released = wait_for(lambda: process.descriptors() <= baseline + 1, 1.0)
+            # Within RELEASE_SECONDS: a leak holds them until the 30 s idle timeout, and the
+            # usual release is well under a second; the bound leaves room for a busy machine (the
+            # suite runs two workers at once: a 1 s bound failed once under that load).
+            released = wait_for(lambda: process.descriptors() <= baseline + 1, RELEASE_SECONDS)
             print(f"\n{sum(dropped)} streams dropped in {CHURN_SECONDS} s; descriptors {baseline} before, "
-                  f"{peak} at most, {at_end} at the end, {process.descriptors()} a second later")
+                  f"{peak} at most, {at_end} at the end, {process.descriptors()} after the wait")
             assert sum(dropped) > 1000, "the churn did not get going"
-            assert released, f"{process.descriptors() - baseline} descriptors still open a second after the churn"
+            assert released, f"{process.descriptors() - baseline} descriptors still open {RELEASE_SECONDS} s after the churn"
             disconnects = re.search(r"livesignup_client_disconnects_total (\d+)", fetch(port, "/metrics"))
             assert disconnects and int(disconnects.group(1)) > 0, "the hang-ups were not counted"
         finally:

@@ -58,8 +58,8 @@ final class InProcessRouteTests: XCTestCase {
 
     func testEveryRouteAnswersWrongMethodsWithItsOwnAllowAndGetBringsHead() async throws {
         let app = try makeApp()
-        for path in Set(SignupRoutes.table.routes.map(\.path)).sorted() {
-            let rows = try XCTUnwrap(SignupRoutes.table.resolve(path), path)
+        for path in Set(Router.table.routes.map(\.path)).sorted() {
+            let rows = try XCTUnwrap(Router.table.resolve(path), path)
             let requested = rows.any.isPrefix ? path + "app.js" : path
             let wrong: HTTPMethod = [HTTPMethod.put, .delete, .post, .get].first { rows.route(for: $0) == nil }!
             let refused = await app.respond(to: request(wrong.rawValue, requested))
@@ -77,14 +77,14 @@ final class InProcessRouteTests: XCTestCase {
             }
         }
         // One path, two methods, two rows: each its own handler and limits, one Allow.
-        let signIn = try XCTUnwrap(SignupRoutes.table.resolve("/signin"))
+        let signIn = try XCTUnwrap(Router.table.resolve("/signin"))
         XCTAssertEqual(signIn.allow, "GET, HEAD, POST")
         XCTAssertEqual(signIn.route(for: .get)?.limits, [])
         XCTAssertEqual(signIn.route(for: .post)?.reads, .form)
         let head = await app.respond(to: request("HEAD", "/signin"))
         XCTAssertEqual(head.status, .ok, "HEAD /signin is answered as GET")
-        XCTAssertEqual(SignupRoutes.table.name(of: "/static/app.1234.js"), "/static")
-        XCTAssertEqual(SignupRoutes.table.name(of: "/wp-admin"), "other", "clients cannot make labels up")
+        XCTAssertEqual(Router.table.name(of: "/static/app.1234.js"), "/static")
+        XCTAssertEqual(Router.table.name(of: "/wp-admin"), "other", "clients cannot make labels up")
         let unknown = await app.respond(to: request("GET", "/wp-admin"))
         XCTAssertEqual(unknown.status, .notFound)
     }
@@ -93,7 +93,7 @@ final class InProcessRouteTests: XCTestCase {
     /// the query or the body as sent: a made-up token cannot put anything else into a line.
     func testTheAccessLineShowsSixLettersOrDigitsOfAToken() {
         func shown(query: String? = nil, body: String = "") -> String? {
-            SignupRoutes.loggedToken(of: HTTPRequest(
+            Router.loggedToken(of: HTTPRequest(
                 method: "POST", path: "/fields", query: query.map { [("token", $0)] } ?? [], body: Array(body.utf8)))
         }
         XCTAssertEqual(shown(body: "field=f&token=inst.abcDEF123&seq=1"), "abcDEF")
@@ -107,7 +107,7 @@ final class InProcessRouteTests: XCTestCase {
         let cases: [(Double, String)] = [(0, "0.00"), (0.000_01, "0.01"), (0.000_099, "0.10"), (0.0034, "3.40"),
                                          (0.012_346, "12.35"), (1.5, "1500.00"), (-0.001, "0.00")]
         for (seconds, shown) in cases {
-            XCTAssertEqual(SignupRoutes.milliseconds(seconds), shown, "\(seconds) s")
+            XCTAssertEqual(Router.milliseconds(seconds), shown, "\(seconds) s")
         }
     }
 
@@ -182,7 +182,7 @@ final class InProcessRouteTests: XCTestCase {
     /// The route table says which limits each route draws from; every limit a 429 can name is
     /// some route's, so the table is the map from a metric's label to the routes it guards.
     func testEveryLimitNameBelongsToARoute() {
-        XCTAssertEqual(Set(SignupRoutes.table.routes.flatMap(\.limits)), Set(RateLimitName.allCases))
+        XCTAssertEqual(Set(Router.table.routes.flatMap(\.limits)), Set(RateLimitName.allCases))
     }
 
     /// Idle sessions are swept on the app's clock: a test moves it past the idle lifetime and

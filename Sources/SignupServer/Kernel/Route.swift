@@ -1,6 +1,6 @@
 import MicroHTTPD
 
-/// One row of the route table (`SignupRoutes.table`): one method of one path, and everything
+/// One row of the route table (`Router.table`): one method of one path, and everything
 /// about it except what its handler does. The router applies the row before the handler runs
 /// (the body limit, the cross-site check, the limits every request of it spends, the posted
 /// form, the visitor's language and `return_to`) and after (`Referrer-Policy`, the metric,
@@ -31,7 +31,7 @@ final class Route: Sendable {
         case signin
     }
 
-    typealias Handler = @Sendable (SignupRoutes, SignupRequest) -> HTTPResponse
+    typealias Handler = @Sendable (Router, SignupRequest) -> HTTPResponse
 
     let method: HTTPMethod
     /// The exact path, or for a prefix route (`isPrefix`) the prefix, ending in "/".

@@ -27,6 +27,8 @@ struct SignupRequest: Sendable {
     let returnTarget: String?
     /// The signed-in session, for rows that read it (`Route.readsSignedIn`).
     let signedIn: SignedInSession
+    /// What the row answers (a page or JSON): refusals made for it take the same form.
+    let answers: Route.Answers
 
     /// What the store said of a request's sign-in cookie.
     enum SignedInSession: Sendable {
@@ -47,6 +49,7 @@ struct SignupRequest: Sendable {
         self.clientKey = clientKey
         self.form = form
         self.signedIn = signedIn
+        answers = route.answers
         guard route.speaks else {
             self.pages = pages
             returnTarget = nil
@@ -90,5 +93,28 @@ struct SignupRequest: Sendable {
         triesLeft <= 0 ? text(usedUp)
             : triesLeft == 1 ? text("verify.code_wrong_one")
             : text("verify.code_wrong", ["n": .number(triesLeft)])
+    }
+}
+
+extension SignupRequest {
+    /// 503 for a request the account store could not serve, in the row's form: a page in the
+    /// request's language where a person is looking, else the JSON refusal; both say when to
+    /// try again. The one place this answer is made (the caller logs and counts the cause).
+    /// - Parameters:
+    ///   - message: the catalog key of the sentence shown (`signin.unavailable` on sign-out).
+    ///   - headers: more headers (a cookie the answer still ends).
+    func storeUnavailable(retryAfter seconds: Int = 5, message: String = "error.unavailable",
+                          headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        guard answers == .page else {
+            var error = APIError(status: .serviceUnavailable, code: "unavailable", message: text(message))
+            error.retryAfter = seconds
+            var response = error.response
+            for (name, value) in headers { response.headers.add(name, value) }
+            return response
+        }
+        var all = HTTPHeaders([("Retry-After", String(seconds))])
+        for (name, value) in headers { all.add(name, value) }
+        return pages.problem(title: text("problem.unavailable_title"), message: text(message), code: "unavailable",
+                             status: .serviceUnavailable, headers: all)
     }
 }

@@ -2,7 +2,7 @@ import MicroHTTPD
 
 /// The live form: the sign-up page, its event stream, the typing path, a fresh session for a
 /// page whose form the server forgot, and proof-of-work challenges.
-/// Its rows are its own; the router's table is every flow's rows (`SignupRoutes.table`).
+/// Its rows are its own; the router's table is every flow's rows (`Router.table`).
 enum LiveFormFlow {
     static let routes: [Route] = [
         Route(.get, "/", answers: .page, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.signupPage($1) },

@@ -2,7 +2,7 @@ import MicroHTTPD
 
 /// Login: the sign-in form and its methods (password, passkey, provider), the second step, the
 /// welcome page, signing out, and nginx's `auth_request` question.
-/// Its rows are its own; the router's table is every flow's rows (`SignupRoutes.table`).
+/// Its rows are its own; the router's table is every flow's rows (`Router.table`).
 enum LoginFlow {
     static let routes: [Route] = [
         Route(.get, "/welcome", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) { $0.signIn.welcome($1) },

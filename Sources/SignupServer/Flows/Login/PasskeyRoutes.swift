@@ -415,9 +415,7 @@ struct PasskeyRoutes: Sendable {
         if refusal.reason == "unavailable" {
             logger.error("Passkey \(ceremony.rawValue) failed: the account store is unavailable",
                          metadata: ["detail": "\(refusal.detail)"])
-            var error = APIError(status: .serviceUnavailable, code: "unavailable", message: text(refusal.text))
-            error.retryAfter = 5
-            return error.response
+            return request.storeUnavailable(message: refusal.text)
         }
         logger.notice("Passkey \(ceremony.rawValue) refused",
                       metadata: ["reason": "\(refusal.reason)", "detail": "\(refusal.detail)", "client": "\(client)"])

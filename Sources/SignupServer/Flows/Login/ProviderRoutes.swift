@@ -171,9 +171,7 @@ struct ProviderRoutes: Sendable {
                     }
                 } catch {
                     logger.error("Account store unavailable to spend a provider flow", metadata: ["error": "\(error)"])
-                    return respond(request.pages.problem(
-                        title: request.text("problem.unavailable_title"), message: request.text("error.unavailable"),
-                        code: "unavailable", status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")])))
+                    return respond(request.storeUnavailable())
                 }
                 let claims: IDTokenClaims
                 do throws(OpenIDError) {
@@ -248,9 +246,7 @@ struct ProviderRoutes: Sendable {
         } catch {
             logger.error("Account store unavailable after a provider's answer", metadata: ["error": "\(error)"])
             metrics.provider(provider.id, "unavailable")
-            return request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("error.unavailable"),
-                                         code: "unavailable", status: .serviceUnavailable,
-                                         headers: HTTPHeaders([("Retry-After", "5"), ("Set-Cookie", clearFlow)]))
+            return request.storeUnavailable(headers: HTTPHeaders([("Set-Cookie", clearFlow)]))
         }
     }
 
@@ -448,8 +444,7 @@ struct ProviderRoutes: Sendable {
             }
         } catch {
             logger.error("Account store unavailable while unlinking a provider", metadata: ["error": "\(error)"])
-            return request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("error.unavailable"),
-                                         code: "unavailable", status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
+            return request.storeUnavailable()
         }
     }
 

@@ -254,8 +254,7 @@ struct SignInRoutes: Sendable {
             }
         } catch {
             logger.error("Account store unavailable during sign-out", metadata: ["error": "\(error)"])
-            return request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("signin.unavailable"),
-                                 code: "unavailable", status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
+            return request.storeUnavailable(message: "signin.unavailable")
         }
     }
 

@@ -1,7 +1,7 @@
 import MicroHTTPD
 
 /// Operations: probes, metrics and the static files.
-/// Its rows are its own; the router's table is every flow's rows (`SignupRoutes.table`).
+/// Its rows are its own; the router's table is every flow's rows (`Router.table`).
 enum OperationsFlow {
     static let routes: [Route] = [
         Route(.get, "/healthz", answers: .json) { routes, _ in routes.operations.liveness() },

@@ -1,7 +1,7 @@
 import MicroHTTPD
 
 /// Recovery: a forgotten password, by a mailed code or link, to a new password.
-/// Its rows are its own; the router's table is every flow's rows (`SignupRoutes.table`).
+/// Its rows are its own; the router's table is every flow's rows (`Router.table`).
 enum RecoveryFlow {
     static let routes: [Route] = [
         // Account recovery: every answer without a referrer (a link's secret passes through).

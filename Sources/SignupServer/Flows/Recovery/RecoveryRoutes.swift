@@ -333,7 +333,7 @@ struct RecoveryRoutes: Sendable {
         let opened: (recovery: AccountRecovery, account: Account)?
         do { opened = try openedRecovery(request) } catch {
             logger.error("Account store unavailable during recovery", metadata: ["error": "\(error)"])
-            return APIError(status: .serviceUnavailable, code: "unavailable", message: request.text("error.unavailable")).response
+            return request.storeUnavailable()
         }
         guard let opened else {
             return APIError(status: .gone, code: "recovery_expired",
@@ -632,15 +632,13 @@ struct RecoveryRoutes: Sendable {
     }
 
     private func busy(_ request: SignupRequest) -> HTTPResponse {
-        request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("error.unavailable"),
-                              code: "unavailable", status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
+        request.storeUnavailable()
     }
 
     private func unavailable(_ request: SignupRequest, _ error: Error) -> HTTPResponse {
         logger.error("Account store unavailable during recovery", metadata: ["error": "\(error)"])
         metrics.recovery("unavailable")
-        return request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("error.unavailable"),
-                                     code: "unavailable", status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "10")]))
+        return request.storeUnavailable(retryAfter: 10)
     }
 
     private func sessionRefused(_ error: FormSessionRegistry.LookupError) -> HTTPResponse {

@@ -2,7 +2,7 @@ import MicroHTTPD
 
 /// Registration: the sign-up's submit, the address proof that completes it (`/verify`), and a
 /// passkey made on the form.
-/// Its rows are its own; the router's table is every flow's rows (`SignupRoutes.table`).
+/// Its rows are its own; the router's table is every flow's rows (`Router.table`).
 enum RegistrationFlow {
     static let routes: [Route] = [
         Route(.post, "/signup", answers: .page, reads: .form, limits: [.signups, .noJavaScript, .lookups, .mails, .hashing],

@@ -332,9 +332,7 @@ struct VerificationRoutes: Sendable {
     private func unavailable(_ request: SignupRequest, _ error: Error) -> HTTPResponse {
         logger.error("Account store unavailable during verification", metadata: ["error": "\(error)"])
         metrics.verification("unavailable")
-        let text: (String) -> String = request.text
-        return request.pages.problem(title: text("problem.unavailable_title"), message: text("error.unavailable"), code: "unavailable",
-                             status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "10")]))
+        return request.storeUnavailable(retryAfter: 10)
     }
 }
 

@@ -96,9 +96,7 @@ struct AccountRoutes: Sendable {
         switch request.signedIn {
         case .account(let signedInAccount): account = signedInAccount
         case .unavailable:
-            var error = APIError(status: .serviceUnavailable, code: "unavailable", message: request.text("error.unavailable"))
-            error.retryAfter = 5
-            return error.response
+            return request.storeUnavailable()
         case .signedOut, .notAsked:
             return APIError(status: .unauthorized, code: "signed_out", message: request.text("passkey.error.signed_out")).response
         }
@@ -384,8 +382,6 @@ struct AccountRoutes: Sendable {
 
     func unavailable(_ request: SignupRequest, _ error: Error? = nil) -> HTTPResponse {
         if let error { logger.error("Account store unavailable on the account page", metadata: ["error": "\(error)"]) }
-        return request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("error.unavailable"),
-                                     code: "unavailable", status: .serviceUnavailable,
-                                     headers: HTTPHeaders([("Retry-After", "5")]))
+        return request.storeUnavailable()
     }
 }

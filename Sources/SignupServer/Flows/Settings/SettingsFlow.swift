@@ -2,7 +2,7 @@ import MicroHTTPD
 
 /// Settings: the signed-in person's account page and every change made from it (password,
 /// address, second factor, passkeys, providers, sessions, the download, deletion).
-/// Its rows are its own; the router's table is every flow's rows (`SignupRoutes.table`).
+/// Its rows are its own; the router's table is every flow's rows (`Router.table`).
 enum SettingsFlow {
     static let routes: [Route] = [
         // The signed-in person's page (issue 43). Changes that matter need a recent sign-in in

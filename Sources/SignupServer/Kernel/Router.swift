@@ -5,13 +5,14 @@ import Logging
 import MicroHTTPD
 import SignupDomain
 
-/// Routes every request of the sign-up app to the handlers of its concern, each holding only
-/// what it uses: the live form (`LiveFormRoutes`), sign-up (`SignupSubmitRoutes`), sign-in
-/// (`SignInRoutes`), operations and static files (`OperationsRoutes`). Here: the route table,
-/// what every request gets before its handler (the body limit, the cross-site check, `Allow`)
-/// and after it (the metric and the access line). Runs on libmicrohttpd's worker threads;
-/// each handler is quick, and password hashing is deferred off these threads.
-struct SignupRoutes: HTTPResponder {
+/// Routes every request to the handlers of its flow (Flows/: the live form, registration,
+/// login, recovery, settings, operations), each handler holding only what it uses. Here: the
+/// route table (every flow's rows), what every request gets before its handler (the body
+/// limit, the cross-site check, `Allow`, the limits a row spends first, the signed-in session
+/// and a recent sign-in) and after it (`Content-Language`, `Referrer-Policy`, the metric and
+/// the access line). Runs on libmicrohttpd's worker threads; each handler is quick, and
+/// password hashing is deferred off these threads.
+struct Router: HTTPResponder {
     let liveForm: LiveFormRoutes
     let signup: SignupSubmitRoutes
     let signIn: SignInRoutes
@@ -252,10 +253,7 @@ struct SignupRoutes: HTTPResponder {
 
         } catch {
             logger.error("Account store unavailable to check a recent sign-in", metadata: ["error": "\(error)"])
-            return route.answers == .page
-                ? request.pages.problem(title: request.text("problem.unavailable_title"), message: request.text("error.unavailable"),
-                                        code: "unavailable", status: .serviceUnavailable, headers: HTTPHeaders([("Retry-After", "5")]))
-                : APIError(status: .serviceUnavailable, code: "unavailable", message: request.text("error.unavailable")).response
+            return request.storeUnavailable()
         }
         logger.info("A change asked for a recent sign-in first",
                     metadata: ["account": "\(account.id)", "path": "\(route.path)", "client": "\(request.client)"])
