@@ -83,6 +83,15 @@ struct Refusals: Sendable {
     let metrics: SignupMetrics
     let logger: Logger
 
+    /// 503 for a request the account store could not serve (`SignupRequest.storeUnavailable`:
+    /// a page or JSON as its row answers), the cause logged with the path.
+    func storeUnavailable(_ request: SignupRequest, _ error: (any Error)? = nil) -> HTTPResponse {
+        if let error {
+            logger.error("Account store unavailable", metadata: ["path": "\(request.http.path)", "error": "\(error)"])
+        }
+        return request.storeUnavailable()
+    }
+
     /// Counts a refusal over `exceeded`'s limit; every 429 goes through here.
     func count(_ exceeded: LimitExceeded) {
         metrics.rateLimited(exceeded.limit)

@@ -1,4 +1,5 @@
 import MicroHTTPD
+import SignupDomain
 
 /// One row of the route table (`Router.table`): one method of one path, and everything
 /// about it except what its handler does. The router applies the row before the handler runs
@@ -32,6 +33,10 @@ final class Route: Sendable {
     }
 
     typealias Handler = @Sendable (Router, SignupRequest) -> HTTPResponse
+    /// A handler that acts for the signed-in person: it is given the account, never an
+    /// optional one (the router answered a signed-out person and a store that could not
+    /// say, `Router.forAccount`).
+    typealias AccountHandler = @Sendable (Router, SignupRequest, Account) -> HTTPResponse
 
     let method: HTTPMethod
     /// The exact path, or for a prefix route (`isPrefix`) the prefix, ending in "/".
@@ -91,6 +96,19 @@ final class Route: Sendable {
         readsSignedIn = signedIn || needsRecentSignIn
         self.handler = handler
         name = prefix ? String(path.dropLast()) : path
+    }
+
+    /// A page row that acts for the signed-in person (`signedIn`, or a change behind
+    /// `recentSignIn`): its handler gets the account; a signed-out person is sent to sign in
+    /// and back to `/account`, and a store that could not say is a 503, both by the router.
+    convenience init(_ method: HTTPMethod, _ path: String, answers: Answers, reads: Reads = .query, limits: [RateLimitName] = [],
+         spentFirst: [RateLimitName] = [], recentSignIn: RecentSignIn.Continuation? = nil,
+         forAccount handler: @escaping AccountHandler) {
+        precondition(answers == .page, "\(path): a signed-out person is answered with a page")
+        self.init(method, path, answers: answers, reads: reads, limits: limits, spentFirst: spentFirst,
+                  signedIn: true, recentSignIn: recentSignIn) { router, request in
+            router.forAccount(request) { handler(router, request, $0) }
+        }
     }
 
     /// The metrics `route` label, shared by the rows of one path: a fixed set, so clients

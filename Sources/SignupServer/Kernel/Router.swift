@@ -55,9 +55,9 @@ struct Router: HTTPResponder {
         verification = VerificationRoutes(services)
         recovery = RecoveryRoutes(services)
         account = AccountRoutes(services)
-        accountChanges = AccountChangeRoutes(services, account: account)
-        accountEmail = AccountEmailRoutes(services, account: account)
-        secondFactor = SecondFactorRoutes(services, account: account)
+        accountChanges = AccountChangeRoutes(services)
+        accountEmail = AccountEmailRoutes(services)
+        secondFactor = SecondFactorRoutes(services)
         passkeys = PasskeyRoutes(services)
         providers = ProviderRoutes(services)
         operations = OperationsRoutes(services, isStopping: isStopping)
@@ -265,6 +265,27 @@ struct Router: HTTPResponder {
         let language = request.language.tag == Languages.fallback ? "" : "&lang=\(request.language.tag)"
         let next = (route.continuation ?? .account).rawValue
         return Pages.redirect(to: "/account?\(RecentSignIn.Continuation.field)=\(next)" + language)
+    }
+
+    /// `body` with the signed-in person's account; else the router's answer: a signed-out
+    /// person goes to the sign-in form, which brings them back to `/account`, and a store that
+    /// could not say is a 503 (`SignupRequest.storeUnavailable`).
+    func forAccount(_ request: SignupRequest, _ body: (Account) -> HTTPResponse) -> HTTPResponse {
+        switch request.signedIn {
+        case .account(let account):
+            return body(account)
+        case .unavailable(let error):
+            logger.error("Account store unavailable to check a signed-in session", metadata: ["error": "\(error)"])
+            return request.storeUnavailable()
+        case .signedOut, .notAsked:
+            return Self.signInFirst(request)
+        }
+    }
+
+    /// Signed out: to the sign-in form, which brings them back to `/account`.
+    static func signInFirst(_ request: SignupRequest) -> HTTPResponse {
+        let query = PageRenderer.query(languageQuery: PageRenderer.languageQuery(request.language), returnTo: "/account")
+        return Pages.redirect(to: "/signin" + query)
     }
 
     /// The request's signed-in session, as the store says.

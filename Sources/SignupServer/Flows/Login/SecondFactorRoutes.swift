@@ -9,7 +9,6 @@ import SignupDomain
 struct SecondFactorRoutes: Sendable {
     /// Links a provider's identity that waited for this sign-in (issue 45).
     let providerLinks: ProviderRoutes
-    let accountRoutes: AccountRoutes
     let store: any AccountStore
     let seal: SecondFactorSeal
     let limiters: ClientLimiters
@@ -30,8 +29,7 @@ struct SecondFactorRoutes: Sendable {
     /// The form field of a code (the app's, or a recovery code).
     static let codeField = "code"
 
-    init(_ services: Services, account: AccountRoutes) {
-        accountRoutes = account
+    init(_ services: Services) {
         providerLinks = ProviderRoutes(services)
         store = services.store
         seal = services.secondFactorSeal
@@ -50,28 +48,26 @@ struct SecondFactorRoutes: Sendable {
 
     /// Switched on: its state, new recovery codes, removal. Off: a new secret to set up, as a
     /// QR code and a key to type, and the field for the app's first code.
-    func page(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in
-            do {
-                let factor = try store.secondFactor(ofAccount: account.id)
-                if let factor, factor.isEnabled {
-                    return render(request, .init(mode: .enabled(codesLeft: factor.recoveryCodesLeft)), status: .ok)
-                }
-                guard gate.rule != .off else { return notOffered(request) }
-                // A setup not yet on shows the same secret again for a while: an app may have scanned it.
-                if let factor, now().timeIntervalSince(factor.createdAt) < Self.setupReuse,
-                   let secret = try? seal.open(factor.sealedSecret, account: account.id) {
-                    return setupPage(request, account, secret: secret, status: .ok)
-                }
-                let secret = TOTP.makeSecret()
-                guard try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: try seal.seal(secret, account: account.id),
-                                                       at: now()) else {
-                    return render(request, .init(mode: .enabled(codesLeft: 0)), status: .ok)
-                }
-                return setupPage(request, account, secret: secret, status: .ok)
-            } catch {
-                return accountRoutes.unavailable(request, error)
+    func page(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        do {
+            let factor = try store.secondFactor(ofAccount: account.id)
+            if let factor, factor.isEnabled {
+                return render(request, .init(mode: .enabled(codesLeft: factor.recoveryCodesLeft)), status: .ok)
             }
+            guard gate.rule != .off else { return notOffered(request) }
+            // A setup not yet on shows the same secret again for a while: an app may have scanned it.
+            if let factor, now().timeIntervalSince(factor.createdAt) < Self.setupReuse,
+               let secret = try? seal.open(factor.sealedSecret, account: account.id) {
+                return setupPage(request, account, secret: secret, status: .ok)
+            }
+            let secret = TOTP.makeSecret()
+            guard try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: try seal.seal(secret, account: account.id),
+                                                   at: now()) else {
+                return render(request, .init(mode: .enabled(codesLeft: 0)), status: .ok)
+            }
+            return setupPage(request, account, secret: secret, status: .ok)
+        } catch {
+            return refusals.storeUnavailable(request, error)
         }
     }
 
@@ -89,30 +85,28 @@ struct SecondFactorRoutes: Sendable {
     // MARK: POST /account/second-factor (a recent sign-in)
 
     /// The app's first code switches the factor on, with ten recovery codes shown once.
-    func enable(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in
-            let typed = request.form[Self.codeField] ?? ""
-            let secret: [UInt8]
-            do {
-                guard gate.rule != .off else { return notOffered(request) }
-                guard let found = try store.secondFactor(ofAccount: account.id), !found.isEnabled else {
-                    return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
-                }
-                secret = try seal.open(found.sealedSecret, account: account.id)
-            } catch {
-                return accountRoutes.unavailable(request, error)
-            }
-            switch switchOn(request, account, secret: secret, typed: typed, action: "/account/second-factor") {
-            case .answer(let response):
-                return response
-            case .notWaiting:
+    func enable(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        let typed = request.form[Self.codeField] ?? ""
+        let secret: [UInt8]
+        do {
+            guard gate.rule != .off else { return notOffered(request) }
+            guard let found = try store.secondFactor(ofAccount: account.id), !found.isEnabled else {
                 return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
-            case .on(let codes):
-                logger.notice("Second factor switched on", metadata: ["event": "second_factor_enabled", "account": "\(account.id)",
-                                                                      "client": "\(request.client)"])
-                return render(request, .init(mode: .codes(codes, next: "/account" + PageRenderer.languageQuery(request.language))),
-                              status: .ok)
             }
+            secret = try seal.open(found.sealedSecret, account: account.id)
+        } catch {
+            return refusals.storeUnavailable(request, error)
+        }
+        switch switchOn(request, account, secret: secret, typed: typed, action: "/account/second-factor") {
+        case .answer(let response):
+            return response
+        case .notWaiting:
+            return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
+        case .on(let codes):
+            logger.notice("Second factor switched on", metadata: ["event": "second_factor_enabled", "account": "\(account.id)",
+                                                                  "client": "\(request.client)"])
+            return render(request, .init(mode: .codes(codes, next: "/account" + PageRenderer.languageQuery(request.language))),
+                          status: .ok)
         }
     }
 
@@ -149,7 +143,7 @@ struct SecondFactorRoutes: Sendable {
                                                    recoveryCodeHashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
                                                    at: time, events: events) else { return .notWaiting }
             } catch {
-                return .answer(accountRoutes.unavailable(request, error))
+                return .answer(refusals.storeUnavailable(request, error))
             }
             announcer.nudge()
             return .on(codes)
@@ -161,51 +155,47 @@ struct SecondFactorRoutes: Sendable {
     /// Ten new recovery codes, shown once; every old one stops working.
     /// Behind a current code as well as a recent sign-in (issue 52, ASVS V6: changing an
     /// authenticator needs the factor it protects; a stolen session and password are not it).
-    func newCodes(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in
-            if let refused = proveTheFactor(request, account) { return refused }
-            let codes = SecondFactorSeal.makeRecoveryCodes(), time = now()
-            do {
-                let events = try announcer.events(.recoveryCodesReplaced, webhook: nil, for: account, language: request.language, at: time)
-                guard try store.replaceRecoveryCodes(ofAccount: account.id, hashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
-                                                     events: events) else {
-                    return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
-                }
-            } catch {
-                return accountRoutes.unavailable(request, error)
+    func newCodes(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        if let refused = proveTheFactor(request, account) { return refused }
+        let codes = SecondFactorSeal.makeRecoveryCodes(), time = now()
+        do {
+            let events = try announcer.events(.recoveryCodesReplaced, webhook: nil, for: account, language: request.language, at: time)
+            guard try store.replaceRecoveryCodes(ofAccount: account.id, hashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
+                                                 events: events) else {
+                return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
             }
-            announcer.nudge()
-            logger.notice("Recovery codes replaced", metadata: ["event": "recovery_codes_replaced", "account": "\(account.id)",
-                                                                "client": "\(request.client)"])
-            return render(request, .init(mode: .codes(codes, next: "/account" + PageRenderer.languageQuery(request.language))), status: .ok)
+        } catch {
+            return refusals.storeUnavailable(request, error)
         }
+        announcer.nudge()
+        logger.notice("Recovery codes replaced", metadata: ["event": "recovery_codes_replaced", "account": "\(account.id)",
+                                                            "client": "\(request.client)"])
+        return render(request, .init(mode: .codes(codes, next: "/account" + PageRenderer.languageQuery(request.language))), status: .ok)
     }
 
     // MARK: POST /account/second-factor/remove (a recent sign-in)
 
     /// Behind a current code as well as a recent sign-in, as new recovery codes are.
-    func remove(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in
-            if let refused = proveTheFactor(request, account) { return refused }
-            let time = now()
-            do {
-                // A setup never switched on is not a factor: nothing to remove or announce.
-                guard try store.secondFactor(ofAccount: account.id)?.isEnabled == true else {
-                    return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
-                }
-                let events = try announcer.events(.secondFactorRemoved, webhook: "account.second_factor_removed", for: account,
-                                                  language: request.language, at: time)
-                guard try store.removeSecondFactor(ofAccount: account.id, events: events) else {
-                    return Pages.redirect(to: "/account" + PageRenderer.languageQuery(request.language))
-                }
-            } catch {
-                return accountRoutes.unavailable(request, error)
+    func remove(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        if let refused = proveTheFactor(request, account) { return refused }
+        let time = now()
+        do {
+            // A setup never switched on is not a factor: nothing to remove or announce.
+            guard try store.secondFactor(ofAccount: account.id)?.isEnabled == true else {
+                return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
             }
-            announcer.nudge()
-            logger.notice("Second factor removed by its account's owner", metadata: ["event": "second_factor_removed",
-                                                                                    "account": "\(account.id)", "client": "\(request.client)"])
-            return Pages.redirect(to: "/account?second_factor=removed" + AccountRoutes.languageParameter(request))
+            let events = try announcer.events(.secondFactorRemoved, webhook: "account.second_factor_removed", for: account,
+                                              language: request.language, at: time)
+            guard try store.removeSecondFactor(ofAccount: account.id, events: events) else {
+                return Pages.redirect(to: "/account" + PageRenderer.languageQuery(request.language))
+            }
+        } catch {
+            return refusals.storeUnavailable(request, error)
         }
+        announcer.nudge()
+        logger.notice("Second factor removed by its account's owner", metadata: ["event": "second_factor_removed",
+                                                                                "account": "\(account.id)", "client": "\(request.client)"])
+        return Pages.redirect(to: "/account?second_factor=removed" + AccountRoutes.languageParameter(request))
     }
 
     // MARK: GET /signin/second-factor
@@ -228,7 +218,7 @@ struct SecondFactorRoutes: Sendable {
                                                    at: now()) else { return render(request, .init(mode: .signIn), status: .ok) }
             return setupPage(request, account, secret: secret, action: "/signin/second-factor", status: .ok)
         } catch {
-            return accountRoutes.unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
     }
 
@@ -256,14 +246,14 @@ struct SecondFactorRoutes: Sendable {
                                       typed: typed)
             }
         } catch {
-            return accountRoutes.unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
         let isAppCode: Bool
         switch check.judge(typed, for: account, factor: factor, request) {
         case .right(let appCode): isAppCode = appCode
         case .refused(let message, let status): return render(request, .init(mode: .signIn, error: message), status: status)
         case .limited(let exceeded): return tooManyCodes(request, exceeded, page: .signIn)
-        case .unavailable(let error): return accountRoutes.unavailable(request, error)
+        case .unavailable(let error): return refusals.storeUnavailable(request, error)
         }
         do {
             var cookies = try sessionAfterTheCode(account, request)
@@ -275,7 +265,7 @@ struct SecondFactorRoutes: Sendable {
                                                   "account": "\(account.id)", "client": "\(request.client)"])
             return Pages.redirect(to: step.returnTo ?? "/welcome" + PageRenderer.languageQuery(request.language), cookies: cookies)
         } catch {
-            return accountRoutes.unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
     }
 
@@ -302,7 +292,7 @@ struct SecondFactorRoutes: Sendable {
             for cookie in cookies { response.headers.add("Set-Cookie", cookie) }
             return response
         } catch {
-            return accountRoutes.unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
     }
 
@@ -315,7 +305,7 @@ struct SecondFactorRoutes: Sendable {
             guard let found = try store.secondFactor(ofAccount: account.id), found.isEnabled else { return nil }
             factor = found
         } catch {
-            return accountRoutes.unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
         let page = PageRenderer.SecondFactorPage.Mode.enabled(codesLeft: factor.recoveryCodesLeft)
         let typed = (request.form[Self.codeField] ?? "").trimmingCharacters(in: .whitespaces)
@@ -326,7 +316,7 @@ struct SecondFactorRoutes: Sendable {
         case .right: return nil
         case .refused(let message, let status): return render(request, .init(mode: page, error: message), status: status)
         case .limited(let exceeded): return tooManyCodes(request, exceeded, page: page)
-        case .unavailable(let error): return accountRoutes.unavailable(request, error)
+        case .unavailable(let error): return refusals.storeUnavailable(request, error)
         }
     }
 
@@ -363,7 +353,7 @@ struct SecondFactorRoutes: Sendable {
         switch check.pay(for: account, request) {
         case nil, .right?, .refused?: return nil
         case .limited(let exceeded)?: return tooManyCodes(request, exceeded, page: .signIn)
-        case .unavailable(let error)?: return accountRoutes.unavailable(request, error)
+        case .unavailable(let error)?: return refusals.storeUnavailable(request, error)
         }
     }
 

@@ -9,7 +9,6 @@ import WebAuthn
 /// a new password, checked live as on the sign-up form; the account's data to take away; and
 /// deleting the account.
 struct AccountChangeRoutes: Sendable {
-    let accountRoutes: AccountRoutes
     let store: any AccountStore
     let forms: AccountFormPages
     let signedIn: SignedInUsers
@@ -23,8 +22,7 @@ struct AccountChangeRoutes: Sendable {
     /// How long a deleted account's username stays kept from new accounts (`--deleted-username-days`).
     let usernameReservation: TimeInterval
 
-    init(_ services: Services, account: AccountRoutes) {
-        accountRoutes = account
+    init(_ services: Services) {
         store = services.store
         forms = AccountFormPages(sessions: services.sessions)
         signedIn = services.signedIn
@@ -45,8 +43,8 @@ struct AccountChangeRoutes: Sendable {
 
     // MARK: GET /account/password
 
-    func passwordPage(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in newPasswordPage(request, account, status: .ok) }
+    func passwordPage(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        newPasswordPage(request, account, status: .ok)
     }
 
     // MARK: POST /account/password/session
@@ -61,11 +59,7 @@ struct AccountChangeRoutes: Sendable {
     /// The new password, judged as the live form judged it, after the current one is proved
     /// (paid for from the sign-in failure allowances, as a sign-in is). Stored with every other
     /// session of the account ended, the notice and the webhook, in one transaction.
-    func changePassword(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in changePassword(request, account) }
-    }
-
-    private func changePassword(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func changePassword(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         let policy = request.policy.newPassword(for: .init(of: account))
         let values: [SignupField: String] = [.password: request.form["password"] ?? "", .confirm: request.form["confirm"] ?? ""]
         let password = (values[.password] ?? "").canonicallyComposed
@@ -99,7 +93,7 @@ struct AccountChangeRoutes: Sendable {
         do throws(LimitExceeded) {
             try limiters.admitPasswordGuess(clientKey: clientKey, accountKey: accountKey)
         } catch where error.storeUnavailable {
-            return respond(accountRoutes.unavailable(request, StorageFault("the shared limit on password guesses could not be read")))
+            return respond(refusals.storeUnavailable(request, StorageFault("the shared limit on password guesses could not be read")))
         } catch {
             refusals.count(error)
             var response = newPasswordPage(request, account, currentPasswordMessage: request.text("signin.too_many")
@@ -119,11 +113,11 @@ struct AccountChangeRoutes: Sendable {
                     respond(newPasswordPage(request, account, currentPasswordMessage: request.text("account.current_password_wrong"),
                                             status: .unauthorized))
                 case .failure:
-                    respond(accountRoutes.unavailable(request))
+                    respond(refusals.storeUnavailable(request))
                 }
             }
         } catch {
-            respond(accountRoutes.unavailable(request))
+            respond(refusals.storeUnavailable(request))
         }
     }
 
@@ -131,11 +125,11 @@ struct AccountChangeRoutes: Sendable {
                               _ respond: @escaping @Sendable (HTTPResponse) -> Void) {
         do throws(HashingRefusal) {
             try hashing.hash(password, client: request.clientKey) { [self] outcome in
-                guard case .success(let hash) = outcome else { return respond(accountRoutes.unavailable(request)) }
+                guard case .success(let hash) = outcome else { return respond(refusals.storeUnavailable(request)) }
                 respond(store(hash, for: account, request))
             }
         } catch {
-            respond(accountRoutes.unavailable(request))
+            respond(refusals.storeUnavailable(request))
         }
     }
 
@@ -153,7 +147,7 @@ struct AccountChangeRoutes: Sendable {
             }
             ended = count
         } catch {
-            return accountRoutes.unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
         // This instance forgets the ended sessions at once; the others within their cache lifetime.
         signedIn.forgetSessions(ofAccount: account.id)
@@ -183,34 +177,32 @@ struct AccountChangeRoutes: Sendable {
     /// The account's data as JSON, to keep or take elsewhere: the profile, the address and
     /// whether it was proved, the sessions, the passkeys' public parts, when terms were
     /// accepted. Never a hash, a session id or a secret.
-    func export(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in
-            let sessions: [SignInSessionSummary], passkeys: [Passkey], links: [ProviderLink]
-            do {
-                sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
-                passkeys = try store.passkeys(ofAccount: account.id)
-                links = try store.providerLinks(ofAccount: account.id)
-            } catch {
-                return accountRoutes.unavailable(request, error)
-            }
-            let current = signedIn.sessionHash(in: request.cookieHeader)
-            let export = AccountExport(account: account, sessions: sessions, passkeys: passkeys, providerLinks: links,
-                                       currentSession: current,
-                                       consentFields: Set(request.policy.fields.filter { $0.kind == .checkbox }.map(\.field.rawValue)),
-                                       exportedAt: now())
-            logger.notice("An account's data exported by its owner", metadata: ["event": "exported", "account": "\(account.id)", "client": "\(request.client)"])
-            var response = HTTPResponse.json(export.json, status: .ok)
-            response.headers.add("Cache-Control", "no-store")
-            let name = "livesignup-\(account.username.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }.map(String.init).joined()).json"
-            response.headers.add("Content-Disposition", "attachment; filename=\"\(name)\"")
-            return response
+    func export(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        let sessions: [SignInSessionSummary], passkeys: [Passkey], links: [ProviderLink]
+        do {
+            sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
+            passkeys = try store.passkeys(ofAccount: account.id)
+            links = try store.providerLinks(ofAccount: account.id)
+        } catch {
+            return refusals.storeUnavailable(request, error)
         }
+        let current = signedIn.sessionHash(in: request.cookieHeader)
+        let export = AccountExport(account: account, sessions: sessions, passkeys: passkeys, providerLinks: links,
+                                   currentSession: current,
+                                   consentFields: Set(request.policy.fields.filter { $0.kind == .checkbox }.map(\.field.rawValue)),
+                                   exportedAt: now())
+        logger.notice("An account's data exported by its owner", metadata: ["event": "exported", "account": "\(account.id)", "client": "\(request.client)"])
+        var response = HTTPResponse.json(export.json, status: .ok)
+        response.headers.add("Cache-Control", "no-store")
+        let name = "livesignup-\(account.username.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }.map(String.init).joined()).json"
+        response.headers.add("Content-Disposition", "attachment; filename=\"\(name)\"")
+        return response
     }
 
     // MARK: GET /account/delete
 
-    func deletePage(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in deletionPage(request, account, status: .ok) }
+    func deletePage(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        deletionPage(request, account, status: .ok)
     }
 
     // MARK: POST /account/delete
@@ -218,34 +210,32 @@ struct AccountChangeRoutes: Sendable {
     /// Deletes the account once its username is typed: its sessions and passkeys with it, in
     /// one transaction with `account.deleted` and the last mail; its name kept from new
     /// accounts for `usernameReservation`. This browser is signed out.
-    func delete(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in
-            let typed = (request.form[Self.confirmUsernameField] ?? "").trimmingCharacters(in: .whitespaces)
-            guard Username.canonical(typed) == Username.canonical(account.username), !typed.isEmpty else {
-                return deletionPage(request, account, error: request.text("account.delete_mismatch"), status: .unprocessableContent)
-            }
-            let time = now()
-            do {
-                let events = try announcer.events(.accountDeleted, webhook: "account.deleted", for: account,
-                                                  language: request.language, at: time)
-                guard try store.deleteAccount(id: account.id, reservingUsernameUntil: time.addingTimeInterval(usernameReservation),
-                                              events: events) else {
-                    return accountRoutes.signInFirst(request)
-                }
-            } catch {
-                return accountRoutes.unavailable(request, error)
-            }
-            signedIn.forgetSessions(ofAccount: account.id)
-            announcer.nudge()
-            logger.notice("Account deleted by its owner", metadata: ["event": "account_deleted", "account": "\(account.id)", "client": "\(request.client)"])
-            // Its sessions went with the account: this browser's cookie is only cleared.
-            let cookies = signedIn.clearedCookies()
-            var response = request.pages.problem(title: request.text("account.deleted_title"),
-                                                 message: request.text("account.deleted_message"), code: "account_deleted",
-                                                 status: .ok)
-            for cookie in cookies { response.headers.add("Set-Cookie", cookie) }
-            return response
+    func delete(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        let typed = (request.form[Self.confirmUsernameField] ?? "").trimmingCharacters(in: .whitespaces)
+        guard Username.canonical(typed) == Username.canonical(account.username), !typed.isEmpty else {
+            return deletionPage(request, account, error: request.text("account.delete_mismatch"), status: .unprocessableContent)
         }
+        let time = now()
+        do {
+            let events = try announcer.events(.accountDeleted, webhook: "account.deleted", for: account,
+                                              language: request.language, at: time)
+            guard try store.deleteAccount(id: account.id, reservingUsernameUntil: time.addingTimeInterval(usernameReservation),
+                                          events: events) else {
+                return Router.signInFirst(request)
+            }
+        } catch {
+            return refusals.storeUnavailable(request, error)
+        }
+        signedIn.forgetSessions(ofAccount: account.id)
+        announcer.nudge()
+        logger.notice("Account deleted by its owner", metadata: ["event": "account_deleted", "account": "\(account.id)", "client": "\(request.client)"])
+        // Its sessions went with the account: this browser's cookie is only cleared.
+        let cookies = signedIn.clearedCookies()
+        var response = request.pages.problem(title: request.text("account.deleted_title"),
+                                             message: request.text("account.deleted_message"), code: "account_deleted",
+                                             status: .ok)
+        for cookie in cookies { response.headers.add("Set-Cookie", cookie) }
+        return response
     }
 
     private func deletionPage(_ request: SignupRequest, _ account: Account, error: String? = nil, status: HTTPStatus) -> HTTPResponse {
@@ -254,7 +244,7 @@ struct AccountChangeRoutes: Sendable {
             sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules).count
             passkeys = try store.passkeys(ofAccount: account.id).count
         } catch {
-            return accountRoutes.unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
         let profile = request.policy.fields.filter { account.profile[$0.field.rawValue] != nil }
             .map { $0.label ?? request.text("field.\($0.field.rawValue).label") }

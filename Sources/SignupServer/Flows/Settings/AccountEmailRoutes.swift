@@ -11,7 +11,6 @@ import SignupDomain
 /// another account has proved reads exactly like a free one here; its owner is told instead.
 /// Nil when no mail can be sent: the routes are then 404.
 struct AccountEmailRoutes: Sendable {
-    let accountRoutes: AccountRoutes
     let store: any AccountStore
     let forms: AccountFormPages
     let signedIn: SignedInUsers
@@ -33,9 +32,8 @@ struct AccountEmailRoutes: Sendable {
     /// `/verify` and `/recover` do), so history, logs and a proxy's access lines never keep it.
     static let undoCookie = "livesignup_undo_link"
 
-    init?(_ services: Services, account: AccountRoutes) {
+    init?(_ services: Services) {
         guard let proofs = services.proofs, let mails = services.accountMails else { return nil }
-        accountRoutes = account
         self.proofs = proofs
         self.mails = mails
         store = services.store
@@ -56,8 +54,8 @@ struct AccountEmailRoutes: Sendable {
 
     // MARK: GET /account/email
 
-    func page(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in addressPage(request, account, status: .ok) }
+    func page(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        addressPage(request, account, status: .ok)
     }
 
     // MARK: POST /account/email/session
@@ -75,11 +73,7 @@ struct AccountEmailRoutes: Sendable {
 
     /// The new address, judged as the sign-up form judges it; a code mailed to it (or, for an
     /// address another account proved, a word to that account's owner), and the code page.
-    func start(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in start(request, account) }
-    }
-
-    private func start(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func start(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         let policy = request.policy.newEmail(for: .init(of: account))
         let typed = (request.form["email"] ?? "").trimmingCharacters(in: .whitespaces)
         if EmailAddress.canonical(typed) == EmailAddress.canonical(account.email), account.emailVerifiedAt != nil {
@@ -140,23 +134,21 @@ struct AccountEmailRoutes: Sendable {
                                  : "Address change asked for an address another account proved; its owner was told",
                           metadata: ["event": "email_change_started", "account": "\(account.id)", "client": "\(request.client)"])
         } catch {
-            return accountRoutes.unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
         return Pages.redirect(to: "/account/email/code" + PageRenderer.languageQuery(request.language))
     }
 
     // MARK: GET /account/email/code
 
-    func codePage(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in
-            do {
-                guard let change = try store.emailChange(ofAccount: account.id, at: now()) else {
-                    return Pages.redirect(to: "/account/email" + PageRenderer.languageQuery(request.language))
-                }
-                return codePage(request, change: change, status: .ok)
-            } catch {
-                return accountRoutes.unavailable(request, error)
+    func codePage(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        do {
+            guard let change = try store.emailChange(ofAccount: account.id, at: now()) else {
+                return Pages.redirect(to: "/account/email" + PageRenderer.languageQuery(request.language))
             }
+            return codePage(request, change: change, status: .ok)
+        } catch {
+            return refusals.storeUnavailable(request, error)
         }
     }
 
@@ -164,11 +156,7 @@ struct AccountEmailRoutes: Sendable {
 
     /// A right code makes the new address the account's; each try is spent before the
     /// comparison, and a used-up change must be started again.
-    func checkCode(_ request: SignupRequest) -> HTTPResponse {
-        accountRoutes.forAccount(request) { account in checkCode(request, account) }
-    }
-
-    private func checkCode(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func checkCode(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         let typed = (request.form[Self.codeField] ?? "").filter { !$0.isWhitespace }
         let time = now()
         do {
@@ -188,7 +176,7 @@ struct AccountEmailRoutes: Sendable {
             }
             return try complete(request, account, newEmail: change.newEmail, time)
         } catch {
-            return accountRoutes.unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
     }
 
@@ -275,7 +263,7 @@ struct AccountEmailRoutes: Sendable {
                 return render(request, .init(mode: .undone(restored: false)), status: .conflict)
             }
         } catch {
-            return accountRoutes.unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
     }
 
@@ -301,5 +289,14 @@ struct AccountEmailRoutes: Sendable {
         }
         return Pages.html(request.renderer.renderAddress(page, language: request.language, assets: request.assets),
                           status: status, headers: headers)
+    }
+}
+
+extension Router {
+    /// The address change's handlers with the signed-in account (`Router.forAccount`); 404
+    /// when no mail can be sent, checked first, so nothing about the visitor is asked then.
+    func forAccountEmail(_ request: SignupRequest, _ body: (AccountEmailRoutes, Account) -> HTTPResponse) -> HTTPResponse {
+        guard let accountEmail else { return APIError.notFound.response }
+        return forAccount(request) { body(accountEmail, $0) }
     }
 }

@@ -52,11 +52,7 @@ struct AccountRoutes: Sendable {
 
     // MARK: GET /account
 
-    func page(_ request: SignupRequest) -> HTTPResponse {
-        forAccount(request) { account in page(request, account) }
-    }
-
-    private func page(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func page(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         // What the last change did, said once on the page it leads back to.
         let notice: String?
         if request.http.queryValue("confirmed") == "1" {
@@ -120,11 +116,7 @@ struct AccountRoutes: Sendable {
     // MARK: POST /account/sessions/end
 
     /// Signs out one other browser of the account, named by its handle.
-    func endSession(_ request: SignupRequest) -> HTTPResponse {
-        forAccount(request) { account in endSession(request, account) }
-    }
-
-    private func endSession(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func endSession(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         let handle = request.form[Self.sessionField] ?? ""
         do {
             let sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
@@ -138,18 +130,14 @@ struct AccountRoutes: Sendable {
                           metadata: ["event": "session_ended", "account": "\(account.id)", "client": "\(request.client)"])
             return Pages.redirect(to: "/account?ended=one" + Self.languageParameter(request))
         } catch {
-            return unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
     }
 
     // MARK: POST /account/sessions/end-others
 
     /// Signs out every other browser of the account, keeping this one.
-    func endOtherSessions(_ request: SignupRequest) -> HTTPResponse {
-        forAccount(request) { account in endOtherSessions(request, account) }
-    }
-
-    private func endOtherSessions(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func endOtherSessions(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         do {
             let ended = try store.endSignInSessions(ofAccount: account.id, keeping: signedIn.sessionHash(in: request.cookieHeader))
             // This instance forgets them at once (this browser's confirmation is read again).
@@ -158,7 +146,7 @@ struct AccountRoutes: Sendable {
                           metadata: ["event": "sessions_ended", "account": "\(account.id)", "ended": "\(ended)", "client": "\(request.client)"])
             return Pages.redirect(to: "/account?others=\(ended)" + Self.languageParameter(request))
         } catch {
-            return unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
     }
 
@@ -167,14 +155,10 @@ struct AccountRoutes: Sendable {
     /// The password again, so sensitive changes are open for `recentSignIn`. Paid for like a
     /// sign-in (the same per-account and per-address failure allowances, charged before the
     /// hash and given back when it was right), in the sign-in hashing lane.
-    func confirm(_ request: SignupRequest) -> HTTPResponse {
-        forAccount(request) { account in confirm(request, account) }
-    }
-
-    private func confirm(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func confirm(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         let password = (request.form["password"] ?? "").canonicallyComposed
         let continuation = request.form[RecentSignIn.Continuation.field].flatMap(RecentSignIn.Continuation.init(rawValue:))
-        guard let idHash = signedIn.sessionHash(in: request.cookieHeader) else { return signInFirst(request) }
+        guard let idHash = signedIn.sessionHash(in: request.cookieHeader) else { return Router.signInFirst(request) }
         guard account.hasPassword else {
             // A passkey-only account confirms with a fresh sign-in (its passkey).
             return accountPage(request, account, error: request.text("account.confirm_passkey"), continuation: continuation,
@@ -188,7 +172,7 @@ struct AccountRoutes: Sendable {
         do throws(LimitExceeded) {
             try limiters.admitPasswordGuess(clientKey: clientKey, accountKey: accountKey)
         } catch where error.storeUnavailable {
-            return unavailable(request, StorageFault("the shared limit on password guesses could not be read"))
+            return refusals.storeUnavailable(request, StorageFault("the shared limit on password guesses could not be read"))
         } catch {
             refusals.count(error)
             var response = accountPage(request, account, error: request.text("signin.too_many")
@@ -205,12 +189,12 @@ struct AccountRoutes: Sendable {
                     case .success(true):
                         limiters.forgivePasswordGuess(clientKey: clientKey, accountKey: accountKey)
                         do {
-                            guard try store.recordAuthentication(idHash: idHash, at: now()) else { return respond(signInFirst(request)) }
+                            guard try store.recordAuthentication(idHash: idHash, at: now()) else { return respond(Router.signInFirst(request)) }
                             logger.notice("Signed-in person confirmed who they are",
                                           metadata: ["event": "confirmed", "account": "\(account.id)", "client": "\(request.client)"])
                             respond(Pages.redirect(to: Self.afterConfirming(request)))
                         } catch {
-                            respond(unavailable(request, error))
+                            respond(refusals.storeUnavailable(request, error))
                         }
                     case .success(false):
                         logger.notice("A confirmation on the account page failed",
@@ -218,11 +202,11 @@ struct AccountRoutes: Sendable {
                         respond(accountPage(request, account, error: request.text("account.confirm_failed"),
                                             continuation: continuation, status: .unauthorized))
                     case .failure:
-                        respond(unavailable(request))
+                        respond(refusals.storeUnavailable(request))
                     }
                 }
             } catch {
-                respond(unavailable(request))
+                respond(refusals.storeUnavailable(request))
             }
         }
     }
@@ -243,58 +227,54 @@ struct AccountRoutes: Sendable {
 
     /// A name its owner recognises for one of the account's passkeys. Not a sensitive change
     /// (it opens nothing): no recent sign-in asked.
-    func renamePasskey(_ request: SignupRequest) -> HTTPResponse {
-        forAccount(request) { account in
-            guard let id = request.form[Self.passkeyField].flatMap(Base64URL.decode) else {
+    func renamePasskey(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        guard let id = request.form[Self.passkeyField].flatMap(Base64URL.decode) else {
+            return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
+        }
+        guard let name = PasskeyName.cleaned(request.form[Self.passkeyNameField] ?? "") else {
+            return accountPage(request, account, error: request.text("account.passkey_name_empty"), status: .unprocessableContent)
+        }
+        do {
+            guard try store.renamePasskey(credentialID: id, ofAccount: account.id, to: name) else {
                 return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
             }
-            guard let name = PasskeyName.cleaned(request.form[Self.passkeyNameField] ?? "") else {
-                return accountPage(request, account, error: request.text("account.passkey_name_empty"), status: .unprocessableContent)
-            }
-            do {
-                guard try store.renamePasskey(credentialID: id, ofAccount: account.id, to: name) else {
-                    return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
-                }
-            } catch {
-                return unavailable(request, error)
-            }
-            logger.notice("A passkey renamed by its account's owner", metadata: ["event": "passkey_renamed", "account": "\(account.id)", "client": "\(request.client)"])
-            return Pages.redirect(to: "/account?passkey=renamed" + Self.languageParameter(request) + "#passkeys")
+        } catch {
+            return refusals.storeUnavailable(request, error)
         }
+        logger.notice("A passkey renamed by its account's owner", metadata: ["event": "passkey_renamed", "account": "\(account.id)", "client": "\(request.client)"])
+        return Pages.redirect(to: "/account?passkey=renamed" + Self.languageParameter(request) + "#passkeys")
     }
 
     // MARK: POST /account/passkeys/remove (a recent sign-in)
 
     /// Removes one of the account's passkeys, never its last way in; the owner is told.
-    func removePasskey(_ request: SignupRequest) -> HTTPResponse {
-        forAccount(request) { account in
-            let passkeys: [Passkey]
-            do { passkeys = try store.passkeys(ofAccount: account.id) } catch { return unavailable(request, error) }
-            guard let id = request.form[Self.passkeyField].flatMap(Base64URL.decode),
-                  let passkey = passkeys.first(where: { $0.credentialID == id }) else {
-                return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
-            }
-            let time = now()
-            let removal: WayInRemoval
-            do {
-                let name = Self.displayName(of: passkey, among: passkeys, request)
-                let events = try announcer.events(.passkeyRemoved, webhook: "account.passkey_removed", for: account, detail: name,
-                                                  language: request.language, at: time)
-                removal = try store.removePasskey(credentialID: id, ofAccount: account.id, events: events)
-            } catch {
-                return unavailable(request, error)
-            }
-            switch removal {
-            case .removed:
-                announcer.nudge()
-                logger.notice("A passkey removed by its account's owner",
-                              metadata: ["event": "passkey_removed", "account": "\(account.id)", "client": "\(request.client)"])
-                return Pages.redirect(to: "/account?passkey=removed" + Self.languageParameter(request) + "#passkeys")
-            case .lastWayIn:
-                return accountPage(request, account, error: request.text("account.passkey_last_way_in"), status: .conflict)
-            case .notFound:
-                return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
-            }
+    func removePasskey(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+        let passkeys: [Passkey]
+        do { passkeys = try store.passkeys(ofAccount: account.id) } catch { return refusals.storeUnavailable(request, error) }
+        guard let id = request.form[Self.passkeyField].flatMap(Base64URL.decode),
+              let passkey = passkeys.first(where: { $0.credentialID == id }) else {
+            return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
+        }
+        let time = now()
+        let removal: WayInRemoval
+        do {
+            let name = Self.displayName(of: passkey, among: passkeys, request)
+            let events = try announcer.events(.passkeyRemoved, webhook: "account.passkey_removed", for: account, detail: name,
+                                              language: request.language, at: time)
+            removal = try store.removePasskey(credentialID: id, ofAccount: account.id, events: events)
+        } catch {
+            return refusals.storeUnavailable(request, error)
+        }
+        switch removal {
+        case .removed:
+            announcer.nudge()
+            logger.notice("A passkey removed by its account's owner",
+                          metadata: ["event": "passkey_removed", "account": "\(account.id)", "client": "\(request.client)"])
+            return Pages.redirect(to: "/account?passkey=removed" + Self.languageParameter(request) + "#passkeys")
+        case .lastWayIn:
+            return accountPage(request, account, error: request.text("account.passkey_last_way_in"), status: .conflict)
+        case .notFound:
+            return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
         }
     }
 
@@ -307,26 +287,8 @@ struct AccountRoutes: Sendable {
 
     // MARK: Pages
 
-    /// Runs `body` for the signed-in account; a signed-out visitor is sent to sign in first,
-    /// and a store that could not say is answered 503.
-    func forAccount(_ request: SignupRequest, _ body: (Account) -> HTTPResponse) -> HTTPResponse {
-        switch request.signedIn {
-        case .account(let account): return body(account)
-        case .unavailable(let error):
-            logger.error("Account store unavailable to check a signed-in session", metadata: ["error": "\(error)"])
-            return unavailable(request)
-        case .signedOut, .notAsked: return signInFirst(request)
-        }
-    }
-
     static func languageParameter(_ request: SignupRequest) -> String {
         request.language.tag == Languages.fallback ? "" : "&lang=\(request.language.tag)"
-    }
-
-    /// Signed out: to the sign-in form, which brings them back here.
-    func signInFirst(_ request: SignupRequest) -> HTTPResponse {
-        let query = PageRenderer.query(languageQuery: PageRenderer.languageQuery(request.language), returnTo: "/account")
-        return Pages.redirect(to: "/signin" + query)
     }
 
     /// The page with a refusal said on it (a change that could not be made).
@@ -343,7 +305,7 @@ struct AccountRoutes: Sendable {
             links = try store.providerLinks(ofAccount: account.id)
             hasSecondFactor = try store.secondFactor(ofAccount: account.id)?.isEnabled == true
         } catch {
-            return unavailable(request, error)
+            return refusals.storeUnavailable(request, error)
         }
         let current = signedIn.sessionHash(in: request.cookieHeader)
         // Open for sensitive changes until then (nil: closed; the page asks to confirm first).
@@ -378,10 +340,5 @@ struct AccountRoutes: Sendable {
             .sorted { $0.id < $1.id }.map { ($0.id, $0.name) }
         return Pages.html(request.renderer.renderAccount(page, language: request.language, assets: request.assets),
                               status: status)
-    }
-
-    func unavailable(_ request: SignupRequest, _ error: Error? = nil) -> HTTPResponse {
-        if let error { logger.error("Account store unavailable on the account page", metadata: ["error": "\(error)"]) }
-        return request.storeUnavailable()
     }
 }
