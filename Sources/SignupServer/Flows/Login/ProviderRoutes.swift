@@ -36,6 +36,8 @@ struct ConfiguredProvider: Sendable {
 struct ProviderRoutes: Sendable {
     let providers: [String: ConfiguredProvider]
     let cookies: ProviderCookies
+    /// Links made, and the identity that waits for a sign-in to be linked.
+    let links: ProviderLinks
     let store: any AccountStore
     let signedIn: SignedInUsers
     let funnel: SignInFunnel
@@ -57,6 +59,7 @@ struct ProviderRoutes: Sendable {
     init(_ services: Services) {
         providers = services.providers
         cookies = services.providerCookies
+        links = ProviderLinks(services)
         store = services.store
         signedIn = services.signedIn
         funnel = SignInFunnel(services)
@@ -289,23 +292,12 @@ struct ProviderRoutes: Sendable {
             metrics.provider(provider.id, "expired")
             return expired(request, provider: provider, cookies: [clearFlow])
         }
-        try linkProvider(link, provider, to: account, request)
+        try links.link(link, provider, to: account, request)
         return Pages.redirect(to: "/account?provider=linked&name=\(provider.id)" + Self.languageParameter(request) + "#providers",
                               cookies: [clearFlow])
     }
 
     /// Links and announces (the owner's notice, `account.provider_linked`), in one transaction.
-    func linkProvider(_ link: NewProviderLink, _ provider: ConfiguredProvider, to account: Account, _ request: SignupRequest) throws {
-        let time = now()
-        let events = try announcer.events(.providerLinked, webhook: "account.provider_linked", for: account, detail: provider.name,
-                                          language: request.language, at: time)
-        try store.linkProvider(link, toAccount: account.id, at: time, events: events)
-        announcer.nudge()
-        metrics.provider(provider.id, "linked")
-        logger.notice("A provider linked to an account", metadata: ["event": "provider_linked", "provider": "\(provider.id)",
-                                                                    "account": "\(account.id)", "client": "\(request.client)"])
-    }
-
     private func confirmSignedIn(_ request: SignupRequest, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
                                  _ link: NewProviderLink, clearFlow: String) throws -> HTTPResponse {
         guard let account = try signedIn.account(cookieHeader: request.cookieHeader), account.id == flow.account,
@@ -374,45 +366,6 @@ struct ProviderRoutes: Sendable {
         return candidates.first { candidate in
             !candidate.isEmpty && length.contains(candidate.count) && policy.settings.usernameCharacters.allows(candidate)
         } ?? ""
-    }
-
-    // MARK: Linking after a sign-in
-
-    /// After a sign-in to an account (password, then any second factor): the identity this
-    /// browser brought from a provider whose address the account has is linked now. Returns
-    /// the cookie that clears it, or nothing when there was none.
-    func finishPendingLink(for account: Account, _ request: SignupRequest) -> [String] {
-        guard let identity = cookies.identity(in: request.http, for: .link), let provider = providers[identity.provider] else {
-            return []
-        }
-        // Only the account the identity was offered to: the one whose proved address it has.
-        // Another account signing in in this browser meanwhile links nothing (and the
-        // identity waits no longer: it was for someone else).
-        guard account.emailVerifiedAt != nil,
-              EmailAddress.canonical(account.email) == EmailAddress.canonical(identity.email) else {
-            logger.notice("A provider's identity waiting for another account was not linked",
-                          metadata: ["provider": "\(identity.provider)", "account": "\(account.id)"])
-            return [cookies.identityCookie(nil)]
-        }
-        let link = NewProviderLink(provider: identity.provider, issuer: identity.issuer, subject: identity.subject,
-                                   email: identity.email)
-        do {
-            try linkProvider(link, provider, to: account, request)
-        } catch {
-            // Linked elsewhere meanwhile, or the store failed: the sign-in stands, the link does not.
-            logger.notice("A provider's identity was not linked after the sign-in",
-                          metadata: ["provider": "\(identity.provider)", "account": "\(account.id)", "error": "\(error)"])
-        }
-        return [cookies.identityCookie(nil)]
-    }
-
-    /// What the sign-in page says while a provider's identity waits for it: sign in to link.
-    func pendingLinkNotice(_ request: SignupRequest) -> String? {
-        guard let identity = cookies.identity(in: request.http, for: .link), let provider = providers[identity.provider] else {
-            return nil
-        }
-        return request.text("provider.link_lead").replacingOccurrences(of: "{provider}", with: provider.name)
-            .replacingOccurrences(of: "{email}", with: identity.email)
     }
 
     // MARK: Unlinking

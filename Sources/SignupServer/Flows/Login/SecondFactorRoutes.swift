@@ -8,7 +8,7 @@ import SignupDomain
 /// sign-in after the right password (never before: the password step says nothing of it).
 struct SecondFactorRoutes: Sendable {
     /// Links a provider's identity that waited for this sign-in (issue 45).
-    let providerLinks: ProviderRoutes
+    let providerLinks: ProviderLinks
     let store: any AccountStore
     let seal: SecondFactorSeal
     let limiters: ClientLimiters
@@ -30,7 +30,7 @@ struct SecondFactorRoutes: Sendable {
     static let codeField = "code"
 
     init(_ services: Services) {
-        providerLinks = ProviderRoutes(services)
+        providerLinks = ProviderLinks(services)
         store = services.store
         seal = services.secondFactorSeal
         limiters = services.limiters
@@ -259,7 +259,7 @@ struct SecondFactorRoutes: Sendable {
             var cookies = try sessionAfterTheCode(account, request)
             cookies.append(gate.stepCookie(""))
             // A provider waiting to be linked to this account (issue 45): now it is.
-            cookies += providerLinks.finishPendingLink(for: account, request)
+            cookies += providerLinks.finishPending(for: account, request)
             metrics.signin("success")
             logger.notice("Signed in", metadata: ["event": "signin", "method": isAppCode ? "password+totp" : "password+recovery_code",
                                                   "account": "\(account.id)", "client": "\(request.client)"])
@@ -283,7 +283,7 @@ struct SecondFactorRoutes: Sendable {
             var cookies = try sessionAfterTheCode(account, request)
             cookies.append(gate.stepCookie(""))
             // A provider waiting to be linked to this account (issue 45): now it is.
-            cookies += providerLinks.finishPendingLink(for: account, request)
+            cookies += providerLinks.finishPending(for: account, request)
             metrics.signin("success")
             logger.notice("Second factor switched on at sign-in, as the policy requires",
                           metadata: ["event": "second_factor_enabled", "account": "\(account.id)", "client": "\(request.client)"])

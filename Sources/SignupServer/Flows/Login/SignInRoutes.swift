@@ -29,7 +29,7 @@ struct SignInRoutes: Sendable {
     /// Whether a forgotten password can be recovered here (mail can be sent).
     let offersRecovery: Bool
     /// A provider's identity that waits for this sign-in to be linked (issue 45).
-    let providerLinks: ProviderRoutes
+    let providerLinks: ProviderLinks
 
     init(_ services: Services) {
         funnel = SignInFunnel(services)
@@ -44,7 +44,7 @@ struct SignInRoutes: Sendable {
         proofOfWork = services.proofOfWork
         sessions = services.sessions
         offersRecovery = services.proofs != nil
-        providerLinks = ProviderRoutes(services)
+        providerLinks = ProviderLinks(services)
     }
 
     func signInPage(_ request: SignupRequest, username: String, error: String?, status: HTTPStatus,
@@ -53,7 +53,7 @@ struct SignInRoutes: Sendable {
                                                         language: request.language, assets: request.assets,
                                                         proof: signInProof(for: request.clientKey),
                                                         offersRecovery: offersRecovery,
-                                                        notice: providerLinks.pendingLinkNotice(request)),
+                                                        notice: providerLinks.pendingNotice(request)),
                           status: status, headers: headers)
     }
 
@@ -137,7 +137,7 @@ struct SignInRoutes: Sendable {
                             case .secondStep(let step): return respond(step)
                             case .signedIn(let cookies): session = cookies
                             }
-                            let cookies = session + providerLinks.finishPendingLink(for: account!, request)
+                            let cookies = session + providerLinks.finishPending(for: account!, request)
                             metrics.signin("success")
                             logger.notice("Signed in", metadata: ["event": "signin", "method": "password",
                                                                   "account": "\(account!.id)", "client": "\(client)"])

@@ -1,0 +1,77 @@
+import Foundation
+import Logging
+import SignupDomain
+
+/// An account's links to OpenID providers as every flow needs them: a link made (with its
+/// security event, webhook and count), and the identity a provider vouched for that waits in
+/// this browser until the account with its proved address signs in (any way in: a password,
+/// then any second factor). Built once from `Services`; the login and settings flows share it
+/// instead of holding each other's handlers.
+struct ProviderLinks: Sendable {
+    let providers: [String: ConfiguredProvider]
+    let cookies: ProviderCookies
+    let store: any AccountStore
+    let announcer: AccountAnnouncer
+    let metrics: SignupMetrics
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    init(_ services: Services) {
+        providers = services.providers
+        cookies = services.providerCookies
+        store = services.store
+        announcer = AccountAnnouncer(services)
+        metrics = services.metrics
+        logger = services.logger
+        now = services.now
+    }
+
+    /// Links `link` to `account` with its security event and webhook, told and counted.
+    func link(_ link: NewProviderLink, _ provider: ConfiguredProvider, to account: Account, _ request: SignupRequest) throws {
+        let time = now()
+        let events = try announcer.events(.providerLinked, webhook: "account.provider_linked", for: account, detail: provider.name,
+                                          language: request.language, at: time)
+        try store.linkProvider(link, toAccount: account.id, at: time, events: events)
+        announcer.nudge()
+        metrics.provider(provider.id, "linked")
+        logger.notice("A provider linked to an account", metadata: ["event": "provider_linked", "provider": "\(provider.id)",
+                                                                    "account": "\(account.id)", "client": "\(request.client)"])
+    }
+
+    /// After a sign-in to an account (password, then any second factor): the identity this
+    /// browser brought from a provider whose address the account has is linked now. Returns
+    /// the cookie that clears it, or nothing when there was none.
+    func finishPending(for account: Account, _ request: SignupRequest) -> [String] {
+        guard let identity = cookies.identity(in: request.http, for: .link), let provider = providers[identity.provider] else {
+            return []
+        }
+        // Only the account the identity was offered to: the one whose proved address it has.
+        // Another account signing in in this browser meanwhile links nothing (and the
+        // identity waits no longer: it was for someone else).
+        guard account.emailVerifiedAt != nil,
+              EmailAddress.canonical(account.email) == EmailAddress.canonical(identity.email) else {
+            logger.notice("A provider's identity waiting for another account was not linked",
+                          metadata: ["provider": "\(identity.provider)", "account": "\(account.id)"])
+            return [cookies.identityCookie(nil)]
+        }
+        let link = NewProviderLink(provider: identity.provider, issuer: identity.issuer, subject: identity.subject,
+                                   email: identity.email)
+        do {
+            try self.link(link, provider, to: account, request)
+        } catch {
+            // Linked elsewhere meanwhile, or the store failed: the sign-in stands, the link does not.
+            logger.notice("A provider's identity was not linked after the sign-in",
+                          metadata: ["provider": "\(identity.provider)", "account": "\(account.id)", "error": "\(error)"])
+        }
+        return [cookies.identityCookie(nil)]
+    }
+
+    /// What the sign-in page says while a provider's identity waits for it: sign in to link.
+    func pendingNotice(_ request: SignupRequest) -> String? {
+        guard let identity = cookies.identity(in: request.http, for: .link), let provider = providers[identity.provider] else {
+            return nil
+        }
+        return request.text("provider.link_lead").replacingOccurrences(of: "{provider}", with: provider.name)
+            .replacingOccurrences(of: "{email}", with: identity.email)
+    }
+}
