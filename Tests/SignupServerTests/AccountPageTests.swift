@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HTTPTestSupport
 import LiveSignupClient
 import SignupDomain
@@ -42,6 +43,33 @@ final class AccountPageTests: XCTestCase {
     private static let firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
     private static let safari = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"
     private static let edge = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0"
+
+    /// A handler may let the account store's error through: the router answers it with the one
+    /// 503, a page in the person's language that says to try again, and nothing else moves. Here
+    /// the passkeys' table is taken away under a running server, and renaming a passkey fails.
+    func testAStoreErrorAHandlerLetsThroughIsTheRoutersReadable503() async throws {
+        _ = try account("Renamer")
+        _ = try account("Bystander")
+        let renamer = try await signIn("renamer", agent: Self.firefox)
+        let control = try await signIn("bystander", agent: Self.safari)
+        let path = server.databaseDirectory.appendingPathComponent("test.sqlite").path
+        try await DatabaseQueue(path: path).write { try $0.execute(sql: "ALTER TABLE passkeys RENAME TO passkeys_away") }
+        let answer = try await server.request("POST", "/account/passkeys/rename",
+                                              body: FormURLEncoder.encode([("passkey", "AAAA"), ("name", "Laptop"), ("lang", "de")]),
+                                              headers: ["Cookie": renamer])
+        XCTAssertEqual(answer.status, 503, answer.body)
+        XCTAssertEqual(answer.headers["retry-after"], "5")
+        XCTAssertEqual(answer.headers["content-language"], "de")
+        XCTAssertTrue(answer.body.contains("Gerade nicht möglich"), answer.body)
+        try await DatabaseQueue(path: path).write { try $0.execute(sql: "ALTER TABLE passkeys_away RENAME TO passkeys") }
+        // Both browsers are still signed in, and the same request now gets its own answer.
+        let renamerStatus = try await status(of: renamer), controlStatus = try await status(of: control)
+        XCTAssertEqual([renamerStatus, controlStatus], [200, 200])
+        let again = try await server.request("POST", "/account/passkeys/rename",
+                                             body: FormURLEncoder.encode([("passkey", "AAAA"), ("name", "Laptop")]),
+                                             headers: ["Cookie": renamer])
+        XCTAssertEqual(again.status, 404, "no such passkey, said on the account page")
+    }
 
     func testTheOwnerSeesEveryDeviceAndSignsOneOutThenEveryOther() async throws {
         _ = try account("Traveller")

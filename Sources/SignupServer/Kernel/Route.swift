@@ -32,11 +32,13 @@ final class Route: Sendable {
         case signin
     }
 
-    typealias Handler = @Sendable (Router, SignupRequest) -> HTTPResponse
+    /// A handler may let an error of the account store through (`try`): the router answers it
+    /// with the one 503 in the row's form and logs it (`Refusals.storeUnavailable`).
+    typealias Handler = @Sendable (Router, SignupRequest) throws -> HTTPResponse
     /// A handler that acts for the signed-in person: it is given the account, never an
     /// optional one (the router answered a signed-out person and a store that could not
     /// say, `Router.forAccount`).
-    typealias AccountHandler = @Sendable (Router, SignupRequest, Account) -> HTTPResponse
+    typealias AccountHandler = @Sendable (Router, SignupRequest, Account) throws -> HTTPResponse
 
     let method: HTTPMethod
     /// The exact path, or for a prefix route (`isPrefix`) the prefix, ending in "/".
@@ -107,7 +109,7 @@ final class Route: Sendable {
         precondition(answers == .page, "\(path): a signed-out person is answered with a page")
         self.init(method, path, answers: answers, reads: reads, limits: limits, spentFirst: spentFirst,
                   signedIn: true, recentSignIn: recentSignIn) { router, request in
-            router.forAccount(request) { handler(router, request, $0) }
+            try router.forAccount(request) { try handler(router, request, $0) }
         }
     }
 

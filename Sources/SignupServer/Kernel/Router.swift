@@ -226,7 +226,14 @@ struct Router: HTTPResponder {
         if route.needsRecentSignIn, case .account(let account) = signedIn, let refusal = notRecent(context, account, route: route) {
             return Self.spoken(refusal, of: route, in: context)
         }
-        return Self.spoken(route.handler(self, context), of: route, in: context)
+        let answer: HTTPResponse
+        do {
+            answer = try route.handler(self, context)
+        } catch {
+            // What a handler let through is the account store's: the one 503, logged.
+            answer = refusals.storeUnavailable(context, error)
+        }
+        return Self.spoken(answer, of: route, in: context)
     }
 
     /// A page says which language it is in (`Content-Language`), added here once for every
@@ -270,10 +277,10 @@ struct Router: HTTPResponder {
     /// `body` with the signed-in person's account; else the router's answer: a signed-out
     /// person goes to the sign-in form, which brings them back to `/account`, and a store that
     /// could not say is a 503 (`SignupRequest.storeUnavailable`).
-    func forAccount(_ request: SignupRequest, _ body: (Account) -> HTTPResponse) -> HTTPResponse {
+    func forAccount(_ request: SignupRequest, _ body: (Account) throws -> HTTPResponse) rethrows -> HTTPResponse {
         switch request.signedIn {
         case .account(let account):
-            return body(account)
+            return try body(account)
         case .unavailable(let error):
             logger.error("Account store unavailable to check a signed-in session", metadata: ["error": "\(error)"])
             return request.storeUnavailable()

@@ -116,38 +116,30 @@ struct AccountRoutes: Sendable {
     // MARK: POST /account/sessions/end
 
     /// Signs out one other browser of the account, named by its handle.
-    func endSession(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func endSession(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
         let handle = request.form[Self.sessionField] ?? ""
-        do {
-            let sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
-            // Only this account's own handles: another's, a made-up or an ended one is named as such.
-            guard let session = sessions.first(where: { $0.publicID == handle }),
-                  try store.endSignInSession(publicID: handle, ofAccount: account.id) else {
-                return accountPage(request, account, error: request.text("account.no_such_session"), status: .notFound)
-            }
-            signedIn.forget(idHash: session.idHash)
-            logger.notice("A signed-in session ended by its account's owner",
-                          metadata: ["event": "session_ended", "account": "\(account.id)", "client": "\(request.client)"])
-            return Pages.redirect(to: "/account?ended=one" + Self.languageParameter(request))
-        } catch {
-            return refusals.storeUnavailable(request, error)
+        let sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
+        // Only this account's own handles: another's, a made-up or an ended one is named as such.
+        guard let session = sessions.first(where: { $0.publicID == handle }),
+              try store.endSignInSession(publicID: handle, ofAccount: account.id) else {
+            return accountPage(request, account, error: request.text("account.no_such_session"), status: .notFound)
         }
+        signedIn.forget(idHash: session.idHash)
+        logger.notice("A signed-in session ended by its account's owner",
+                      metadata: ["event": "session_ended", "account": "\(account.id)", "client": "\(request.client)"])
+        return Pages.redirect(to: "/account?ended=one" + Self.languageParameter(request))
     }
 
     // MARK: POST /account/sessions/end-others
 
     /// Signs out every other browser of the account, keeping this one.
-    func endOtherSessions(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
-        do {
-            let ended = try store.endSignInSessions(ofAccount: account.id, keeping: signedIn.sessionHash(in: request.cookieHeader))
-            // This instance forgets them at once (this browser's confirmation is read again).
-            signedIn.forgetSessions(ofAccount: account.id)
-            logger.notice("Every other signed-in session ended by its account's owner",
-                          metadata: ["event": "sessions_ended", "account": "\(account.id)", "ended": "\(ended)", "client": "\(request.client)"])
-            return Pages.redirect(to: "/account?others=\(ended)" + Self.languageParameter(request))
-        } catch {
-            return refusals.storeUnavailable(request, error)
-        }
+    func endOtherSessions(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+        let ended = try store.endSignInSessions(ofAccount: account.id, keeping: signedIn.sessionHash(in: request.cookieHeader))
+        // This instance forgets them at once (this browser's confirmation is read again).
+        signedIn.forgetSessions(ofAccount: account.id)
+        logger.notice("Every other signed-in session ended by its account's owner",
+                      metadata: ["event": "sessions_ended", "account": "\(account.id)", "ended": "\(ended)", "client": "\(request.client)"])
+        return Pages.redirect(to: "/account?others=\(ended)" + Self.languageParameter(request))
     }
 
     // MARK: POST /account/confirm
@@ -227,19 +219,15 @@ struct AccountRoutes: Sendable {
 
     /// A name its owner recognises for one of the account's passkeys. Not a sensitive change
     /// (it opens nothing): no recent sign-in asked.
-    func renamePasskey(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func renamePasskey(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
         guard let id = request.form[Self.passkeyField].flatMap(Base64URL.decode) else {
             return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
         }
         guard let name = PasskeyName.cleaned(request.form[Self.passkeyNameField] ?? "") else {
             return accountPage(request, account, error: request.text("account.passkey_name_empty"), status: .unprocessableContent)
         }
-        do {
-            guard try store.renamePasskey(credentialID: id, ofAccount: account.id, to: name) else {
-                return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
-            }
-        } catch {
-            return refusals.storeUnavailable(request, error)
+        guard try store.renamePasskey(credentialID: id, ofAccount: account.id, to: name) else {
+            return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
         }
         logger.notice("A passkey renamed by its account's owner", metadata: ["event": "passkey_renamed", "account": "\(account.id)", "client": "\(request.client)"])
         return Pages.redirect(to: "/account?passkey=renamed" + Self.languageParameter(request) + "#passkeys")
@@ -248,23 +236,17 @@ struct AccountRoutes: Sendable {
     // MARK: POST /account/passkeys/remove (a recent sign-in)
 
     /// Removes one of the account's passkeys, never its last way in; the owner is told.
-    func removePasskey(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
-        let passkeys: [Passkey]
-        do { passkeys = try store.passkeys(ofAccount: account.id) } catch { return refusals.storeUnavailable(request, error) }
+    func removePasskey(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+        let passkeys = try store.passkeys(ofAccount: account.id)
         guard let id = request.form[Self.passkeyField].flatMap(Base64URL.decode),
               let passkey = passkeys.first(where: { $0.credentialID == id }) else {
             return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
         }
         let time = now()
-        let removal: WayInRemoval
-        do {
-            let name = Self.displayName(of: passkey, among: passkeys, request)
-            let events = try announcer.events(.passkeyRemoved, webhook: "account.passkey_removed", for: account, detail: name,
-                                              language: request.language, at: time)
-            removal = try store.removePasskey(credentialID: id, ofAccount: account.id, events: events)
-        } catch {
-            return refusals.storeUnavailable(request, error)
-        }
+        let name = Self.displayName(of: passkey, among: passkeys, request)
+        let events = try announcer.events(.passkeyRemoved, webhook: "account.passkey_removed", for: account, detail: name,
+                                          language: request.language, at: time)
+        let removal = try store.removePasskey(credentialID: id, ofAccount: account.id, events: events)
         switch removal {
         case .removed:
             announcer.nudge()
