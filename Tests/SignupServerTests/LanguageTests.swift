@@ -143,6 +143,11 @@ final class LanguageTests: XCTestCase {
             XCTAssertTrue(answer.headers["content-type"]?.hasPrefix("text/html") == true, "\(method) \(path)")
             XCTAssertEqual(answer.headers["content-language"], "de", "\(method) \(path) (\(answer.status))")
         }
+        // A refusal made before any handler, from another site: in German too.
+        let crossSite = try await server.request("POST", "/signin", body: "username=a&password=b",
+                                                 headers: ["Accept-Language": "de", "Origin": "https://elsewhere.example"])
+        XCTAssertEqual(crossSite.status, 403)
+        XCTAssertEqual(crossSite.headers["content-language"], "de")
         let json = try await server.request("POST", "/sessions", headers: german)
         XCTAssertNil(json.headers["content-language"], "JSON names no language")
     }

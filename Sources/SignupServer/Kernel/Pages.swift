@@ -52,9 +52,13 @@ final class Pages: Sendable {
     /// A problem page (429, 403, restarting) in the request's language.
     func problem(title: String, message: String, code: String, linkURL: String = "/", linkText: String? = nil,
                  status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        Self.html(renderer.renderProblem(title: title, message: message, code: code, linkURL: linkURL, linkText: linkText,
-                                         language: language, assets: assets),
-                  status: status, headers: headers)
+        // Its language said here too: the router's refusals before a handler (403 cross-site,
+        // 429 per address, 503 restarting) never pass where a handler's pages get it.
+        var headers = headers
+        if headers["Content-Language"] == nil { headers.add("Content-Language", language.tag) }
+        return Self.html(renderer.renderProblem(title: title, message: message, code: code, linkURL: linkURL, linkText: linkText,
+                                                language: language, assets: assets),
+                         status: status, headers: headers)
     }
 
     /// An HTML page that is never cached (each carries its own form session or user).
