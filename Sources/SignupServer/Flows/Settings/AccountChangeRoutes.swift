@@ -177,15 +177,10 @@ struct AccountChangeRoutes: Sendable {
     /// The account's data as JSON, to keep or take elsewhere: the profile, the address and
     /// whether it was proved, the sessions, the passkeys' public parts, when terms were
     /// accepted. Never a hash, a session id or a secret.
-    func export(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
-        let sessions: [SignInSessionSummary], passkeys: [Passkey], links: [ProviderLink]
-        do {
-            sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
-            passkeys = try store.passkeys(ofAccount: account.id)
-            links = try store.providerLinks(ofAccount: account.id)
-        } catch {
-            return refusals.storeUnavailable(request, error)
-        }
+    func export(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+        let sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
+        let passkeys = try store.passkeys(ofAccount: account.id)
+        let links = try store.providerLinks(ofAccount: account.id)
         let current = signedIn.sessionHash(in: request.cookieHeader)
         let export = AccountExport(account: account, sessions: sessions, passkeys: passkeys, providerLinks: links,
                                    currentSession: current,
@@ -210,21 +205,17 @@ struct AccountChangeRoutes: Sendable {
     /// Deletes the account once its username is typed: its sessions and passkeys with it, in
     /// one transaction with `account.deleted` and the last mail; its name kept from new
     /// accounts for `usernameReservation`. This browser is signed out.
-    func delete(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func delete(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
         let typed = (request.form[Self.confirmUsernameField] ?? "").trimmingCharacters(in: .whitespaces)
         guard Username.canonical(typed) == Username.canonical(account.username), !typed.isEmpty else {
             return deletionPage(request, account, error: request.text("account.delete_mismatch"), status: .unprocessableContent)
         }
         let time = now()
-        do {
-            let events = try announcer.events(.accountDeleted, webhook: "account.deleted", for: account,
-                                              language: request.language, at: time)
-            guard try store.deleteAccount(id: account.id, reservingUsernameUntil: time.addingTimeInterval(usernameReservation),
-                                          events: events) else {
-                return Router.signInFirst(request)
-            }
-        } catch {
-            return refusals.storeUnavailable(request, error)
+        let events = try announcer.events(.accountDeleted, webhook: "account.deleted", for: account,
+                                          language: request.language, at: time)
+        guard try store.deleteAccount(id: account.id, reservingUsernameUntil: time.addingTimeInterval(usernameReservation),
+                                      events: events) else {
+            return Router.signInFirst(request)
         }
         signedIn.forgetSessions(ofAccount: account.id)
         announcer.nudge()
