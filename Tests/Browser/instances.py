@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import types
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -119,10 +120,7 @@ class PostgreSQL:
         """Another database in this cluster (one per test, the cluster once per file); returns
         an object with its URL, as this cluster's own."""
         self.run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", self.USER, name)
-
-        class Database:
-            url = f"postgres://{self.USER}@127.0.0.1:{self.port}/{name}?sslmode=disable"
-        return Database()
+        return types.SimpleNamespace(url=f"postgres://{self.USER}@127.0.0.1:{self.port}/{name}?sslmode=disable")
 
     def stop(self):
         try:

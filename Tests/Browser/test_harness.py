@@ -10,6 +10,11 @@ import pytest
 from conftest import port_of
 
 
+# What a stand-in does once it has misbehaved: wait for a signal (the kill that ends it), not
+# for a fixed time.
+UNTIL_KILLED = "import signal; signal.pause()"
+
+
 def stand_in(code):
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
 
@@ -17,7 +22,7 @@ def stand_in(code):
 def test_a_server_that_never_prints_its_port_is_killed_within_the_bound_and_named(tmp_path):
     log = tmp_path / "silent.log"
     log.write_text("opening the database\nwaiting for a lock that never comes\n")
-    silent = stand_in("import time; time.sleep(60)")
+    silent = stand_in(UNTIL_KILLED)
     started = time.monotonic()
     with pytest.raises(AssertionError) as failure:
         port_of(silent, "signup-server --silent", log, timeout=1)
@@ -42,7 +47,7 @@ def test_a_server_that_exits_before_its_port_line_says_how_it_exited(tmp_path):
 
 
 def test_a_server_that_prints_something_else_first_is_refused_and_stopped(tmp_path):
-    chatty = stand_in("import time; print('hello', flush=True); time.sleep(60)")
+    chatty = stand_in("print('hello', flush=True); " + UNTIL_KILLED)
     with pytest.raises(AssertionError) as failure:
         port_of(chatty, "signup-server --chatty", tmp_path / "none.log", timeout=5)
     assert "its first line: 'hello\\n'" in str(failure.value)
@@ -50,7 +55,7 @@ def test_a_server_that_prints_something_else_first_is_refused_and_stopped(tmp_pa
 
 
 def test_a_server_that_prints_its_port_is_read():
-    server = stand_in("import time; print('LiveSignup listening on http://127.0.0.1:43210', flush=True); time.sleep(60)")
+    server = stand_in("print('LiveSignup listening on http://127.0.0.1:43210', flush=True); " + UNTIL_KILLED)
     try:
         assert port_of(server, timeout=5) == 43210
     finally:

@@ -257,10 +257,8 @@ struct Router: HTTPResponder {
     private func notRecent(_ request: SignupRequest, _ account: Account, route: Route) -> HTTPResponse? {
         do {
             if try recentSignIn.openUntil(for: account, cookieHeader: request.cookieHeader) != nil { return nil }
-
         } catch {
-            logger.error("Account store unavailable to check a recent sign-in", metadata: ["error": "\(error)"])
-            return request.storeUnavailable()
+            return refusals.storeUnavailable(request, error)
         }
         logger.info("A change asked for a recent sign-in first",
                     metadata: ["account": "\(account.id)", "path": "\(route.path)", "client": "\(request.client)"])
@@ -281,9 +279,8 @@ struct Router: HTTPResponder {
         switch request.signedIn {
         case .account(let account):
             return try body(account)
-        case .unavailable(let error):
-            logger.error("Account store unavailable to check a signed-in session", metadata: ["error": "\(error)"])
-            return request.storeUnavailable()
+        case .unavailable(let reason):
+            return refusals.storeUnavailable(request, StorageFault(reason))
         case .signedOut, .notAsked:
             return Self.signInFirst(request)
         }
