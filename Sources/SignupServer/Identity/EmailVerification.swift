@@ -108,7 +108,7 @@ struct VerificationMails: Sendable {
     /// For the owner of an address that already has an account: someone tried to sign up
     /// with it (OWASP ASVS V6.3.8); the page they saw said the same as for a new address.
     func addressInUse(to address: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
-        let content = PageRenderer.MailContent(
+        let content = MailContent(
             subject: text("mail.in_use_subject", language),
             heading: text("mail.in_use_heading", language),
             lead: text("mail.in_use_lead", language),
@@ -143,7 +143,7 @@ struct VerificationMails: Sendable {
                              language: Languages.Language, at now: Date, expiresAt: Date) throws -> OutboxEvent {
         func words(_ name: String) -> String { text("mail.\(kind.prefix)_\(name)", language) }
         let minutes = String(Int(expiresAt.timeIntervalSince(now) / 60))
-        let content = PageRenderer.MailContent(
+        let content = MailContent(
             subject: words("subject").replacingOccurrences(of: "{code}", with: code),
             heading: words("heading"),
             lead: words("lead").replacingOccurrences(of: "{username}", with: username),
@@ -160,7 +160,7 @@ struct VerificationMails: Sendable {
     /// For the owner: the password was changed through a recovery, and what to do if it was
     /// not them.
     func passwordChanged(to address: String, username: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
-        let content = PageRenderer.MailContent(
+        let content = MailContent(
             subject: text("mail.changed_subject", language),
             heading: text("mail.changed_heading", language),
             lead: text("mail.changed_lead", language).replacingOccurrences(of: "{username}", with: username),
@@ -183,7 +183,7 @@ struct VerificationMails: Sendable {
         func words(_ name: String) -> String { text("mail.notice_\(kind.rawValue)_\(name)", language) }
         // A deleted or disabled account has no page to go to: the link leads to getting back in.
         let leadsToAccount = kind != .accountDeleted && kind != .accountDisabled
-        let content = PageRenderer.MailContent(
+        let content = MailContent(
             subject: words("subject"),
             heading: words("subject"),
             lead: words("lead").replacingOccurrences(of: "{username}", with: username).replacingOccurrences(of: "{detail}", with: detail),
@@ -202,7 +202,7 @@ struct VerificationMails: Sendable {
     func emailChangeCode(to address: String, username: String, code: String, language: Languages.Language, at now: Date,
                          expiresAt: Date) throws -> OutboxEvent {
         let minutes = String(Int(expiresAt.timeIntervalSince(now) / 60))
-        let content = PageRenderer.MailContent(
+        let content = MailContent(
             subject: text("mail.email_change_subject", language).replacingOccurrences(of: "{code}", with: code),
             heading: text("mail.email_change_heading", language),
             lead: text("mail.email_change_lead", language).replacingOccurrences(of: "{username}", with: username),
@@ -220,7 +220,7 @@ struct VerificationMails: Sendable {
     /// For the owner of an address another account has proved: someone tried to move an
     /// account to it; nothing changed. The page they saw read as for a free address.
     func addressClaimed(to address: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
-        let content = PageRenderer.MailContent(
+        let content = MailContent(
             subject: text("mail.address_claimed_subject", language),
             heading: text("mail.address_claimed_subject", language),
             lead: text("mail.address_claimed_lead", language),
@@ -238,7 +238,7 @@ struct VerificationMails: Sendable {
     /// it for `days` (it brings the old address back and signs every browser out).
     func emailChanged(to oldAddress: String, username: String, newAddress: String, undoLink: String, days: Int,
                       language: Languages.Language, at now: Date) throws -> OutboxEvent {
-        let content = PageRenderer.MailContent(
+        let content = MailContent(
             subject: text("mail.email_changed_subject", language),
             heading: text("mail.email_changed_subject", language),
             lead: text("mail.email_changed_lead", language).replacingOccurrences(of: "{username}", with: username)
@@ -253,9 +253,9 @@ struct VerificationMails: Sendable {
                         channel: .accountMail)
     }
 
-    private func seal(_ content: PageRenderer.MailContent, to address: String, type: String, language: Languages.Language,
+    private func seal(_ content: MailContent, to address: String, type: String, language: Languages.Language,
                       at now: Date, expiresAt: Date?, channel: OutboxChannel = .mail) throws -> OutboxEvent {
-        let parts = renderer.renderMail(content, language: language)
+        let parts = renderer.render(content, language: language)
         let mail = OutgoingMail(
             message: MailMessage(from: "", to: address, subject: content.subject, text: parts.text, html: parts.html,
                                  messageID: OutgoingMail.makeMessageID(domain: settings.mail.senderDomain), date: now,

@@ -100,7 +100,9 @@ struct Services: Sendable {
         } catch {
             throw ConfigurationError("\(error)")
         }
-        renderer = try PageRenderer(directory: configuration.templatesDirectory, serviceName: policy.settings.serviceName,
+        renderer = try PageRenderer(directory: configuration.templatesDirectory,
+                                    required: Router.pageTemplates + PageRenderer.ownTemplates + MailContent.templates,
+                                    serviceName: policy.settings.serviceName,
                                     languageNames: languages.all.map { ($0.tag, $0.catalog.name) },
                                     providers: policy.settings.providers.map { ($0.id, $0.name) })
         assets = try StaticAssets(directory: configuration.publicDirectory)

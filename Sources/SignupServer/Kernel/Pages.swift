@@ -56,7 +56,7 @@ final class Pages: Sendable {
         // 429 per address, 503 restarting) never pass where a handler's pages get it.
         var headers = headers
         if headers["Content-Language"] == nil { headers.add("Content-Language", language.tag) }
-        return Self.html(renderer.renderProblem(title: title, message: message, code: code, linkURL: linkURL, linkText: linkText,
+        return Self.html(renderer.render(ProblemPage(title: title, message: message, code: code, linkURL: linkURL, linkText: linkText),
                                                 language: language, assets: assets),
                          status: status, headers: headers)
     }

@@ -177,3 +177,10 @@ struct RouteTable: Sendable {
         resolve(path)?.name ?? Self.unrouted
     }
 }
+
+/// A flow (registration, login, recovery, …): the route rows it answers and the pages it
+/// shows. The router's table and the templates checked at start are every flow's.
+protocol Flow: SendableMetatype {
+    static var routes: [Route] { get }
+    static var pages: [any PageView.Type] { get }
+}

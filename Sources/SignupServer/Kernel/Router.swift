@@ -162,10 +162,16 @@ struct Router: HTTPResponder {
         }
     }
 
-    /// Every route: one row per method of a path (see `Route`), declared by its flow
-    /// (Flows/<flow>/<Flow>Flow.swift), its handler in the struct of its concern.
-    static let table = RouteTable(LiveFormFlow.routes + RegistrationFlow.routes + LoginFlow.routes + RecoveryFlow.routes
-                                  + SettingsFlow.routes + OperationsFlow.routes)
+    /// Every flow the server runs (Flows/<flow>/<Flow>Flow.swift).
+    static let flows: [any Flow.Type] = [LiveFormFlow.self, RegistrationFlow.self, LoginFlow.self, RecoveryFlow.self,
+                                         SettingsFlow.self, OperationsFlow.self]
+
+    /// Every route: one row per method of a path (see `Route`), declared by its flow, its
+    /// handler in the struct of its concern.
+    static let table = RouteTable(flows.flatMap { $0.routes })
+
+    /// The templates every flow's pages use.
+    static let pageTemplates = flows.flatMap { $0.pages.map { $0.template } }
 
     /// Where the form token an urlencoded body carries lies, as sent, found without decoding
     /// the body a second time: the value of the first pair named "token" (at the start or

@@ -81,6 +81,11 @@ struct SignupRequest: Sendable {
     var renderer: PageRenderer { pages.renderer }
     var assets: StaticAssets { pages.assets }
 
+    /// A flow's page in the request's language (never cached: each carries its own form or account).
+    func page(_ view: some PageView, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        Pages.html(renderer.render(view, language: language, assets: assets), status: status, headers: headers)
+    }
+
     /// A text of the request's language (English's when it lacks one).
     func text(_ key: String) -> String { pages.text(key) }
     func text(_ key: String, _ values: [String: MessageValue]) -> String { pages.text(key, values) }

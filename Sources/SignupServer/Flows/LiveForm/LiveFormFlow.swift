@@ -3,7 +3,10 @@ import MicroHTTPD
 /// The live form: the sign-up page, its event stream, the typing path, a fresh session for a
 /// page whose form the server forgot, and proof-of-work challenges.
 /// Its rows are its own; the router's table is every flow's rows (`Router.table`).
-enum LiveFormFlow {
+enum LiveFormFlow: Flow {
+    /// The pages it shows (their templates are checked at start).
+    static let pages: [any PageView.Type] = [SignupPage.self]
+
     static let routes: [Route] = [
         Route(.get, "/", answers: .page, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.signupPage($1) },
         Route(.get, "/events", answers: .json, limits: [.sessions]) { $0.liveForm.events($1) },

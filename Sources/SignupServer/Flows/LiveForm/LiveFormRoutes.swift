@@ -13,8 +13,8 @@ struct LiveFormRoutes: Sendable {
     let refusals: Refusals
     let sessions: FormSessionRegistry
     let limiters: ClientLimiters
-    /// `GET /`'s page in each language, pre-rendered; see `PageRenderer.BlankSignupPage`.
-    let blankPages: [String: PageRenderer.BlankSignupPage]
+    /// `GET /`'s page in each language, pre-rendered; see `SignupPage.Blank`.
+    let blankPages: [String: SignupPage.Blank]
     /// Sent as each stream's `retry:`.
     let retryMilliseconds: Int
     let metrics: SignupMetrics
@@ -30,7 +30,7 @@ struct LiveFormRoutes: Sendable {
         sessions = services.sessions
         limiters = services.limiters
         blankPages = Dictionary(uniqueKeysWithValues: services.languages.all.map {
-            ($0.tag, services.renderer.blankSignupPage(language: $0, assets: services.assets,
+            ($0.tag, SignupPage.blank(services.renderer, language: $0, assets: services.assets,
                                                         withChallenge: services.proofOfWork != nil))
         })
         retryMilliseconds = services.configuration.retryMilliseconds

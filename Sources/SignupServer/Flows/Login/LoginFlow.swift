@@ -3,7 +3,10 @@ import MicroHTTPD
 /// Login: the sign-in form and its methods (password, passkey, provider), the second step, the
 /// welcome page, signing out, and nginx's `auth_request` question.
 /// Its rows are its own; the router's table is every flow's rows (`Router.table`).
-enum LoginFlow {
+enum LoginFlow: Flow {
+    /// The pages it shows (their templates are checked at start).
+    static let pages: [any PageView.Type] = [SignInPage.self, WelcomePage.self, SecondFactorPage.self]
+
     static let routes: [Route] = [
         Route(.get, "/welcome", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) { $0.signIn.welcome($1) },
         Route(.get, "/signin/second-factor", answers: .page, limits: [.pages], spentFirst: [.pages]) {

@@ -344,7 +344,7 @@ struct ProviderRoutes: Sendable {
         let evaluation = policy.evaluateSubmission(values: values, usernameAvailability: availability,
                                                    credential: CredentialChoice(method: .provider, passkeyCreated: true))
         let usernameProblem = evaluation.problems.first { $0.field == .username }
-        var page = PageRenderer.SignupPage(
+        var page = SignupPage(
             token: token, values: values, requirementStates: evaluation.requirementStates,
             messages: usernameProblem.map { [$0.field: $0.message] } ?? [:], strength: .none,
             returnTo: returnTo ?? "")
@@ -353,9 +353,7 @@ struct ProviderRoutes: Sendable {
         metrics.provider(provider.id, "signup_form")
         var headers = HTTPHeaders()
         for cookie in extra { headers.add("Set-Cookie", cookie) }
-        return Pages.html(request.renderer.renderSignup(page, language: request.language,
-                                                        assets: request.assets),
-                          status: .ok, headers: headers)
+        return request.page(page, status: .ok, headers: headers)
     }
 
     /// `preferred_username` when it is one a person could type here, else the address's

@@ -75,7 +75,7 @@ struct SecondFactorRoutes: Sendable {
                            action: String = "/account/second-factor", status: HTTPStatus) -> HTTPResponse {
         let totp = TOTP(secret: secret)
         let uri = totp.uri(issuer: request.policy.settings.serviceName, account: account.username)
-        var page = PageRenderer.SecondFactorPage(mode: .setup(
+        var page = SecondFactorPage(mode: .setup(
             qr: QRCodeSVG.svg(uri, label: request.text("second_factor.qr_label")) ?? "", key: totp.typedKey, uri: uri,
             action: action))
         page.error = error
@@ -307,7 +307,7 @@ struct SecondFactorRoutes: Sendable {
         } catch {
             return refusals.storeUnavailable(request, error)
         }
-        let page = PageRenderer.SecondFactorPage.Mode.enabled(codesLeft: factor.recoveryCodesLeft)
+        let page = SecondFactorPage.Mode.enabled(codesLeft: factor.recoveryCodesLeft)
         let typed = (request.form[Self.codeField] ?? "").trimmingCharacters(in: .whitespaces)
         guard !typed.isEmpty else {
             return render(request, .init(mode: page, error: request.text("second_factor.any_code_empty")), status: .unprocessableContent)
@@ -358,7 +358,7 @@ struct SecondFactorRoutes: Sendable {
     }
 
     /// 429 in the page's words, with when to try again.
-    private func tooManyCodes(_ request: SignupRequest, _ exceeded: LimitExceeded, page: PageRenderer.SecondFactorPage.Mode) -> HTTPResponse {
+    private func tooManyCodes(_ request: SignupRequest, _ exceeded: LimitExceeded, page: SecondFactorPage.Mode) -> HTTPResponse {
         refusals.count(exceeded)
         let message = request.text("signin.too_many").replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds))
         var response = render(request, .init(mode: page, error: message), status: .tooManyRequests)
@@ -376,9 +376,8 @@ struct SecondFactorRoutes: Sendable {
             .filled(["seconds": .number(abs(seconds))], in: request.language)
     }
 
-    private func render(_ request: SignupRequest, _ page: PageRenderer.SecondFactorPage, status: HTTPStatus) -> HTTPResponse {
-        return Pages.html(request.renderer.renderSecondFactor(page, language: request.language, assets: request.assets),
-                          status: status)
+    private func render(_ request: SignupRequest, _ page: SecondFactorPage, status: HTTPStatus) -> HTTPResponse {
+        return request.page(page, status: status)
     }
 }
 

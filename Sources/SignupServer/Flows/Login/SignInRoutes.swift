@@ -49,12 +49,10 @@ struct SignInRoutes: Sendable {
 
     func signInPage(_ request: SignupRequest, username: String, error: String?, status: HTTPStatus,
                     headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        return Pages.html(request.renderer.renderSignIn(username: username, errorMessage: error, returnTo: request.returnTarget,
-                                                        language: request.language, assets: request.assets,
-                                                        proof: signInProof(for: request.clientKey),
-                                                        offersRecovery: offersRecovery,
-                                                        notice: providerLinks.pendingNotice(request)),
-                          status: status, headers: headers)
+        request.page(SignInPage(username: username, errorMessage: error, returnTo: request.returnTarget,
+                                proof: signInProof(for: request.clientKey), offersRecovery: offersRecovery,
+                                notice: providerLinks.pendingNotice(request)),
+                     status: status, headers: headers)
     }
 
     /// A token and challenge for the form, when this client must pay to sign in.
@@ -220,11 +218,7 @@ struct SignInRoutes: Sendable {
         guard let account = signedInAccount(request) else { return Pages.redirect(to: "/signin") }
         // The page works without the count (a store that cannot answer just hides it).
         let passkeys = try? store.passkeys(ofAccount: account.id).count
-        var response = Pages.html(request.renderer.renderWelcome(username: account.username, passkeys: passkeys,
-                                                                 language: request.language, assets: request.assets),
-                                  status: .ok)
-        response.headers.add("Cache-Control", "no-store")
-        return response
+        return request.page(WelcomePage(username: account.username, passkeys: passkeys), status: .ok)
     }
 
     // MARK: POST /signout

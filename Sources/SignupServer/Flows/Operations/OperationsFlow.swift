@@ -2,7 +2,10 @@ import MicroHTTPD
 
 /// Operations: probes, metrics and the static files.
 /// Its rows are its own; the router's table is every flow's rows (`Router.table`).
-enum OperationsFlow {
+enum OperationsFlow: Flow {
+    /// The pages it shows (their templates are checked at start).
+    static let pages: [any PageView.Type] = []
+
     static let routes: [Route] = [
         Route(.get, "/healthz", answers: .json) { routes, _ in routes.operations.liveness() },
         Route(.get, "/readyz", answers: .json) { routes, _ in routes.operations.readiness() },

@@ -2,7 +2,10 @@ import MicroHTTPD
 
 /// Recovery: a forgotten password, by a mailed code or link, to a new password.
 /// Its rows are its own; the router's table is every flow's rows (`Router.table`).
-enum RecoveryFlow {
+enum RecoveryFlow: Flow {
+    /// The pages it shows (their templates are checked at start).
+    static let pages: [any PageView.Type] = [RecoverPage.self]
+
     static let routes: [Route] = [
         // Account recovery: every answer without a referrer (a link's secret passes through).
         Route(.get, "/recover", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) { routes, request in

@@ -78,7 +78,7 @@ struct RecoveryRoutes: Sendable {
     static let secretCookie = "livesignup_recover"
 
     /// The request form's field: a username or an email address.
-    static let identifierField = PageRenderer.recoverIdentifierField
+    static let identifierField = RecoverPage.identifierField
 
     /// The new-password form's field for the second factor's code (the app's, or a recovery
     /// code), there when the account's factor is on.
@@ -95,7 +95,7 @@ struct RecoveryRoutes: Sendable {
             return Pages.redirect(to: "/recover/password" + PageRenderer.languageQuery(request.language),
                                   cookies: [secretCookie(link)])
         }
-        return recoverPage(request, PageRenderer.RecoverPage(), status: .ok)
+        return recoverPage(request, RecoverPage(), status: .ok)
     }
 
     // MARK: POST /recover
@@ -109,7 +109,7 @@ struct RecoveryRoutes: Sendable {
         let identifier = (request.form[Self.identifierField] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard !identifier.isEmpty, identifier.utf8.count <= 320 else {
             metrics.recovery("invalid")
-            var page = PageRenderer.RecoverPage(identifier: identifier)
+            var page = RecoverPage(identifier: identifier)
             page.fieldError = request.text(identifier.isEmpty ? "recover.identifier_empty" : "recover.identifier_long")
             return recoverPage(request, page, status: .unprocessableContent)
         }
@@ -122,7 +122,7 @@ struct RecoveryRoutes: Sendable {
                 metrics.recovery("unproved_client")
                 let message = proofRefusalMessage(error, request)
                 if request.wantsJSON { return error.json(message: message) }
-                var page = PageRenderer.RecoverPage(identifier: identifier)
+                var page = RecoverPage(identifier: identifier)
                 page.formError = message
                 switch error {
                 case .overBudget(let exceeded):
@@ -140,7 +140,7 @@ struct RecoveryRoutes: Sendable {
             try limiters.mailsPerAddress.admit(request.clientKey)
         } catch {
             refusals.count(error)
-            var page = PageRenderer.RecoverPage(identifier: identifier)
+            var page = RecoverPage(identifier: identifier)
             page.formError = request.text("recover.too_many").replacingOccurrences(
                 of: "{wait}", with: request.waitPhrase(error.retryAfterSeconds))
             return recoverPage(request, page, status: .tooManyRequests, retryAfter: error.retryAfterSeconds)
@@ -591,7 +591,7 @@ struct RecoveryRoutes: Sendable {
         return response
     }
 
-    private func recoverPage(_ request: SignupRequest, _ page: PageRenderer.RecoverPage, status: HTTPStatus,
+    private func recoverPage(_ request: SignupRequest, _ page: RecoverPage, status: HTTPStatus,
                              retryAfter: Int? = nil) -> HTTPResponse {
         var page = page
         if let proofOfWork {
@@ -600,13 +600,12 @@ struct RecoveryRoutes: Sendable {
         }
         var headers = HTTPHeaders()
         if let retryAfter { headers.add("Retry-After", String(retryAfter)) }
-        return Pages.html(request.renderer.renderRecover(page, language: request.language, assets: request.assets),
-                          status: status, headers: headers)
+        return request.page(page, status: status, headers: headers)
     }
 
     private func codePage(_ request: SignupRequest, token: String, code: String = "", fieldError: String = "",
                           formError: String = "", status: HTTPStatus) -> HTTPResponse {
-        var page = PageRenderer.RecoverPage()
+        var page = RecoverPage()
         page.recoveryToken = token
         page.code = code
         page.fieldError = fieldError
@@ -616,8 +615,7 @@ struct RecoveryRoutes: Sendable {
         }
         var headers = HTTPHeaders()
         if status == .tooManyRequests { headers.add("Retry-After", "60") }
-        return Pages.html(request.renderer.renderRecover(page, language: request.language, assets: request.assets),
-                          status: status, headers: headers)
+        return request.page(page, status: status, headers: headers)
     }
 
     /// 410: the code or link is unknown, used or expired (they look the same on purpose).

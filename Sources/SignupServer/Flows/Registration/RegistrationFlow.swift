@@ -3,7 +3,10 @@ import MicroHTTPD
 /// Registration: the sign-up's submit, the address proof that completes it (`/verify`), and a
 /// passkey made on the form.
 /// Its rows are its own; the router's table is every flow's rows (`Router.table`).
-enum RegistrationFlow {
+enum RegistrationFlow: Flow {
+    /// The pages it shows (their templates are checked at start).
+    static let pages: [any PageView.Type] = [VerifyPage.self]
+
     static let routes: [Route] = [
         Route(.post, "/signup", answers: .page, reads: .form, limits: [.signups, .noJavaScript, .lookups, .mails, .hashing],
               outcome: .signup) { $0.signup.submit($1) },

@@ -457,14 +457,14 @@ struct SignupSubmitRoutes: Sendable {
         token: String? = nil, status: HTTPStatus,
         retryAfter: Int? = nil, formError: String = ""
     ) -> HTTPResponse {
-        let request = submission.request, credential = submission.credential, language = request.language
+        let request = submission.request, credential = submission.credential
         // The page that comes back counts its edits from zero again: its session (if the
         // token has one) must forget the old sequence numbers, or they would shadow them.
         let session = token.flatMap { sessions.existingSession(for: $0) }
         session?.prepareForResubmission(values: values, credential: credential)
         let states = evaluation?.requirementStates ?? request.policy.initialEvaluation.requirementStates
         let problems = errors ?? evaluation?.problems ?? []
-        var page = PageRenderer.SignupPage(
+        var page = SignupPage(
             token: token ?? sessions.mintToken(),
             values: values,
             requirementStates: states,
@@ -480,9 +480,7 @@ struct SignupSubmitRoutes: Sendable {
         // A fresh challenge: the one this form posted is spent (or was refused).
         page.challenge = proofOfWork?.challenge(for: page.token, addressKey: request.clientKey).json ?? ""
         let headers = retryAfter.map { HTTPHeaders([("Retry-After", String($0))]) } ?? HTTPHeaders()
-        return Pages.html(request.renderer.renderSignup(page, language: language,
-                                                        assets: request.assets),
-                          status: status, headers: headers)
+        return request.page(page, status: status, headers: headers)
     }
 
     /// What the account keeps of the declared fields marked `stored` (never a password).

@@ -112,7 +112,7 @@ struct VerificationRoutes: Sendable {
             return unavailable(request, error)
         }
         guard let pending else { return expired(request) }
-        let page = PageRenderer.VerifyPage(
+        let page = VerifyPage(
             heading: request.text("verify.link_title"),
             lead: request.text("verify.link_lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email))
                 .replacingOccurrences(of: "{username}", with: pending.username),
@@ -298,7 +298,7 @@ struct VerificationRoutes: Sendable {
                           fieldError: String = "", formError: String = "", status: HTTPStatus,
                           retryAfter: Int? = nil) -> HTTPResponse {
         let clientKey = request.clientKey
-        var page = PageRenderer.VerifyPage(
+        var page = VerifyPage(
             heading: request.text("verify.title"),
             lead: request.text("verify.lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email)),
             token: pending.formToken)
@@ -312,12 +312,11 @@ struct VerificationRoutes: Sendable {
         return verifyPage(request, page, status: status, retryAfter: retryAfter)
     }
 
-    private func verifyPage(_ request: SignupRequest, _ page: PageRenderer.VerifyPage, status: HTTPStatus,
+    private func verifyPage(_ request: SignupRequest, _ page: VerifyPage, status: HTTPStatus,
                             retryAfter: Int? = nil) -> HTTPResponse {
         var headers = HTTPHeaders()
         if let retryAfter { headers.add("Retry-After", String(retryAfter)) }
-        return Pages.html(request.renderer.renderVerify(page, language: request.language, assets: request.assets),
-                          status: status, headers: headers)
+        return request.page(page, status: status, headers: headers)
     }
 
     /// 410: the code or link is unknown, used or expired (they look the same on purpose).

@@ -239,10 +239,9 @@ struct AccountChangeRoutes: Sendable {
         }
         let profile = request.policy.fields.filter { account.profile[$0.field.rawValue] != nil }
             .map { $0.label ?? request.text("field.\($0.field.rawValue).label") }
-        let page = PageRenderer.DeletionPage(username: account.username, sessions: sessions, passkeys: passkeys,
+        let page = DeletionPage(username: account.username, sessions: sessions, passkeys: passkeys,
                                              profileFields: profile, error: error,
                                              reservedDays: Int((usernameReservation / 86_400).rounded()))
-        return Pages.html(request.renderer.renderDeletion(page, language: request.language, assets: request.assets),
-                              status: status)
+        return request.page(page, status: status)
     }
 }

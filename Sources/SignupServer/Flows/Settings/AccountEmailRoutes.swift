@@ -276,19 +276,18 @@ struct AccountEmailRoutes: Sendable {
     }
 
     private func codePage(_ request: SignupRequest, change: EmailChange, error: String? = nil, status: HTTPStatus) -> HTTPResponse {
-        var page = PageRenderer.AddressPage(mode: .code(address: change.newEmail))
+        var page = AddressPage(mode: .code(address: change.newEmail))
         page.error = error
         return render(request, page, status: status)
     }
 
-    private func render(_ request: SignupRequest, _ page: PageRenderer.AddressPage, status: HTTPStatus) -> HTTPResponse {
+    private func render(_ request: SignupRequest, _ page: AddressPage, status: HTTPStatus) -> HTTPResponse {
         var headers = HTTPHeaders()
         // The undo's answer ends the secret's cookie, whatever it said.
         if case .undone = page.mode, !request.http.cookieValues(named: Self.undoCookie).isEmpty {
             headers.add("Set-Cookie", undoCookie(""))
         }
-        return Pages.html(request.renderer.renderAddress(page, language: request.language, assets: request.assets),
-                          status: status, headers: headers)
+        return request.page(page, status: status, headers: headers)
     }
 }
 

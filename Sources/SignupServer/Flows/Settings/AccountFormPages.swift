@@ -51,7 +51,7 @@ struct AccountFormPages: Sendable {
     /// The form's page with a live session of its own (none when the session limits refuse
     /// one: the form still works, the server checks on submit), `values` kept, `problems`
     /// shown at their fields and `formError` above them.
-    func page(_ request: SignupRequest, for account: Account, rules: Rules, purpose: PageRenderer.SignupPage.AccountForm,
+    func page(_ request: SignupRequest, for account: Account, rules: Rules, purpose: SignupPage.AccountForm,
               values: [SignupField: String] = [:], problems: [(field: SignupField, message: String)] = [],
               formError: String = "", status: HTTPStatus) -> HTTPResponse {
         let form = rules(account, request.language)
@@ -62,14 +62,13 @@ struct AccountFormPages: Sendable {
         } catch {
             token = ""
         }
-        var page = PageRenderer.SignupPage(
+        var page = SignupPage(
             token: token, values: values, requirementStates: form.policy.initialEvaluation.requirementStates,
             messages: Dictionary(uniqueKeysWithValues: problems.map { ($0.field, $0.message) }), strength: .none)
         page.errors = problems
         page.formError = formError
         page.purpose = .accountForm(purpose)
-        return Pages.html(request.renderer.renderSignup(page, language: request.language,
-                                                            assets: request.assets, policy: form.policy),
-                              status: status)
+        page.policy = form.policy
+        return request.page(page, status: status)
     }
 }

@@ -294,7 +294,7 @@ struct AccountRoutes: Sendable {
         let openUntil = sessions.first { $0.idHash == current }
             .map { $0.authenticatedAt.addingTimeInterval(recentSignIn) }
             .flatMap { $0 > now() ? $0 : nil }
-        var page = PageRenderer.AccountPage(
+        var page = AccountPage(
             username: account.username,
             openUntil: openUntil,
             confirmsWithPassword: account.hasPassword,
@@ -320,7 +320,6 @@ struct AccountRoutes: Sendable {
         }
         page.linkableProviders = providers.values.filter { provider in !links.contains { $0.provider == provider.id } }
             .sorted { $0.id < $1.id }.map { ($0.id, $0.name) }
-        return Pages.html(request.renderer.renderAccount(page, language: request.language, assets: request.assets),
-                              status: status)
+        return request.page(page, status: status)
     }
 }

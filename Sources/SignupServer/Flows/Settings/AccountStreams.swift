@@ -172,7 +172,7 @@ final class AccountStreams: @unchecked Sendable {
         sessions.map { session in
             DeviceLine(idHash: session.idHash, handle: session.publicID,
                        device: session.device.isEmpty ? language.catalog["account.unknown_device"] ?? "" : session.device,
-                       details: PageRenderer.deviceDetails(network: session.network, began: session.createdAt,
+                       details: AccountPage.deviceDetails(network: session.network, began: session.createdAt,
                                                            lastUsed: session.lastSeenAt, language: language))
         }
     }

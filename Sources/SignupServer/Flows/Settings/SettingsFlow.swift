@@ -3,7 +3,10 @@ import MicroHTTPD
 /// Settings: the signed-in person's account page and every change made from it (password,
 /// address, second factor, passkeys, providers, sessions, the download, deletion).
 /// Its rows are its own; the router's table is every flow's rows (`Router.table`).
-enum SettingsFlow {
+enum SettingsFlow: Flow {
+    /// The pages it shows (their templates are checked at start).
+    static let pages: [any PageView.Type] = [AccountPage.self, DeletionPage.self, AddressPage.self]
+
     static let routes: [Route] = [
         // The signed-in person's page (issue 43). Changes that matter need a recent sign-in in
         // this browser (`recentSignIn:`): the router asks for it before the handler runs.

@@ -1,0 +1,179 @@
+import Foundation
+import MicroHTTPD
+import SignupDomain
+
+/// What `/account` shows: whose account, and where it is signed in.
+struct AccountPage {
+    struct Device {
+        /// The session's handle, posted to end it.
+        var handle: String
+        /// "Firefox · Linux", "" when the browser did not say.
+        var device: String
+        var network: String
+        var began: Date
+        var lastUsed: Date
+        var isThisBrowser: Bool
+    }
+    struct PasskeyEntry {
+        /// Its credential id, base64url: posted to rename or remove it.
+        var handle: String
+        var name: String
+        var created: Date
+        var lastUsed: Date?
+        /// Backed up by its provider (synced to the person's other devices), else bound to one device.
+        var isSynced: Bool
+        /// The account's only way in: it cannot be removed.
+        var isLastWayIn: Bool
+    }
+    var username: String
+    /// Until when sensitive changes are open (a recent sign-in); nil asks to confirm first.
+    var openUntil: Date?
+    /// Whether it confirms with its password (a passkey-only account signs in again).
+    var confirmsWithPassword: Bool
+    var hasPassword: Bool
+    /// The account's address, and whether it can be changed here (mail is configured).
+    var email: String
+    var offersEmailChange: Bool
+    /// Whether `/account/second-factor` has something to show (the policy offers one, or
+    /// the account has one).
+    var offersSecondFactor: Bool
+    /// The change that sent the person here to confirm first (the confirmation continues to it).
+    var continuation: RecentSignIn.Continuation?
+    var devices: [Device]
+    var passkeys: [PasskeyEntry]
+    /// Identities from OpenID providers linked to the account (issue 45).
+    struct ProviderEntry {
+        var id: String
+        var name: String
+        var email: String
+        var issuer: String
+        var subject: String
+        var linked: Date
+        /// The account's only way in: it cannot be unlinked.
+        var isLastWayIn: Bool
+    }
+    var linkedProviders: [ProviderEntry] = []
+    /// Configured providers not linked yet: each a "Link <provider>" button.
+    var linkableProviders: [(id: String, name: String)] = []
+    /// "Signed out on that device." after an ending.
+    var notice: String?
+    /// A refused request about the page as a whole.
+    var error: String?
+}
+
+extension AccountPage {
+    /// A time as the account page shows it: in UTC, in the language's own order of day,
+    /// month and time (the server does not know the person's zone, and says which one it shows).
+    static func time(_ date: Date, language: Languages.Language) -> String {
+        // One formatter per language, made once (making one costs far more than using it: the
+        // account page's stream formatted two new ones per device line, issue 52), used under
+        // a lock because Foundation's formatters are not documented as thread-safe here.
+        timeFormatters.withLock { formatters in
+            let formatter = formatters[language.tag] ?? {
+                let made = DateFormatter()
+                made.locale = Locale(identifier: language.tag)
+                made.timeZone = TimeZone(identifier: "UTC")
+                made.dateStyle = .medium
+                made.timeStyle = .short
+                formatters[language.tag] = made
+                return made
+            }()
+            return formatter.string(from: date) + " UTC"
+        }
+    }
+
+    /// By language tag; bounded by the languages the server has.
+    private static let timeFormatters = Locked<[String: DateFormatter]>([:])
+
+    /// "Network 203.0.113.0/24 · signed in … · last used …": a device's line on the account
+    /// page, and in its stream's `devices` events.
+    static func deviceDetails(network: String, began: Date, lastUsed: Date, language: Languages.Language) -> String {
+        func text(_ key: String) -> String { language.catalog[key] ?? key }
+        return (network.isEmpty ? "" : "\(text("account.network")) \(network) · ")
+            + "\(text("account.began")) \(time(began, language: language)) · "
+            + "\(text("account.last_used")) \(time(lastUsed, language: language))"
+    }
+}
+
+extension AccountPage: PageView {
+    static let template = "account"
+
+    func fill(_ context: inout PageContext) {
+        let page = self, language = context.language, assets = context.assets
+        let text = context.text
+        let iso = ISO8601DateFormatter()
+        func when(_ date: Date) -> [String: String] { ["iso": iso.string(from: date), "text": Self.time(date, language: language)] }
+        let title = text("account.title")
+        context["pageTitle"] = page.error == nil ? title : text("page.error_prefix") + title
+        context["heading"] = title
+        context["lead"] = text("account.lead").replacingOccurrences(of: "{name}", with: page.username)
+        context["notice"] = page.notice
+        context["hasError"] = page.error != nil
+        context["errorMessage"] = page.error ?? ""
+        context["sessionField"] = AccountRoutes.sessionField
+        if let openUntil = page.openUntil {
+            let time = when(openUntil)
+            // The countdown's words for each minute left, in the language's plural forms (the
+            // page's script picks one; it has no plural rules of its own).
+            let byMinute = (0...60).map { text("account.unlocked_remaining").filled(["minutes": .number($0)], in: language) }
+            let json = (try? JSONSerialization.data(withJSONObject: byMinute)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+            context["openUntil"] = ["iso": time["iso"]!, "text": text("account.unlocked").replacingOccurrences(of: "{time}", with: time["text"]!),
+                                    "remaining": text("account.unlocked_remaining"), "remainingByMinute": json]
+        }
+        context["asksToConfirm"] = page.openUntil == nil
+        context["username"] = page.username
+        context["confirmsWithPassword"] = page.confirmsWithPassword
+        context["devices"] = page.devices.map { device -> [String: Any] in
+            [
+                "handle": device.handle,
+                "device": device.device.isEmpty ? text("account.unknown_device") : device.device,
+                "network": device.network,
+                "hasNetwork": !device.network.isEmpty,
+                "began": when(device.began),
+                "lastUsed": when(device.lastUsed),
+                "details": Self.deviceDetails(network: device.network, began: device.began, lastUsed: device.lastUsed,
+                                              language: language),
+                "isThisBrowser": device.isThisBrowser,
+            ]
+        }
+        context["hasOthers"] = page.devices.contains { !$0.isThisBrowser }
+        context["hasPassword"] = page.hasPassword
+        context["offersEmailChange"] = page.offersEmailChange
+        context["offersSecondFactor"] = page.offersSecondFactor
+        context["emailNow"] = text("account.email_now").replacingOccurrences(of: "{email}", with: page.email)
+        context["continuation"] = page.continuation?.rawValue ?? ""
+        context["continueField"] = RecentSignIn.Continuation.field
+        context["passkeyField"] = AccountRoutes.passkeyField
+        context["passkeyNameField"] = AccountRoutes.passkeyNameField
+        context["passkeyNameMax"] = PasskeyName.maximumLength
+        context["offersProviders"] = !page.linkedProviders.isEmpty || !page.linkableProviders.isEmpty
+        context["hasLinkedProviders"] = !page.linkedProviders.isEmpty
+        context["linkedProviders"] = page.linkedProviders.map { entry -> [String: Any] in
+            ["id": entry.id, "name": entry.name, "email": entry.email, "issuer": entry.issuer, "subject": entry.subject,
+             "linkedAt": text("account.provider_linked_at").replacingOccurrences(of: "{date}",
+                                                                                 with: Self.time(entry.linked, language: language)),
+             "isLastWayIn": entry.isLastWayIn]
+        }
+        context["linkableProviders"] = page.linkableProviders.map { provider -> [String: String] in
+            ["id": provider.id, "label": text("account.provider_link").replacingOccurrences(of: "{provider}", with: provider.name)]
+        }
+        // An account without a password confirms who it is with a provider it has linked.
+        context["confirmProviders"] = page.linkedProviders.map { entry -> [String: String] in
+            ["id": entry.id, "label": text("provider.continue").replacingOccurrences(of: "{provider}", with: entry.name)]
+        }
+        context["hasPasskeys"] = !page.passkeys.isEmpty
+        context["passkeyCount"] = page.passkeys.count
+        context["passkeyScriptURL"] = assets.url(for: "passkey.js")
+        context["accountScriptURL"] = assets.url(for: "account.js")
+        context["passkeys"] = page.passkeys.map { passkey -> [String: Any] in
+            [
+                "handle": passkey.handle,
+                "name": passkey.name,
+                "created": when(passkey.created),
+                "lastUsed": passkey.lastUsed.map(when) ?? false,
+                "kind": text(passkey.isSynced ? "account.passkey_synced" : "account.passkey_device_bound"),
+                "isLastWayIn": passkey.isLastWayIn,
+            ]
+        }
+    }
+}

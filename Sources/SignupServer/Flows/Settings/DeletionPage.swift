@@ -1,0 +1,39 @@
+import Foundation
+import SignupDomain
+
+/// `/account/delete`: what deleting the account will end, and the field where its
+/// username is typed to confirm.
+struct DeletionPage {
+    var username: String
+    var sessions: Int
+    var passkeys: Int
+    /// The labels of the profile fields the account has values for.
+    var profileFields: [String]
+    var error: String?
+    /// How long the username stays kept from new accounts.
+    var reservedDays: Int
+}
+
+extension DeletionPage: PageView {
+    static let template = "account-delete"
+
+    func fill(_ context: inout PageContext) {
+        let page = self, language = context.language, assets = context.assets
+        let text = context.text
+        let title = text("account.delete_title")
+        context["pageTitle"] = page.error == nil ? title : text("page.error_prefix") + title
+        context["heading"] = title
+        context["username"] = page.username
+        context["hasError"] = page.error != nil
+        context["errorMessage"] = page.error ?? ""
+        context["confirmField"] = AccountChangeRoutes.confirmUsernameField
+        // Each line on its own: the sessions' count is kept current by the page's stream.
+        context["sessionsLine"] = text("account.delete_sessions").filled(["n": .number(page.sessions)], in: language)
+        context["passkeysLine"] = text("account.delete_passkeys").filled(["n": .number(page.passkeys)], in: language)
+        context["profileLine"] = page.profileFields.isEmpty ? "" : text("account.delete_profile")
+            .replacingOccurrences(of: "{fields}", with: page.profileFields.joined(separator: ", "))
+        context["accountScriptURL"] = assets.url(for: "account.js")
+        context["typeLabel"] = text("account.delete_type_label").replacingOccurrences(of: "{username}", with: page.username)
+        context["reserved"] = text("account.delete_reserved").filled(["days": .number(page.reservedDays)], in: language)
+    }
+}
