@@ -156,8 +156,10 @@ public final class SignupApplication: Sendable {
     let services: Services
     private let server: HTTPServer
     private let routes: Router
-    /// Set when `stop` begins, so `/readyz` turns 503 before anything else changes.
-    private let stopping: Locked<Bool>
+    /// Every flow's rows, as the router routes them (for tests that walk them).
+    var routeTable: RouteTable { routes.table }
+    /// Set when `stop` begins (`Services.stopping`).
+    private var stopping: Locked<Bool> { services.stopping }
     private var logger: Logger { services.logger }
     private var sessions: FormSessionRegistry { services.sessions }
 
@@ -165,9 +167,7 @@ public final class SignupApplication: Sendable {
         self.configuration = configuration
         let services = try Services(configuration: configuration, store: store, logger: logger)
         self.services = services
-        let stopping = Locked(false)
-        self.stopping = stopping
-        let routes = Router(services, isStopping: { stopping.withLock { $0 } })
+        let routes = Router(services)
         self.routes = routes
         let metrics = services.metrics, repeatLimited = services.repeatLimited
         server = HTTPServer(

@@ -58,8 +58,8 @@ final class InProcessRouteTests: XCTestCase {
 
     func testEveryRouteAnswersWrongMethodsWithItsOwnAllowAndGetBringsHead() async throws {
         let app = try makeApp()
-        for path in Set(Router.table.routes.map(\.path)).sorted() {
-            let rows = try XCTUnwrap(Router.table.resolve(path), path)
+        for path in Set(app.routeTable.routes.map(\.path)).sorted() {
+            let rows = try XCTUnwrap(app.routeTable.resolve(path), path)
             let requested = rows.any.isPrefix ? path + "app.js" : path
             let wrong: HTTPMethod = [HTTPMethod.put, .delete, .post, .get].first { rows.route(for: $0) == nil }!
             let refused = await app.respond(to: request(wrong.rawValue, requested))
@@ -77,14 +77,14 @@ final class InProcessRouteTests: XCTestCase {
             }
         }
         // One path, two methods, two rows: each its own handler and limits, one Allow.
-        let signIn = try XCTUnwrap(Router.table.resolve("/signin"))
+        let signIn = try XCTUnwrap(app.routeTable.resolve("/signin"))
         XCTAssertEqual(signIn.allow, "GET, HEAD, POST")
         XCTAssertEqual(signIn.route(for: .get)?.limits, [])
         XCTAssertEqual(signIn.route(for: .post)?.reads, .form)
         let head = await app.respond(to: request("HEAD", "/signin"))
         XCTAssertEqual(head.status, .ok, "HEAD /signin is answered as GET")
-        XCTAssertEqual(Router.table.name(of: "/static/app.1234.js"), "/static")
-        XCTAssertEqual(Router.table.name(of: "/wp-admin"), "other", "clients cannot make labels up")
+        XCTAssertEqual(app.routeTable.name(of: "/static/app.1234.js"), "/static")
+        XCTAssertEqual(app.routeTable.name(of: "/wp-admin"), "other", "clients cannot make labels up")
         let unknown = await app.respond(to: request("GET", "/wp-admin"))
         XCTAssertEqual(unknown.status, .notFound)
     }
@@ -181,8 +181,9 @@ final class InProcessRouteTests: XCTestCase {
 
     /// The route table says which limits each route draws from; every limit a 429 can name is
     /// some route's, so the table is the map from a metric's label to the routes it guards.
-    func testEveryLimitNameBelongsToARoute() {
-        XCTAssertEqual(Set(Router.table.routes.flatMap(\.limits)), Set(RateLimitName.allCases))
+    func testEveryLimitNameBelongsToARoute() throws {
+        let app = try makeApp()
+        XCTAssertEqual(Set(app.routeTable.routes.flatMap(\.limits)), Set(RateLimitName.allCases))
     }
 
     /// Idle sessions are swept on the app's clock: a test moves it past the idle lifetime and

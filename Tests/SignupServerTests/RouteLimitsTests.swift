@@ -70,7 +70,7 @@ final class RouteLimitsTests: XCTestCase {
             let settled = await Condition.wait(timeout: 10) { asked.names.contains(settle) }
             XCTAssertTrue(settled, "\(path) went on to ask \(settle)")
         }
-        let row = try? XCTUnwrap(Router.table.resolve(String(parts[0]))?.route(for: HTTPMethod(rawValue: method)), path)
+        let row = try? XCTUnwrap(app.routeTable.resolve(String(parts[0]))?.route(for: HTTPMethod(rawValue: method)), path)
         consulted[row.map(Self.key) ?? path, default: []].formUnion(asked.names)
         return response
     }
@@ -127,7 +127,7 @@ final class RouteLimitsTests: XCTestCase {
         try await walkADeletion()
         try await walkTheProviders()
         await walkTheOperations()
-        for row in Router.table.routes {
+        for row in app.routeTable.routes {
             let asked = try XCTUnwrap(consulted[Self.key(row)], "the walk reaches \(Self.key(row))")
             let declared = Set(row.limits.map(\.rawValue))
             XCTAssertEqual(asked.subtracting(declared), [], "\(Self.key(row)) asks limits its row does not name")
@@ -135,9 +135,19 @@ final class RouteLimitsTests: XCTestCase {
         }
     }
 
+    /// The costs a row has the router spend first (`RouterSpentLimitsTests`) are per-address ones.
+    func testEveryLimitARowSpendsFirstIsOnePerAddressLimit() {
+        let limiters = ClientLimiters(SignupLimits(), now: { Date() })
+        for row in app.routeTable.routes {
+            for name in row.spentFirst {
+                XCTAssertNotNil(limiters.perAddress(name), "\(row.name) spends \(name) first")
+            }
+        }
+    }
+
     private func assertNoRowAsksAnUnnamedLimit() {
         XCTAssertFalse(consulted.isEmpty, "the walk sent nothing")
-        for row in Router.table.routes {
+        for row in app.routeTable.routes {
             guard let asked = consulted[Self.key(row)] else { continue }
             XCTAssertEqual(asked.subtracting(Set(row.limits.map(\.rawValue))), [],
                            "\(Self.key(row)) asks limits its row does not name")
@@ -328,15 +338,6 @@ final class RouteLimitsTests: XCTestCase {
 /// (`Route.spentFirst`), answered in the row's format: a malformed request of such a route is
 /// over its limit like any other, and no handler repeats the call.
 final class RouterSpentLimitsTests: XCTestCase {
-    func testEveryLimitARowSpendsFirstIsOnePerAddressLimit() {
-        let limiters = ClientLimiters(SignupLimits(), now: { Date() })
-        for row in Router.table.routes {
-            for name in row.spentFirst {
-                XCTAssertNotNil(limiters.perAddress(name), "\(row.name) spends \(name) first")
-            }
-        }
-    }
-
     func testTheRouterSpendsARowsCostsBeforeTheHandlerLooksAtTheRequest() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-first-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -67,6 +67,8 @@ struct Services: Sendable {
     let now: @Sendable () -> Date
     /// The server, once made (after the services): its port and open streams.
     let server: WeakServer
+    /// Set when a stop begins, so `/readyz` turns 503 before anything else changes.
+    let stopping = Locked(false)
 
     init(configuration: SignupApplication.Configuration, store: any AccountStore, logger: Logger) throws {
         self.configuration = configuration

@@ -1,7 +1,7 @@
 import MicroHTTPD
 import SignupDomain
 
-/// One row of the route table (`Router.table`): one method of one path, and everything
+/// One row of the route table (`Router.table`, every flow's `routes`): one method of one path, and everything
 /// about it except what its handler does. The router applies the row before the handler runs
 /// (the body limit, the cross-site check, the limits every request of it spends, the posted
 /// form, the visitor's language and `return_to`) and after (`Referrer-Policy`, the metric,
@@ -181,6 +181,7 @@ struct RouteTable: Sendable {
 /// A flow (registration, login, recovery, …): the route rows it answers and the pages it
 /// shows. The router's table and the templates checked at start are every flow's.
 protocol Flow: SendableMetatype {
-    static var routes: [Route] { get }
+    /// Its rows, each with its handler: made once at start from the services.
+    static func routes(_ services: Services) -> [Route]
     static var pages: [any PageView.Type] { get }
 }

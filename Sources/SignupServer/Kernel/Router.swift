@@ -6,28 +6,15 @@ import MicroHTTPD
 import SignupDomain
 
 /// Routes every request to the handlers of its flow (Flows/: the live form, registration,
-/// login, recovery, settings, operations), each handler holding only what it uses. Here: the
-/// route table (every flow's rows), what every request gets before its handler (the body
+/// login, recovery, settings, operations), which each flow makes and holds itself: the router
+/// names none. Here: the route table (every flow's rows), what every request gets before its handler (the body
 /// limit, the cross-site check, `Allow`, the limits a row spends first, the signed-in session
 /// and a recent sign-in) and after it (`Content-Language`, `Referrer-Policy`, the metric and
 /// the access line). Runs on libmicrohttpd's worker threads; each handler is quick, and
 /// password hashing is deferred off these threads.
 struct Router: HTTPResponder {
-    let liveForm: LiveFormRoutes
-    let signup: SignupSubmitRoutes
-    let signIn: SignInRoutes
-    /// Nil when addresses are not proved (`--email-verification off`): `/verify` is then 404.
-    let verification: VerificationRoutes?
-    /// Nil when no mail can be sent: `/recover` is then 404.
-    let recovery: RecoveryRoutes?
-    let account: AccountRoutes
-    let accountChanges: AccountChangeRoutes
-    /// Nil when no mail can be sent: `/account/email` is then 404.
-    let accountEmail: AccountEmailRoutes?
-    let secondFactor: SecondFactorRoutes
-    let passkeys: PasskeyRoutes
-    let providers: ProviderRoutes
-    let operations: OperationsRoutes
+    /// Every flow's rows, their handlers made by their flows (`Flow.routes`).
+    let table: RouteTable
     /// For the pages answered before a handler (403 cross-site, 503 restarting).
     let pages: Pages
     let maxBodyBytes: Int
@@ -48,19 +35,8 @@ struct Router: HTTPResponder {
     /// route or silence it like any logger), or the process's direct writer of the same text.
     let accessLines: any AccessLineWriting
 
-    init(_ services: Services, isStopping: @escaping @Sendable () -> Bool) {
-        liveForm = LiveFormRoutes(services)
-        signup = SignupSubmitRoutes(services)
-        signIn = SignInRoutes(services)
-        verification = VerificationRoutes(services)
-        recovery = RecoveryRoutes(services)
-        account = AccountRoutes(services)
-        accountChanges = AccountChangeRoutes(services)
-        accountEmail = AccountEmailRoutes(services)
-        secondFactor = SecondFactorRoutes(services)
-        passkeys = PasskeyRoutes(services)
-        providers = ProviderRoutes(services)
-        operations = OperationsRoutes(services, isStopping: isStopping)
+    init(_ services: Services) {
+        table = RouteTable(Self.flows.flatMap { $0.routes(services) })
         pages = services.pages
         maxBodyBytes = services.configuration.maxBodyBytes
         addresses = services.addresses
@@ -81,7 +57,7 @@ struct Router: HTTPResponder {
         let started = DispatchTime.now().uptimeNanoseconds
         let client = addresses.clientAddress(of: request)
         // Resolved once: the handler and the metrics label both come from this path's rows.
-        let rows = Self.table.resolve(request.path)
+        let rows = table.resolve(request.path)
         let method = request.knownMethod
         let row = rows?.route(for: method)
         let response = route(request, method, to: row, of: rows, client: client)
@@ -165,10 +141,6 @@ struct Router: HTTPResponder {
     /// Every flow the server runs (Flows/<flow>/<Flow>Flow.swift).
     static let flows: [any Flow.Type] = [LiveFormFlow.self, RegistrationFlow.self, LoginFlow.self, RecoveryFlow.self,
                                          SettingsFlow.self, OperationsFlow.self]
-
-    /// Every route: one row per method of a path (see `Route`), declared by its flow, its
-    /// handler in the struct of its concern.
-    static let table = RouteTable(flows.flatMap { $0.routes })
 
     /// The templates every flow's pages use.
     static let pageTemplates = flows.flatMap { $0.pages.map { $0.template } }
@@ -309,7 +281,7 @@ struct Router: HTTPResponder {
 
     /// Requests refused before routing: the readable page where a person is looking.
     func respond(to error: HTTPProtocolError, request: HTTPRequest) -> HTTPResponse {
-        if error == .shuttingDown, Self.table.resolve(request.path)?.any.answers == .page {
+        if error == .shuttingDown, table.resolve(request.path)?.any.answers == .page {
             let pages = page(for: request)
             return pages.problem(title: pages.text("problem.restarting_title"), message: pages.text("problem.restarting_message"),
                                  code: error.code, status: error.status)

@@ -7,15 +7,19 @@ enum LiveFormFlow: Flow {
     /// The pages it shows (their templates are checked at start).
     static let pages: [any PageView.Type] = [SignupPage.self]
 
-    static let routes: [Route] = [
-        Route(.get, "/", answers: .page, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.signupPage($1) },
-        Route(.get, "/events", answers: .json, limits: [.sessions]) { $0.liveForm.events($1) },
-        // The typing path reads its own body: only the fields it uses, no language.
-        // A recovery's new-password form checks "not your current password" with a hash.
-        Route(.post, "/fields", answers: .json, limits: [.edits, .sessions, .lookups, .hashing], spentFirst: [.edits]) {
-            $0.liveForm.fieldEdit($1)
-        },
-        Route(.post, "/sessions", answers: .json, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.newSession($1) },
-        Route(.get, "/challenge", answers: .json, limits: [.pages], spentFirst: [.pages]) { $0.liveForm.challenge($1) },
-    ]
+    /// Its rows, their handlers made once from the services the server started with.
+    static func routes(_ services: Services) -> [Route] {
+        let liveForm = LiveFormRoutes(services)
+        return [
+            Route(.get, "/", answers: .page, limits: [.pages], spentFirst: [.pages]) { liveForm.signupPage($1) },
+            Route(.get, "/events", answers: .json, limits: [.sessions]) { liveForm.events($1) },
+            // The typing path reads its own body: only the fields it uses, no language.
+            // A recovery's new-password form checks "not your current password" with a hash.
+            Route(.post, "/fields", answers: .json, limits: [.edits, .sessions, .lookups, .hashing], spentFirst: [.edits]) {
+                liveForm.fieldEdit($1)
+            },
+            Route(.post, "/sessions", answers: .json, limits: [.pages], spentFirst: [.pages]) { liveForm.newSession($1) },
+            Route(.get, "/challenge", answers: .json, limits: [.pages], spentFirst: [.pages]) { liveForm.challenge($1) },
+        ]
+    }
 }

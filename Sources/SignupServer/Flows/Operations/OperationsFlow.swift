@@ -6,10 +6,14 @@ enum OperationsFlow: Flow {
     /// The pages it shows (their templates are checked at start).
     static let pages: [any PageView.Type] = []
 
-    static let routes: [Route] = [
-        Route(.get, "/healthz", answers: .json) { routes, _ in routes.operations.liveness() },
-        Route(.get, "/readyz", answers: .json) { routes, _ in routes.operations.readiness() },
-        Route(.get, "/metrics", answers: .json) { $0.operations.exposeMetrics(to: $1.client) },
-        Route(.get, "/static/", prefix: true, answers: .json) { $0.operations.staticAsset($1.http) },
-    ]
+    /// Its rows, their handlers made once from the services the server started with.
+    static func routes(_ services: Services) -> [Route] {
+        let operations = OperationsRoutes(services)
+        return [
+            Route(.get, "/healthz", answers: .json) { _, _ in operations.liveness() },
+            Route(.get, "/readyz", answers: .json) { _, _ in operations.readiness() },
+            Route(.get, "/metrics", answers: .json) { operations.exposeMetrics(to: $1.client) },
+            Route(.get, "/static/", prefix: true, answers: .json) { operations.staticAsset($1.http) },
+        ]
+    }
 }

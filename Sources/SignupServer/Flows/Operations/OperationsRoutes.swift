@@ -8,11 +8,12 @@ struct OperationsRoutes: Sendable {
     let metricsExport: MetricsExport?
     let assets: StaticAssets
 
-    /// `isStopping` turns `/readyz` 503 once a stop begins.
-    init(_ services: Services, isStopping: @escaping @Sendable () -> Bool) {
+    init(_ services: Services) {
         let store = services.store, metrics = services.metrics, now = services.now
         let sessions = services.sessions, server = services.server, deliveries = services.deliveries
-        health = HealthChecks(store: store, isStopping: isStopping)
+        // `/readyz` turns 503 once a stop begins.
+        let stopping = services.stopping
+        health = HealthChecks(store: store, isStopping: { stopping.withLock { $0 } })
         metricsExport = services.configuration.metricsExport.map { export in
             // Gauges are read at scrape time rather than updated on every change.
             MetricsExport(allowed: export.allowed) {

@@ -6,27 +6,32 @@ enum RecoveryFlow: Flow {
     /// The pages it shows (their templates are checked at start).
     static let pages: [any PageView.Type] = [RecoverPage.self]
 
-    static let routes: [Route] = [
-        // Account recovery: every answer without a referrer (a link's secret passes through).
-        Route(.get, "/recover", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) { routes, request in
-            routes.recovery?.requestPage(request) ?? APIError.notFound.response
-        },
-        Route(.post, "/recover", answers: .page, reads: .form, limits: [.mails, .noJavaScript], sendsNoReferrer: true) {
-            routes, request in routes.recovery?.start(request) ?? APIError.notFound.response
-        },
-        Route(.post, "/recover/code", answers: .page, reads: .form, limits: [.noJavaScript, .signins], sendsNoReferrer: true) {
-            routes, request in routes.recovery?.checkCode(request) ?? APIError.notFound.response
-        },
-        Route(.get, "/recover/password", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages],
-              sendsNoReferrer: true) { routes, request in
-            routes.recovery?.passwordPage(request) ?? APIError.notFound.response
-        },
-        Route(.post, "/recover/password", answers: .page, reads: .form, limits: [.hashing, .sessions],
-              sendsNoReferrer: true) { routes, request in
-            routes.recovery?.setPassword(request) ?? APIError.notFound.response
-        },
-        Route(.post, "/recover/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages], sendsNoReferrer: true) {
-            routes, request in routes.recovery?.renewSession(request) ?? APIError.notFound.response
-        },
-    ]
+    /// Its rows, their handlers made once from the services the server started with.
+    static func routes(_ services: Services) -> [Route] {
+        // Nil when no mail can be sent: every row is then 404.
+        let recovery = RecoveryRoutes(services)
+        return [
+            // Account recovery: every answer without a referrer (a link's secret passes through).
+            Route(.get, "/recover", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) { _, request in
+                recovery?.requestPage(request) ?? APIError.notFound.response
+            },
+            Route(.post, "/recover", answers: .page, reads: .form, limits: [.mails, .noJavaScript], sendsNoReferrer: true) {
+                _, request in recovery?.start(request) ?? APIError.notFound.response
+            },
+            Route(.post, "/recover/code", answers: .page, reads: .form, limits: [.noJavaScript, .signins], sendsNoReferrer: true) {
+                _, request in recovery?.checkCode(request) ?? APIError.notFound.response
+            },
+            Route(.get, "/recover/password", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages],
+                  sendsNoReferrer: true) { _, request in
+                recovery?.passwordPage(request) ?? APIError.notFound.response
+            },
+            Route(.post, "/recover/password", answers: .page, reads: .form, limits: [.hashing, .sessions],
+                  sendsNoReferrer: true) { _, request in
+                recovery?.setPassword(request) ?? APIError.notFound.response
+            },
+            Route(.post, "/recover/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages], sendsNoReferrer: true) {
+                _, request in recovery?.renewSession(request) ?? APIError.notFound.response
+            },
+        ]
+    }
 }

@@ -7,27 +7,34 @@ enum RegistrationFlow: Flow {
     /// The pages it shows (their templates are checked at start).
     static let pages: [any PageView.Type] = [VerifyPage.self]
 
-    static let routes: [Route] = [
-        Route(.post, "/signup", answers: .page, reads: .form, limits: [.signups, .noJavaScript, .lookups, .mails, .hashing],
-              outcome: .signup) { $0.signup.submit($1) },
-        Route(.get, "/verify", answers: .page, sendsNoReferrer: true) { routes, request in
-            routes.verification?.page(request) ?? APIError.notFound.response
-        },
-        Route(.post, "/verify", answers: .page, reads: .form, limits: [.noJavaScript], outcome: .signup,
-              sendsNoReferrer: true) { routes, request in
-            routes.verification?.verify(request) ?? APIError.notFound.response
-        },
-        Route(.post, "/verify/resend", answers: .page, reads: .form, limits: [.mails], sendsNoReferrer: true) { routes, request in
-            routes.verification?.resend(request) ?? APIError.notFound.response
-        },
-        Route(.post, "/verify/change", answers: .page, reads: .form, sendsNoReferrer: true) { routes, request in
-            routes.verification == nil ? APIError.notFound.response : routes.signup.changeAddress(request)
-        },
-        Route(.post, "/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages]) {
-            $0.passkeys.registrationOptions($1)
-        },
-        Route(.post, "/passkeys/register", answers: .json, reads: .form, limits: [.passkeys], spentFirst: [.passkeys]) {
-            $0.passkeys.register($1)
-        },
-    ]
+    /// Its rows, their handlers made once from the services the server started with.
+    static func routes(_ services: Services) -> [Route] {
+        let signup = SignupSubmitRoutes(services)
+        // /verify is 404 when addresses are not proved (`--email-verification off`).
+        let verification = VerificationRoutes(services)
+        let passkeys = PasskeyRoutes(services)
+        return [
+            Route(.post, "/signup", answers: .page, reads: .form, limits: [.signups, .noJavaScript, .lookups, .mails, .hashing],
+                  outcome: .signup) { signup.submit($1) },
+            Route(.get, "/verify", answers: .page, sendsNoReferrer: true) { _, request in
+                verification?.page(request) ?? APIError.notFound.response
+            },
+            Route(.post, "/verify", answers: .page, reads: .form, limits: [.noJavaScript], outcome: .signup,
+                  sendsNoReferrer: true) { _, request in
+                verification?.verify(request) ?? APIError.notFound.response
+            },
+            Route(.post, "/verify/resend", answers: .page, reads: .form, limits: [.mails], sendsNoReferrer: true) { _, request in
+                verification?.resend(request) ?? APIError.notFound.response
+            },
+            Route(.post, "/verify/change", answers: .page, reads: .form, sendsNoReferrer: true) { _, request in
+                verification == nil ? APIError.notFound.response : signup.changeAddress(request)
+            },
+            Route(.post, "/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages]) {
+                passkeys.registrationOptions($1)
+            },
+            Route(.post, "/passkeys/register", answers: .json, reads: .form, limits: [.passkeys], spentFirst: [.passkeys]) {
+                passkeys.register($1)
+            },
+        ]
+    }
 }

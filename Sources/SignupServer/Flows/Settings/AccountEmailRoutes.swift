@@ -294,8 +294,8 @@ struct AccountEmailRoutes: Sendable {
 extension Router {
     /// The address change's handlers with the signed-in account (`Router.forAccount`); 404
     /// when no mail can be sent, checked first, so nothing about the visitor is asked then.
-    func forAccountEmail(_ request: SignupRequest, _ body: (AccountEmailRoutes, Account) throws -> HTTPResponse) rethrows
-        -> HTTPResponse {
+    func forAccountEmail(_ request: SignupRequest, _ accountEmail: AccountEmailRoutes?,
+                         _ body: (AccountEmailRoutes, Account) throws -> HTTPResponse) rethrows -> HTTPResponse {
         guard let accountEmail else { return APIError.notFound.response }
         return try forAccount(request) { try body(accountEmail, $0) }
     }

@@ -7,79 +7,89 @@ enum SettingsFlow: Flow {
     /// The pages it shows (their templates are checked at start).
     static let pages: [any PageView.Type] = [AccountPage.self, DeletionPage.self, AddressPage.self]
 
-    static let routes: [Route] = [
-        // The signed-in person's page (issue 43). Changes that matter need a recent sign-in in
-        // this browser (`recentSignIn:`): the router asks for it before the handler runs.
-        Route(.get, "/account", answers: .page, limits: [.pages], spentFirst: [.pages],
-              forAccount: { $0.account.page($1, $2) }),
-        // The page's live list of devices (and how long changes stay open).
-        Route(.get, "/account/events", answers: .json, limits: [.pages], spentFirst: [.pages], signedIn: true) {
-            $0.account.events($1)
-        },
-        Route(.get, "/account/password", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages],
-              recentSignIn: .password, forAccount: { $0.accountChanges.passwordPage($1, $2) }),
-        Route(.post, "/account/password", answers: .page, reads: .form, limits: [.signins, .hashing, .sessions],
-              recentSignIn: .password, forAccount: { $0.accountChanges.changePassword($1, $2) }),
-        Route(.post, "/account/password/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages],
-              recentSignIn: .password) { $0.accountChanges.renewPasswordSession($1) },
-        // A new address: checked live, proved by a mailed code; the old one can undo it for a week.
-        Route(.get, "/account/email", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages], recentSignIn: .email) {
-            routes, request in routes.forAccountEmail(request) { $0.page(request, $1) }
-        },
-        Route(.post, "/account/email/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages],
-              recentSignIn: .email) { routes, request in routes.accountEmail?.renewSession(request) ?? APIError.notFound.response },
-        Route(.post, "/account/email", answers: .page, reads: .form, limits: [.mails, .sessions], recentSignIn: .email) {
-            routes, request in routes.forAccountEmail(request) { $0.start(request, $1) }
-        },
-        Route(.get, "/account/email/code", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) {
-            routes, request in routes.forAccountEmail(request) { $0.codePage(request, $1) }
-        },
-        Route(.post, "/account/email/code", answers: .page, reads: .form, signedIn: true) {
-            routes, request in routes.forAccountEmail(request) { $0.checkCode(request, $1) }
-        },
-        Route(.get, "/account/email/undo", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) {
-            routes, request in routes.accountEmail?.undoPage(request) ?? APIError.notFound.response
-        },
-        Route(.post, "/account/email/undo", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
-              sendsNoReferrer: true) {
-            routes, request in routes.accountEmail?.undo(request) ?? APIError.notFound.response
-        },
-        // A second factor: set up, renewed and removed behind a recent sign-in; asked for at sign-in.
-        Route(.get, "/account/second-factor", answers: .page, limits: [.pages], spentFirst: [.pages],
-              recentSignIn: .secondFactor, forAccount: { $0.secondFactor.page($1, $2) }),
-        Route(.post, "/account/second-factor", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor,
-              forAccount: { $0.secondFactor.enable($1, $2) }),
-        // Changing the factor asks for a current code too (paid for as a sign-in's code is).
-        Route(.post, "/account/second-factor/codes", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor,
-              forAccount: { $0.secondFactor.newCodes($1, $2) }),
-        Route(.post, "/account/second-factor/remove", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor,
-              forAccount: { $0.secondFactor.remove($1, $2) }),
-        Route(.get, "/account/export", answers: .page, limits: [.pages], spentFirst: [.pages], recentSignIn: .export,
-              forAccount: { try $0.accountChanges.export($1, $2) }),
-        Route(.get, "/account/delete", answers: .page, limits: [.pages], spentFirst: [.pages], recentSignIn: .delete,
-              forAccount: { $0.accountChanges.deletePage($1, $2) }),
-        Route(.post, "/account/delete", answers: .page, reads: .form, recentSignIn: .delete,
-              forAccount: { try $0.accountChanges.delete($1, $2) }),
-        Route(.post, "/account/passkeys/rename", answers: .page, reads: .form,
-              forAccount: { try $0.account.renamePasskey($1, $2) }),
-        Route(.post, "/account/passkeys/remove", answers: .page, reads: .form, recentSignIn: .passkeys,
-              forAccount: { try $0.account.removePasskey($1, $2) }),
-        Route(.post, "/account/sessions/end", answers: .page, reads: .form, forAccount: { try $0.account.endSession($1, $2) }),
-        Route(.post, "/account/confirm", answers: .page, reads: .form, limits: [.signins, .hashing],
-              forAccount: { $0.account.confirm($1, $2) }),
-        Route(.post, "/account/sessions/end-others", answers: .page, reads: .form,
-              forAccount: { try $0.account.endOtherSessions($1, $2) }),
-        // A stolen cookie alone adds no passkey: a recent sign-in, and the owner is told.
-        Route(.post, "/account/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages],
-              recentSignIn: .passkeys) { $0.passkeys.addOptions($1) },
-        Route(.post, "/account/passkeys", answers: .json, reads: .form, limits: [.passkeys], spentFirst: [.passkeys],
-              recentSignIn: .passkeys) { $0.passkeys.add($1) },
-        Route(.post, "/account/providers/link", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
-              recentSignIn: .providers) { $0.providers.link($1) },
-        Route(.post, "/account/providers/unlink", answers: .page, reads: .form, recentSignIn: .providers) { routes, request in
-            routes.providers.unlink(request) { routes.account.page($0, $1, error: $2, status: $3) }
-        },
-        Route(.post, "/account/providers/confirm", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
-              signedIn: true) { $0.providers.confirm($1) },
-    ]
+    /// Its rows, their handlers made once from the services the server started with.
+    static func routes(_ services: Services) -> [Route] {
+        let accountPage = AccountRoutes(services)
+        let accountChanges = AccountChangeRoutes(services)
+        // Nil when no mail can be sent: its rows are then 404.
+        let accountEmail = AccountEmailRoutes(services)
+        let secondFactor = SecondFactorRoutes(services)
+        let passkeys = PasskeyRoutes(services)
+        let providers = ProviderRoutes(services)
+        return [
+            // The signed-in person's page (issue 43). Changes that matter need a recent sign-in in
+            // this browser (`recentSignIn:`): the router asks for it before the handler runs.
+            Route(.get, "/account", answers: .page, limits: [.pages], spentFirst: [.pages],
+                  forAccount: { accountPage.page($1, $2) }),
+            // The page's live list of devices (and how long changes stay open).
+            Route(.get, "/account/events", answers: .json, limits: [.pages], spentFirst: [.pages], signedIn: true) {
+                accountPage.events($1)
+            },
+            Route(.get, "/account/password", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages],
+                  recentSignIn: .password, forAccount: { accountChanges.passwordPage($1, $2) }),
+            Route(.post, "/account/password", answers: .page, reads: .form, limits: [.signins, .hashing, .sessions],
+                  recentSignIn: .password, forAccount: { accountChanges.changePassword($1, $2) }),
+            Route(.post, "/account/password/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages],
+                  recentSignIn: .password) { accountChanges.renewPasswordSession($1) },
+            // A new address: checked live, proved by a mailed code; the old one can undo it for a week.
+            Route(.get, "/account/email", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages], recentSignIn: .email) {
+                routes, request in routes.forAccountEmail(request, accountEmail) { $0.page(request, $1) }
+            },
+            Route(.post, "/account/email/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages],
+                  recentSignIn: .email) { _, request in accountEmail?.renewSession(request) ?? APIError.notFound.response },
+            Route(.post, "/account/email", answers: .page, reads: .form, limits: [.mails, .sessions], recentSignIn: .email) {
+                routes, request in routes.forAccountEmail(request, accountEmail) { $0.start(request, $1) }
+            },
+            Route(.get, "/account/email/code", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) {
+                routes, request in routes.forAccountEmail(request, accountEmail) { $0.codePage(request, $1) }
+            },
+            Route(.post, "/account/email/code", answers: .page, reads: .form, signedIn: true) {
+                routes, request in routes.forAccountEmail(request, accountEmail) { $0.checkCode(request, $1) }
+            },
+            Route(.get, "/account/email/undo", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) {
+                _, request in accountEmail?.undoPage(request) ?? APIError.notFound.response
+            },
+            Route(.post, "/account/email/undo", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
+                  sendsNoReferrer: true) {
+                _, request in accountEmail?.undo(request) ?? APIError.notFound.response
+            },
+            // A second factor: set up, renewed and removed behind a recent sign-in; asked for at sign-in.
+            Route(.get, "/account/second-factor", answers: .page, limits: [.pages], spentFirst: [.pages],
+                  recentSignIn: .secondFactor, forAccount: { secondFactor.page($1, $2) }),
+            Route(.post, "/account/second-factor", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor,
+                  forAccount: { secondFactor.enable($1, $2) }),
+            // Changing the factor asks for a current code too (paid for as a sign-in's code is).
+            Route(.post, "/account/second-factor/codes", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor,
+                  forAccount: { secondFactor.newCodes($1, $2) }),
+            Route(.post, "/account/second-factor/remove", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor,
+                  forAccount: { secondFactor.remove($1, $2) }),
+            Route(.get, "/account/export", answers: .page, limits: [.pages], spentFirst: [.pages], recentSignIn: .export,
+                  forAccount: { try accountChanges.export($1, $2) }),
+            Route(.get, "/account/delete", answers: .page, limits: [.pages], spentFirst: [.pages], recentSignIn: .delete,
+                  forAccount: { accountChanges.deletePage($1, $2) }),
+            Route(.post, "/account/delete", answers: .page, reads: .form, recentSignIn: .delete,
+                  forAccount: { try accountChanges.delete($1, $2) }),
+            Route(.post, "/account/passkeys/rename", answers: .page, reads: .form,
+                  forAccount: { try accountPage.renamePasskey($1, $2) }),
+            Route(.post, "/account/passkeys/remove", answers: .page, reads: .form, recentSignIn: .passkeys,
+                  forAccount: { try accountPage.removePasskey($1, $2) }),
+            Route(.post, "/account/sessions/end", answers: .page, reads: .form, forAccount: { try accountPage.endSession($1, $2) }),
+            Route(.post, "/account/confirm", answers: .page, reads: .form, limits: [.signins, .hashing],
+                  forAccount: { accountPage.confirm($1, $2) }),
+            Route(.post, "/account/sessions/end-others", answers: .page, reads: .form,
+                  forAccount: { try accountPage.endOtherSessions($1, $2) }),
+            // A stolen cookie alone adds no passkey: a recent sign-in, and the owner is told.
+            Route(.post, "/account/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages],
+                  recentSignIn: .passkeys) { passkeys.addOptions($1) },
+            Route(.post, "/account/passkeys", answers: .json, reads: .form, limits: [.passkeys], spentFirst: [.passkeys],
+                  recentSignIn: .passkeys) { passkeys.add($1) },
+            Route(.post, "/account/providers/link", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
+                  recentSignIn: .providers) { providers.link($1) },
+            Route(.post, "/account/providers/unlink", answers: .page, reads: .form, recentSignIn: .providers) { _, request in
+                providers.unlink(request) { accountPage.page($0, $1, error: $2, status: $3) }
+            },
+            Route(.post, "/account/providers/confirm", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
+                  signedIn: true) { providers.confirm($1) },
+        ]
+    }
 }
