@@ -193,10 +193,27 @@ let package = Package(
             ]
         ),
 
-        // Layer 4: the web app: routes, form sessions, rendering, event encoding.
+        // Layer 4, the web kernel: what every flow's handlers stand on and nothing about any
+        // one flow: route rows and their table, the request a handler gets, refusals as pages
+        // or JSON, the page core (Mustache, the shared context, languages, static files),
+        // per-address limits, same-origin and return targets, the access line.
+        .target(
+            name: "WebKernel",
+            dependencies: [
+                "MicroHTTPD",
+                "FormWire",
+                "SignupDomain",
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // Layer 4: the web app on the kernel: the router, identity services and the flows
+        // (Flows/: live form, registration, login, recovery, settings, operations).
         .target(
             name: "SignupServer",
             dependencies: [
+                "WebKernel",
                 "MicroHTTPD",
                 "FormWire",
                 "SignupWire",
@@ -225,6 +242,7 @@ let package = Package(
             name: "signup-server",
             dependencies: [
                 "SignupServer",
+                "WebKernel",
                 "SignupDomain",
                 "SignupSQLite",
                 "SignupPostgres",
@@ -335,7 +353,7 @@ let package = Package(
         .testTarget(
             name: "SignupServerTests",
             dependencies: [
-                "SignupServer", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport", "WebAuthnTestSupport",
+                "SignupServer", "WebKernel", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport", "WebAuthnTestSupport",
                 "WebAuthn",
                 "AccountStoreTestSupport", "SignupSQLite", "SignupPostgres", "SignupLookups", "OutsideMail", "Clocks",
                 // To break one table of a test's database on purpose (a store that half answers).

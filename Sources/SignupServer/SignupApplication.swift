@@ -6,6 +6,7 @@ import MicroHTTPD
 import OutsideHTTP
 import SignupDomain
 import SignupLookups
+import WebKernel
 
 /// The whole sign-up web app: an HTTP server, the form sessions and the pages, wired to an
 /// account store. Start it, read `port`, stop it.
@@ -284,10 +285,4 @@ public final class SignupApplication: Sendable {
         }
         return stopped
     }
-}
-
-/// A configuration value the app cannot run with.
-public struct ConfigurationError: Error, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
 }

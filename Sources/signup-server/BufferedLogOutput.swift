@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SignupServer
+import WebKernel
 
 /// Standard error, written in batches by a thread of its own: a log line costs the request
 /// thread that makes it a copy into memory, not a `write(2)` with the stream's lock held.

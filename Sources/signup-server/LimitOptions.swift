@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import MicroHTTPD
 import SignupServer
+import WebKernel
 
 /// The flags for everything that keeps one client from locking others out. Defaults come
 /// from `SignupLimits` and `SignupApplication.Configuration`; the README lists them all.

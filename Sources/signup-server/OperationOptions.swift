@@ -6,6 +6,7 @@ import MicroHTTPD
 import Prometheus
 import SignupDomain
 import SignupServer
+import WebKernel
 
 /// Logging, metrics and the cookie setting that depends on how the site is deployed.
 struct OperationOptions: ParsableArguments {

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import SignupDomain
 import SignupServer
+import WebKernel
 
 @main
 struct SignupServerCommand: ParsableCommand {

@@ -1,3 +1,4 @@
+import WebKernel
 import Foundation
 import Logging
 import SignupServer

@@ -4,6 +4,7 @@ import HTTPTestSupport
 import LiveSignupClient
 import SignupDomain
 @testable import SignupServer
+@testable import WebKernel
 import XCTest
 
 /// Issue 43, its first part: `/account` shows where the account is signed in, and its owner

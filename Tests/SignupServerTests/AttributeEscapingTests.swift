@@ -1,4 +1,5 @@
 @testable import SignupServer
+@testable import WebKernel
 import XCTest
 
 /// Text put into a double-quoted HTML attribute (`return_to`, the proof-of-work challenge).

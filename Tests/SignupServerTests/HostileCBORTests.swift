@@ -3,6 +3,7 @@ import HTTPTestSupport
 import LiveSignupClient
 import SignupDomain
 @testable import SignupServer
+@testable import WebKernel
 import SignupWire
 import WebAuthn
 import WebAuthnTestSupport

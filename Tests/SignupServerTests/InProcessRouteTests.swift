@@ -5,6 +5,7 @@ import MicroHTTPD
 import SignupDomain
 import SignupSQLite
 @testable import SignupServer
+@testable import WebKernel
 import XCTest
 #if canImport(Combine)
 import Combine

@@ -4,6 +4,7 @@ import LiveSignupClient
 import SignupDomain
 import SignupWire
 @testable import SignupServer
+@testable import WebKernel
 import XCTest
 
 /// Every text a person reads comes from the language's catalog: the page (negotiated from

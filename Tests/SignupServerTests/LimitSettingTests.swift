@@ -1,5 +1,6 @@
 import Foundation
 @testable import SignupServer
+@testable import WebKernel
 import XCTest
 
 /// A limit is declared once (`LimitSetting`): its flag, help, default and the name its 429s

@@ -1,6 +1,7 @@
 import Clocks
 import Foundation
 @testable import SignupServer
+@testable import WebKernel
 import XCTest
 
 /// The price of a proof of work rises for whoever behaves like a bot (sign-ups and failed

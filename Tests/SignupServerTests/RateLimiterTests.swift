@@ -1,6 +1,7 @@
 import Clocks
 import Foundation
 @testable import SignupServer
+@testable import WebKernel
 import XCTest
 
 /// The token buckets every limit is made of, on a clock the test moves: a key spends its

@@ -5,6 +5,7 @@ import OutsideMail
 import SignupDomain
 import SignupWire
 @testable import SignupServer
+@testable import WebKernel
 import XCTest
 
 /// Issue 42: a person who forgot the password gets back in through a code or link mailed to

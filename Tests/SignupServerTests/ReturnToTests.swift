@@ -2,6 +2,7 @@ import Foundation
 import LiveSignupClient
 import MicroHTTPD
 @testable import SignupServer
+@testable import WebKernel
 import XCTest
 
 /// `return_to` sends a person back to the application after signing in or up, but only to

@@ -5,6 +5,7 @@ import MicroHTTPD
 import SignupDomain
 import SignupSQLite
 @testable import SignupServer
+@testable import WebKernel
 import XCTest
 
 /// Issue 41: a route's row names the limits it spends (`Route.limits`), and that list must be

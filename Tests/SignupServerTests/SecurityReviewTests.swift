@@ -5,6 +5,7 @@ import MicroHTTPD
 import OutsideMail
 import SignupDomain
 @testable import SignupServer
+@testable import WebKernel
 import WebAuthnTestSupport
 import XCTest
 

@@ -3,6 +3,7 @@ import GRDB
 import LiveSignupClient
 import SignupDomain
 @testable import SignupServer
+@testable import WebKernel
 import XCTest
 
 /// Issue 52, items 4 and 13: unauthenticated rows cost bounded work, and limits that guard

@@ -1,3 +1,4 @@
+import WebKernel
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking

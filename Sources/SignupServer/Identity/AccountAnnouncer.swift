@@ -1,5 +1,6 @@
 import Foundation
 import SignupDomain
+import WebKernel
 
 /// What a change to an account tells the world, written by the change's own transaction: the
 /// owner's notice at a proved address (`VerificationMails.accountNotice`, on the account-mail

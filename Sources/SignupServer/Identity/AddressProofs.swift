@@ -2,6 +2,7 @@ import Foundation
 import MicroHTTPD
 import Logging
 import SignupDomain
+import WebKernel
 
 /// Starts and renews the proofs of email addresses: a pending sign-up with its code and link
 /// stored as keyed hashes, and its mail written to the outbox in the same transaction. Shared

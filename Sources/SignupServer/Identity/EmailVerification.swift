@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import OutsideMail
 import SignupDomain
+import WebKernel
 
 /// How addresses are proved (`--email-verification required`): where mail goes, who sends
 /// it, and how long a code lives. Nil in `SignupApplication.Configuration` means off: a valid

@@ -1,6 +1,7 @@
 import CSodium
 import Foundation
 import SignupDomain
+import WebKernel
 
 /// Form tokens that prove themselves, so a page view costs the server no memory until it
 /// opens a stream or sends an edit. A token is the minting instance's id, a dot, and 56

@@ -1,4 +1,5 @@
 import Foundation
+import WebKernel
 
 /// The name of one server process among several behind a proxy. It starts every form token
 /// the instance mints (`web1.3f9c…`), so nginx can send a live form's `/events` and

@@ -1,5 +1,6 @@
 import Foundation
 import SignupDomain
+import WebKernel
 
 /// What a mail says, in its language: the same words become its text and its HTML part.
 struct MailContent {

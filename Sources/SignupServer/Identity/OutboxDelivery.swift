@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// Delivers one outbox channel (webhooks, mails) at least once: an event leaves the outbox
 /// only when its courier says it was taken. A refusal for good (a webhook receiver's 4xx other

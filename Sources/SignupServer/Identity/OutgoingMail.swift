@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import OutsideMail
 import SignupDomain
+import WebKernel
 
 /// A mail as the outbox keeps it until a mail server takes it: the message without its sender
 /// (the operator's `--mail-from` when it goes, so a changed setting applies to mails already

@@ -3,6 +3,7 @@ import Foundation
 import MicroHTTPD
 import SignupDomain
 import WebAuthn
+import WebKernel
 
 /// Why a passkey ceremony was refused: the reason's code (the log, the metric's `result`, the
 /// JSON's `reason`), the status, and the catalog text the person reads.

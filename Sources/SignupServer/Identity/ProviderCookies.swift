@@ -3,6 +3,7 @@ import FormWire
 import Foundation
 import MicroHTTPD
 import WebAuthn
+import WebKernel
 
 /// What a sign-in through an OpenID provider keeps in the browser between its steps (issue
 /// 45), sealed with ChaCha20-Poly1305 under a key in the store, so any instance opens what

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SignupDomain
+import WebKernel
 
 /// An account's links to OpenID providers as every flow needs them: a link made (with its
 /// security event, webhook and count), and the identity a provider vouched for that waits in

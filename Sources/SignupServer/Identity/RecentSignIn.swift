@@ -1,5 +1,6 @@
 import Foundation
 import SignupDomain
+import WebKernel
 
 /// "A sign-in in the last few minutes" (issue 43): changing a password or an address, adding
 /// or removing a passkey, exporting and deleting the account ask that the person proved who
@@ -25,34 +26,5 @@ struct RecentSignIn: Sendable {
             .flatMap { $0 > time ? $0 : nil }
     }
 
-    /// The `continue` a closed change names (`/account?continue=password`): where
-    /// `POST /account/confirm` leads once the person has confirmed. Only these: anything else
-    /// posted there leads to `/account`.
-    enum Continuation: String, CaseIterable, Sendable {
-        case account
-        case password
-        case email
-        case secondFactor = "second-factor"
-        case delete
-        case export
-        case passkeys
-        case providers
-
-        /// The page the confirmation leads to.
-        var path: String {
-            switch self {
-            case .account: return "/account"
-            case .password: return "/account/password"
-            case .email: return "/account/email"
-            case .secondFactor: return "/account/second-factor"
-            case .delete: return "/account/delete"
-            case .export: return "/account/export"
-            case .passkeys: return "/account#passkeys"
-            case .providers: return "/account#providers"
-            }
-        }
-
-        /// The form field (and query parameter) that carries it.
-        static let field = "continue"
-    }
+    typealias Continuation = SignInContinuation
 }

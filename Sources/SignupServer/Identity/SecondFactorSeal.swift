@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import FormWire
 import SignupDomain
+import WebKernel
 
 /// What keeps a second factor's secrets out of the store's reach (issue 44): the TOTP secret
 /// is sealed with ChaCha20-Poly1305 under a key that can live outside the database

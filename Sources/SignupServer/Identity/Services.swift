@@ -7,6 +7,7 @@ import OpenIDConnect
 import OutsideHTTP
 import SignupDomain
 import SignupLookups
+import WebKernel
 
 /// Every service the handlers use, built once from the configuration and the store: the one
 /// place the app is wired. A handler struct takes what it uses from here (its `init(_:)`), so

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// The one place a signed-in session is issued, and so the one place that decides whether a
 /// second step comes first (issue 52). Every way in hands over here once its own proof is

@@ -1,6 +1,7 @@
 import Foundation
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// Who is signed in, by the random id in their sign-in cookie. The sessions live in the
 /// account store (only each id's SHA-256), so every instance behind a proxy knows them and a
@@ -246,5 +247,12 @@ extension String {
         utf8.count == 43 && utf8.allSatisfy { byte in
             (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte) || byte == 45 || byte == 95
         }
+    }
+}
+
+extension SignupRequest {
+    /// Where a sign-in made by this request comes from: its browser, coarsely, and network.
+    var signInOrigin: SignedInUsers.Origin {
+        .init(device: DeviceLabel.of(userAgent: http.headers["User-Agent"]), network: ClientKey.network(ofKey: clientKey))
     }
 }

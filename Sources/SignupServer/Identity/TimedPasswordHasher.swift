@@ -1,6 +1,7 @@
 import Dispatch
 import Metrics
 import SignupDomain
+import WebKernel
 
 /// Records how long each hash and verification takes (`livesignup_password_hash_duration_seconds`),
 /// the number that says whether the argon2 preset suits the host.

@@ -1,6 +1,7 @@
 import Foundation
 import OutsideHTTP
 import SignupDomain
+import WebKernel
 
 /// Sends webhook events to the operator's receiver as Standard Webhooks
 /// (standardwebhooks.com): a JSON body, `webhook-id` (the same on every attempt, so receivers

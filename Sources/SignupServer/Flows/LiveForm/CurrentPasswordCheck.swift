@@ -4,6 +4,7 @@ import SignupDomain
 import Combine
 #else
 import OpenCombineShim
+import WebKernel
 #endif
 
 /// "Is this the account's password now?" for a recovery's live new-password form

@@ -10,6 +10,7 @@ import ReactiveValidation
 import Combine
 #else
 import OpenCombineShim
+import WebKernel
 #endif
 
 /// The server side of one page view: its view model, the edits applied to it, and the event

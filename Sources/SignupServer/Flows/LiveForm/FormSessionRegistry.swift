@@ -1,6 +1,7 @@
 import Clocks
 import Foundation
 import SignupDomain
+import WebKernel
 
 /// The live form sessions by token. A token is minted with the page and costs nothing; its
 /// session is built on first use (the page's stream or first edit), counted against the

@@ -1,4 +1,5 @@
 import MicroHTTPD
+import WebKernel
 
 /// The live form: the sign-up page, its event stream, the typing path, a fresh session for a
 /// page whose form the server forgot, and proof-of-work challenges.
@@ -11,15 +12,15 @@ enum LiveFormFlow: Flow {
     static func routes(_ services: Services) -> [Route] {
         let liveForm = LiveFormRoutes(services)
         return [
-            Route(.get, "/", answers: .page, limits: [.pages], spentFirst: [.pages]) { liveForm.signupPage($1) },
-            Route(.get, "/events", answers: .json, limits: [.sessions]) { liveForm.events($1) },
+            Route(.get, "/", answers: .page, limits: [.pages], spentFirst: [.pages]) { liveForm.signupPage($0) },
+            Route(.get, "/events", answers: .json, limits: [.sessions]) { liveForm.events($0) },
             // The typing path reads its own body: only the fields it uses, no language.
             // A recovery's new-password form checks "not your current password" with a hash.
             Route(.post, "/fields", answers: .json, limits: [.edits, .sessions, .lookups, .hashing], spentFirst: [.edits]) {
-                liveForm.fieldEdit($1)
+                liveForm.fieldEdit($0)
             },
-            Route(.post, "/sessions", answers: .json, limits: [.pages], spentFirst: [.pages]) { liveForm.newSession($1) },
-            Route(.get, "/challenge", answers: .json, limits: [.pages], spentFirst: [.pages]) { liveForm.challenge($1) },
+            Route(.post, "/sessions", answers: .json, limits: [.pages], spentFirst: [.pages]) { liveForm.newSession($0) },
+            Route(.get, "/challenge", answers: .json, limits: [.pages], spentFirst: [.pages]) { liveForm.challenge($0) },
         ]
     }
 }

@@ -3,6 +3,7 @@ import Logging
 import MicroHTTPD
 import SignupDomain
 import SignupWire
+import WebKernel
 
 /// The live form: `GET /` (the page with a fresh token), `POST /sessions` (a fresh token for
 /// an old page), `GET /events` (its stream) and `POST /fields` (each edit). The typing path:

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// The proof of work a sign-up pays: challenges minted for each form at the client's price,
 /// and the `altcha` field checked on submit (signature, expiry, form, price, single use
@@ -117,12 +118,6 @@ extension ProofOfWorkGate.Refusal {
             return APIError(status: reason.status, code: reason.isStale ? "proof_stale" : "proof_refused",
                             message: message, reason: reason.rawValue).response
         }
-    }
-
-    /// Whether a request asked for JSON rather than a page (a program, not a browser).
-    static func wantsJSON(_ request: HTTPRequest) -> Bool {
-        let accept = request.headers["Accept"]?.lowercased() ?? ""
-        return accept.contains("application/json") && !accept.contains("text/html")
     }
 }
 

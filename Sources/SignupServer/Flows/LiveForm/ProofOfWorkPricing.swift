@@ -1,6 +1,7 @@
 import Foundation
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// What a proof of work costs and how its price moves (flags; README "Bots pay").
 public struct ProofOfWorkSettings: Sendable, Equatable {

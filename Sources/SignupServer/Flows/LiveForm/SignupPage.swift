@@ -1,6 +1,7 @@
 import Foundation
 import ReactiveValidation
 import SignupDomain
+import WebKernel
 
 /// What the sign-up page shows for a form: values (never passwords), checklist states,
 /// messages, strength.

@@ -8,6 +8,7 @@ import SignupDomain
 import Combine
 #else
 import OpenCombineShim
+import WebKernel
 #endif
 
 /// One form's "is this username free?" look-ups, paced by its own budget and its address's.

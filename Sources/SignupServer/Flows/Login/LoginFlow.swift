@@ -1,4 +1,5 @@
 import MicroHTTPD
+import WebKernel
 
 /// Login: the sign-in form and its methods (password, passkey, provider), the second step, the
 /// welcome page, signing out, and nginx's `auth_request` question.
@@ -14,33 +15,33 @@ enum LoginFlow: Flow {
         let passkeys = PasskeyRoutes(services)
         let providers = ProviderRoutes(services)
         return [
-            Route(.get, "/welcome", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) { signIn.welcome($1) },
+            Route(.get, "/welcome", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) { signIn.welcome($0) },
             Route(.get, "/signin/second-factor", answers: .page, limits: [.pages], spentFirst: [.pages]) {
-                secondFactor.signInPage($1)
+                secondFactor.signInPage($0)
             },
             Route(.post, "/signin/second-factor", answers: .page, reads: .form, limits: [.signins], outcome: .signin) {
-                secondFactor.signIn($1)
+                secondFactor.signIn($0)
             },
-            Route(.get, "/signin", answers: .page) { signIn.signInForm($1) },
+            Route(.get, "/signin", answers: .page) { signIn.signInForm($0) },
             Route(.post, "/signin", answers: .page, reads: .form, limits: [.signins, .noJavaScript, .hashing], outcome: .signin) {
-                signIn.signIn($1)
+                signIn.signIn($0)
             },
             // A cookie that names no live session is counted per address, as on /auth; a live one
             // never counts, so a person can always sign out.
-            Route(.post, "/signout", answers: .page, limits: [.unknownSessions]) { signIn.signOut($1) },
+            Route(.post, "/signout", answers: .page, limits: [.unknownSessions]) { signIn.signOut($0) },
             Route(.post, "/passkeys/signin/options", answers: .json, limits: [.pages], spentFirst: [.pages]) {
-                passkeys.signInOptions($1)
+                passkeys.signInOptions($0)
             },
             Route(.post, "/passkeys/signin", answers: .json, reads: .form, limits: [.passkeys, .signins], spentFirst: [.passkeys],
-                  outcome: .signin) { passkeys.signIn($1) },
+                  outcome: .signin) { passkeys.signIn($0) },
             // Issue 45: OpenID Connect providers. The callback carries a code: never in a Referer.
             Route(.post, "/signin/provider", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages]) {
-                providers.start($1)
+                providers.start($0)
             },
             Route(.get, "/signin/provider/callback", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) {
-                providers.callback($1)
+                providers.callback($0)
             },
-            Route(.get, "/auth", answers: .json, limits: [.unknownSessions]) { signIn.forwardAuth($1) },
+            Route(.get, "/auth", answers: .json, limits: [.unknownSessions]) { signIn.forwardAuth($0) },
         ]
     }
 }

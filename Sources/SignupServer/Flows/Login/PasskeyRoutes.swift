@@ -4,6 +4,7 @@ import MicroHTTPD
 import SignupDomain
 import SignupWire
 import WebAuthn
+import WebKernel
 
 /// Passkeys (WebAuthn): made on the sign-up form (`POST /passkeys/options`, `/passkeys/register`),
 /// signed in with (`/passkeys/signin/options`, `/passkeys/signin`) and added to a signed-in

@@ -4,6 +4,7 @@ import Logging
 import MicroHTTPD
 import OpenIDConnect
 import SignupDomain
+import WebKernel
 
 /// One OpenID provider as this server uses it: the operator's declaration and its client.
 struct ConfiguredProvider: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import SignupDomain
+import WebKernel
 
 /// The second factor's pages (issue 44): its setup, its state, recovery codes shown once,
 /// and the sign-in's code step.

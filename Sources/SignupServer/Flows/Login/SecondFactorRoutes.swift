@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// A second factor (issue 44): an authenticator app's codes (TOTP) and single-use recovery
 /// codes. Set up, renewed and removed from `/account` behind a recent sign-in; asked for at

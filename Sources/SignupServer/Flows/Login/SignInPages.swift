@@ -1,5 +1,6 @@
 import Foundation
 import SignupDomain
+import WebKernel
 
 /// `/signin`: the username and password form, the passkey button, the providers.
 struct SignInPage: PageView {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// `GET/POST /signin`: a small sign-in form that proves an account is real.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// `/healthz` and `/readyz` for load balancers and orchestrators: cheap enough to probe every
 /// second, no session, no limit.

@@ -1,4 +1,5 @@
 import MicroHTTPD
+import WebKernel
 
 /// Where `/metrics` gets its text and who may read it: loopback always, plus the ranges an
 /// operator allows (`--metrics-allow`). The address is the client's as resolved through

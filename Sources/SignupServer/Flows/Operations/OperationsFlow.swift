@@ -1,4 +1,5 @@
 import MicroHTTPD
+import WebKernel
 
 /// Operations: probes, metrics and the static files.
 /// Its rows are its own; the router's table is every flow's rows (`Router.table`).
@@ -10,10 +11,10 @@ enum OperationsFlow: Flow {
     static func routes(_ services: Services) -> [Route] {
         let operations = OperationsRoutes(services)
         return [
-            Route(.get, "/healthz", answers: .json) { _, _ in operations.liveness() },
-            Route(.get, "/readyz", answers: .json) { _, _ in operations.readiness() },
-            Route(.get, "/metrics", answers: .json) { operations.exposeMetrics(to: $1.client) },
-            Route(.get, "/static/", prefix: true, answers: .json) { operations.staticAsset($1.http) },
+            Route(.get, "/healthz", answers: .json) { _ in operations.liveness() },
+            Route(.get, "/readyz", answers: .json) { _ in operations.readiness() },
+            Route(.get, "/metrics", answers: .json) { operations.exposeMetrics(to: $0.client) },
+            Route(.get, "/static/", prefix: true, answers: .json) { operations.staticAsset($0.http) },
         ]
     }
 }

@@ -1,4 +1,5 @@
 import MicroHTTPD
+import WebKernel
 
 /// What operators and browsers fetch besides the form: the probes, the metrics and the
 /// fingerprinted static files.

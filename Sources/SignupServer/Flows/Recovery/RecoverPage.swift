@@ -1,5 +1,6 @@
 import Foundation
 import SignupDomain
+import WebKernel
 
 /// What `/recover` shows: the request form (a username or address), or after it the code
 /// form (`recoveryToken`), in the same words whether or not an account matched.

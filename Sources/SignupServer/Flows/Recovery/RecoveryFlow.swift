@@ -1,4 +1,5 @@
 import MicroHTTPD
+import WebKernel
 
 /// Recovery: a forgotten password, by a mailed code or link, to a new password.
 /// Its rows are its own; the router's table is every flow's rows (`Router.table`).
@@ -12,25 +13,25 @@ enum RecoveryFlow: Flow {
         let recovery = RecoveryRoutes(services)
         return [
             // Account recovery: every answer without a referrer (a link's secret passes through).
-            Route(.get, "/recover", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) { _, request in
+            Route(.get, "/recover", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) { request in
                 recovery?.requestPage(request) ?? APIError.notFound.response
             },
             Route(.post, "/recover", answers: .page, reads: .form, limits: [.mails, .noJavaScript], sendsNoReferrer: true) {
-                _, request in recovery?.start(request) ?? APIError.notFound.response
+                request in recovery?.start(request) ?? APIError.notFound.response
             },
             Route(.post, "/recover/code", answers: .page, reads: .form, limits: [.noJavaScript, .signins], sendsNoReferrer: true) {
-                _, request in recovery?.checkCode(request) ?? APIError.notFound.response
+                request in recovery?.checkCode(request) ?? APIError.notFound.response
             },
             Route(.get, "/recover/password", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages],
-                  sendsNoReferrer: true) { _, request in
+                  sendsNoReferrer: true) { request in
                 recovery?.passwordPage(request) ?? APIError.notFound.response
             },
             Route(.post, "/recover/password", answers: .page, reads: .form, limits: [.hashing, .sessions],
-                  sendsNoReferrer: true) { _, request in
+                  sendsNoReferrer: true) { request in
                 recovery?.setPassword(request) ?? APIError.notFound.response
             },
             Route(.post, "/recover/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages], sendsNoReferrer: true) {
-                _, request in recovery?.renewSession(request) ?? APIError.notFound.response
+                request in recovery?.renewSession(request) ?? APIError.notFound.response
             },
         ]
     }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// `/recover`: the way back into an account whose owner forgot the password, by a code or
 /// link mailed to the account's proved address, ending in the live new-password form.

@@ -1,4 +1,5 @@
 import MicroHTTPD
+import WebKernel
 
 /// Registration: the sign-up's submit, the address proof that completes it (`/verify`), and a
 /// passkey made on the form.
@@ -15,25 +16,25 @@ enum RegistrationFlow: Flow {
         let passkeys = PasskeyRoutes(services)
         return [
             Route(.post, "/signup", answers: .page, reads: .form, limits: [.signups, .noJavaScript, .lookups, .mails, .hashing],
-                  outcome: .signup) { signup.submit($1) },
-            Route(.get, "/verify", answers: .page, sendsNoReferrer: true) { _, request in
+                  outcome: .signup) { signup.submit($0) },
+            Route(.get, "/verify", answers: .page, sendsNoReferrer: true) { request in
                 verification?.page(request) ?? APIError.notFound.response
             },
             Route(.post, "/verify", answers: .page, reads: .form, limits: [.noJavaScript], outcome: .signup,
-                  sendsNoReferrer: true) { _, request in
+                  sendsNoReferrer: true) { request in
                 verification?.verify(request) ?? APIError.notFound.response
             },
-            Route(.post, "/verify/resend", answers: .page, reads: .form, limits: [.mails], sendsNoReferrer: true) { _, request in
+            Route(.post, "/verify/resend", answers: .page, reads: .form, limits: [.mails], sendsNoReferrer: true) { request in
                 verification?.resend(request) ?? APIError.notFound.response
             },
-            Route(.post, "/verify/change", answers: .page, reads: .form, sendsNoReferrer: true) { _, request in
+            Route(.post, "/verify/change", answers: .page, reads: .form, sendsNoReferrer: true) { request in
                 verification == nil ? APIError.notFound.response : signup.changeAddress(request)
             },
             Route(.post, "/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages]) {
-                passkeys.registrationOptions($1)
+                passkeys.registrationOptions($0)
             },
             Route(.post, "/passkeys/register", answers: .json, reads: .form, limits: [.passkeys], spentFirst: [.passkeys]) {
-                passkeys.register($1)
+                passkeys.register($0)
             },
         ]
     }

@@ -4,6 +4,7 @@ import MicroHTTPD
 import ReactiveValidation
 import SignupDomain
 import SignupWire
+import WebKernel
 
 /// `POST /signup`: the plain form post that creates an account, with or without JavaScript.
 struct SignupSubmitRoutes: Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// `/verify`: where a person proves their email address after signing up, by typing the code
 /// from the mail or following its link (on any device), and then arrives signed in.

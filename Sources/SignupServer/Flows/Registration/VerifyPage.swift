@@ -1,5 +1,6 @@
 import Foundation
 import SignupDomain
+import WebKernel
 
 /// What `/verify` shows: the code form for a pending sign-up (`token`), or the button
 /// that confirms a mailed link (`linkToken`).

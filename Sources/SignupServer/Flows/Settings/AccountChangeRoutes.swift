@@ -3,6 +3,7 @@ import Logging
 import MicroHTTPD
 import SignupDomain
 import WebAuthn
+import WebKernel
 
 /// The sensitive changes of `/account` (issue 43), each behind a recent sign-in (their rows
 /// say `recentSignIn:`; the router sends a person whose proof is too old to confirm first):
@@ -215,7 +216,7 @@ struct AccountChangeRoutes: Sendable {
                                           language: request.language, at: time)
         guard try store.deleteAccount(id: account.id, reservingUsernameUntil: time.addingTimeInterval(usernameReservation),
                                       events: events) else {
-            return Router.signInFirst(request)
+            return SignupRequest.signInFirst(request)
         }
         signedIn.forgetSessions(ofAccount: account.id)
         announcer.nudge()

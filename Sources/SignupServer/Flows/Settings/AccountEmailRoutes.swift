@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// A new address for a signed-in account (issue 43). The new address is checked as the
 /// sign-up form checks it (live: its format, the typo suggestion, disposable domains,
@@ -291,12 +292,12 @@ struct AccountEmailRoutes: Sendable {
     }
 }
 
-extension Router {
-    /// The address change's handlers with the signed-in account (`Router.forAccount`); 404
-    /// when no mail can be sent, checked first, so nothing about the visitor is asked then.
-    func forAccountEmail(_ request: SignupRequest, _ accountEmail: AccountEmailRoutes?,
-                         _ body: (AccountEmailRoutes, Account) throws -> HTTPResponse) rethrows -> HTTPResponse {
+extension AccountEmailRoutes {
+    /// The address change's handlers with the signed-in account (`SignupRequest.forAccount`);
+    /// 404 when no mail can be sent, checked first, so nothing about the visitor is asked then.
+    static func forAccount(_ request: SignupRequest, _ accountEmail: AccountEmailRoutes?,
+                           _ body: (AccountEmailRoutes, Account) throws -> HTTPResponse) throws -> HTTPResponse {
         guard let accountEmail else { return APIError.notFound.response }
-        return try forAccount(request) { try body(accountEmail, $0) }
+        return try request.forAccount { try body(accountEmail, $0) }
     }
 }

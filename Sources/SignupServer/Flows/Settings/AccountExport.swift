@@ -1,6 +1,7 @@
 import Foundation
 import SignupDomain
 import WebAuthn
+import WebKernel
 
 /// `GET /account/export`: what the store holds about one account, as its owner takes it away
 /// (GDPR art. 20). Public parts only: no password hash, no session id or its hash, no secret.

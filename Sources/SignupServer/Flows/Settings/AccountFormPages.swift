@@ -1,5 +1,6 @@
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// The live forms about a signed-in account (`/account/password`, `/account/email`): the page
 /// with its live session, and a fresh session for the page's script (`data-session-url`), in

@@ -1,6 +1,7 @@
 import Foundation
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// What `/account` shows: whose account, and where it is signed in.
 struct AccountPage {

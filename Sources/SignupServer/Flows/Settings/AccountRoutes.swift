@@ -3,6 +3,7 @@ import Logging
 import MicroHTTPD
 import SignupDomain
 import WebAuthn
+import WebKernel
 
 /// `/account` (issue 43): the signed-in person's page. Where they are signed in ("your
 /// devices": each live session's browser, network, when it began and was last used, which
@@ -150,7 +151,7 @@ struct AccountRoutes: Sendable {
     func confirm(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
         let password = (request.form["password"] ?? "").canonicallyComposed
         let continuation = request.form[RecentSignIn.Continuation.field].flatMap(RecentSignIn.Continuation.init(rawValue:))
-        guard let idHash = signedIn.sessionHash(in: request.cookieHeader) else { return Router.signInFirst(request) }
+        guard let idHash = signedIn.sessionHash(in: request.cookieHeader) else { return SignupRequest.signInFirst(request) }
         guard account.hasPassword else {
             // A passkey-only account confirms with a fresh sign-in (its passkey).
             return accountPage(request, account, error: request.text("account.confirm_passkey"), continuation: continuation,
@@ -181,7 +182,7 @@ struct AccountRoutes: Sendable {
                     case .success(true):
                         limiters.forgivePasswordGuess(clientKey: clientKey, accountKey: accountKey)
                         do {
-                            guard try store.recordAuthentication(idHash: idHash, at: now()) else { return respond(Router.signInFirst(request)) }
+                            guard try store.recordAuthentication(idHash: idHash, at: now()) else { return respond(SignupRequest.signInFirst(request)) }
                             logger.notice("Signed-in person confirmed who they are",
                                           metadata: ["event": "confirmed", "account": "\(account.id)", "client": "\(request.client)"])
                             respond(Pages.redirect(to: Self.afterConfirming(request)))

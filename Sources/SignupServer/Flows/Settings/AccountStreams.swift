@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// The open `/account` pages' streams (`GET /account/events`), by account. Once a second each
 /// watched account's sessions are read from the store, once however many tabs watch it, so a

@@ -1,5 +1,6 @@
 import Foundation
 import SignupDomain
+import WebKernel
 
 /// The pages of an address change around its live form: the code sent to the new
 /// address, and the old address's undo link.

@@ -1,5 +1,6 @@
 import Foundation
 import SignupDomain
+import WebKernel
 
 /// `/account/delete`: what deleting the account will end, and the field where its
 /// username is typed to confirm.

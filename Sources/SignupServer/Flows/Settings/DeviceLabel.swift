@@ -1,3 +1,4 @@
+import WebKernel
 /// A browser as its owner recognises it in a list of devices ("Firefox · Linux"), from its
 /// `User-Agent`: the browser's family and the system's, nothing finer (no versions, no
 /// models), so the label helps a person tell their devices apart and tracks nobody.

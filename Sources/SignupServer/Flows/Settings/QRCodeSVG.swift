@@ -1,5 +1,6 @@
 import CQRencode
 import Foundation
+import WebKernel
 
 /// A QR code drawn as inline SVG (libqrencode makes the symbol; this only draws its modules),
 /// so the second factor's setup page shows it without JavaScript or an image route. The text

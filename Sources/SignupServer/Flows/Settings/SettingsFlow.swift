@@ -1,4 +1,5 @@
 import MicroHTTPD
+import WebKernel
 
 /// Settings: the signed-in person's account page and every change made from it (password,
 /// address, second factor, passkeys, providers, sessions, the download, deletion).
@@ -20,76 +21,76 @@ enum SettingsFlow: Flow {
             // The signed-in person's page (issue 43). Changes that matter need a recent sign-in in
             // this browser (`recentSignIn:`): the router asks for it before the handler runs.
             Route(.get, "/account", answers: .page, limits: [.pages], spentFirst: [.pages],
-                  forAccount: { accountPage.page($1, $2) }),
+                  forAccount: { accountPage.page($0, $1) }),
             // The page's live list of devices (and how long changes stay open).
             Route(.get, "/account/events", answers: .json, limits: [.pages], spentFirst: [.pages], signedIn: true) {
-                accountPage.events($1)
+                accountPage.events($0)
             },
             Route(.get, "/account/password", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages],
-                  recentSignIn: .password, forAccount: { accountChanges.passwordPage($1, $2) }),
+                  recentSignIn: .password, forAccount: { accountChanges.passwordPage($0, $1) }),
             Route(.post, "/account/password", answers: .page, reads: .form, limits: [.signins, .hashing, .sessions],
-                  recentSignIn: .password, forAccount: { accountChanges.changePassword($1, $2) }),
+                  recentSignIn: .password, forAccount: { accountChanges.changePassword($0, $1) }),
             Route(.post, "/account/password/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages],
-                  recentSignIn: .password) { accountChanges.renewPasswordSession($1) },
+                  recentSignIn: .password) { accountChanges.renewPasswordSession($0) },
             // A new address: checked live, proved by a mailed code; the old one can undo it for a week.
             Route(.get, "/account/email", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages], recentSignIn: .email) {
-                routes, request in routes.forAccountEmail(request, accountEmail) { $0.page(request, $1) }
+                request in try AccountEmailRoutes.forAccount(request, accountEmail) { $0.page(request, $1) }
             },
             Route(.post, "/account/email/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages],
-                  recentSignIn: .email) { _, request in accountEmail?.renewSession(request) ?? APIError.notFound.response },
+                  recentSignIn: .email) { request in accountEmail?.renewSession(request) ?? APIError.notFound.response },
             Route(.post, "/account/email", answers: .page, reads: .form, limits: [.mails, .sessions], recentSignIn: .email) {
-                routes, request in routes.forAccountEmail(request, accountEmail) { $0.start(request, $1) }
+                request in try AccountEmailRoutes.forAccount(request, accountEmail) { $0.start(request, $1) }
             },
             Route(.get, "/account/email/code", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) {
-                routes, request in routes.forAccountEmail(request, accountEmail) { $0.codePage(request, $1) }
+                request in try AccountEmailRoutes.forAccount(request, accountEmail) { $0.codePage(request, $1) }
             },
             Route(.post, "/account/email/code", answers: .page, reads: .form, signedIn: true) {
-                routes, request in routes.forAccountEmail(request, accountEmail) { $0.checkCode(request, $1) }
+                request in try AccountEmailRoutes.forAccount(request, accountEmail) { $0.checkCode(request, $1) }
             },
             Route(.get, "/account/email/undo", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) {
-                _, request in accountEmail?.undoPage(request) ?? APIError.notFound.response
+                request in accountEmail?.undoPage(request) ?? APIError.notFound.response
             },
             Route(.post, "/account/email/undo", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
                   sendsNoReferrer: true) {
-                _, request in accountEmail?.undo(request) ?? APIError.notFound.response
+                request in accountEmail?.undo(request) ?? APIError.notFound.response
             },
             // A second factor: set up, renewed and removed behind a recent sign-in; asked for at sign-in.
             Route(.get, "/account/second-factor", answers: .page, limits: [.pages], spentFirst: [.pages],
-                  recentSignIn: .secondFactor, forAccount: { secondFactor.page($1, $2) }),
+                  recentSignIn: .secondFactor, forAccount: { secondFactor.page($0, $1) }),
             Route(.post, "/account/second-factor", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor,
-                  forAccount: { secondFactor.enable($1, $2) }),
+                  forAccount: { secondFactor.enable($0, $1) }),
             // Changing the factor asks for a current code too (paid for as a sign-in's code is).
             Route(.post, "/account/second-factor/codes", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor,
-                  forAccount: { secondFactor.newCodes($1, $2) }),
+                  forAccount: { secondFactor.newCodes($0, $1) }),
             Route(.post, "/account/second-factor/remove", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor,
-                  forAccount: { secondFactor.remove($1, $2) }),
+                  forAccount: { secondFactor.remove($0, $1) }),
             Route(.get, "/account/export", answers: .page, limits: [.pages], spentFirst: [.pages], recentSignIn: .export,
-                  forAccount: { try accountChanges.export($1, $2) }),
+                  forAccount: { try accountChanges.export($0, $1) }),
             Route(.get, "/account/delete", answers: .page, limits: [.pages], spentFirst: [.pages], recentSignIn: .delete,
-                  forAccount: { accountChanges.deletePage($1, $2) }),
+                  forAccount: { accountChanges.deletePage($0, $1) }),
             Route(.post, "/account/delete", answers: .page, reads: .form, recentSignIn: .delete,
-                  forAccount: { try accountChanges.delete($1, $2) }),
+                  forAccount: { try accountChanges.delete($0, $1) }),
             Route(.post, "/account/passkeys/rename", answers: .page, reads: .form,
-                  forAccount: { try accountPage.renamePasskey($1, $2) }),
+                  forAccount: { try accountPage.renamePasskey($0, $1) }),
             Route(.post, "/account/passkeys/remove", answers: .page, reads: .form, recentSignIn: .passkeys,
-                  forAccount: { try accountPage.removePasskey($1, $2) }),
-            Route(.post, "/account/sessions/end", answers: .page, reads: .form, forAccount: { try accountPage.endSession($1, $2) }),
+                  forAccount: { try accountPage.removePasskey($0, $1) }),
+            Route(.post, "/account/sessions/end", answers: .page, reads: .form, forAccount: { try accountPage.endSession($0, $1) }),
             Route(.post, "/account/confirm", answers: .page, reads: .form, limits: [.signins, .hashing],
-                  forAccount: { accountPage.confirm($1, $2) }),
+                  forAccount: { accountPage.confirm($0, $1) }),
             Route(.post, "/account/sessions/end-others", answers: .page, reads: .form,
-                  forAccount: { try accountPage.endOtherSessions($1, $2) }),
+                  forAccount: { try accountPage.endOtherSessions($0, $1) }),
             // A stolen cookie alone adds no passkey: a recent sign-in, and the owner is told.
             Route(.post, "/account/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages],
-                  recentSignIn: .passkeys) { passkeys.addOptions($1) },
+                  recentSignIn: .passkeys) { passkeys.addOptions($0) },
             Route(.post, "/account/passkeys", answers: .json, reads: .form, limits: [.passkeys], spentFirst: [.passkeys],
-                  recentSignIn: .passkeys) { passkeys.add($1) },
+                  recentSignIn: .passkeys) { passkeys.add($0) },
             Route(.post, "/account/providers/link", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
-                  recentSignIn: .providers) { providers.link($1) },
-            Route(.post, "/account/providers/unlink", answers: .page, reads: .form, recentSignIn: .providers) { _, request in
+                  recentSignIn: .providers) { providers.link($0) },
+            Route(.post, "/account/providers/unlink", answers: .page, reads: .form, recentSignIn: .providers) { request in
                 providers.unlink(request) { accountPage.page($0, $1, error: $2, status: $3) }
             },
             Route(.post, "/account/providers/confirm", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
-                  signedIn: true) { providers.confirm($1) },
+                  signedIn: true) { providers.confirm($0) },
         ]
     }
 }

@@ -4,43 +4,43 @@ import SignupDomain
 
 /// The rate limiters of one running app, one per rate in `LimitSetting`, which names each
 /// by the `RateLimitName` its 429s report.
-final class ClientLimiters: Sendable {
-    let pages: RateLimiter
-    let newSessions: RateLimiter
-    let editsPerSession: RateLimiter
-    let editsPerAddress: RateLimiter
-    let lookupsPerSession: RateLimiter
-    let lookupsPerAddress: RateLimiter
-    let signups: RateLimiter
+package final class ClientLimiters: Sendable {
+    package let pages: RateLimiter
+    package let newSessions: RateLimiter
+    package let editsPerSession: RateLimiter
+    package let editsPerAddress: RateLimiter
+    package let lookupsPerSession: RateLimiter
+    package let lookupsPerAddress: RateLimiter
+    package let signups: RateLimiter
     /// Shared by every instance (rows in the account store): a guesser cannot multiply the
     /// allowance by the number of instances.
-    let signinFailuresPerAccount: SharedRateLimiter
-    let signinFailuresPerAddress: RateLimiter
+    package let signinFailuresPerAccount: SharedRateLimiter
+    package let signinFailuresPerAddress: RateLimiter
     /// Shared by every instance: wrong second-factor codes per account, apart from the
     /// password's failures (a right password refills those, never this).
-    let secondFactorFailuresPerAccount: SharedRateLimiter
+    package let secondFactorFailuresPerAccount: SharedRateLimiter
     /// Shared by every instance: the recipient's mailbox is one, however many instances.
-    let mailsPerRecipient: SharedRateLimiter
-    let mailsPerAddress: RateLimiter
+    package let mailsPerRecipient: SharedRateLimiter
+    package let mailsPerAddress: RateLimiter
     /// Shared by every instance: recovery requests for one account, wherever they come from.
-    let recoveriesPerAccount: SharedRateLimiter
+    package let recoveriesPerAccount: SharedRateLimiter
     /// The same allowance again, for requests from a network where the account is signed in:
     /// strangers spending `recoveriesPerAccount` do not keep the owner from recovering.
-    let recoveriesFromKnownNetworks: SharedRateLimiter
+    package let recoveriesFromKnownNetworks: SharedRateLimiter
     /// Shared by every instance: wrong recovery codes per account, across its recoveries.
-    let recoveryCodesPerAccount: SharedRateLimiter
+    package let recoveryCodesPerAccount: SharedRateLimiter
     /// Keyed by one key for everybody (`ProofOfWorkGate.everybody`).
-    let noJavaScriptSignups: RateLimiter
+    package let noJavaScriptSignups: RateLimiter
     /// The same for recoveries (`/recover`, `/recover/code`), apart from sign-ups'.
-    let noJavaScriptRecoveries: RateLimiter
-    let passkeys: RateLimiter
-    let unknownSessions: RateLimiter
-    let limits: SignupLimits
+    package let noJavaScriptRecoveries: RateLimiter
+    package let passkeys: RateLimiter
+    package let unknownSessions: RateLimiter
+    package let limits: SignupLimits
 
     /// `store` holds the limits that must hold across instances; without one (tests of the
     /// other limits) they are kept in this process.
     /// - Parameter consulted: told the limit's name each time a request asks one of them.
-    init(_ limits: SignupLimits, store: (any SharedTokenBuckets)? = nil, logger: Logger = Logger(label: "livesignup"),
+    package init(_ limits: SignupLimits, store: (any SharedTokenBuckets)? = nil, logger: Logger = Logger(label: "livesignup"),
          now: @escaping @Sendable () -> Date, consulted: (@Sendable (RateLimitName) -> Void)? = nil) {
         self.limits = limits
         func limiter(_ setting: LimitSetting) -> RateLimiter {
@@ -88,7 +88,7 @@ extension ClientLimiters {
     /// hashed: from the address's and the account's failure allowances, both or neither.
     /// Guesses sent in parallel would all pass a look that came before any of them was
     /// charged (hundreds per refill instead of one).
-    func admitPasswordGuess(clientKey: String, accountKey: String) throws(LimitExceeded) {
+    package func admitPasswordGuess(clientKey: String, accountKey: String) throws(LimitExceeded) {
         try admitGuess(clientKey: clientKey, accountKey: accountKey, from: signinFailuresPerAccount)
     }
 
@@ -104,7 +104,7 @@ extension ClientLimiters {
     }
 
     /// The guess was right: the address gets its token back and the account's failures are forgiven.
-    func forgivePasswordGuess(clientKey: String, accountKey: String) {
+    package func forgivePasswordGuess(clientKey: String, accountKey: String) {
         signinFailuresPerAccount.reset(accountKey)
         signinFailuresPerAddress.refund(clientKey)
     }
@@ -112,7 +112,7 @@ extension ClientLimiters {
     /// Pays for one second-factor code before it is judged: from the address's failure
     /// allowance and the account's code allowance, both or neither. Never from the password's
     /// per-account allowance, which a right password refills.
-    func admitCodeGuess(clientKey: String, accountKey: String) throws(LimitExceeded) {
+    package func admitCodeGuess(clientKey: String, accountKey: String) throws(LimitExceeded) {
         try admitGuess(clientKey: clientKey, accountKey: accountKey, from: secondFactorFailuresPerAccount)
     }
 
@@ -120,13 +120,13 @@ extension ClientLimiters {
     /// not refilled: it refills with time alone, so the owner's own sign-ins never buy a
     /// guesser who knows the password more guesses between them (the in-a-row count does
     /// start again; the allowance bounds the rate).
-    func forgiveCodeGuess(clientKey: String) {
+    package func forgiveCodeGuess(clientKey: String) {
         signinFailuresPerAddress.refund(clientKey)
     }
 
     /// The per-address limiter a route row may have the router spend first (`Route.spentFirst`),
     /// by its name; nil for limits that are not one per-address rate.
-    func perAddress(_ name: RateLimitName) -> RateLimiter? {
+    package func perAddress(_ name: RateLimitName) -> RateLimiter? {
         switch name {
         case .pages: pages
         case .passkeys: passkeys
@@ -138,25 +138,31 @@ extension ClientLimiters {
 }
 
 /// A request over one of the limits: which, and when to try again.
-struct LimitExceeded: Error, Equatable {
-    let limit: RateLimitName
-    let retryAfter: TimeInterval
+package struct LimitExceeded: Error, Equatable {
+    package let limit: RateLimitName
+    package let retryAfter: TimeInterval
     /// Not over the limit, but its shared count could not be read: a limit that guards
     /// guesses fails closed (a readable 503), never letting a guess through unpaid.
-    var storeUnavailable = false
+    package var storeUnavailable = false
 
     /// Whole seconds for `Retry-After`, at least 1.
-    var retryAfterSeconds: Int { max(1, Int(retryAfter.rounded(.up))) }
+    package init(limit: RateLimitName, retryAfter: TimeInterval, storeUnavailable: Bool = false) {
+        self.limit = limit
+        self.retryAfter = retryAfter
+        self.storeUnavailable = storeUnavailable
+    }
+
+    package var retryAfterSeconds: Int { max(1, Int(retryAfter.rounded(.up))) }
 }
 
 extension RateLimiter {
     /// Spends from `key`'s bucket, or throws `LimitExceeded` with this limiter's name.
-    func admit(_ key: String) throws(LimitExceeded) {
+    package func admit(_ key: String) throws(LimitExceeded) {
         if case .limited(let retryAfter) = take(key) { throw LimitExceeded(limit: name, retryAfter: retryAfter) }
     }
 
     /// Throws `LimitExceeded` if `key`'s bucket is empty, without spending.
-    func ensureNotExhausted(_ key: String) throws(LimitExceeded) {
+    package func ensureNotExhausted(_ key: String) throws(LimitExceeded) {
         if case .limited(let retryAfter) = check(key) { throw LimitExceeded(limit: name, retryAfter: retryAfter) }
     }
 }

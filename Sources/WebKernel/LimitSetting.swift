@@ -70,7 +70,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
     /// What a request over it is told it ran into (429 `limit`, the metric's label); nil for
     /// `hash-queue-length`, which answers 503 (the server as a whole is busy), and for
     /// `signin-sessions-per-account`, which refuses nothing.
-    var name: RateLimitName? {
+    package var name: RateLimitName? {
         switch self {
         case .pagesPerAddress: return .pages
         case .sessionsPerAddress, .liveSessionsPerAddress: return .sessions
@@ -148,5 +148,5 @@ public enum LimitSetting: String, CaseIterable, Sendable {
 
 public struct LimitSettingError: Error, CustomStringConvertible {
     public let description: String
-    init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }

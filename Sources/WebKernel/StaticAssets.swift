@@ -3,17 +3,17 @@ import MicroHTTPD
 
 /// The files of Public/, read once at start-up and served from memory. Only names found
 /// there at start-up are served, so no request path can reach outside the folder.
-struct StaticAssets: Sendable {
-    struct Asset: Sendable {
-        let body: [UInt8]
-        let contentType: String
+package struct StaticAssets: Sendable {
+    package struct Asset: Sendable {
+        package let body: [UInt8]
+        package let contentType: String
         /// Short content hash: the `?v=` fingerprint and the ETag.
-        let fingerprint: String
+        package let fingerprint: String
     }
 
     private let assets: [String: Asset]
 
-    init(directory: URL) throws {
+    package init(directory: URL) throws {
         var assets: [String: Asset] = [:]
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
         for name in names where !name.hasPrefix(".") {
@@ -29,12 +29,12 @@ struct StaticAssets: Sendable {
     }
 
     /// The URL the page should link: `/static/<name>?v=<fingerprint>`.
-    func url(for name: String) -> String {
+    package func url(for name: String) -> String {
         guard let asset = assets[name] else { return "/static/\(name)" }
         return "/static/\(name)?v=\(asset.fingerprint)"
     }
 
-    func response(for request: HTTPRequest, name: String) -> HTTPResponse? {
+    package func response(for request: HTTPRequest, name: String) -> HTTPResponse? {
         guard let asset = assets[name] else { return nil }
         let etag = "\"\(asset.fingerprint)\""
         var headers = HTTPHeaders()
@@ -50,7 +50,7 @@ struct StaticAssets: Sendable {
         return HTTPResponse(status: .ok, contentType: asset.contentType, body: asset.body, headers: headers)
     }
 
-    static func contentType(for name: String) -> String {
+    package static func contentType(for name: String) -> String {
         switch (name as NSString).pathExtension.lowercased() {
         case "js": return "text/javascript; charset=utf-8"
         case "css": return "text/css; charset=utf-8"
@@ -66,7 +66,7 @@ struct StaticAssets: Sendable {
     }
 
     /// FNV-1a 64-bit: a cheap, stable cache-busting fingerprint (not a security measure).
-    static func fingerprint(_ bytes: [UInt8]) -> String {
+    package static func fingerprint(_ bytes: [UInt8]) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
             hash ^= UInt64(byte)

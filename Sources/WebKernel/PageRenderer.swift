@@ -6,7 +6,7 @@ import SignupDomain
 /// A page a flow shows: the template that draws it and what it fills in beyond what every
 /// page shares. Each flow keeps its pages beside its handlers (`SignInPage` in Flows/Login)
 /// and lists them (`Flow.pages`), so the server checks at start that each has its template.
-protocol PageView: SendableMetatype {
+package protocol PageView: SendableMetatype {
     /// Its template's name in Templates/, without ".mustache".
     static var template: String { get }
     /// Adds this page's values to the shared ones (`PageContext`), or replaces them.
@@ -16,39 +16,39 @@ protocol PageView: SendableMetatype {
 /// What a page's template reads: the values every page shares (the language's texts as
 /// `{{t.key_with_underscores}}`, its tag and direction, the site's name, the switcher, the
 /// providers' buttons), then the page's own.
-struct PageContext {
-    let language: Languages.Language
-    let assets: StaticAssets
-    let renderer: PageRenderer
-    fileprivate(set) var values: [String: Any]
+package struct PageContext {
+    package let language: Languages.Language
+    package let assets: StaticAssets
+    package let renderer: PageRenderer
+    package fileprivate(set) var values: [String: Any]
 
     /// A template value; nil leaves it absent (Mustache shows a section for any string, "" too).
-    subscript(key: String) -> Any? {
+    package subscript(key: String) -> Any? {
         get { values[key] }
         set { values[key] = newValue }
     }
 
     /// Sets many values at once (a page that replaces most of the shared ones).
-    mutating func merge(_ more: [String: Any]) {
+    package mutating func merge(_ more: [String: Any]) {
         values.merge(more) { _, new in new }
     }
 
     /// The language's texts, for pages that assemble their own.
-    var text: PageTexts { PageTexts(catalog: language.catalog, serviceName: renderer.serviceName) }
+    package var text: PageTexts { PageTexts(catalog: language.catalog, serviceName: renderer.serviceName) }
 
     /// "Error: " before the title when the page reports a problem (screen readers hear it first).
-    func title(_ title: String, failed: Bool) -> String {
+    package func title(_ title: String, failed: Bool) -> String {
         failed ? text("page.error_prefix") + title : title
     }
 }
 
 /// A page's texts by key: the language's own, the key itself when it has none (a visible
 /// slip, never an empty label), with the site's name where a text names it (`{service}`).
-struct PageTexts {
-    let catalog: TextCatalog
-    let serviceName: String
+package struct PageTexts {
+    package let catalog: TextCatalog
+    package let serviceName: String
 
-    func callAsFunction(_ key: String) -> String {
+    package func callAsFunction(_ key: String) -> String {
         let text = catalog[key] ?? key
         return text.contains("{service}") ? text.replacingOccurrences(of: "{service}", with: serviceName) : text
     }
@@ -56,10 +56,10 @@ struct PageTexts {
 
 /// Renders the HTML pages from the Mustache templates in Templates/: the shared part of every
 /// page here, each page's own part in its flow (`PageView`).
-struct PageRenderer: Sendable {
-    enum LoadError: Error, CustomStringConvertible {
+package struct PageRenderer: Sendable {
+    package enum LoadError: Error, CustomStringConvertible {
         case missingTemplate(String, directory: String)
-        var description: String {
+        package var description: String {
             switch self {
             case .missingTemplate(let name, let directory):
                 return "Template '\(name).mustache' not found in \(directory)"
@@ -68,21 +68,21 @@ struct PageRenderer: Sendable {
     }
 
     /// The templates the kernel itself renders (`Pages.problem`).
-    static let ownTemplates = [ProblemPage.template]
+    package static let ownTemplates = [ProblemPage.template]
 
     private let library: MustacheLibrary
     /// The site's name every page shows: the policy's `service_name`.
-    let serviceName: String
+    package let serviceName: String
     /// The OpenID providers offered on the sign-up and sign-in pages (id, name), in the
     /// policy's order: plain forms, so they work without JavaScript.
-    let providers: [(id: String, name: String)]
+    package let providers: [(id: String, name: String)]
 
     /// Every language the server speaks (tag, its own name), for the switcher on each page.
-    let languageNames: [(tag: String, name: String)]
+    package let languageNames: [(tag: String, name: String)]
 
     /// `required`: the templates the server's pages and mails use; a missing one stops the
     /// start, not a visitor's request later.
-    init(directory: URL, required: [String], serviceName: String = Policy.defaults.serviceName,
+    package init(directory: URL, required: [String], serviceName: String = Policy.defaults.serviceName,
          languageNames: [(tag: String, name: String)] = [], providers: [(id: String, name: String)] = []) throws {
         self.serviceName = serviceName
         self.languageNames = languageNames
@@ -100,14 +100,14 @@ struct PageRenderer: Sendable {
     }
 
     /// `view` in `language`: the shared values, then the page's own, through its template.
-    func render(_ view: some PageView, language: Languages.Language, assets: StaticAssets) -> String {
+    package func render(_ view: some PageView, language: Languages.Language, assets: StaticAssets) -> String {
         var context = PageContext(language: language, assets: assets, renderer: self, values: shared(language, assets: assets))
         view.fill(&context)
         return render(template: type(of: view).template, context.values)
     }
 
     /// A template with values built elsewhere (the mails' two parts).
-    func render(template: String, _ values: [String: Any]) -> String {
+    package func render(template: String, _ values: [String: Any]) -> String {
         library.render(values, withTemplate: template) ?? ""
     }
 
@@ -131,31 +131,31 @@ struct PageRenderer: Sendable {
 
     /// The switcher's links: `path` (this page when "") in each language (`?lang=`), with what
     /// the page's own address must keep (`query`, as "token=…&").
-    func languageLinks(_ language: Languages.Language, path: String = "", query: String = "") -> [[String: Any]] {
+    package func languageLinks(_ language: Languages.Language, path: String = "", query: String = "") -> [[String: Any]] {
         languageNames.map { ["tag": $0.tag, "name": $0.name, "isCurrent": $0.tag == language.tag,
                              "href": "\(path)?\(query)lang=\($0.tag)"] }
     }
 
     /// Each provider's button in `language` ("Continue with …").
-    func providerButtons(_ language: Languages.Language) -> [[String: String]] {
+    package func providerButtons(_ language: Languages.Language) -> [[String: String]] {
         let words = language.catalog["provider.continue"] ?? "{provider}"
         return providers.map { ["id": $0.id, "label": words.replacingOccurrences(of: "{provider}", with: $0.name)] }
     }
 
     /// "?lang=de" for links that keep a language other than English; "" for English.
-    static func languageQuery(_ language: Languages.Language) -> String {
+    package static func languageQuery(_ language: Languages.Language) -> String {
         language.tag == Languages.fallback ? "" : "?lang=\(language.tag)"
     }
 
     /// A text's words before and after a placeholder (all before when it has none).
-    static func split(_ text: String, at placeholder: String) -> (before: String, after: String) {
+    package static func split(_ text: String, at placeholder: String) -> (before: String, after: String) {
         guard let range = text.range(of: placeholder) else { return (text, "") }
         return (String(text[..<range.lowerBound]), String(text[range.upperBound...]))
     }
 
     /// The query for a link to the other form (sign-in ↔ sign-up) that keeps the language and
     /// carries `return_to` along (last, percent-encoded).
-    static func query(languageQuery: String, returnTo: String?) -> String {
+    package static func query(languageQuery: String, returnTo: String?) -> String {
         guard let returnTo, !returnTo.isEmpty else { return languageQuery }
         let encoded = returnTo.addingPercentEncoding(withAllowedCharacters: .urlUnreservedCharacters) ?? ""
         return (languageQuery.isEmpty ? "?" : languageQuery + "&") + "return_to=" + encoded
@@ -167,7 +167,7 @@ struct PageRenderer: Sendable {
     /// instructions a page. The five characters escaped are ASCII, so no multi-byte character
     /// is ever cut; and a quote followed by a combining mark, one Character that no longer
     /// compared equal to `"`, can no longer pass unescaped.
-    static func escapeAttribute(_ text: String) -> String {
+    package static func escapeAttribute(_ text: String) -> String {
         var contiguous = text
         return contiguous.withUTF8 { bytes in
             guard bytes.contains(where: { escapedAttributeBytes[Int($0)] != nil }) else { return text }
@@ -199,15 +199,15 @@ struct PageRenderer: Sendable {
 
 /// A page that explains why a request was refused (too fast, another site, shutting down)
 /// and where to go next. `code` is the same machine-readable code JSON errors use.
-struct ProblemPage: PageView {
-    static let template = "problem"
-    var title: String
-    var message: String
-    var code: String
-    var linkURL = "/"
-    var linkText: String?
+package struct ProblemPage: PageView {
+    package static let template = "problem"
+    package var title: String
+    package var message: String
+    package var code: String
+    package var linkURL = "/"
+    package var linkText: String?
 
-    func fill(_ context: inout PageContext) {
+    package func fill(_ context: inout PageContext) {
         context["title"] = title
         context["message"] = message
         context["code"] = code
@@ -218,6 +218,6 @@ struct ProblemPage: PageView {
 
 extension CharacterSet {
     /// RFC 3986's unreserved characters: what a query value keeps as is.
-    static let urlUnreservedCharacters = CharacterSet(charactersIn:
+    package static let urlUnreservedCharacters = CharacterSet(charactersIn:
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

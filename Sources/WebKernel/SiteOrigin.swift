@@ -8,7 +8,7 @@ import Foundation
 public enum SiteOrigin {
     /// The origin of an absolute http(s) URL as browsers name it, with the URL's parts; nil
     /// for anything else (no host, a user or password, another scheme, not `scheme://`).
-    static func of(_ text: String) -> (origin: String, url: URLComponents)? {
+    package static func of(_ text: String) -> (origin: String, url: URLComponents)? {
         guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
               let host = url.host?.lowercased(), !host.isEmpty, url.user == nil, url.password == nil,
               text.lowercased().hasPrefix(scheme + "://")
@@ -29,7 +29,7 @@ public enum SiteOrigin {
     }
 
     /// Every value normalized, or a configuration error naming `setting` and the value.
-    static func normalized(_ values: [String], setting: String) throws(ConfigurationError) -> [String] {
+    package static func normalized(_ values: [String], setting: String) throws(ConfigurationError) -> [String] {
         var origins: [String] = []
         for value in values {
             switch normalized(value) {
@@ -42,6 +42,6 @@ public enum SiteOrigin {
 
     public struct OriginProblem: Error, CustomStringConvertible {
         public let description: String
-        init(_ description: String) { self.description = description }
+        package init(_ description: String) { self.description = description }
     }
 }

@@ -7,31 +7,31 @@ import SignupDomain
 /// visitor's language with its pages, the validated `return_to` and the signed-in session.
 /// Handlers are immutable bundles of services; what belongs to one request travels here,
 /// never in a copy of a handler.
-struct SignupRequest: Sendable {
-    let http: HTTPRequest
+package struct SignupRequest: Sendable {
+    package let http: HTTPRequest
     /// The method as routed (HEAD for a GET row's look).
-    let method: HTTPMethod
+    package let method: HTTPMethod
     /// The client's address as the access log and limits see it (behind trusted proxies, the
     /// one they name).
-    let client: String
+    package let client: String
     /// The client's rate-limit key (its address; an IPv6 /64).
-    let clientKey: String
+    package let clientKey: String
     /// The posted urlencoded form for rows that read one (`Route.Reads.form`); else empty.
-    let form: URLEncodedForm
+    package let form: URLEncodedForm
     /// The pages in the visitor's language, for rows that speak (`Route.speaks`): a posted
     /// form's hidden `lang` field (other rows: `?lang=`), else `Accept-Language`, else English.
     /// English on the typing path, which never negotiates.
-    let pages: Pages
+    package let pages: Pages
     /// Where the person goes after signing in or up, validated (a form's `return_to`, else
     /// the query's), for rows that speak.
-    let returnTarget: String?
+    package let returnTarget: String?
     /// The signed-in session, for rows that read it (`Route.readsSignedIn`).
-    let signedIn: SignedInSession
+    package let signedIn: SignedInSession
     /// What the row answers (a page or JSON): refusals made for it take the same form.
-    let answers: Route.Answers
+    package let answers: Route.Answers
 
     /// What the store said of a request's sign-in cookie.
-    enum SignedInSession: Sendable {
+    package enum SignedInSession: Sendable {
         /// The row does not read it.
         case notAsked
         case signedOut
@@ -40,7 +40,7 @@ struct SignupRequest: Sendable {
         case unavailable(String)
     }
 
-    init(_ http: HTTPRequest, _ method: HTTPMethod, route: Route, client: String, clientKey: String,
+    package init(_ http: HTTPRequest, _ method: HTTPMethod, route: Route, client: String, clientKey: String,
          form: URLEncodedForm = URLEncodedForm(fields: []), pages: Pages, returnTo: ReturnTo? = nil,
          signedIn: SignedInSession = .notAsked) {
         self.http = http
@@ -64,37 +64,35 @@ struct SignupRequest: Sendable {
 
     /// Whether it asked for JSON rather than a page (a program, not a browser): refused
     /// proofs are answered in it.
-    var wantsJSON: Bool { ProofOfWorkGate.Refusal.wantsJSON(http) }
-
-    /// The cookies it sent, as one header (the signed-in session's, the form's bindings).
-    var cookieHeader: String? { http.headers["Cookie"] }
-
-    /// Where a sign-in made by this request comes from: its browser, coarsely, and network.
-    var signInOrigin: SignedInUsers.Origin {
-        .init(device: DeviceLabel.of(userAgent: http.headers["User-Agent"]), network: ClientKey.network(ofKey: clientKey))
+    package var wantsJSON: Bool {
+        let accept = http.headers["Accept"]?.lowercased() ?? ""
+        return accept.contains("application/json") && !accept.contains("text/html")
     }
 
-    var language: Languages.Language { pages.language }
-    var languages: Languages { pages.languages }
+    /// The cookies it sent, as one header (the signed-in session's, the form's bindings).
+    package var cookieHeader: String? { http.headers["Cookie"] }
+
+    package var language: Languages.Language { pages.language }
+    package var languages: Languages { pages.languages }
     /// The rules and texts of the request's language.
-    var policy: SignupPolicy { pages.language.policy }
-    var renderer: PageRenderer { pages.renderer }
-    var assets: StaticAssets { pages.assets }
+    package var policy: SignupPolicy { pages.language.policy }
+    package var renderer: PageRenderer { pages.renderer }
+    package var assets: StaticAssets { pages.assets }
 
     /// A flow's page in the request's language (never cached: each carries its own form or account).
-    func page(_ view: some PageView, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+    package func page(_ view: some PageView, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         Pages.html(renderer.render(view, language: language, assets: assets), status: status, headers: headers)
     }
 
     /// A text of the request's language (English's when it lacks one).
-    func text(_ key: String) -> String { pages.text(key) }
-    func text(_ key: String, _ values: [String: MessageValue]) -> String { pages.text(key, values) }
+    package func text(_ key: String) -> String { pages.text(key) }
+    package func text(_ key: String, _ values: [String: MessageValue]) -> String { pages.text(key, values) }
     /// "2 seconds", "a minute" in the request's language.
-    func waitPhrase(_ seconds: Int) -> String { pages.waitPhrase(seconds) }
+    package func waitPhrase(_ seconds: Int) -> String { pages.waitPhrase(seconds) }
 
     /// What a mailed code's form says to a wrong code: how many tries are left, or the text
     /// `usedUp` names when none is (what to do then differs between a sign-up and a recovery).
-    func wrongCodeMessage(triesLeft: Int, usedUp: String) -> String {
+    package func wrongCodeMessage(triesLeft: Int, usedUp: String) -> String {
         triesLeft <= 0 ? text(usedUp)
             : triesLeft == 1 ? text("verify.code_wrong_one")
             : text("verify.code_wrong", ["n": .number(triesLeft)])
@@ -108,7 +106,7 @@ extension SignupRequest {
     /// - Parameters:
     ///   - message: the catalog key of the sentence shown (`signin.unavailable` on sign-out).
     ///   - headers: more headers (a cookie the answer still ends).
-    func storeUnavailable(retryAfter seconds: Int = 5, message: String = "error.unavailable",
+    package func storeUnavailable(retryAfter seconds: Int = 5, message: String = "error.unavailable",
                           headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         guard answers == .page else {
             var error = APIError(status: .serviceUnavailable, code: "unavailable", message: text(message))
@@ -121,5 +119,27 @@ extension SignupRequest {
         for (name, value) in headers { all.add(name, value) }
         return pages.problem(title: text("problem.unavailable_title"), message: text(message), code: "unavailable",
                              status: .serviceUnavailable, headers: all)
+    }
+}
+
+extension SignupRequest {
+    /// `body` with the signed-in person's account; else a signed-out person goes to the
+    /// sign-in form, which brings them back to `/account`, and a store that could not say is
+    /// thrown to the router, which answers its one 503.
+    package func forAccount(_ body: (Account) throws -> HTTPResponse) throws -> HTTPResponse {
+        switch signedIn {
+        case .account(let account):
+            return try body(account)
+        case .unavailable(let reason):
+            throw StorageFault(reason)
+        case .signedOut, .notAsked:
+            return Self.signInFirst(self)
+        }
+    }
+
+    /// Signed out: to the sign-in form, which brings them back to `/account`.
+    package static func signInFirst(_ request: SignupRequest) -> HTTPResponse {
+        let query = PageRenderer.query(languageQuery: PageRenderer.languageQuery(request.language), returnTo: "/account")
+        return Pages.redirect(to: "/signin" + query)
     }
 }

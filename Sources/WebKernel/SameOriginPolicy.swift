@@ -4,20 +4,25 @@ import MicroHTTPD
 /// sign-ups from someone else's page). Browsers mark every POST with `Origin` and, today,
 /// with `Sec-Fetch-Site`; programs that send neither (curl, the client library) are not
 /// browsers acting for someone else and are let through.
-struct SameOriginPolicy: Sendable {
+package struct SameOriginPolicy: Sendable {
     /// The origins the site is served under (`--public-origin`, e.g.
     /// "https://signup.example.com"), normalized. When there are any, they are this site and
     /// nothing a request says can add to them: `Host` and `X-Forwarded-Host` are the client's
     /// to choose (a proxy passes them on unless told not to).
-    let publicOrigins: [String]
-    let addresses: ClientAddressResolver
+    package let publicOrigins: [String]
+    package let addresses: ClientAddressResolver
 
-    enum Verdict: Equatable {
+    package init(publicOrigins: [String], addresses: ClientAddressResolver) {
+        self.publicOrigins = publicOrigins
+        self.addresses = addresses
+    }
+
+    package enum Verdict: Equatable {
         case allowed
         case refused(reason: String)
     }
 
-    func check(_ request: HTTPRequest) -> Verdict {
+    package func check(_ request: HTTPRequest) -> Verdict {
         if let origin = request.headers["Origin"]?.lowercased() {
             // A page served with `Referrer-Policy: no-referrer` (`/verify`) makes the browser
             // send `Origin: null` with its form posts (Fetch, "serializing a request origin");
@@ -39,7 +44,7 @@ struct SameOriginPolicy: Sendable {
     /// This site, as browsers name it: the configured public origins when there are any;
     /// otherwise the request's own origin (as its Host names it; scheme and host as a trusted
     /// proxy forwarded them).
-    func siteOrigins(for request: HTTPRequest) -> [String] {
+    package func siteOrigins(for request: HTTPRequest) -> [String] {
         guard publicOrigins.isEmpty else { return publicOrigins }
         var origins: [String] = []
         let fromProxy = addresses.isTrusted(request.remoteAddress)

@@ -3,15 +3,15 @@ import Foundation
 /// Token buckets by key (a client address, a session, an account): `take` spends from the
 /// key's bucket or says how long until it could. The table is bounded: full buckets carry
 /// no information and are dropped first, so a flood of new keys cannot grow it without end.
-final class RateLimiter: @unchecked Sendable {
-    enum Decision: Equatable {
+package final class RateLimiter: @unchecked Sendable {
+    package enum Decision: Equatable {
         case allowed
         case limited(retryAfter: TimeInterval)
     }
 
     /// What its refusals are called (in 429s, logs and metrics).
-    let name: RateLimitName
-    let rate: Rate
+    package let name: RateLimitName
+    package let rate: Rate
     private let maximumKeys: Int
     private let now: @Sendable () -> Date
     /// Told each time a request asks this limit (`SignupApplication.Configuration.onLimitConsulted`).
@@ -21,7 +21,7 @@ final class RateLimiter: @unchecked Sendable {
     /// DEVELOPMENT.md, "exclusivity").
     @exclusivity(unchecked) private var buckets: [String: (tokens: Double, updated: Date)] = [:]
 
-    init(_ name: RateLimitName, rate: Rate, maximumKeys: Int = 100_000, now: @escaping @Sendable () -> Date,
+    package init(_ name: RateLimitName, rate: Rate, maximumKeys: Int = 100_000, now: @escaping @Sendable () -> Date,
          consulted: (@Sendable (RateLimitName) -> Void)? = nil) {
         self.name = name
         self.rate = rate
@@ -31,7 +31,7 @@ final class RateLimiter: @unchecked Sendable {
     }
 
     /// Spends `cost` from `key`'s bucket if it holds that much.
-    func take(_ key: String, cost: Double = 1) -> Decision {
+    package func take(_ key: String, cost: Double = 1) -> Decision {
         consulted?(name)
         guard !rate.isUnlimited else { return .allowed }
         return withBucket(key) { tokens in
@@ -42,7 +42,7 @@ final class RateLimiter: @unchecked Sendable {
     }
 
     /// Whether `take` would be allowed, without spending.
-    func check(_ key: String, cost: Double = 1) -> Decision {
+    package func check(_ key: String, cost: Double = 1) -> Decision {
         consulted?(name)
         guard !rate.isUnlimited else { return .allowed }
         return withBucket(key) { tokens in
@@ -53,7 +53,7 @@ final class RateLimiter: @unchecked Sendable {
     /// Spends `cost` now, even from tokens not yet refilled, and returns how long to wait
     /// before acting on it; nil (nothing spent) when that wait would exceed `maximumWait`.
     /// For work that should be delayed rather than refused.
-    func reserve(_ key: String, cost: Double = 1, maximumWait: TimeInterval) -> TimeInterval? {
+    package func reserve(_ key: String, cost: Double = 1, maximumWait: TimeInterval) -> TimeInterval? {
         consulted?(name)
         guard !rate.isUnlimited else { return 0 }
         return withBucket(key) { tokens in
@@ -65,18 +65,18 @@ final class RateLimiter: @unchecked Sendable {
     }
 
     /// Gives back what a reservation spent (the work was not done after all).
-    func refund(_ key: String, cost: Double = 1) {
+    package func refund(_ key: String, cost: Double = 1) {
         guard !rate.isUnlimited else { return }
         withBucket(key) { tokens in tokens = min(rate.burst, tokens + cost) }
     }
 
     /// Forgets the key: its bucket is full again.
-    func reset(_ key: String) {
+    package func reset(_ key: String) {
         lock.withLock { _ = buckets.removeValue(forKey: key) }
     }
 
     /// Keys currently tracked (for tests and metrics).
-    var trackedKeys: Int { lock.withLock { buckets.count } }
+    package var trackedKeys: Int { lock.withLock { buckets.count } }
 
     /// Runs `body` under the lock with `key`'s tokens as refilled now, and keeps what it
     /// leaves: a full bucket is dropped (it carries no information), any other is stored.

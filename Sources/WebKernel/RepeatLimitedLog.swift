@@ -6,21 +6,21 @@ import MicroHTTPD
 /// the repeats in between are counted and reported (`repeated`) with the next line that is
 /// let through. A failing dependency or a kernel out of descriptors would otherwise write
 /// the same error thousands of times a second into an operator's alerting.
-final class RepeatLimitedLog: Sendable {
+package final class RepeatLimitedLog: Sendable {
     private struct Cause {
-        var lastLogged: Date
-        var suppressed: Int
+        package var lastLogged: Date
+        package var suppressed: Int
     }
 
     /// Causes remembered at most; past it the oldest are forgotten (their next line logs).
-    static let causeCapacity = 256
+    package static let causeCapacity = 256
 
     private let logger: Logger
     private let interval: TimeInterval
     private let now: @Sendable () -> Date
     private let causes = Locked<[String: Cause]>([:])
 
-    init(logger: Logger, interval: TimeInterval = 60, now: @escaping @Sendable () -> Date) {
+    package init(logger: Logger, interval: TimeInterval = 60, now: @escaping @Sendable () -> Date) {
         self.logger = logger
         self.interval = interval
         self.now = now
@@ -28,7 +28,7 @@ final class RepeatLimitedLog: Sendable {
 
     /// Logs `message` at `level` unless a line of the same `cause` was logged within the
     /// interval, in which case it is only counted.
-    func log(_ level: Logger.Level, _ message: @autoclosure () -> Logger.Message, cause: String,
+    package func log(_ level: Logger.Level, _ message: @autoclosure () -> Logger.Message, cause: String,
              metadata: Logger.Metadata = [:]) {
         let time = now()
         let repeats = causes.withLock { causes -> Int? in

@@ -4,6 +4,7 @@ import OutsideDNS
 import SignupLookups
 import Metrics
 import SignupDomain
+import WebKernel
 
 /// What operators' dashboards read, through swift-metrics (so any backend works; the
 /// executable bootstraps Prometheus). Names and labels are a public contract (README).

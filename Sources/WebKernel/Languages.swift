@@ -5,32 +5,32 @@ import SignupDomain
 /// fallback for any text another catalog lacks), and one `TextCatalog` per file in the
 /// templates folder's `i18n/` (an `en.yaml` there replaces texts of the built-in English), with
 /// the policy's rules in each. Picks a visitor's language from `?lang=` or `Accept-Language`.
-struct Languages: Sendable {
-    struct Language: Sendable {
-        let catalog: TextCatalog
-        let policy: SignupPolicy
-        var tag: String { catalog.language }
+package struct Languages: Sendable {
+    package struct Language: Sendable {
+        package let catalog: TextCatalog
+        package let policy: SignupPolicy
+        package var tag: String { catalog.language }
 
         /// `template` (one of this language's texts) filled in by its rules: a count chooses
         /// the language's plural form (`MessageFormat`).
-        func filled(_ template: String, _ values: [String: MessageValue]) -> String {
+        package func filled(_ template: String, _ values: [String: MessageValue]) -> String {
             MessageFormat.fill(template, values, language: tag)
         }
     }
 
-    static let fallback = "en"
+    package static let fallback = "en"
     /// In the switcher's order (English first, then by tag).
-    let all: [Language]
+    package let all: [Language]
     private let byTag: [String: Language]
 
-    enum LoadError: Error, CustomStringConvertible {
+    package enum LoadError: Error, CustomStringConvertible {
         case unknownKeys(file: String, keys: [String])
         case catalog(PolicyFileError)
         case policyLanguagesWithoutCatalog(tags: [String], directory: String)
         /// Two files say they are the same language (a leftover copy, a misnamed file).
         case sameLanguageTwice(tag: String, files: [String])
 
-        var description: String {
+        package var description: String {
             switch self {
             case .unknownKeys(let file, let keys):
                 return "\(file): texts English does not have (a typo?): \(keys.joined(separator: ", "))"
@@ -46,7 +46,7 @@ struct Languages: Sendable {
 
     /// Reads every `*.yaml` in `directory`; a catalog missing some texts takes English's.
     /// `pseudoLocale`: also speak the pseudo-locale (`PseudoLocale`, `en-xa`), for tests.
-    init(directory: URL, policy: SignupPolicy, builtInEnglish: TextCatalog = .builtInEnglish, pseudoLocale: Bool = false) throws {
+    package init(directory: URL, policy: SignupPolicy, builtInEnglish: TextCatalog = .builtInEnglish, pseudoLocale: Bool = false) throws {
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
             .filter { $0.hasSuffix(".yaml") }.sorted()
         var catalogs: [TextCatalog] = []
@@ -94,7 +94,7 @@ struct Languages: Sendable {
         byTag = Dictionary(uniqueKeysWithValues: languages.map { ($0.tag, $0) })
     }
 
-    var english: Language { byTag[Self.fallback]! }
+    package var english: Language { byTag[Self.fallback]! }
 
     /// The built-in English advice's keys by sentence: how an older catalog's `feedback:`
     /// entries find their keys.
@@ -104,7 +104,7 @@ struct Languages: Sendable {
 
     /// The language for `tag` exactly (case-insensitive), or its primary language ("de-AT" →
     /// "de"), if the server has it.
-    func language(_ tag: String?) -> Language? {
+    package func language(_ tag: String?) -> Language? {
         guard let tag = tag?.lowercased(), !tag.isEmpty else { return nil }
         if let exact = byTag[tag] { return exact }
         guard let primary = tag.split(separator: "-").first.map(String.init) else { return nil }
@@ -121,7 +121,7 @@ struct Languages: Sendable {
 
     /// `?lang=` if the server has it, else the best of `Accept-Language` by its weights, else
     /// English.
-    func negotiate(requested: String?, acceptLanguage: String?) -> Language {
+    package func negotiate(requested: String?, acceptLanguage: String?) -> Language {
         if let chosen = language(requested) { return chosen }
         for tag in Self.preferences(acceptLanguage ?? "") {
             if let match = language(tag) { return match }
@@ -130,7 +130,7 @@ struct Languages: Sendable {
     }
 
     /// `Accept-Language`'s tags, most wanted first; q=0 means "not this one".
-    static func preferences(_ header: String) -> [String] {
+    package static func preferences(_ header: String) -> [String] {
         var ranked: [(tag: String, weight: Double, order: Int)] = []
         for (order, part) in header.split(separator: ",").prefix(32).enumerated() {
             let pieces = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -147,7 +147,7 @@ struct Languages: Sendable {
 
 extension String {
     /// This text of `language` filled in by its rules (see `Languages.Language.filled`).
-    func filled(_ values: [String: MessageValue], in language: Languages.Language) -> String {
+    package func filled(_ values: [String: MessageValue], in language: Languages.Language) -> String {
         language.filled(self, values)
     }
 }

@@ -11,17 +11,17 @@ import SignupDomain
 /// limits on guesses (passwords, codes) then refuse with `LimitExceeded.storeUnavailable`,
 /// because a guess judged without its budget is a free guess (a sign-in's account look-up may
 /// come from a cache or a replica that still answers).
-final class SharedRateLimiter: Sendable {
-    let name: RateLimitName
-    let rate: Rate
-    let failsClosed: Bool
+package final class SharedRateLimiter: Sendable {
+    package let name: RateLimitName
+    package let rate: Rate
+    package let failsClosed: Bool
     private let bucket: String
     private let store: any SharedTokenBuckets
     private let logger: Logger
     private let now: @Sendable () -> Date
     private let consulted: (@Sendable (RateLimitName) -> Void)?
 
-    init(_ name: RateLimitName, bucket: String, rate: Rate, store: any SharedTokenBuckets, logger: Logger,
+    package init(_ name: RateLimitName, bucket: String, rate: Rate, store: any SharedTokenBuckets, logger: Logger,
          now: @escaping @Sendable () -> Date, failsClosed: Bool = false, consulted: (@Sendable (RateLimitName) -> Void)? = nil) {
         self.consulted = consulted
         self.failsClosed = failsClosed
@@ -36,12 +36,12 @@ final class SharedRateLimiter: Sendable {
     private var bucketRate: SharedBucketRate { SharedBucketRate(perSecond: rate.perSecond, burst: rate.burst) }
 
     /// Throws `LimitExceeded` if `key`'s bucket is empty, without spending.
-    func ensureNotExhausted(_ key: String) throws(LimitExceeded) {
+    package func ensureNotExhausted(_ key: String) throws(LimitExceeded) {
         try spend(0, from: key)
     }
 
     /// Spends one token, or throws `LimitExceeded` when there is none (a mail about to be sent).
-    func admit(_ key: String) throws(LimitExceeded) {
+    package func admit(_ key: String) throws(LimitExceeded) {
         try spend(1, from: key)
     }
 
@@ -65,7 +65,7 @@ final class SharedRateLimiter: Sendable {
     }
 
     /// Fills `key`'s bucket again (a successful sign-in).
-    func reset(_ key: String) {
+    package func reset(_ key: String) {
         guard !rate.isUnlimited else { return }
         do {
             try store.resetSharedTokens(bucket: bucket, key: key)

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
+import WebKernel
 
 /// Routes every request to the handlers of its flow (Flows/: the live form, registration,
 /// login, recovery, settings, operations), which each flow makes and holds itself: the router
@@ -206,7 +207,7 @@ struct Router: HTTPResponder {
         }
         let answer: HTTPResponse
         do {
-            answer = try route.handler(self, context)
+            answer = try route.handler(context)
         } catch {
             // What a handler let through is the account store's: the one 503, logged.
             answer = refusals.storeUnavailable(context, error)
@@ -248,26 +249,6 @@ struct Router: HTTPResponder {
         let language = request.language.tag == Languages.fallback ? "" : "&lang=\(request.language.tag)"
         let next = (route.continuation ?? .account).rawValue
         return Pages.redirect(to: "/account?\(RecentSignIn.Continuation.field)=\(next)" + language)
-    }
-
-    /// `body` with the signed-in person's account; else the router's answer: a signed-out
-    /// person goes to the sign-in form, which brings them back to `/account`, and a store that
-    /// could not say is a 503 (`SignupRequest.storeUnavailable`).
-    func forAccount(_ request: SignupRequest, _ body: (Account) throws -> HTTPResponse) rethrows -> HTTPResponse {
-        switch request.signedIn {
-        case .account(let account):
-            return try body(account)
-        case .unavailable(let reason):
-            return refusals.storeUnavailable(request, StorageFault(reason))
-        case .signedOut, .notAsked:
-            return Self.signInFirst(request)
-        }
-    }
-
-    /// Signed out: to the sign-in form, which brings them back to `/account`.
-    static func signInFirst(_ request: SignupRequest) -> HTTPResponse {
-        let query = PageRenderer.query(languageQuery: PageRenderer.languageQuery(request.language), returnTo: "/account")
-        return Pages.redirect(to: "/signin" + query)
     }
 
     /// The request's signed-in session, as the store says.

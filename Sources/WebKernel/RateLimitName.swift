@@ -1,7 +1,7 @@
 /// The limits a 429 can name: the `limit` of a `rate_limited` body and of the
 /// `livesignup_rate_limited_total{limit=…}` metric. An enum, so a typo is a compile error
 /// instead of a counter nobody increments; each limiter carries its name (`ClientLimiters`).
-enum RateLimitName: String, CaseIterable, Sendable {
+package enum RateLimitName: String, CaseIterable, Sendable {
     /// Sign-up pages and fresh tokens per address.
     case pages
     /// Form sessions built, or alive at once, per address.

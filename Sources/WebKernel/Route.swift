@@ -8,16 +8,16 @@ import SignupDomain
 /// the access line); `Allow` and HEAD come from the rows of a path. A new route is one row
 /// plus its handler.
 /// A class: the router hands the same row to the handler and the access log, uncopied.
-final class Route: Sendable {
+package final class Route: Sendable {
     /// How refusals of this route are answered: a readable page where a person is looking,
     /// JSON for the page script's and programs' endpoints.
-    enum Answers: Sendable {
+    package enum Answers: Sendable {
         case page
         case json
     }
 
     /// What the router reads from the request for the handler, before it runs.
-    enum Reads: Sendable {
+    package enum Reads: Sendable {
         /// Nothing from the body: the query is all (GET), or the handler reads the body
         /// itself (`/fields`, the typing path, which decodes only what it uses).
         case query
@@ -27,59 +27,59 @@ final class Route: Sendable {
     }
 
     /// Which sign-up or sign-in outcome a refused cross-site post counts as, if any.
-    enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         case signup
         case signin
     }
 
     /// A handler may let an error of the account store through (`try`): the router answers it
     /// with the one 503 in the row's form and logs it (`Refusals.storeUnavailable`).
-    typealias Handler = @Sendable (Router, SignupRequest) throws -> HTTPResponse
+    package typealias Handler = @Sendable (SignupRequest) throws -> HTTPResponse
     /// A handler that acts for the signed-in person: it is given the account, never an
     /// optional one (the router answered a signed-out person and a store that could not
-    /// say, `Router.forAccount`).
-    typealias AccountHandler = @Sendable (Router, SignupRequest, Account) throws -> HTTPResponse
+    /// say, `SignupRequest.forAccount`).
+    package typealias AccountHandler = @Sendable (SignupRequest, Account) throws -> HTTPResponse
 
-    let method: HTTPMethod
+    package let method: HTTPMethod
     /// The exact path, or for a prefix route (`isPrefix`) the prefix, ending in "/".
-    let path: String
-    let isPrefix: Bool
-    let answers: Answers
-    let reads: Reads
+    package let path: String
+    package let isPrefix: Bool
+    package let answers: Answers
+    package let reads: Reads
     /// Whether the router works out the visitor's language and `return_to` for the handler:
     /// every page and every posted form. The typing path and the proxy's `/auth` never
     /// negotiate a language they do not show.
-    let speaks: Bool
+    package let speaks: Bool
     /// The limits its requests draw from, every one and no other: `RouteLimitsTests` walks
     /// every row as people use it, records each limit asked (`onLimitConsulted`) and holds the
     /// row to them.
-    let limits: [RateLimitName]
+    package let limits: [RateLimitName]
     /// The outcome metric a refused cross-site post of this route counts in.
-    let outcome: Outcome?
+    package let outcome: Outcome?
     /// The per-address limits the router spends before the handler runs, answered in the
     /// row's format when over: the ones every request of the route costs, whatever it holds
     /// (a subset of `limits`; the handler spends the others where its conditional work begins).
-    let spentFirst: [RateLimitName]
+    package let spentFirst: [RateLimitName]
     /// Every answer of this route carries `Referrer-Policy: no-referrer` (its URLs hold a
     /// secret or a token: `/verify?token=…`, `/verify?link=…`), whatever the handler sent.
-    let sendsNoReferrer: Bool
+    package let sendsNoReferrer: Bool
     /// Whether its handler acts for the signed-in person: the router looks the session up
     /// once (`SignupRequest.signedIn`) and the handler answers a signed-out one in its own
     /// words (a redirect to `/signin`, a passkey refusal).
-    let readsSignedIn: Bool
+    package let readsSignedIn: Bool
     /// Whether it changes something that needs a recent sign-in in this browser
     /// (`RecentSignIn`): the router answers a signed-in person without one before the handler
     /// runs (a page: to `/account`, which asks to confirm, then continues to `continuation`;
     /// JSON: 403 `recent_signin_required`). A signed-out one reaches the handler, which
     /// answers them in its own words. Implies `readsSignedIn`.
-    let needsRecentSignIn: Bool
+    package let needsRecentSignIn: Bool
     /// Where the confirmation leads back to, when it needs a recent sign-in.
-    let continuation: RecentSignIn.Continuation?
-    let handler: Handler
+    package let continuation: SignInContinuation?
+    package let handler: Handler
 
-    init(_ method: HTTPMethod, _ path: String, prefix: Bool = false, answers: Answers, reads: Reads = .query,
+    package init(_ method: HTTPMethod, _ path: String, prefix: Bool = false, answers: Answers, reads: Reads = .query,
          limits: [RateLimitName] = [], spentFirst: [RateLimitName] = [], outcome: Outcome? = nil,
-         sendsNoReferrer: Bool = false, signedIn: Bool = false, recentSignIn: RecentSignIn.Continuation? = nil,
+         sendsNoReferrer: Bool = false, signedIn: Bool = false, recentSignIn: SignInContinuation? = nil,
          handler: @escaping Handler) {
         precondition(spentFirst.allSatisfy(limits.contains), "\(path): a limit spent first is one of its limits")
         precondition(method != .head, "\(path): HEAD is answered by the GET row")
@@ -103,36 +103,36 @@ final class Route: Sendable {
     /// A page row that acts for the signed-in person (`signedIn`, or a change behind
     /// `recentSignIn`): its handler gets the account; a signed-out person is sent to sign in
     /// and back to `/account`, and a store that could not say is a 503, both by the router.
-    convenience init(_ method: HTTPMethod, _ path: String, answers: Answers, reads: Reads = .query, limits: [RateLimitName] = [],
-         spentFirst: [RateLimitName] = [], recentSignIn: RecentSignIn.Continuation? = nil,
+    package convenience init(_ method: HTTPMethod, _ path: String, answers: Answers, reads: Reads = .query, limits: [RateLimitName] = [],
+         spentFirst: [RateLimitName] = [], recentSignIn: SignInContinuation? = nil,
          forAccount handler: @escaping AccountHandler) {
         precondition(answers == .page, "\(path): a signed-out person is answered with a page")
         self.init(method, path, answers: answers, reads: reads, limits: limits, spentFirst: spentFirst,
-                  signedIn: true, recentSignIn: recentSignIn) { router, request in
-            try router.forAccount(request) { try handler(router, request, $0) }
+                  signedIn: true, recentSignIn: recentSignIn) { request in
+            try request.forAccount { try handler(request, $0) }
         }
     }
 
     /// The metrics `route` label, shared by the rows of one path: a fixed set, so clients
     /// cannot make labels up.
-    let name: String
+    package let name: String
 }
 
 /// The rows of one path, by method. A class with a slot per method: every request resolves
 /// one, and neither a copy of its fields nor a hashed look-up is paid for it.
-final class PathRoutes: Sendable {
+package final class PathRoutes: Sendable {
     /// The row of each method, at `HTTPMethod.position`; HEAD's slot holds GET's row (it is
     /// answered by it, without the body: here and nowhere else).
     private let slots: [Route?]
     /// The `Allow` header of its 405s: its methods, HEAD beside GET.
-    let allow: String
+    package let allow: String
     /// The metrics label.
-    let name: String
+    package let name: String
     /// Any row of the path, for what all of them share (pages or JSON, for a refusal made
     /// before the method is known).
-    let any: Route
+    package let any: Route
 
-    init(_ rows: [Route]) {
+    package init(_ rows: [Route]) {
         var slots = [Route?](repeating: nil, count: HTTPMethod.allCases.count)
         for row in rows { slots[row.method.position] = row }
         if let get = slots[HTTPMethod.get.position] { slots[HTTPMethod.head.position] = get }
@@ -143,18 +143,18 @@ final class PathRoutes: Sendable {
     }
 
     /// The row that answers `method`, if the path has one.
-    func route(for method: HTTPMethod?) -> Route? {
+    package func route(for method: HTTPMethod?) -> Route? {
         method.flatMap { slots[$0.position] }
     }
 }
 
 /// The routes, resolved by one dictionary look-up (or a short prefix scan) per request.
-struct RouteTable: Sendable {
-    let routes: [Route]
+package struct RouteTable: Sendable {
+    package let routes: [Route]
     private let exact: [String: PathRoutes]
     private let prefixes: [(prefix: String, routes: PathRoutes)]
 
-    init(_ routes: [Route]) {
+    package init(_ routes: [Route]) {
         self.routes = routes
         let byPath = Dictionary(grouping: routes, by: \.path)
         for (path, rows) in byPath {
@@ -165,23 +165,16 @@ struct RouteTable: Sendable {
         prefixes = byPath.filter { $0.value[0].isPrefix }.map { ($0.key, PathRoutes($0.value)) }
     }
 
-    func resolve(_ path: String) -> PathRoutes? {
+    package func resolve(_ path: String) -> PathRoutes? {
         exact[path] ?? prefixes.first { path.hasPrefix($0.prefix) }?.routes
     }
 
     /// The metrics label of a path no route takes.
-    static let unrouted = "other"
+    package static let unrouted = "other"
 
     /// The metrics label of a path: its route's name, or "other".
-    func name(of path: String) -> String {
+    package func name(of path: String) -> String {
         resolve(path)?.name ?? Self.unrouted
     }
 }
 
-/// A flow (registration, login, recovery, …): the route rows it answers and the pages it
-/// shows. The router's table and the templates checked at start are every flow's.
-protocol Flow: SendableMetatype {
-    /// Its rows, each with its handler: made once at start from the services.
-    static func routes(_ services: Services) -> [Route]
-    static var pages: [any PageView.Type] { get }
-}

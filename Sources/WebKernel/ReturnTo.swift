@@ -5,17 +5,22 @@ import MicroHTTPD
 /// proxy (`?return_to=URL`): a path on this site, or a URL on this site's origin or one given
 /// with `--return-to-allow`. Anything else is ignored and they land on `/welcome`: an open
 /// redirect would let anyone send people from this trusted page to a look-alike.
-struct ReturnTo: Sendable {
+package struct ReturnTo: Sendable {
     /// Origins besides this site's own, lower case ("https://app.example.com").
-    let allowedOrigins: Set<String>
-    let sameOrigin: SameOriginPolicy
+    package let allowedOrigins: Set<String>
+    package let sameOrigin: SameOriginPolicy
 
-    static let maximumLength = 2048
+    package init(allowedOrigins: Set<String>, sameOrigin: SameOriginPolicy) {
+        self.allowedOrigins = allowedOrigins
+        self.sameOrigin = sameOrigin
+    }
+
+    package static let maximumLength = 2048
 
     /// The request's `return_to`. As the last query parameter it runs to the end of the
     /// query, so a proxy can append the original URL unencoded, `&`s and all (nginx cannot
     /// percent-encode; `/signin?return_to=$scheme://$http_host$request_uri`).
-    static func requested(in request: HTTPRequest) -> String? {
+    package static func requested(in request: HTTPRequest) -> String? {
         guard let index = request.query.firstIndex(where: { $0.name == "return_to" }) else { return nil }
         var value = request.query[index].value
         for (name, rest) in request.query[(index + 1)...] {
@@ -25,13 +30,13 @@ struct ReturnTo: Sendable {
     }
 
     /// The request's own `?return_to=`, if it is a safe place to send the person afterwards.
-    func requestedTarget(of request: HTTPRequest) -> String? {
+    package func requestedTarget(of request: HTTPRequest) -> String? {
         validated(Self.requested(in: request), for: request)
     }
 
     /// `raw` if it is a safe place to send the person after signing in from `request`; nil
     /// otherwise.
-    func validated(_ raw: String?, for request: HTTPRequest) -> String? {
+    package func validated(_ raw: String?, for request: HTTPRequest) -> String? {
         guard let raw, !raw.isEmpty, raw.utf8.count <= Self.maximumLength, Self.isPlain(raw) else { return nil }
         // Decoded (a few times over, for double encoding) it must not turn into a control
         // character, a backslash browsers read as a slash, or a protocol-relative "//host".
