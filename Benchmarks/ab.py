@@ -5,8 +5,11 @@ peer, ...), medians at the end. A noisy shared machine makes a figure mean somet
 beside the other builds' from the same minutes.
 
     python3 Benchmarks/ab.py --build before=/tmp/ab/old/signup-server \
-        --build after=.build-bench/release/signup-server --peer PEER --runs 5 \
+        --build after=.build-bench/release/signup-server --peer PEER --floor --runs 5 \
         [--shape connection] [--operator-defaults]
+
+`--floor` adds the protocol with no logic (Benchmarks/loadgen/stub_server.c, built by
+`make -C Benchmarks/loadgen`): what the machine and the generator cost by themselves.
 
 The generator always gives each person a loopback address of its own; `--operator-defaults`
 keeps LiveSignup's default limits on and its access log at `info`, as `make bench` does.
@@ -25,6 +28,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", action="append", required=True, help="NAME=BINARY (repeatable)")
     parser.add_argument("--peer", help="the Hummingbird peer's binary")
+    parser.add_argument("--floor", action="store_true", help="add the no-logic stub (the floor) to each round")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--window", type=float, default=15.0)
     parser.add_argument("--shape", choices=sorted(bench.SHAPES), default="open",
@@ -36,12 +40,17 @@ def main():
     builds = [tuple(entry.split("=", 1)) for entry in args.build]
     if args.peer:
         builds.append(("peer", args.peer))
+    if args.floor:
+        builds.append(("floor", str(bench.STUB)))
     results = {name: [] for name, _ in builds}
     for run in range(args.runs):
         for name, binary in builds:
             peer = name == "peer"
             ours = ["--log-level", "info"] if args.operator_defaults else bl.LIMITS_OFF
-            server = bl.Server(binary, extra_args=[] if peer else ours, peer=peer, cpus="0").start()
+            if name == "floor":
+                server = bench.Stub().start()
+            else:
+                server = bl.Server(binary, extra_args=[] if peer else ours, peer=peer, cpus="0").start()
             try:
                 result = bench.typing(server.port, server.pid, 200, args.window, shape=args.shape)
             finally:

@@ -173,8 +173,8 @@ struct Router: HTTPResponder {
             logger.info("Refused a cross-site request",
                            metadata: ["path": "\(request.path)", "client": "\(client)", "reason": "\(reason)"])
             switch route?.outcome {
-            case .signup?: metrics.signup("refused")
-            case .signin?: metrics.signin("refused")
+            case .signup?: metrics.signup(.refused)
+            case .signin?: metrics.signin(.refused)
             case nil: break
             }
             return crossSite(request, answers: route?.answers ?? rows?.any.answers ?? .json)

@@ -104,35 +104,16 @@ final class SignupMetrics: Sendable {
         gauges.oldest.record(status.oldestPendingCreatedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0)
     }
 
-    /// `/verify` outcomes: `verified`, `wrong_code`, `invalid` (not six digits), `used_up`
-    /// (too many wrong codes), `expired` (unknown, used or expired), `resent`, `email_taken`,
-    /// `unavailable`.
-    static let verificationOutcomes = ["verified", "wrong_code", "invalid", "used_up", "expired", "resent", "email_taken", "unavailable", "unproved"]
-    private let verificationResults = Dictionary(uniqueKeysWithValues: verificationOutcomes.map {
-        ($0, Counter(label: "livesignup_verifications_total", dimensions: [("result", $0)]))
-    })
-
-    func verification(_ outcome: String) { verificationResults[outcome]?.increment() }
-
-    /// `/recover` outcomes, named once here (README's metrics table): `mailed` (a code went to
-    /// a proved address), `no_account` (nothing matched: the same page, no mail),
-    /// `unproved` (the account's address was never proved: no mail), `limited` (the account's
-    /// or recipient's mails are spent: the same page, no mail), `wrong_code`, `invalid` (an empty
-    /// request, or a code that is not six digits), `used_up`, `code_accepted`, `expired` (unknown, used or expired code or link),
-    /// `refused` (the new password broke a rule), `current_password`, `completed`,
-    /// `unavailable`, `unproved_client` (a refused proof of work), `second_factor_refused` (the
-    /// account's second-factor code missing, wrong or over its allowance: nothing stored).
-    static let recoveryOutcomes = ["mailed", "no_account", "unproved", "limited", "disabled", "wrong_code", "invalid", "used_up",
-                                   "code_accepted", "expired", "refused", "current_password", "completed", "unavailable",
-                                   "unproved_client", "second_factor_refused"]
-    private let recoveryResults = Dictionary(uniqueKeysWithValues: recoveryOutcomes.map {
-        ($0, Counter(label: "livesignup_recoveries_total", dimensions: [("result", $0)]))
-    })
-
-    func recovery(_ outcome: String) {
-        assert(recoveryResults[outcome] != nil, "\(outcome) is not a recovery outcome")
-        recoveryResults[outcome]?.increment()
-    }
+    /// Each flow's outcomes, named by the flow (`SignupOutcome`, `SignInOutcome`,
+    /// `VerificationOutcome`, `RecoveryOutcome`): a counter per outcome, made here at start.
+    private let verifications = OutcomeCounters<VerificationOutcome>("livesignup_verifications_total")
+    private let recoveries = OutcomeCounters<RecoveryOutcome>("livesignup_recoveries_total")
+    private let signups = OutcomeCounters<SignupOutcome>("livesignup_signups_total")
+    private let signins = OutcomeCounters<SignInOutcome>("livesignup_signins_total")
+    func verification(_ outcome: VerificationOutcome) { verifications.count(outcome) }
+    func recovery(_ outcome: RecoveryOutcome) { recoveries.count(outcome) }
+    func signup(_ outcome: SignupOutcome) { signups.count(outcome) }
+    func signin(_ outcome: SignInOutcome) { signins.count(outcome) }
 
     /// Clients that went away mid-request or mid-answer (a closed tab, a lost signal), as
     /// libmicrohttpd reports them: normal on the web, so counted here and logged at debug.
@@ -154,8 +135,6 @@ final class SignupMetrics: Sendable {
     let passwordHashDuration = Metrics.Timer(label: "livesignup_password_hash_duration_seconds",
                                              preferredDisplayUnit: .seconds)
 
-    private let signupResults: [String: Counter]
-    private let signinResults: [String: Counter]
     private let rateLimitedByLimit: [RateLimitName: Counter]
     /// Request timers by "route status", made on first use.
     private let requestTimers = Locked<[RequestTimerKey: Metrics.Timer]>([:])
@@ -167,26 +146,13 @@ final class SignupMetrics: Sendable {
         let status: Int
     }
 
-    /// `pending`: valid, and a code went to the address (`--email-verification required`);
-    /// `created` is counted when the account is made, at once or when the address is proved.
-    static let signupOutcomes = ["created", "pending", "invalid", "taken", "already_used", "rate_limited", "unavailable", "refused", "unproved"]
-    static let signinOutcomes = ["success", "failure", "rate_limited", "unavailable", "refused", "unproved", "disabled"]
     static let limits = RateLimitName.allCases
 
     init() {
-        signupResults = Dictionary(uniqueKeysWithValues: Self.signupOutcomes.map {
-            ($0, Counter(label: "livesignup_signups_total", dimensions: [("result", $0)]))
-        })
-        signinResults = Dictionary(uniqueKeysWithValues: Self.signinOutcomes.map {
-            ($0, Counter(label: "livesignup_signins_total", dimensions: [("result", $0)]))
-        })
         rateLimitedByLimit = Dictionary(uniqueKeysWithValues: Self.limits.map {
             ($0, Counter(label: "livesignup_rate_limited_total", dimensions: [("limit", $0.rawValue)]))
         })
     }
-
-    func signup(_ outcome: String) { signupResults[outcome]?.increment() }
-    func signin(_ outcome: String) { signinResults[outcome]?.increment() }
 
     /// Sign-ins, sign-ups and links through an OpenID provider (issue 45), by the provider's
     /// configured id and what came of it: `started`, `signed_in`, `second_factor`,
@@ -213,4 +179,19 @@ final class SignupMetrics: Sendable {
         }
         timer.recordNanoseconds(Int64(seconds * 1_000_000_000))
     }
+}
+
+/// One counter per outcome of a flow's metric (`livesignup_signups_total{result=…}`), all made
+/// at start so an increment is one atomic add and no label is ever made up at run time.
+struct OutcomeCounters<Outcome: RawRepresentable & CaseIterable & Hashable & Sendable>: Sendable
+where Outcome.RawValue == String {
+    private let counters: [Outcome: Counter]
+
+    init(_ label: String) {
+        counters = Dictionary(uniqueKeysWithValues: Outcome.allCases.map {
+            ($0, Counter(label: label, dimensions: [("result", $0.rawValue)]))
+        })
+    }
+
+    func count(_ outcome: Outcome) { counters[outcome]?.increment() }
 }

@@ -111,14 +111,14 @@ struct SecondFactorCheck: Sendable {
         } catch where error.storeUnavailable {
             return .unavailable(StorageFault("the shared limit on codes could not be read"))
         } catch {
-            metrics.signin("rate_limited")
+            metrics.signin(.rateLimited)
             return .limited(error)
         }
     }
 
     private func refused(_ request: SignupRequest, _ account: Account, _ message: String,
                          status: HTTPStatus = .unauthorized) -> Verdict {
-        metrics.signin("failure")
+        metrics.signin(.failure)
         proofOfWork?.pricing.record(.failedSignin, addressKey: request.clientKey)
         logger.notice("A second factor's code refused", metadata: ["event": "second_factor_failed", "account": "\(account.id)",
                                                                    "client": "\(request.client)"])

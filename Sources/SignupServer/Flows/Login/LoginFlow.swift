@@ -17,10 +17,10 @@ enum LoginFlow: Flow {
         return [
             Route(.get, "/welcome", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) { signIn.welcome($0) },
             Route(.get, "/signin/second-factor", answers: .page, limits: [.pages], spentFirst: [.pages]) {
-                secondFactor.signInPage($0)
+                try secondFactor.signInPage($0)
             },
             Route(.post, "/signin/second-factor", answers: .page, reads: .form, limits: [.signins], outcome: .signin) {
-                secondFactor.signIn($0)
+                try secondFactor.signIn($0)
             },
             Route(.get, "/signin", answers: .page) { signIn.signInForm($0) },
             Route(.post, "/signin", answers: .page, reads: .form, limits: [.signins, .noJavaScript, .hashing], outcome: .signin) {

@@ -158,14 +158,14 @@ struct PasskeyRoutes: Sendable {
         do throws(LimitExceeded) {
             try limiters.signinFailuresPerAddress.admit(request.clientKey)
         } catch {
-            metrics.signin("rate_limited")
+            metrics.signin(.rateLimited)
             return refusals.limited(error)
         }
         do throws(PasskeyRefusal) {
             let (account, passkey, isUserVerified) = try verifiedAssertion(text, request: request.http)
             // A disabled account's refusal is given back below (a 403 is not a failed proof).
             if account.disabledAt != nil {
-                metrics.signin("disabled")
+                metrics.signin(.disabled)
                 logger.notice("Passkey sign-in refused: the account is disabled",
                               metadata: ["event": "signin_disabled", "account": "\(account.id)", "client": "\(request.client)"])
                 throw PasskeyRefusal(reason: "disabled", status: .forbidden, text: "signin.disabled", detail: "the account is disabled")
@@ -191,7 +191,7 @@ struct PasskeyRoutes: Sendable {
             case .signedIn(let made):
                 cookies = made
             }
-            metrics.signin("success")
+            metrics.signin(.success)
             metrics.passkey(.signin, "accepted")
             logger.notice("Signed in with a passkey", metadata: ["event": "signin", "method": "passkey", "account": "\(account.id)",
                                                                  "client": "\(request.client)",
@@ -204,7 +204,7 @@ struct PasskeyRoutes: Sendable {
             return response
         } catch {
             if error.status == .unauthorized || error.status == .unprocessableContent || error.status == .badRequest {
-                metrics.signin("failure")
+                metrics.signin(.failure)
             } else {
                 // Not a response judged wrong (options expired or replayed, a store that could
                 // not answer): nothing to charge.

@@ -280,7 +280,7 @@ struct ProviderRoutes: Sendable {
             return step
         }
         metrics.provider(provider.id, "signed_in")
-        metrics.signin("success")
+        metrics.signin(.success)
         logger.notice("Signed in", metadata: ["event": "signin", "method": "provider", "provider": "\(provider.id)",
                                               "account": "\(account.id)", "client": "\(request.client)"])
         return Pages.redirect(to: returnTo ?? "/welcome" + PageRenderer.languageQuery(request.language), cookies: session + extra)

@@ -49,27 +49,23 @@ struct SecondFactorRoutes: Sendable {
 
     /// Switched on: its state, new recovery codes, removal. Off: a new secret to set up, as a
     /// QR code and a key to type, and the field for the app's first code.
-    func page(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
-        do {
-            let factor = try store.secondFactor(ofAccount: account.id)
-            if let factor, factor.isEnabled {
-                return render(request, .init(mode: .enabled(codesLeft: factor.recoveryCodesLeft)), status: .ok)
-            }
-            guard gate.rule != .off else { return notOffered(request) }
-            // A setup not yet on shows the same secret again for a while: an app may have scanned it.
-            if let factor, now().timeIntervalSince(factor.createdAt) < Self.setupReuse,
-               let secret = try? seal.open(factor.sealedSecret, account: account.id) {
-                return setupPage(request, account, secret: secret, status: .ok)
-            }
-            let secret = TOTP.makeSecret()
-            guard try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: try seal.seal(secret, account: account.id),
-                                                   at: now()) else {
-                return render(request, .init(mode: .enabled(codesLeft: 0)), status: .ok)
-            }
-            return setupPage(request, account, secret: secret, status: .ok)
-        } catch {
-            return refusals.storeUnavailable(request, error)
+    func page(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+        let factor = try store.secondFactor(ofAccount: account.id)
+        if let factor, factor.isEnabled {
+            return render(request, .init(mode: .enabled(codesLeft: factor.recoveryCodesLeft)), status: .ok)
         }
+        guard gate.rule != .off else { return notOffered(request) }
+        // A setup not yet on shows the same secret again for a while: an app may have scanned it.
+        if let factor, now().timeIntervalSince(factor.createdAt) < Self.setupReuse,
+           let secret = try? seal.open(factor.sealedSecret, account: account.id) {
+            return setupPage(request, account, secret: secret, status: .ok)
+        }
+        let secret = TOTP.makeSecret()
+        guard try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: try seal.seal(secret, account: account.id),
+                                               at: now()) else {
+            return render(request, .init(mode: .enabled(codesLeft: 0)), status: .ok)
+        }
+        return setupPage(request, account, secret: secret, status: .ok)
     }
 
     private func setupPage(_ request: SignupRequest, _ account: Account, secret: [UInt8], error: String? = nil,
@@ -86,18 +82,14 @@ struct SecondFactorRoutes: Sendable {
     // MARK: POST /account/second-factor (a recent sign-in)
 
     /// The app's first code switches the factor on, with ten recovery codes shown once.
-    func enable(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func enable(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
         let typed = request.form[Self.codeField] ?? ""
         let secret: [UInt8]
-        do {
-            guard gate.rule != .off else { return notOffered(request) }
-            guard let found = try store.secondFactor(ofAccount: account.id), !found.isEnabled else {
-                return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
-            }
-            secret = try seal.open(found.sealedSecret, account: account.id)
-        } catch {
-            return refusals.storeUnavailable(request, error)
+        guard gate.rule != .off else { return notOffered(request) }
+        guard let found = try store.secondFactor(ofAccount: account.id), !found.isEnabled else {
+            return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
         }
+        secret = try seal.open(found.sealedSecret, account: account.id)
         switch switchOn(request, account, secret: secret, typed: typed, action: "/account/second-factor") {
         case .answer(let response):
             return response
@@ -156,17 +148,13 @@ struct SecondFactorRoutes: Sendable {
     /// Ten new recovery codes, shown once; every old one stops working.
     /// Behind a current code as well as a recent sign-in (issue 52, ASVS V6: changing an
     /// authenticator needs the factor it protects; a stolen session and password are not it).
-    func newCodes(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
-        if let refused = proveTheFactor(request, account) { return refused }
+    func newCodes(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+        if let refused = try proveTheFactor(request, account) { return refused }
         let codes = SecondFactorSeal.makeRecoveryCodes(), time = now()
-        do {
-            let events = try announcer.events(.recoveryCodesReplaced, webhook: nil, for: account, language: request.language, at: time)
-            guard try store.replaceRecoveryCodes(ofAccount: account.id, hashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
-                                                 events: events) else {
-                return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
-            }
-        } catch {
-            return refusals.storeUnavailable(request, error)
+        let events = try announcer.events(.recoveryCodesReplaced, webhook: nil, for: account, language: request.language, at: time)
+        guard try store.replaceRecoveryCodes(ofAccount: account.id, hashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
+                                             events: events) else {
+            return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
         }
         announcer.nudge()
         logger.notice("Recovery codes replaced", metadata: ["event": "recovery_codes_replaced", "account": "\(account.id)",
@@ -177,21 +165,17 @@ struct SecondFactorRoutes: Sendable {
     // MARK: POST /account/second-factor/remove (a recent sign-in)
 
     /// Behind a current code as well as a recent sign-in, as new recovery codes are.
-    func remove(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
-        if let refused = proveTheFactor(request, account) { return refused }
+    func remove(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+        if let refused = try proveTheFactor(request, account) { return refused }
         let time = now()
-        do {
-            // A setup never switched on is not a factor: nothing to remove or announce.
-            guard try store.secondFactor(ofAccount: account.id)?.isEnabled == true else {
-                return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
-            }
-            let events = try announcer.events(.secondFactorRemoved, webhook: "account.second_factor_removed", for: account,
-                                              language: request.language, at: time)
-            guard try store.removeSecondFactor(ofAccount: account.id, events: events) else {
-                return Pages.redirect(to: "/account" + PageRenderer.languageQuery(request.language))
-            }
-        } catch {
-            return refusals.storeUnavailable(request, error)
+        // A setup never switched on is not a factor: nothing to remove or announce.
+        guard try store.secondFactor(ofAccount: account.id)?.isEnabled == true else {
+            return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
+        }
+        let events = try announcer.events(.secondFactorRemoved, webhook: "account.second_factor_removed", for: account,
+                                          language: request.language, at: time)
+        guard try store.removeSecondFactor(ofAccount: account.id, events: events) else {
+            return Pages.redirect(to: "/account" + PageRenderer.languageQuery(request.language))
         }
         announcer.nudge()
         logger.notice("Second factor removed by its account's owner", metadata: ["event": "second_factor_removed",
@@ -201,26 +185,22 @@ struct SecondFactorRoutes: Sendable {
 
     // MARK: GET /signin/second-factor
 
-    func signInPage(_ request: SignupRequest) -> HTTPResponse {
+    func signInPage(_ request: SignupRequest) throws -> HTTPResponse {
         guard let step = gate.openStep(request) else { return stepExpired(request) }
-        do {
-            guard let account = try store.account(id: step.account), account.disabledAt == nil else { return stepExpired(request) }
-            let factor = try store.secondFactor(ofAccount: account.id)
-            if factor?.isEnabled == true { return render(request, .init(mode: .signIn), status: .ok) }
-            // Required and not set up yet: the setup, here, before any session (the same
-            // secret again when the page is loaded again).
-            guard gate.rule == .required else { return stepExpired(request) }
-            if let factor, now().timeIntervalSince(factor.createdAt) < Self.setupReuse,
-               let secret = try? seal.open(factor.sealedSecret, account: account.id) {
-                return setupPage(request, account, secret: secret, action: "/signin/second-factor", status: .ok)
-            }
-            let secret = TOTP.makeSecret()
-            guard try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: try seal.seal(secret, account: account.id),
-                                                   at: now()) else { return render(request, .init(mode: .signIn), status: .ok) }
+        guard let account = try store.account(id: step.account), account.disabledAt == nil else { return stepExpired(request) }
+        let factor = try store.secondFactor(ofAccount: account.id)
+        if factor?.isEnabled == true { return render(request, .init(mode: .signIn), status: .ok) }
+        // Required and not set up yet: the setup, here, before any session (the same
+        // secret again when the page is loaded again).
+        guard gate.rule == .required else { return stepExpired(request) }
+        if let factor, now().timeIntervalSince(factor.createdAt) < Self.setupReuse,
+           let secret = try? seal.open(factor.sealedSecret, account: account.id) {
             return setupPage(request, account, secret: secret, action: "/signin/second-factor", status: .ok)
-        } catch {
-            return refusals.storeUnavailable(request, error)
         }
+        let secret = TOTP.makeSecret()
+        guard try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: try seal.seal(secret, account: account.id),
+                                               at: now()) else { return render(request, .init(mode: .signIn), status: .ok) }
+        return setupPage(request, account, secret: secret, action: "/signin/second-factor", status: .ok)
     }
 
     // MARK: POST /signin/second-factor
@@ -228,26 +208,22 @@ struct SecondFactorRoutes: Sendable {
     /// The app's code (each step once, across instances) or a recovery code (each once), judged
     /// by `SecondFactorCheck`: paid for from this client's failures and the account's code
     /// allowance, counted in a row, locked at the policy's number.
-    func signIn(_ request: SignupRequest) -> HTTPResponse {
+    func signIn(_ request: SignupRequest) throws -> HTTPResponse {
         guard let step = gate.openStep(request) else { return stepExpired(request) }
         let typed = (request.form[Self.codeField] ?? "").trimmingCharacters(in: .whitespaces)
         guard !typed.isEmpty else {
             return render(request, .init(mode: .signIn, error: request.text("second_factor.empty")), status: .unprocessableContent)
         }
         let account: Account, factor: SecondFactor
-        do {
-            guard let found = try store.account(id: step.account), found.disabledAt == nil,
-                  let stored = try store.secondFactor(ofAccount: found.id) else { return stepExpired(request) }
-            account = found
-            factor = stored
-            // Required, and being set up here: its first code switches it on and signs in.
-            if !factor.isEnabled {
-                guard gate.rule == .required else { return stepExpired(request) }
-                return enableAtSignIn(request, account, secret: try seal.open(factor.sealedSecret, account: found.id), step: step,
-                                      typed: typed)
-            }
-        } catch {
-            return refusals.storeUnavailable(request, error)
+        guard let found = try store.account(id: step.account), found.disabledAt == nil,
+              let stored = try store.secondFactor(ofAccount: found.id) else { return stepExpired(request) }
+        account = found
+        factor = stored
+        // Required, and being set up here: its first code switches it on and signs in.
+        if !factor.isEnabled {
+            guard gate.rule == .required else { return stepExpired(request) }
+            return try enableAtSignIn(request, account, secret: try seal.open(factor.sealedSecret, account: found.id), step: step,
+                                  typed: typed)
         }
         let isAppCode: Bool
         switch check.judge(typed, for: account, factor: factor, request) {
@@ -256,58 +232,46 @@ struct SecondFactorRoutes: Sendable {
         case .limited(let exceeded): return tooManyCodes(request, exceeded, page: .signIn)
         case .unavailable(let error): return refusals.storeUnavailable(request, error)
         }
-        do {
-            var cookies = try sessionAfterTheCode(account, request)
-            cookies.append(gate.stepCookie(""))
-            // A provider waiting to be linked to this account (issue 45): now it is.
-            cookies += providerLinks.finishPending(for: account, request)
-            metrics.signin("success")
-            logger.notice("Signed in", metadata: ["event": "signin", "method": isAppCode ? "password+totp" : "password+recovery_code",
-                                                  "account": "\(account.id)", "client": "\(request.client)"])
-            return Pages.redirect(to: step.returnTo ?? "/welcome" + PageRenderer.languageQuery(request.language), cookies: cookies)
-        } catch {
-            return refusals.storeUnavailable(request, error)
-        }
+        var cookies = try sessionAfterTheCode(account, request)
+        cookies.append(gate.stepCookie(""))
+        // A provider waiting to be linked to this account (issue 45): now it is.
+        cookies += providerLinks.finishPending(for: account, request)
+        metrics.signin(.success)
+        logger.notice("Signed in", metadata: ["event": "signin", "method": isAppCode ? "password+totp" : "password+recovery_code",
+                                              "account": "\(account.id)", "client": "\(request.client)"])
+        return Pages.redirect(to: step.returnTo ?? "/welcome" + PageRenderer.languageQuery(request.language), cookies: cookies)
     }
 
     /// Under `required`, the sign-in of an account without a factor: the setup's first code
     /// switches it on (with its recovery codes, shown now), and only then is there a session.
     private func enableAtSignIn(_ request: SignupRequest, _ account: Account, secret: [UInt8], step: SecondFactorSeal.SecondStep,
-                                typed: String) -> HTTPResponse {
+                                typed: String) throws -> HTTPResponse {
         let codes: [String]
         switch switchOn(request, account, secret: secret, typed: typed, action: "/signin/second-factor") {
         case .answer(let response): return response
         case .notWaiting: return stepExpired(request)
         case .on(let made): codes = made
         }
-        do {
-            var cookies = try sessionAfterTheCode(account, request)
-            cookies.append(gate.stepCookie(""))
-            // A provider waiting to be linked to this account (issue 45): now it is.
-            cookies += providerLinks.finishPending(for: account, request)
-            metrics.signin("success")
-            logger.notice("Second factor switched on at sign-in, as the policy requires",
-                          metadata: ["event": "second_factor_enabled", "account": "\(account.id)", "client": "\(request.client)"])
-            var response = render(request, .init(mode: .codes(codes, next: step.returnTo ?? "/welcome"
-                                                                 + PageRenderer.languageQuery(request.language))), status: .ok)
-            for cookie in cookies { response.headers.add("Set-Cookie", cookie) }
-            return response
-        } catch {
-            return refusals.storeUnavailable(request, error)
-        }
+        var cookies = try sessionAfterTheCode(account, request)
+        cookies.append(gate.stepCookie(""))
+        // A provider waiting to be linked to this account (issue 45): now it is.
+        cookies += providerLinks.finishPending(for: account, request)
+        metrics.signin(.success)
+        logger.notice("Second factor switched on at sign-in, as the policy requires",
+                      metadata: ["event": "second_factor_enabled", "account": "\(account.id)", "client": "\(request.client)"])
+        var response = render(request, .init(mode: .codes(codes, next: step.returnTo ?? "/welcome"
+                                                             + PageRenderer.languageQuery(request.language))), status: .ok)
+        for cookie in cookies { response.headers.add("Set-Cookie", cookie) }
+        return response
     }
 
     /// Nil when the account's factor is on and the request carries a right code for it (the
     /// app's, or a recovery code, which is then spent), or when there is no factor on to
     /// change (the handler says so); otherwise the enabled page with why, at the code's field.
-    private func proveTheFactor(_ request: SignupRequest, _ account: Account) -> HTTPResponse? {
+    private func proveTheFactor(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse? {
         let factor: SecondFactor
-        do {
-            guard let found = try store.secondFactor(ofAccount: account.id), found.isEnabled else { return nil }
-            factor = found
-        } catch {
-            return refusals.storeUnavailable(request, error)
-        }
+        guard let found = try store.secondFactor(ofAccount: account.id), found.isEnabled else { return nil }
+        factor = found
         let page = SecondFactorPage.Mode.enabled(codesLeft: factor.recoveryCodesLeft)
         let typed = (request.form[Self.codeField] ?? "").trimmingCharacters(in: .whitespaces)
         guard !typed.isEmpty else {

@@ -79,7 +79,7 @@ struct SignInRoutes: Sendable {
             try limiters.signinFailuresPerAccount.ensureNotExhausted(accountKey)
             try limiters.signinFailuresPerAddress.ensureNotExhausted(clientKey)
         } catch {
-            metrics.signin("rate_limited")
+            metrics.signin(.rateLimited)
             logger.notice("Sign-in refused: too many failures",
                           metadata: ["username": "\(username)", "client": "\(client)", "retryAfter": "\(error.retryAfterSeconds)"])
             return tooManySignIns(request, username: username, error)
@@ -91,7 +91,7 @@ struct SignInRoutes: Sendable {
             do throws(ProofOfWorkGate.Refusal) {
                 _ = try proofOfWork.check(form[ProofOfWorkGate.field], token: token, addressKey: clientKey, issuedAt: nil)
             } catch {
-                metrics.signin("unproved")
+                metrics.signin(.unproved)
                 return signInProofRefused(request, error, username: username)
             }
         }
@@ -100,7 +100,7 @@ struct SignInRoutes: Sendable {
             account = try store.account(named: username)
         } catch {
             logger.error("Account store unavailable during sign-in", metadata: ["error": "\(error)"])
-            metrics.signin("unavailable")
+            metrics.signin(.unavailable)
             return signInPage(request, username: username, error: request.text("signin.unavailable"), status: .serviceUnavailable)
         }
         // Unknown names, and accounts without a password (passkeys only, reserved names), are
@@ -111,7 +111,7 @@ struct SignInRoutes: Sendable {
         do throws(LimitExceeded) {
             try limiters.admitPasswordGuess(clientKey: clientKey, accountKey: accountKey)
         } catch {
-            metrics.signin("rate_limited")
+            metrics.signin(.rateLimited)
             logger.notice("Sign-in refused: too many failures",
                           metadata: ["username": "\(username)", "client": "\(client)", "retryAfter": "\(error.retryAfterSeconds)"])
             return tooManySignIns(request, username: username, error)
@@ -123,7 +123,7 @@ struct SignInRoutes: Sendable {
                     case .success(true) where account?.disabledAt != nil && account!.hasPassword:
                         // Said only after the right password: a wrong one reads as for any account.
                         limiters.forgivePasswordGuess(clientKey: clientKey, accountKey: accountKey)
-                        metrics.signin("disabled")
+                        metrics.signin(.disabled)
                         logger.notice("Sign-in refused: the account is disabled",
                                       metadata: ["event": "signin_disabled", "account": "\(account!.id)", "client": "\(client)"])
                         respond(signInPage(request, username: username, error: request.text("signin.disabled"), status: .forbidden))
@@ -137,14 +137,14 @@ struct SignInRoutes: Sendable {
                             case .signedIn(let cookies): session = cookies
                             }
                             let cookies = session + providerLinks.finishPending(for: account!, request)
-                            metrics.signin("success")
+                            metrics.signin(.success)
                             logger.notice("Signed in", metadata: ["event": "signin", "method": "password",
                                                                   "account": "\(account!.id)", "client": "\(client)"])
                             respond(Pages.redirect(to: request.returnTarget ?? "/welcome" + PageRenderer.languageQuery(request.language),
                                                    cookies: cookies))
                         } catch {
                             logger.error("Account store unavailable to start a signed-in session", metadata: ["error": "\(error)"])
-                            metrics.signin("unavailable")
+                            metrics.signin(.unavailable)
                             respond(signInPage(request, username: username, error: request.text("signin.unavailable"),
                                                status: .serviceUnavailable,
                                                headers: HTTPHeaders([("Retry-After", "5")])))
@@ -156,7 +156,7 @@ struct SignInRoutes: Sendable {
                         logger.notice("Sign-in failed", metadata: ["event": "signin_failed", "username": "\(username)",
                                                                    "account": "\(account.map { String($0.id) } ?? "none")",
                                                                    "client": "\(client)"])
-                        metrics.signin("failure")
+                        metrics.signin(.failure)
                         respond(signInPage(request, username: username, error: request.text("signin.failed"), status: .unauthorized))
                     case .failure(let refusal):
                         respond(signInRefused(request, refusal, username: username))
@@ -198,7 +198,7 @@ struct SignInRoutes: Sendable {
     }
 
     private func signInRefused(_ request: SignupRequest, _ refusal: HashingRefusal, username: String) -> HTTPResponse {
-        metrics.signin(refusal == .clientBusy ? "rate_limited" : "unavailable")
+        metrics.signin(refusal == .clientBusy ? .rateLimited : .unavailable)
         switch refusal {
         case .clientBusy:
             return tooManySignIns(request, username: username, LimitExceeded(limit: .hashing, retryAfter: 2))

@@ -109,7 +109,7 @@ struct RecoveryRoutes: Sendable {
     func start(_ request: SignupRequest) -> HTTPResponse {
         let identifier = (request.form[Self.identifierField] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard !identifier.isEmpty, identifier.utf8.count <= 320 else {
-            metrics.recovery("invalid")
+            metrics.recovery(.invalid)
             var page = RecoverPage(identifier: identifier)
             page.fieldError = request.text(identifier.isEmpty ? "recover.identifier_empty" : "recover.identifier_long")
             return recoverPage(request, page, status: .unprocessableContent)
@@ -120,7 +120,7 @@ struct RecoveryRoutes: Sendable {
                 _ = try proofOfWork.check(request.form[ProofOfWorkGate.field], token: token, addressKey: request.clientKey,
                                           issuedAt: nil, withoutProof: limiters.noJavaScriptRecoveries)
             } catch {
-                metrics.recovery("unproved_client")
+                metrics.recovery(.unprovedClient)
                 let message = proofRefusalMessage(error, request)
                 if request.wantsJSON { return error.json(message: message) }
                 var page = RecoverPage(identifier: identifier)
@@ -171,27 +171,27 @@ struct RecoveryRoutes: Sendable {
             let mail = try proofs.mails.recovery(to: account?.email ?? identifier, username: account?.username ?? identifier,
                                                  code: code, link: link, language: request.language, at: time,
                                                  expiresAt: expiresAt)
-            let outcome: String
+            let outcome: RecoveryOutcome
             switch account {
             case let account? where account.emailVerifiedAt == nil:
-                outcome = "unproved"
+                outcome = .unproved
                 logger.notice("Recovery asked for an account whose address was never proved; nothing was mailed",
                               metadata: ["account": "\(account.id)", "client": "\(request.client)"])
             case let account? where account.disabledAt != nil:
                 // A disabled account stays shut until the operator enables it: no way back in by mail.
-                outcome = "disabled"
+                outcome = .disabled
                 logger.notice("Recovery asked for a disabled account; nothing was mailed",
                               metadata: ["event": "recovery_refused", "account": "\(account.id)", "client": "\(request.client)"])
             case let account? where !withinLimits:
-                outcome = "limited"
+                outcome = .limited
                 logger.notice("Recovery asked for too often for one account or address; nothing was mailed",
                               metadata: ["account": "\(account.id)", "client": "\(request.client)"])
             case .some:
-                outcome = "mailed"
+                outcome = .mailed
             case nil:
-                outcome = "no_account"
+                outcome = .noAccount
             }
-            let mailsNow = outcome == "mailed"
+            let mailsNow = outcome == .mailed
             try store.startRecovery(AccountRecovery(
                 token: token, accountID: mailsNow ? account?.id : nil,
                 codeHash: mailsNow ? proofs.secrets.codeHash(code, formToken: token) : VerificationSecrets.unmatchableHash(),
@@ -239,7 +239,7 @@ struct RecoveryRoutes: Sendable {
             return unavailable(request, error)
         }
         guard let recovery else {
-            metrics.recovery("expired")
+            metrics.recovery(.expired)
             return expired(request)
         }
         // After failures from this client a code pays a proof of work, as /verify does.
@@ -248,7 +248,7 @@ struct RecoveryRoutes: Sendable {
                 _ = try proofOfWork.check(request.form[ProofOfWorkGate.field], token: token, addressKey: clientKey, issuedAt: nil,
                                           withoutProof: limiters.noJavaScriptRecoveries)
             } catch {
-                metrics.recovery("unproved_client")
+                metrics.recovery(.unprovedClient)
                 let message = proofRefusalMessage(error, request)
                 if case .storeUnavailable = error { return unavailable(request, error) }
                 let status: HTTPStatus
@@ -261,7 +261,7 @@ struct RecoveryRoutes: Sendable {
             }
         }
         guard let code = VerificationCodeShape.normalized(typed) else {
-            metrics.recovery("invalid")
+            metrics.recovery(.invalid)
             return codePage(request, token: recovery.token, code: typed, fieldError: request.text("verify.code_shape"),
                             status: .unprocessableContent)
         }
@@ -269,7 +269,7 @@ struct RecoveryRoutes: Sendable {
         let tries: Int
         do {
             guard let spent = try store.spendRecoveryTry(token: recovery.token, maximum: settings.maximumWrongCodes, at: now()) else {
-                metrics.recovery("used_up")
+                metrics.recovery(.usedUp)
                 return codePage(request, token: recovery.token, code: typed, fieldError: request.text("recover.code_used_up"),
                                 status: .unprocessableContent)
             }
@@ -293,7 +293,7 @@ struct RecoveryRoutes: Sendable {
         // A stand-in's hash matches no code: its wrong codes read exactly like a real one's.
         guard withinBudget, !recovery.codeHash.isEmpty,
               proofs.secrets.codeMatches(code, formToken: recovery.token, storedHash: recovery.codeHash) else {
-            metrics.recovery("wrong_code")
+            metrics.recovery(.wrongCode)
             proofOfWork?.pricing.record(.wrongCode, addressKey: clientKey)
             let message = request.wrongCodeMessage(triesLeft: settings.maximumWrongCodes - tries, usedUp: "recover.code_used_up")
             return codePage(request, token: recovery.token, code: typed, fieldError: message, status: .unprocessableContent)
@@ -302,13 +302,13 @@ struct RecoveryRoutes: Sendable {
         let secret = VerificationSecrets.makeLinkToken()
         do {
             guard try store.exchangeRecoveryCode(token: recovery.token, linkHash: proofs.secrets.linkHash(secret), at: now()) else {
-                metrics.recovery("expired")
+                metrics.recovery(.expired)
                 return expired(request)
             }
         } catch {
             return unavailable(request, error)
         }
-        metrics.recovery("code_accepted")
+        metrics.recovery(.codeAccepted)
         return Pages.redirect(to: "/recover/password" + PageRenderer.languageQuery(request.language),
                               cookies: [secretCookie(secret)])
     }
@@ -320,7 +320,7 @@ struct RecoveryRoutes: Sendable {
         let opened: (recovery: AccountRecovery, account: Account)?
         do { opened = try openedRecovery(request) } catch { return unavailable(request, error) }
         guard let opened else {
-            metrics.recovery("expired")
+            metrics.recovery(.expired)
             return expired(request)
         }
         return newPasswordPage(request, account: opened.account, status: .ok)
@@ -361,7 +361,7 @@ struct RecoveryRoutes: Sendable {
         let opened: (recovery: AccountRecovery, account: Account)?
         do { opened = try openedRecovery(request) } catch { return unavailable(request, error) }
         guard let (recovery, account) = opened else {
-            metrics.recovery("expired")
+            metrics.recovery(.expired)
             return expired(request)
         }
         let policy = newPasswordPolicy(request, account)
@@ -378,7 +378,7 @@ struct RecoveryRoutes: Sendable {
                 // Every other rule first: a password they refuse costs no hash.
                 let otherwise = evaluation(isCurrent: false)
                 guard otherwise.isValid else {
-                    metrics.recovery("refused")
+                    metrics.recovery(.refused)
                     return respond(newPasswordPage(request, account: account, problems: otherwise.problems,
                                                    status: .unprocessableContent))
                 }
@@ -392,7 +392,7 @@ struct RecoveryRoutes: Sendable {
                 }
                 checkNotCurrent(password, of: account, request: request) { isCurrent in
                     guard !isCurrent else {
-                        metrics.recovery("current_password")
+                        metrics.recovery(.currentPassword)
                         return respond(newPasswordPage(request, account: account,
                                                        problems: evaluation(isCurrent: true).problems,
                                                        status: .unprocessableContent))
@@ -420,7 +420,7 @@ struct RecoveryRoutes: Sendable {
         guard let factor, factor.isEnabled else { return .notAsked }
         let typed = (request.form[Self.secondFactorField] ?? "").trimmingCharacters(in: .whitespaces)
         func asked(_ message: String, _ status: HTTPStatus) -> CodeOutcome {
-            metrics.recovery("second_factor_refused")
+            metrics.recovery(.secondFactorRefused)
             return .answer(newPasswordPage(request, account: account, codeMessage: message, status: status))
         }
         guard !typed.isEmpty else { return asked(request.text("second_factor.any_code_empty"), .unprocessableContent) }
@@ -459,13 +459,13 @@ struct RecoveryRoutes: Sendable {
         do throws(HashingRefusal) {
             try hashing.hash(password, client: request.clientKey) { [self] outcome in
                 guard case .success(let hash) = outcome else {
-                    metrics.recovery("unavailable")
+                    metrics.recovery(.unavailable)
                     return respond(busy(request))
                 }
                 respond(complete(request, recovery: recovery, account: account, hash: hash, proof: proof))
             }
         } catch {
-            metrics.recovery("unavailable")
+            metrics.recovery(.unavailable)
             respond(busy(request))
         }
     }
@@ -493,7 +493,7 @@ struct RecoveryRoutes: Sendable {
                 events: { account in
                     (notice.map { [$0] } ?? []) + (announce ? [OutboxEvent.passwordReset(account, at: time)] : [])
                 }) else {
-                metrics.recovery("expired")
+                metrics.recovery(.expired)
                 return expired(request)
             }
             completed = done
@@ -504,7 +504,7 @@ struct RecoveryRoutes: Sendable {
         signedIn.forgetSessions(ofAccount: account.id)
         mails.nudge()
         webhooks?.nudge()
-        metrics.recovery("completed")
+        metrics.recovery(.completed)
         logger.notice("Password reset through recovery; every signed-in session of the account ended",
                       metadata: ["event": "password_reset", "account": "\(account.id)", "sessions_ended": "\(completed.endedSessions)",
                                  "client": "\(request.client)"])
@@ -636,7 +636,7 @@ struct RecoveryRoutes: Sendable {
 
     private func unavailable(_ request: SignupRequest, _ error: Error) -> HTTPResponse {
         logger.error("Account store unavailable during recovery", metadata: ["error": "\(error)"])
-        metrics.recovery("unavailable")
+        metrics.recovery(.unavailable)
         return request.storeUnavailable(retryAfter: 10)
     }
 

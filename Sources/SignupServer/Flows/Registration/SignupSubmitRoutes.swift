@@ -88,7 +88,7 @@ struct SignupSubmitRoutes: Sendable {
             // Only while this browser holds the provider's answer: no cookie, no provider sign-up.
             guard let identity = providerCookies.identity(in: request.http, for: .signup),
                   let provider = providers[identity.provider] else {
-                metrics.signup("invalid")
+                metrics.signup(.invalid)
                 return rerender(Submission(request), values: Self.typedValues(request), evaluation: nil, token: form["token"],
                                 status: .unprocessableContent,
                                 formError: request.text("provider.error.expired_signup")
@@ -120,13 +120,13 @@ struct SignupSubmitRoutes: Sendable {
         do throws(LimitExceeded) {
             try limiters.signups.admit(clientKey)
         } catch {
-            metrics.signup("rate_limited")
+            metrics.signup(.rateLimited)
             return slowDown(submission, error, values: values, token: form["token"])
         }
         // Any token this server issued, however old: the person may have typed for hours,
         // or the server restarted meanwhile. Its session, if it has one, is reused.
         guard let token = form["token"], sessions.isGenuine(token) else {
-            metrics.signup("invalid")
+            metrics.signup(.invalid)
             return rerender(submission, values: values, evaluation: nil, status: .unprocessableContent,
                             formError: request.text("error.expired"))
         }
@@ -135,19 +135,19 @@ struct SignupSubmitRoutes: Sendable {
                 _ = try proofOfWork.check(form[ProofOfWorkGate.field], token: token, addressKey: clientKey,
                                           issuedAt: sessions.issueDate(of: token))
             } catch {
-                metrics.signup("unproved")
+                metrics.signup(.unproved)
                 return proofRefused(submission, error, values: values, token: token)
             }
         }
         let session = sessions.existingSession(for: token)
         do {
             if try session?.createdAccountUsername != nil || store.isFormTokenUsed(token) {
-                metrics.signup("already_used")
+                metrics.signup(.alreadyUsed)
                 return alreadyUsed(submission, values: values)
             }
         } catch {
             logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
-            metrics.signup("unavailable")
+            metrics.signup(.unavailable)
             return unavailable(submission, values: values, token: token)
         }
 
@@ -157,7 +157,7 @@ struct SignupSubmitRoutes: Sendable {
             try limiters.lookupsPerSession.admit(token)
             try limiters.lookupsPerAddress.admit(clientKey)
         } catch {
-            metrics.signup("rate_limited")
+            metrics.signup(.rateLimited)
             return slowDown(submission, error, values: values, token: token)
         }
 
@@ -169,7 +169,7 @@ struct SignupSubmitRoutes: Sendable {
             availability = try self.availability.availabilityNow(of: username)
         } catch {
             logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
-            metrics.signup("unavailable")
+            metrics.signup(.unavailable)
             return unavailable(submission, values: values, token: token)
         }
         guard policy.passwordBreach != nil || policy.emailDeliverable != nil else {
@@ -208,10 +208,10 @@ struct SignupSubmitRoutes: Sendable {
             // A double click: the other post of this form made the account (and so took the
             // name) while this one was on its way. It is told what happened, not "taken".
             if availability == .unmet, wasUsedMeanwhile(token) {
-                metrics.signup("already_used")
+                metrics.signup(.alreadyUsed)
                 return alreadyUsed(submission, values: values)
             }
-            metrics.signup(availability == .unmet ? "taken" : "invalid")
+            metrics.signup(availability == .unmet ? .taken : .invalid)
             return rerender(submission, values: values, evaluation: evaluation, token: token, status: .unprocessableContent)
         }
         let password = values[.password] ?? ""
@@ -224,7 +224,7 @@ struct SignupSubmitRoutes: Sendable {
         } ?? false
         if credential == .provider {
             guard provedByProvider || proofs == nil else {
-                metrics.signup("invalid")
+                metrics.signup(.invalid)
                 return rerender(submission, values: values, evaluation: evaluation, token: token, status: .forbidden,
                                 formError: submission.request.text("provider.error.needs_proof")
                                     .replacingOccurrences(of: "{provider}", with: submission.identity?.provider.name ?? ""))
@@ -237,7 +237,7 @@ struct SignupSubmitRoutes: Sendable {
             do throws(LimitExceeded) {
                 try proofs.admitMail(to: values[.email] ?? "", client: clientKey)
             } catch {
-                metrics.signup("rate_limited")
+                metrics.signup(.rateLimited)
                 return slowDown(submission, error, values: values, token: token)
             }
         }
@@ -268,7 +268,7 @@ struct SignupSubmitRoutes: Sendable {
             return hashingRefused(submission, refusal, values: values, token: token)
         case .failure(let error):
             logger.error("Password hashing failed", metadata: ["error": "\(error)"])
-            metrics.signup("unavailable")
+            metrics.signup(.unavailable)
             return unavailable(submission, values: values, token: token)
         }
         do {
@@ -282,7 +282,7 @@ struct SignupSubmitRoutes: Sendable {
                                  profile: profile(of: values, policy: request.policy), formToken: token, language: language,
                                  returnTo: request.returnTarget,
                                  passkey: passkey)
-                metrics.signup("pending")
+                metrics.signup(.pending)
                 logger.info("Sign-up waiting for its address to be proved")
                 var query = "?token=\(token)"
                 if language.tag != Languages.fallback { query += "&lang=\(language.tag)" }
@@ -294,7 +294,7 @@ struct SignupSubmitRoutes: Sendable {
                 providerLink: link, emailVerifiedAt: provedAt))
             webhooks?.nudge()
             session?.markAccountCreated(username: account.username)
-            metrics.signup("created")
+            metrics.signup(.created)
             if let identity = submission.identity { metrics.provider(identity.provider.id, "signed_up") }
             var said: Logger.Metadata = ["event": "account_created", "account": "\(account.id)",
                                          "method": "\(submission.credential.rawValue)", "client": "\(request.client)"]
@@ -319,22 +319,22 @@ struct SignupSubmitRoutes: Sendable {
                 return Pages.redirect(to: "/signin" + PageRenderer.languageQuery(language))
             }
         } catch AccountCreationError.formAlreadyUsed {
-            metrics.signup("already_used")
+            metrics.signup(.alreadyUsed)
             return alreadyUsed(submission, values: values)
         } catch ProviderLinkError.linkedElsewhere {
-            metrics.signup("invalid")
+            metrics.signup(.invalid)
             return rerender(submission, values: values, evaluation: nil, token: token, status: .conflict,
                             formError: request.text("provider.error.linked_elsewhere")
                                 .replacingOccurrences(of: "{provider}", with: submission.identity?.provider.name ?? ""))
         } catch PasskeyError.credentialExists {
-            metrics.signup("invalid")
+            metrics.signup(.invalid)
             return rerender(submission, values: values, evaluation: nil, token: token, status: .conflict,
                             formError: request.text("passkey.error.exists"))
         } catch AccountCreationError.usernameTaken where wasUsedMeanwhile(token) {
-            metrics.signup("already_used")
+            metrics.signup(.alreadyUsed)
             return alreadyUsed(submission, values: values)
         } catch AccountCreationError.usernameTaken {
-            metrics.signup("taken")
+            metrics.signup(.taken)
             // Someone else got the name between the check and the insert.
             var kept = values
             kept[.password] = ""
@@ -347,7 +347,7 @@ struct SignupSubmitRoutes: Sendable {
             // Includes StorageFault: the database file was deleted, replaced or unusable, so
             // the account is not acknowledged; the person keeps what they typed.
             logger.error("Account store failed during sign-up; nothing was saved", metadata: ["error": "\(error)"])
-            metrics.signup("unavailable")
+            metrics.signup(.unavailable)
             return unavailable(submission, values: values, token: token)
         }
     }
@@ -405,7 +405,7 @@ struct SignupSubmitRoutes: Sendable {
 
     private func hashingRefused(_ submission: Submission, _ refusal: HashingRefusal, values: [SignupField: String],
                                 token: String) -> HTTPResponse {
-        metrics.signup(refusal == .clientBusy ? "rate_limited" : "unavailable")
+        metrics.signup(refusal == .clientBusy ? .rateLimited : .unavailable)
         switch refusal {
         case .clientBusy:
             return slowDown(submission, LimitExceeded(limit: .hashing, retryAfter: 2), values: values, token: token)

@@ -135,7 +135,7 @@ struct VerificationRoutes: Sendable {
     private func verify(_ request: SignupRequest, link: String) -> HTTPResponse {
         do {
             guard let pending = try store.pendingSignup(linkHash: proofs.secrets.linkHash(link), at: now()) else {
-                metrics.verification("expired")
+                metrics.verification(.expired)
                 return expired(request)
             }
             return complete(request, pending)
@@ -153,7 +153,7 @@ struct VerificationRoutes: Sendable {
             return unavailable(request, error)
         }
         guard let pending else {
-            metrics.verification("expired")
+            metrics.verification(.expired)
             return expired(request)
         }
         // After failures from this client, a code pays a proof of work (checked before the
@@ -162,12 +162,12 @@ struct VerificationRoutes: Sendable {
             do throws(ProofOfWorkGate.Refusal) {
                 _ = try proofOfWork.check(altcha, token: pending.formToken, addressKey: clientKey, issuedAt: nil)
             } catch {
-                metrics.verification("unproved")
+                metrics.verification(.unproved)
                 return proofRefused(request, error, pending: pending, typed: typed)
             }
         }
         guard let code = VerificationCodeShape.normalized(typed) else {
-            metrics.verification("invalid")
+            metrics.verification(.invalid)
             return codePage(request, pending, code: typed, fieldError: request.text("verify.code_shape"),
                             status: .unprocessableContent)
         }
@@ -176,7 +176,7 @@ struct VerificationRoutes: Sendable {
         let tries: Int
         do {
             guard let spent = try store.spendCodeTry(formToken: pending.formToken, maximum: settings.maximumWrongCodes) else {
-                metrics.verification("used_up")
+                metrics.verification(.usedUp)
                 return codePage(request, pending, code: typed, fieldError: request.text("verify.code_used_up"),
                                 status: .unprocessableContent)
             }
@@ -185,7 +185,7 @@ struct VerificationRoutes: Sendable {
             return unavailable(request, error)
         }
         guard proofs.secrets.codeMatches(code, formToken: pending.formToken, storedHash: pending.codeHash) else {
-            metrics.verification("wrong_code")
+            metrics.verification(.wrongCode)
             proofOfWork?.pricing.record(.wrongCode, addressKey: clientKey)
             logger.info("Wrong verification code", metadata: ["tries": "\(tries)"])
             let message = request.wrongCodeMessage(triesLeft: settings.maximumWrongCodes - tries, usedUp: "verify.code_used_up")
@@ -201,21 +201,21 @@ struct VerificationRoutes: Sendable {
         let account: Account
         do {
             guard let made = try store.completePendingSignup(formToken: pending.formToken, at: now(), announce: webhooks != nil) else {
-                metrics.verification("expired")
+                metrics.verification(.expired)
                 return expired(request)
             }
             account = made
         } catch AccountCreationError.emailTaken {
             // Two sign-ups proved the same address; the first one has the account.
-            metrics.verification("email_taken")
+            metrics.verification(.emailTaken)
             return pages.problem(title: text("verify.link_title"), message: text("verify.email_taken"), code: "email_taken",
                                  linkText: text("page.footer_link"), status: .conflict)
         } catch AccountCreationError.usernameTaken, AccountCreationError.formAlreadyUsed {
-            metrics.verification("expired")
+            metrics.verification(.expired)
             return expired(request)
         } catch PasskeyError.credentialExists {
             // The form's passkey belongs to another account by now; the pending sign-up is gone.
-            metrics.verification("expired")
+            metrics.verification(.expired)
             logger.notice("A proved sign-up's passkey is another account's; nothing was made")
             return pages.problem(title: text("verify.link_title"), message: text("verify.passkey_exists"),
                                  code: "passkey_exists", linkText: text("page.footer_link"), status: .conflict)
@@ -223,8 +223,8 @@ struct VerificationRoutes: Sendable {
             return unavailable(request, error)
         }
         webhooks?.nudge()
-        metrics.verification("verified")
-        metrics.signup("created")
+        metrics.verification(.verified)
+        metrics.signup(.created)
         logger.notice("Account created", metadata: ["event": "account_created", "account": "\(account.id)", "email": "verified", "client": "\(request.client)"])
         let language = request.language
         let target = returnTo.validated(pending.returnTo, for: request.http) ?? "/welcome" + PageRenderer.languageQuery(language)
@@ -269,7 +269,7 @@ struct VerificationRoutes: Sendable {
                                 status: .tooManyRequests, retryAfter: error.retryAfterSeconds)
             }
             guard try proofs.renew(pending, language: language) else { return expired(request) }
-            metrics.verification("resent")
+            metrics.verification(.resent)
             var query = "?token=\(token)&sent=1"
             if language.tag != Languages.fallback { query += "&lang=\(language.tag)" }
             return Pages.redirect(to: "/verify" + query)
@@ -331,7 +331,7 @@ struct VerificationRoutes: Sendable {
 
     private func unavailable(_ request: SignupRequest, _ error: Error) -> HTTPResponse {
         logger.error("Account store unavailable during verification", metadata: ["error": "\(error)"])
-        metrics.verification("unavailable")
+        metrics.verification(.unavailable)
         return request.storeUnavailable(retryAfter: 10)
     }
 }

@@ -142,43 +142,35 @@ struct AccountEmailRoutes: Sendable {
 
     // MARK: GET /account/email/code
 
-    func codePage(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
-        do {
-            guard let change = try store.emailChange(ofAccount: account.id, at: now()) else {
-                return Pages.redirect(to: "/account/email" + PageRenderer.languageQuery(request.language))
-            }
-            return codePage(request, change: change, status: .ok)
-        } catch {
-            return refusals.storeUnavailable(request, error)
+    func codePage(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+        guard let change = try store.emailChange(ofAccount: account.id, at: now()) else {
+            return Pages.redirect(to: "/account/email" + PageRenderer.languageQuery(request.language))
         }
+        return codePage(request, change: change, status: .ok)
     }
 
     // MARK: POST /account/email/code
 
     /// A right code makes the new address the account's; each try is spent before the
     /// comparison, and a used-up change must be started again.
-    func checkCode(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func checkCode(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
         let typed = (request.form[Self.codeField] ?? "").filter { !$0.isWhitespace }
         let time = now()
-        do {
-            guard let change = try store.emailChange(ofAccount: account.id, at: time) else {
-                return Pages.redirect(to: "/account/email" + PageRenderer.languageQuery(request.language))
-            }
-            guard let tries = try store.spendEmailChangeTry(ofAccount: account.id, maximum: settings.maximumWrongCodes, at: time) else {
-                return codePage(request, change: change, error: request.text("account.email_code_used_up"), status: .tooManyRequests)
-            }
-            guard proofs.secrets.codeMatches(typed, formToken: Self.codeContext(account), storedHash: change.codeHash) else {
-                logger.notice("A wrong code for an address change", metadata: ["event": "email_change_wrong_code",
-                                                                                "account": "\(account.id)", "client": "\(request.client)"])
-                let left = settings.maximumWrongCodes - tries
-                let message = left > 0 ? request.text("account.email_code_wrong", ["n": .number(left)])
-                    : request.text("account.email_code_used_up")
-                return codePage(request, change: change, error: message, status: .unprocessableContent)
-            }
-            return try complete(request, account, newEmail: change.newEmail, time)
-        } catch {
-            return refusals.storeUnavailable(request, error)
+        guard let change = try store.emailChange(ofAccount: account.id, at: time) else {
+            return Pages.redirect(to: "/account/email" + PageRenderer.languageQuery(request.language))
         }
+        guard let tries = try store.spendEmailChangeTry(ofAccount: account.id, maximum: settings.maximumWrongCodes, at: time) else {
+            return codePage(request, change: change, error: request.text("account.email_code_used_up"), status: .tooManyRequests)
+        }
+        guard proofs.secrets.codeMatches(typed, formToken: Self.codeContext(account), storedHash: change.codeHash) else {
+            logger.notice("A wrong code for an address change", metadata: ["event": "email_change_wrong_code",
+                                                                            "account": "\(account.id)", "client": "\(request.client)"])
+            let left = settings.maximumWrongCodes - tries
+            let message = left > 0 ? request.text("account.email_code_wrong", ["n": .number(left)])
+                : request.text("account.email_code_used_up")
+            return codePage(request, change: change, error: message, status: .unprocessableContent)
+        }
+        return try complete(request, account, newEmail: change.newEmail, time)
     }
 
     private func complete(_ request: SignupRequest, _ account: Account, newEmail: String, _ time: Date) throws -> HTTPResponse {
@@ -239,32 +231,28 @@ struct AccountEmailRoutes: Sendable {
 
     // MARK: POST /account/email/undo
 
-    func undo(_ request: SignupRequest) -> HTTPResponse {
+    func undo(_ request: SignupRequest) throws -> HTTPResponse {
         // The cookie's secret; a client that posts the link itself (`link`) still may.
         let posted = request.form[Self.linkField] ?? ""
         let link = posted.isRandomToken ? posted : linkInCookie(request) ?? ""
         guard link.isRandomToken else { return render(request, .init(mode: .undone(restored: false)), status: .gone) }
         let time = now(), announce = webhooks != nil
-        do {
-            guard let outcome = try store.undoEmailChange(linkHash: proofs.secrets.linkHash(link), at: time, events: { restored in
-                announce ? [OutboxEvent.accountChange("account.email_restored", restored, at: time, by: .owner)] : []
-            }) else {
-                return render(request, .init(mode: .undone(restored: false)), status: .gone)
-            }
-            webhooks?.nudge()
-            switch outcome {
-            case .restored(let account, let removed):
-                signedIn.forgetSessions(ofAccount: account.id)
-                logger.notice("Address change undone from the old address; every session of the account ended, every way in added since removed",
-                              metadata: ["event": "email_restored", "account": "\(account.id)", "client": "\(request.client)",
-                                         "passkeys_removed": "\(removed.passkeys)", "providers_removed": "\(removed.providers)",
-                                         "second_factor_removed": "\(removed.secondFactor)", "password_restored": "\(removed.password)"])
-                return render(request, .init(mode: .undone(restored: true, cleaned: !removed.isEmpty)), status: .ok)
-            case .taken:
-                return render(request, .init(mode: .undone(restored: false)), status: .conflict)
-            }
-        } catch {
-            return refusals.storeUnavailable(request, error)
+        guard let outcome = try store.undoEmailChange(linkHash: proofs.secrets.linkHash(link), at: time, events: { restored in
+            announce ? [OutboxEvent.accountChange("account.email_restored", restored, at: time, by: .owner)] : []
+        }) else {
+            return render(request, .init(mode: .undone(restored: false)), status: .gone)
+        }
+        webhooks?.nudge()
+        switch outcome {
+        case .restored(let account, let removed):
+            signedIn.forgetSessions(ofAccount: account.id)
+            logger.notice("Address change undone from the old address; every session of the account ended, every way in added since removed",
+                          metadata: ["event": "email_restored", "account": "\(account.id)", "client": "\(request.client)",
+                                     "passkeys_removed": "\(removed.passkeys)", "providers_removed": "\(removed.providers)",
+                                     "second_factor_removed": "\(removed.secondFactor)", "password_restored": "\(removed.password)"])
+            return render(request, .init(mode: .undone(restored: true, cleaned: !removed.isEmpty)), status: .ok)
+        case .taken:
+            return render(request, .init(mode: .undone(restored: false)), status: .conflict)
         }
     }
 

@@ -42,28 +42,28 @@ enum SettingsFlow: Flow {
                 request in try AccountEmailRoutes.forAccount(request, accountEmail) { $0.start(request, $1) }
             },
             Route(.get, "/account/email/code", answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) {
-                request in try AccountEmailRoutes.forAccount(request, accountEmail) { $0.codePage(request, $1) }
+                request in try AccountEmailRoutes.forAccount(request, accountEmail) { try $0.codePage(request, $1) }
             },
             Route(.post, "/account/email/code", answers: .page, reads: .form, signedIn: true) {
-                request in try AccountEmailRoutes.forAccount(request, accountEmail) { $0.checkCode(request, $1) }
+                request in try AccountEmailRoutes.forAccount(request, accountEmail) { try $0.checkCode(request, $1) }
             },
             Route(.get, "/account/email/undo", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) {
                 request in accountEmail?.undoPage(request) ?? APIError.notFound.response
             },
             Route(.post, "/account/email/undo", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
                   sendsNoReferrer: true) {
-                request in accountEmail?.undo(request) ?? APIError.notFound.response
+                request in try accountEmail?.undo(request) ?? APIError.notFound.response
             },
             // A second factor: set up, renewed and removed behind a recent sign-in; asked for at sign-in.
             Route(.get, "/account/second-factor", answers: .page, limits: [.pages], spentFirst: [.pages],
-                  recentSignIn: .secondFactor, forAccount: { secondFactor.page($0, $1) }),
+                  recentSignIn: .secondFactor, forAccount: { try secondFactor.page($0, $1) }),
             Route(.post, "/account/second-factor", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor,
-                  forAccount: { secondFactor.enable($0, $1) }),
+                  forAccount: { try secondFactor.enable($0, $1) }),
             // Changing the factor asks for a current code too (paid for as a sign-in's code is).
             Route(.post, "/account/second-factor/codes", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor,
-                  forAccount: { secondFactor.newCodes($0, $1) }),
+                  forAccount: { try secondFactor.newCodes($0, $1) }),
             Route(.post, "/account/second-factor/remove", answers: .page, reads: .form, limits: [.signins], recentSignIn: .secondFactor,
-                  forAccount: { secondFactor.remove($0, $1) }),
+                  forAccount: { try secondFactor.remove($0, $1) }),
             Route(.get, "/account/export", answers: .page, limits: [.pages], spentFirst: [.pages], recentSignIn: .export,
                   forAccount: { try accountChanges.export($0, $1) }),
             Route(.get, "/account/delete", answers: .page, limits: [.pages], spentFirst: [.pages], recentSignIn: .delete,
