@@ -13,42 +13,24 @@ import WebKernel
 /// and a recent sign-in) and after it (`Content-Language`, `Referrer-Policy`, the metric and
 /// the access line). Runs on libmicrohttpd's worker threads; each handler is quick, and
 /// password hashing is deferred off these threads.
-struct Router: HTTPResponder {
+struct Router: HTTPResponder, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `pages`, `addresses`, `sameOrigin`, `limiters`, `refusals`,
+    /// `returnTo`, `recentSignIn`, `metrics`, `logger`.
+    let services: Services
     /// Every flow's rows, their handlers made by their flows (`Flow.routes`).
     let table: RouteTable
-    /// For the pages answered before a handler (403 cross-site, 503 restarting).
-    let pages: Pages
     let maxBodyBytes: Int
-    let addresses: ClientAddressResolver
-    let sameOrigin: SameOriginPolicy
-    /// The per-address limits a row has the router spend first (`Route.spentFirst`).
-    let limiters: ClientLimiters
-    let refusals: Refusals
-    /// Validates each speaking row's `return_to` for its handler.
-    let returnTo: ReturnTo
     /// Reads the signed-in session for the rows that act for the signed-in person.
     let signedInUsers: SignedInUsers
-    /// Asked for the rows that need a recent sign-in (`Route.needsRecentSignIn`).
-    let recentSignIn: RecentSignIn
-    let metrics: SignupMetrics
-    let logger: Logger
     /// The access log, one line per request: swift-log's `livesignup.access` logger (operators
     /// route or silence it like any logger), or the process's direct writer of the same text.
     let accessLines: any AccessLineWriting
 
     init(_ services: Services) {
+        self.services = services
         table = RouteTable(Self.flows.flatMap { $0.routes(services) })
-        pages = services.pages
         maxBodyBytes = services.configuration.maxBodyBytes
-        addresses = services.addresses
-        sameOrigin = services.sameOrigin
-        limiters = services.limiters
-        refusals = services.refusals
-        returnTo = services.returnTo
         signedInUsers = services.signedIn
-        recentSignIn = services.recentSignIn
-        metrics = services.metrics
-        logger = services.logger
         accessLines = services.configuration.accessLines ?? LoggerAccessLines(logger: services.logger)
     }
 

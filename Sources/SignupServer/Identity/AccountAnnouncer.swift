@@ -6,15 +6,14 @@ import WebKernel
 /// owner's notice at a proved address (`VerificationMails.accountNotice`, on the account-mail
 /// lane) when mail is configured, and the webhook when webhooks are. An unproved address is
 /// never mailed: it may be a stranger's.
-struct AccountAnnouncer: Sendable {
+struct AccountAnnouncer: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `accountMails`, `webhooks`.
+    let services: Services
     let mails: VerificationMails?
-    let accountMails: OutboxDelivery?
-    let webhooks: OutboxDelivery?
 
     init(_ services: Services) {
+        self.services = services
         mails = services.accountMails == nil ? nil : services.proofs?.mails
-        accountMails = services.accountMails
-        webhooks = services.webhooks
     }
 
     /// The events to write with the change (none when nothing is configured to carry them).

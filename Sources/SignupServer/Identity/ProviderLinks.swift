@@ -8,23 +8,16 @@ import WebKernel
 /// this browser until the account with its proved address signs in (any way in: a password,
 /// then any second factor). Built once from `Services`; the login and settings flows share it
 /// instead of holding each other's handlers.
-struct ProviderLinks: Sendable {
-    let providers: [String: ConfiguredProvider]
+struct ProviderLinks: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `providers`, `store`, `metrics`, `logger`, `now`.
+    let services: Services
     let cookies: ProviderCookies
-    let store: any AccountStore
     let announcer: AccountAnnouncer
-    let metrics: SignupMetrics
-    let logger: Logger
-    let now: @Sendable () -> Date
 
     init(_ services: Services) {
-        providers = services.providers
+        self.services = services
         cookies = services.providerCookies
-        store = services.store
         announcer = AccountAnnouncer(services)
-        metrics = services.metrics
-        logger = services.logger
-        now = services.now
     }
 
     /// Links `link` to `account` with its security event and webhook, told and counted.

@@ -17,27 +17,19 @@ import WebKernel
 /// 4. right: the client's allowance is given back and the in-a-row count starts again (the
 ///    account's allowance refills with time only). Wrong: it raises this client's proof-of-work
 ///    price as a wrong password does.
-struct SecondFactorCheck: Sendable {
-    let store: any AccountStore
+struct SecondFactorCheck: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `store`, `limiters`, `proofOfWork`, `metrics`, `logger`,
+    /// `now`.
+    let services: Services
     let seal: SecondFactorSeal
-    let limiters: ClientLimiters
     let announcer: AccountAnnouncer
-    let proofOfWork: ProofOfWorkGate?
     let lockout: SecondFactorLockout
-    let metrics: SignupMetrics
-    let logger: Logger
-    let now: @Sendable () -> Date
 
     init(_ services: Services) {
-        store = services.store
+        self.services = services
         seal = services.secondFactorSeal
-        limiters = services.limiters
         announcer = AccountAnnouncer(services)
-        proofOfWork = services.proofOfWork
         lockout = services.secondFactorLockout
-        metrics = services.metrics
-        logger = services.logger
-        now = services.now
     }
 
     /// What the code was.

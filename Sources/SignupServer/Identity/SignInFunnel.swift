@@ -10,7 +10,9 @@ import WebKernel
 /// its address proved), and the second step itself. `SignedInUsers.signIn` is called nowhere
 /// else (`SignInFunnelTests` reads the sources to keep it so): the rule below cannot drift
 /// from one route to another again, as `second_factor: required` once skipped two of them.
-struct SignInFunnel: Sendable {
+struct SignInFunnel: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `signedIn`, `store`, `logger`.
+    let services: Services
     /// What the person proved before reaching the funnel.
     enum Proof: Equatable, Sendable {
         case password
@@ -51,15 +53,10 @@ struct SignInFunnel: Sendable {
     }
 
     let gate: SecondStepGate
-    let signedIn: SignedInUsers
-    let store: any AccountStore
-    let logger: Logger
 
     init(_ services: Services) {
+        self.services = services
         gate = SecondStepGate(services)
-        signedIn = services.signedIn
-        store = services.store
-        logger = services.logger
     }
 
     /// Whether `account`, having shown `proof`, must take the second step: never after both

@@ -8,37 +8,22 @@ import WebKernel
 /// The live form: `GET /` (the page with a fresh token), `POST /sessions` (a fresh token for
 /// an old page), `GET /events` (its stream) and `POST /fields` (each edit). The typing path:
 /// quick, in memory, on libmicrohttpd's threads.
-struct LiveFormRoutes: Sendable {
-    /// The field names an edit may name (every language has the same fields).
-    let policy: SignupPolicy
-    let refusals: Refusals
-    let sessions: FormSessionRegistry
-    let limiters: ClientLimiters
+struct LiveFormRoutes: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `policy`, `refusals`, `sessions`, `limiters`, `metrics`,
+    /// `logger`, `proofOfWork`, `providerCookies`.
+    let services: Services
     /// `GET /`'s page in each language, pre-rendered; see `SignupPage.Blank`.
     let blankPages: [String: SignupPage.Blank]
     /// Sent as each stream's `retry:`.
     let retryMilliseconds: Int
-    let metrics: SignupMetrics
-    let logger: Logger
-    /// Mints each form's proof-of-work challenge, when proofs are on.
-    let proofOfWork: ProofOfWorkGate?
-    /// Opens the provider's answer a form through a provider holds (issue 45).
-    let providerCookies: ProviderCookies
 
     init(_ services: Services) {
-        policy = services.policy
-        refusals = services.refusals
-        sessions = services.sessions
-        limiters = services.limiters
+        self.services = services
         blankPages = Dictionary(uniqueKeysWithValues: services.languages.all.map {
             ($0.tag, SignupPage.blank(services.renderer, language: $0, assets: services.assets,
                                                         withChallenge: services.proofOfWork != nil))
         })
         retryMilliseconds = services.configuration.retryMilliseconds
-        metrics = services.metrics
-        logger = services.logger
-        proofOfWork = services.proofOfWork
-        providerCookies = services.providerCookies
     }
 
     // MARK: GET /

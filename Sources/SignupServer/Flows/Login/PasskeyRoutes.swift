@@ -11,34 +11,20 @@ import WebKernel
 /// account (`/account/passkeys/options`, `/account/passkeys`). The page's script calls them
 /// with `fetch`; every answer is JSON, every refusal names its reason (the log, the metric,
 /// the body's `reason`) and says in the person's language what to do.
-struct PasskeyRoutes: Sendable {
-    let refusals: Refusals
-    let sessions: FormSessionRegistry
-    let store: any AccountStore
-    let signedIn: SignedInUsers
-    let limiters: ClientLimiters
-    let metrics: SignupMetrics
-    let logger: Logger
-    let sameOrigin: SameOriginPolicy
+struct PasskeyRoutes: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `refusals`, `sessions`, `store`, `signedIn`, `limiters`,
+    /// `metrics`, `logger`, `sameOrigin`, `now`.
+    let services: Services
     let challenges: PasskeyChallenges
     let announcer: AccountAnnouncer
     /// A passkey that did not verify the person is one factor: the code is asked for too.
     let funnel: SignInFunnel
-    let now: @Sendable () -> Date
 
     init(_ services: Services) {
+        self.services = services
         funnel = SignInFunnel(services)
         announcer = AccountAnnouncer(services)
-        refusals = services.refusals
-        sessions = services.sessions
-        store = services.store
-        signedIn = services.signedIn
-        limiters = services.limiters
-        metrics = services.metrics
-        logger = services.logger
-        sameOrigin = services.sameOrigin
         challenges = services.passkeyChallenges
-        now = services.now
     }
 
     /// The ceremonies a metric counts separately.

@@ -34,45 +34,31 @@ struct ConfiguredProvider: Sendable {
 ///
 /// Calls to the provider block their thread for at most its bounds, so they run on a
 /// Dispatch queue (`.later`), never on libmicrohttpd's threads.
-struct ProviderRoutes: Sendable {
-    let providers: [String: ConfiguredProvider]
+struct ProviderRoutes: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `providers`, `store`, `signedIn`, `sessions`,
+    /// `availability`, `returnTo`, `metrics`, `logger`, `now`.
+    let services: Services
     let cookies: ProviderCookies
     /// Links made, and the identity that waits for a sign-in to be linked.
     let links: ProviderLinks
-    let store: any AccountStore
-    let signedIn: SignedInUsers
     let funnel: SignInFunnel
-    let sessions: FormSessionRegistry
-    let availability: StoreAvailabilityChecker
     let announcer: AccountAnnouncer
-    let returnTo: ReturnTo
     /// Addresses must be proved by mail here (`--email-verification required`).
     let provesAddresses: Bool
     let redirectURI: @Sendable () -> URL
-    let metrics: SignupMetrics
-    let logger: Logger
-    let now: @Sendable () -> Date
     /// Where calls to providers wait (one for the process: SignInRoutes and SecondFactorRoutes
     /// hold their own ProviderRoutes for a waiting link, and share it).
     private var queue: DispatchQueue { Self.queue }
     private static let queue = DispatchQueue(label: "livesignup.providers", attributes: .concurrent)
 
     init(_ services: Services) {
-        providers = services.providers
+        self.services = services
         cookies = services.providerCookies
         links = ProviderLinks(services)
-        store = services.store
-        signedIn = services.signedIn
         funnel = SignInFunnel(services)
-        sessions = services.sessions
-        availability = services.availability
         announcer = AccountAnnouncer(services)
-        returnTo = services.returnTo
         provesAddresses = services.proofs != nil
         redirectURI = services.providerRedirectURI
-        metrics = services.metrics
-        logger = services.logger
-        now = services.now
     }
 
     static let callbackPath = "/signin/provider/callback"

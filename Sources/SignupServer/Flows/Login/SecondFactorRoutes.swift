@@ -7,17 +7,13 @@ import WebKernel
 /// A second factor (issue 44): an authenticator app's codes (TOTP) and single-use recovery
 /// codes. Set up, renewed and removed from `/account` behind a recent sign-in; asked for at
 /// sign-in after the right password (never before: the password step says nothing of it).
-struct SecondFactorRoutes: Sendable {
+struct SecondFactorRoutes: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `store`, `limiters`, `refusals`, `metrics`, `logger`, `now`.
+    let services: Services
     /// Links a provider's identity that waited for this sign-in (issue 45).
     let providerLinks: ProviderLinks
-    let store: any AccountStore
     let seal: SecondFactorSeal
-    let limiters: ClientLimiters
-    let refusals: Refusals
     let announcer: AccountAnnouncer
-    let metrics: SignupMetrics
-    let logger: Logger
-    let now: @Sendable () -> Date
 
     let gate: SecondStepGate
     /// Issues the session once the code is right.
@@ -31,15 +27,10 @@ struct SecondFactorRoutes: Sendable {
     static let codeField = "code"
 
     init(_ services: Services) {
+        self.services = services
         providerLinks = ProviderLinks(services)
-        store = services.store
         seal = services.secondFactorSeal
-        limiters = services.limiters
-        refusals = services.refusals
         announcer = AccountAnnouncer(services)
-        metrics = services.metrics
-        logger = services.logger
-        now = services.now
         gate = SecondStepGate(services)
         funnel = SignInFunnel(services)
         check = SecondFactorCheck(services)
@@ -350,13 +341,13 @@ struct SecondFactorRoutes: Sendable {
 /// person) and a right code: the password's routes hand over here when the account's factor
 /// is on. Nothing is stored: the step is a signed token (`SecondFactorSeal.stepToken`) in a
 /// cookie only `/signin` reads, good for `lifetime` on any instance sharing the key.
-struct SecondStepGate: Sendable {
+struct SecondStepGate: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `logger`, `now`.
+    let services: Services
     let seal: SecondFactorSeal
     let secureCookies: Bool
     /// `required`: an account without a factor takes this step too, to set one up.
     let rule: SecondFactorRule
-    let logger: Logger
-    let now: @Sendable () -> Date
 
     /// The cookie that carries the step.
     static let cookie = "livesignup_second_step"
@@ -364,11 +355,10 @@ struct SecondStepGate: Sendable {
     static let lifetime: TimeInterval = 5 * 60
 
     init(_ services: Services) {
+        self.services = services
         seal = services.secondFactorSeal
         secureCookies = services.signedIn.secureCookies
         rule = services.secondFactorRule
-        logger = services.logger
-        now = services.now
     }
 
     /// The step for `account` (`SignInFunnel` decided it is needed): no session yet, the

@@ -10,40 +10,20 @@ import WebKernel
 /// each further try must wait (429 with `Retry-After`); every failure is logged (the name
 /// and address, never the password); and guesses wait in their own hashing lane, so they
 /// cannot delay sign-ups. `GET /welcome` is the signed-in person's page.
-struct SignInRoutes: Sendable {
-    let refusals: Refusals
-    let store: any AccountStore
-    let hashing: PasswordHashingQueue
-    let signedIn: SignedInUsers
-    /// A hash of a random password, verified against when a sign-in names no account.
-    let placeholderHash: String
-    let limiters: ClientLimiters
-    let metrics: SignupMetrics
-    let logger: Logger
-    /// After failed sign-ins from a client, its sign-ins pay a proof of work (and its
-    /// failures raise the price of sign-ups from the same address and network).
-    let proofOfWork: ProofOfWorkGate?
+struct SignInRoutes: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `refusals`, `store`, `hashing`, `signedIn`,
+    /// `placeholderHash`, `limiters`, `metrics`, `logger`, `proofOfWork`, `sessions`.
+    let services: Services
     /// Where a right password goes: the second step or a session.
     let funnel: SignInFunnel
-    /// Mints the tokens sign-in challenges are bound to.
-    let sessions: FormSessionRegistry
     /// Whether a forgotten password can be recovered here (mail can be sent).
     let offersRecovery: Bool
     /// A provider's identity that waits for this sign-in to be linked (issue 45).
     let providerLinks: ProviderLinks
 
     init(_ services: Services) {
+        self.services = services
         funnel = SignInFunnel(services)
-        refusals = services.refusals
-        store = services.store
-        hashing = services.hashing
-        signedIn = services.signedIn
-        placeholderHash = services.placeholderHash
-        limiters = services.limiters
-        metrics = services.metrics
-        logger = services.logger
-        proofOfWork = services.proofOfWork
-        sessions = services.sessions
         offersRecovery = services.proofs != nil
         providerLinks = ProviderLinks(services)
     }

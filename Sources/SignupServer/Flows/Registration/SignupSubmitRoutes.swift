@@ -7,55 +7,18 @@ import SignupWire
 import WebKernel
 
 /// `POST /signup`: the plain form post that creates an account, with or without JavaScript.
-struct SignupSubmitRoutes: Sendable {
-    let refusals: Refusals
-    let sessions: FormSessionRegistry
-    let store: any AccountStore
-    /// The same availability answer the live check gives (reserved names count as taken).
-    let availability: StoreAvailabilityChecker
-    let hashing: PasswordHashingQueue
-    let signedIn: SignedInUsers
-    let limiters: ClientLimiters
-    let metrics: SignupMetrics
-    let logger: Logger
-    /// The clock (tests move it): when terms were accepted.
-    let now: @Sendable () -> Date
-    let returnTo: ReturnTo
-    /// Sends `account.created` when configured; told when there is one to send.
-    let webhooks: OutboxDelivery?
-    /// With `--email-verification required`: a valid sign-up starts a proof of its address
-    /// instead of creating the account (`/verify` finishes it).
-    let proofs: AddressProofs?
-    /// Checks the sign-up's proof of work, when proofs are on.
-    let proofOfWork: ProofOfWorkGate?
-    /// The breach source and the mail-domain checker the submit check asks again.
-    let lookups: Lookups
+struct SignupSubmitRoutes: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `providers`, `providerCookies`, `refusals`, `sessions`,
+    /// `store`, `availability`, `hashing`, `signedIn`, `limiters`, `metrics`, `logger`, `now`, `returnTo`,
+    /// `webhooks`, `proofs`, `proofOfWork`, `lookups`.
+    let services: Services
 
     /// Where a new account goes first when the policy requires a second factor.
     let funnel: SignInFunnel
-    /// Sign-ups through an OpenID provider (issue 45): its identity rides in a sealed cookie.
-    let providers: [String: ConfiguredProvider]
-    let providerCookies: ProviderCookies
 
     init(_ services: Services) {
+        self.services = services
         funnel = SignInFunnel(services)
-        providers = services.providers
-        providerCookies = services.providerCookies
-        refusals = services.refusals
-        sessions = services.sessions
-        store = services.store
-        availability = services.availability
-        hashing = services.hashing
-        signedIn = services.signedIn
-        limiters = services.limiters
-        metrics = services.metrics
-        logger = services.logger
-        now = services.now
-        returnTo = services.returnTo
-        webhooks = services.webhooks
-        proofs = services.proofs
-        proofOfWork = services.proofOfWork
-        lookups = services.lookups
     }
 
     /// One sign-up as it is handled: its request, and the credential its form chose.

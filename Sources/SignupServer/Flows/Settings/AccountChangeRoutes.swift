@@ -9,31 +9,19 @@ import WebKernel
 /// say `recentSignIn:`; the router sends a person whose proof is too old to confirm first):
 /// a new password, checked live as on the sign-up form; the account's data to take away; and
 /// deleting the account.
-struct AccountChangeRoutes: Sendable {
-    let store: any AccountStore
+struct AccountChangeRoutes: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `store`, `signedIn`, `hashing`, `limiters`, `refusals`,
+    /// `lookups`, `logger`, `now`.
+    let services: Services
     let forms: AccountFormPages
-    let signedIn: SignedInUsers
-    let hashing: PasswordHashingQueue
-    let limiters: ClientLimiters
-    let refusals: Refusals
-    let lookups: Lookups
     let announcer: AccountAnnouncer
-    let logger: Logger
-    let now: @Sendable () -> Date
     /// How long a deleted account's username stays kept from new accounts (`--deleted-username-days`).
     let usernameReservation: TimeInterval
 
     init(_ services: Services) {
-        store = services.store
+        self.services = services
         forms = AccountFormPages(sessions: services.sessions)
-        signedIn = services.signedIn
-        hashing = services.hashing
-        limiters = services.limiters
-        refusals = services.refusals
-        lookups = services.lookups
         announcer = AccountAnnouncer(services)
-        logger = services.logger
-        now = services.now
         usernameReservation = services.configuration.deletedUsernameReservation
     }
 

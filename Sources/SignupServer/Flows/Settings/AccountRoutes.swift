@@ -10,36 +10,21 @@ import WebKernel
 /// one is this browser), signing out any other one or every other one; their passkeys (named,
 /// renamed, removed, added); confirming who they are (the password again) so sensitive
 /// changes are open for a while, and the ways to those changes (`AccountChangeRoutes`).
-struct AccountRoutes: Sendable {
-    let store: any AccountStore
-    let signedIn: SignedInUsers
+struct AccountRoutes: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `store`, `signedIn`, `hashing`, `limiters`, `refusals`,
+    /// `secondFactorRule`, `providers`, `logger`, `now`.
+    let services: Services
     let recent: RecentSignIn
-    let hashing: PasswordHashingQueue
-    let limiters: ClientLimiters
-    let refusals: Refusals
     let announcer: AccountAnnouncer
     let streams: AccountStreams
-    let secondFactorRule: SecondFactorRule
-    /// The configured OpenID providers (issue 45): linked ones listed, the others offered.
-    let providers: [String: ConfiguredProvider]
     let retryMilliseconds: Int
-    let logger: Logger
-    let now: @Sendable () -> Date
 
     init(_ services: Services) {
-        store = services.store
-        signedIn = services.signedIn
+        self.services = services
         recent = services.recentSignIn
-        hashing = services.hashing
-        limiters = services.limiters
-        refusals = services.refusals
         announcer = AccountAnnouncer(services)
         streams = services.accountStreams
-        secondFactorRule = services.secondFactorRule
-        providers = services.providers
         retryMilliseconds = services.configuration.retryMilliseconds
-        logger = services.logger
-        now = services.now
     }
 
     /// How long after a sign-in (or a confirmation) sensitive changes stay open.
