@@ -23,24 +23,15 @@ import WebKernel
 /// - `POST /recover/password`: the new password, checked again on the server; not the
 ///   current one; then stored, every signed-in session of the account ended, this browser
 ///   signed in, the owner told by mail, `account.password_reset` sent.
-struct RecoveryRoutes: Sendable {
-    let refusals: Refusals
+struct RecoveryRoutes: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `refusals`, `store`, `sessions`, `hashing`, `signedIn`,
+    /// `limiters`, `lookups`, `metrics`, `logger`, `webhooks`, `now`, `proofOfWork`.
+    let services: Services
     let proofs: AddressProofs
-    let store: any AccountStore
-    let sessions: FormSessionRegistry
     /// The new-password form's page and its live session (shared with `/account`'s forms).
     let forms: AccountFormPages
-    let hashing: PasswordHashingQueue
-    let signedIn: SignedInUsers
-    let limiters: ClientLimiters
-    let lookups: Lookups
-    let metrics: SignupMetrics
-    let logger: Logger
-    let webhooks: OutboxDelivery?
     /// The lane recovery mails go out on (`OutboxChannel.accountMail`).
     let mails: OutboxDelivery
-    let now: @Sendable () -> Date
-    let proofOfWork: ProofOfWorkGate?
     /// Where a completed recovery goes: the second step or a session.
     let funnel: SignInFunnel
     /// With a second factor on, its code is judged before the new password is stored.
@@ -50,22 +41,11 @@ struct RecoveryRoutes: Sendable {
 
     /// Nil when no mail can be sent (`--email-verification off`): the routes are then 404.
     init?(_ services: Services) {
+        self.services = services
         guard let proofs = services.proofs, let mails = services.accountMails else { return nil }
         self.proofs = proofs
         self.mails = mails
-        refusals = services.refusals
-        store = services.store
-        sessions = services.sessions
         forms = AccountFormPages(sessions: services.sessions)
-        hashing = services.hashing
-        signedIn = services.signedIn
-        limiters = services.limiters
-        lookups = services.lookups
-        metrics = services.metrics
-        logger = services.logger
-        webhooks = services.webhooks
-        now = services.now
-        proofOfWork = services.proofOfWork
         answerFloor = services.configuration.recoveryAnswerFloor
         funnel = SignInFunnel(services)
         check = SecondFactorCheck(services)

@@ -20,40 +20,21 @@ import WebKernel
 ///
 /// A code works once, until it expires, and only until 5 wrong ones were typed; a wrong,
 /// expired or used code leaves everyone else's sign-ups as they were.
-struct VerificationRoutes: Sendable {
-    let refusals: Refusals
+struct VerificationRoutes: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `refusals`, `store`, `signedIn`, `metrics`, `logger`,
+    /// `webhooks`, `returnTo`, `now`, `proofOfWork`.
+    let services: Services
     let proofs: AddressProofs
-    let store: any AccountStore
-    let signedIn: SignedInUsers
-    let metrics: SignupMetrics
-    let logger: Logger
-    /// Sends `account.created` when configured; told when there is one to send.
-    let webhooks: OutboxDelivery?
-    /// A stored `return_to` is checked again when it is followed: it was accepted for the
-    /// request that signed up, which may have named another host.
-    let returnTo: ReturnTo
-    let now: @Sendable () -> Date
-    /// After failures from a client (wrong codes, failed sign-ins), typing a code pays a
-    /// proof of work, as signing in does.
-    let proofOfWork: ProofOfWorkGate?
 
     /// Nil when addresses are not proved.
     /// Where a new account goes first when the policy requires a second factor.
     let funnel: SignInFunnel
 
     init?(_ services: Services) {
+        self.services = services
         funnel = SignInFunnel(services)
         guard let proofs = services.proofs else { return nil }
-        refusals = services.refusals
         self.proofs = proofs
-        store = services.store
-        signedIn = services.signedIn
-        metrics = services.metrics
-        logger = services.logger
-        webhooks = services.webhooks
-        returnTo = services.returnTo
-        now = services.now
-        proofOfWork = services.proofOfWork
     }
 
     private var settings: EmailVerificationSettings { proofs.settings }

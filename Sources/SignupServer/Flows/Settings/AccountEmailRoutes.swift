@@ -11,18 +11,13 @@ import WebKernel
 /// week (and signs every browser out: whoever changed it loses the account). An address
 /// another account has proved reads exactly like a free one here; its owner is told instead.
 /// Nil when no mail can be sent: the routes are then 404.
-struct AccountEmailRoutes: Sendable {
-    let store: any AccountStore
+struct AccountEmailRoutes: Sendable, ServicesReader {
+    /// What it reads by name (`ServicesReader`): `store`, `signedIn`, `limiters`, `refusals`, `lookups`,
+    /// `webhooks`, `logger`, `now`.
+    let services: Services
     let forms: AccountFormPages
-    let signedIn: SignedInUsers
-    let limiters: ClientLimiters
-    let refusals: Refusals
-    let lookups: Lookups
     let proofs: AddressProofs
     let mails: OutboxDelivery
-    let webhooks: OutboxDelivery?
-    let logger: Logger
-    let now: @Sendable () -> Date
 
     /// How long the old address's undo link works.
     static let undoLifetime: TimeInterval = 7 * 86_400
@@ -34,18 +29,11 @@ struct AccountEmailRoutes: Sendable {
     static let undoCookie = "livesignup_undo_link"
 
     init?(_ services: Services) {
+        self.services = services
         guard let proofs = services.proofs, let mails = services.accountMails else { return nil }
         self.proofs = proofs
         self.mails = mails
-        store = services.store
         forms = AccountFormPages(sessions: services.sessions)
-        signedIn = services.signedIn
-        limiters = services.limiters
-        refusals = services.refusals
-        lookups = services.lookups
-        webhooks = services.webhooks
-        logger = services.logger
-        now = services.now
     }
 
     private var settings: EmailVerificationSettings { proofs.settings }
