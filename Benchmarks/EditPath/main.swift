@@ -25,7 +25,7 @@ struct FreeNames: UsernameAvailabilityChecking {
 }
 
 let people = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 20 : 20
-let policy = SignupPolicy(.classic)
+let policy = FormPolicy(.classic)
 let requirementOrder = policy.allRequirements.map(\.id)
 let fieldOrder = ["username", "email", "password", "confirm"]
 let scheduler = DispatchQueue.test

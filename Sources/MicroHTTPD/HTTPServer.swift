@@ -201,7 +201,7 @@ public final class HTTPServer: Sendable {
     /// Suspends the connection and starts the deferred work; when it delivers, the
     /// connection is resumed and libmicrohttpd calls the access handler again, which then
     /// queues the response (see `accessHandler`).
-    private func startDeferred(_ deferred: DeferredResponse, context: RequestContext, connection: OpaquePointer) -> MHD_Result {
+    private func startDeferred(_ deferred: DeferredResponse, context: IncomingRequest, connection: OpaquePointer) -> MHD_Result {
         let pending = PendingDeferred(connection: connection, request: context.requestWithoutBody)
         let accepted = state.withLock { state -> Bool in
             guard !state.isStopping else { return false }
@@ -220,7 +220,7 @@ public final class HTTPServer: Sendable {
 
     // MARK: Answering
 
-    private func queue(_ response: HTTPResponse, for context: RequestContext, on connection: OpaquePointer) -> MHD_Result {
+    private func queue(_ response: HTTPResponse, for context: IncomingRequest, on connection: OpaquePointer) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         var response = response
         if context.method == HTTPMethod.head.rawValue, case .eventStream(let stream) = response.body {
@@ -272,7 +272,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// The final call for a request: a deferred response that has arrived, or the responder's.
-    private func answer(_ context: RequestContext, on connection: OpaquePointer) -> MHD_Result {
+    private func answer(_ context: IncomingRequest, on connection: OpaquePointer) -> MHD_Result {
         if context.isAwaitingDeferredResponse {
             guard let response = context.pendingDeferred?.response else { return MHD_Result.YES }
             context.isAwaitingDeferredResponse = false
@@ -289,7 +289,7 @@ public final class HTTPServer: Sendable {
     }
 
     /// Answers a request whose headers make it unsafe to read on, and closes the connection.
-    private func refuse(_ error: HTTPProtocolError, context: RequestContext, on connection: OpaquePointer) -> MHD_Result {
+    private func refuse(_ error: HTTPProtocolError, context: IncomingRequest, on connection: OpaquePointer) -> MHD_Result {
         var response = responder.respond(to: error, request: context.request)
         response.headers.set("Connection", "close")
         return queue(response, for: context, on: connection)
@@ -299,7 +299,7 @@ public final class HTTPServer: Sendable {
 
     /// The request line has arrived: the context starts here, with the target as sent.
     private static let requestLineReceived: mhd_shim_uri_callback = { _, uri, _ in
-        let context = RequestContext(rawTarget: uri.map { String(cString: $0) } ?? "/")
+        let context = IncomingRequest(rawTarget: uri.map { String(cString: $0) } ?? "/")
         return Unmanaged.passRetained(context).toOpaque()
     }
 
@@ -311,9 +311,9 @@ public final class HTTPServer: Sendable {
 
         if requestContext.pointee == nil {
             // Not expected (the request-line callback always runs first), but never crash.
-            requestContext.pointee = Unmanaged.passRetained(RequestContext(rawTarget: "/")).toOpaque()
+            requestContext.pointee = Unmanaged.passRetained(IncomingRequest(rawTarget: "/")).toOpaque()
         }
-        let context = Unmanaged<RequestContext>.fromOpaque(requestContext.pointee!).takeUnretainedValue()
+        let context = Unmanaged<IncomingRequest>.fromOpaque(requestContext.pointee!).takeUnretainedValue()
         if !context.hasHeaders {
             // First call: headers only.
             context.readHeaders(
@@ -355,7 +355,7 @@ public final class HTTPServer: Sendable {
 
     private static let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
         guard let cls, let requestContext, let pointer = requestContext.pointee else { return }
-        let context = Unmanaged<RequestContext>.fromOpaque(pointer).takeRetainedValue()
+        let context = Unmanaged<IncomingRequest>.fromOpaque(pointer).takeRetainedValue()
         requestContext.pointee = nil
         if let pending = context.pendingDeferred {
             Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().deferredRequestFinished(pending)

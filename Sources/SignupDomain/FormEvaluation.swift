@@ -97,7 +97,7 @@ public struct FormEvaluation: Equatable, Sendable {
     }
 
     init(
-        policy: SignupPolicy,
+        policy: FormPolicy,
         username: FieldEvaluation<String>,
         email: FieldEvaluation<String>,
         password: FieldEvaluation<PasswordCandidate>,
@@ -129,7 +129,7 @@ public struct FormEvaluation: Equatable, Sendable {
             add(password.states, count: counts.password)
             add(confirm.states, count: counts.confirm)
         }
-        // In the order of `SignupPolicy.evaluationOrder`'s fields.
+        // In the order of `FormPolicy.evaluationOrder`'s fields.
         var validations: [FieldValidation] = []
         validations.reserveCapacity(order.fields.count)
         validations.append(policy.username.validation(
@@ -165,7 +165,7 @@ public struct FormEvaluation: Equatable, Sendable {
             requirementIDs: order.requirementIDs, states: states,
             validatedFields: order.fields, validations: validations,
             strength: usesPasskey ? .none : password.value.strength,
-            // A form about an account judges only the fields it has (`SignupPolicy.judges`).
+            // A form about an account judges only the fields it has (`FormPolicy.judges`).
             isValid: (!policy.judges.username || username.allMet) && (!policy.judges.email || email.allMet)
                 && (!policy.judges.credential || credentialMet) && declaredValid,
             fieldOrder: usesPasskey ? policy.passkeyFieldOrder : policy.fieldOrder,
@@ -193,7 +193,7 @@ extension FormEvaluation {
     /// with `policy`'s live orders, but read from the evaluations' arrays. Building and
     /// diffing two snapshots' dictionaries cost about 5,000 instructions per edit (issue 24);
     /// `FormEvaluationChangesTests` checks the two agree. Both evaluations are `policy`'s.
-    public func changes(since previous: FormEvaluation, rev: Int, policy: SignupPolicy) -> [SignupEvent] {
+    public func changes(since previous: FormEvaluation, rev: Int, policy: FormPolicy) -> [SignupEvent] {
         let order = policy.evaluationOrder(for: credential)
         // Both in `order`'s shape (the arrays are the policy's own, so these compare buffers).
         guard credential == previous.credential,
@@ -228,7 +228,7 @@ extension FormEvaluation {
     }
 }
 
-extension SignupPolicy {
+extension FormPolicy {
     /// Evaluates the whole form in one step.
     ///
     /// - Parameters:

@@ -1,7 +1,7 @@
 import ReactiveValidation
 
 /// A declared field as one language shows it: its declaration, its words in that language,
-/// and (for the fields a policy adds) its rules. `SignupPolicy.fields` holds them in page order.
+/// and (for the fields a policy adds) its rules. `FormPolicy.fields` holds them in page order.
 public struct FormField: Sendable {
     public let declaration: FieldDeclaration
     /// The label, nil for a built-in field the policy does not relabel (the page then uses
@@ -12,7 +12,7 @@ public struct FormField: Sendable {
     /// A select's options, as (value, label), in the declared order.
     public let options: [(value: String, label: String)]
     /// The rules of a field the policy declares; nil for the built-in four, whose rules are
-    /// typed (`SignupPolicy.username`, `.email`, `.password`, `.confirm`).
+    /// typed (`FormPolicy.username`, `.email`, `.password`, `.confirm`).
     public let rules: FieldRules<String>?
 
     public var field: SignupField { declaration.field }

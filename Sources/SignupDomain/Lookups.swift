@@ -7,7 +7,7 @@ import OpenCombineShim
 
 /// The questions the rules may ask outside the process: is this password in a known breach,
 /// can this address's domain receive mail. Services given to the evaluation (the view model,
-/// the submit check), never part of `SignupPolicy`, which is data: the policy only knows
+/// the submit check), never part of `FormPolicy`, which is data: the policy only knows
 /// whether `password.breached` and `email.deliverable` are requirements (`Lookups.Kinds`).
 public struct Lookups: Sendable {
     public var breachedPasswords: BreachedPasswordChecker?
@@ -47,7 +47,7 @@ public struct Lookups: Sendable {
     /// `password.breached`'s state for a submitted password, looked up now (nil when the
     /// policy has no such requirement; `unmet` for passwords too short to be looked up, which
     /// their length rule refuses anyway).
-    public func breachStateNow(for password: String, in policy: SignupPolicy) -> RequirementState? {
+    public func breachStateNow(for password: String, in policy: FormPolicy) -> RequirementState? {
         switch breachQuestion(for: password, in: policy) {
         case .known(let state): return state
         case .ask(let checker): return checker.verdictNow(for: password).state
@@ -57,7 +57,7 @@ public struct Lookups: Sendable {
     /// The same, on the breach checker's threads, handed to `completion` there; at once (on
     /// the caller's thread) when no look-up is needed. A look-up can take the source's whole
     /// timeout, so request threads never wait for one.
-    public func breachState(for password: String, in policy: SignupPolicy,
+    public func breachState(for password: String, in policy: FormPolicy,
                             then completion: @escaping @Sendable (RequirementState?) -> Void) {
         switch breachQuestion(for: password, in: policy) {
         case .known(let state): completion(state)
@@ -69,7 +69,7 @@ public struct Lookups: Sendable {
     /// requirement, `unmet` for an address the email's own rules refuse (never asked about),
     /// else the checker's answer (a remembered one at once, on the caller's thread; otherwise
     /// on the checker's thread, which `completion` must leave quickly).
-    public func deliverableState(for email: String, in policy: SignupPolicy,
+    public func deliverableState(for email: String, in policy: FormPolicy,
                                  then completion: @escaping @Sendable (RequirementState?) -> Void) {
         guard let rule = policy.emailDeliverabilityRule, let checker = mailDomains else { return completion(nil) }
         guard rule.isEligible(email) else { return completion(.unmet) }
@@ -82,7 +82,7 @@ public struct Lookups: Sendable {
         case ask(BreachedPasswordChecker)
     }
 
-    private func breachQuestion(for password: String, in policy: SignupPolicy) -> BreachQuestion {
+    private func breachQuestion(for password: String, in policy: FormPolicy) -> BreachQuestion {
         guard let checker = breachedPasswords, let rule = policy.passwordBreachRule(checkingWith: checker) else {
             return .known(nil)
         }

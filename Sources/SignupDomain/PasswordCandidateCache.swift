@@ -11,7 +11,7 @@ public final class PasswordCandidateCache {
 
     public init() {}
 
-    public func candidate(in policy: SignupPolicy, password: String, username: String, email: String) -> PasswordCandidate {
+    public func candidate(in policy: FormPolicy, password: String, username: String, email: String) -> PasswordCandidate {
         // An empty password is refused as empty whatever the other fields say, so while the
         // person types their username and email the context words are not folded per keystroke.
         if password.isEmpty {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The settings a sign-up policy is made of, as plain data. `SignupPolicy` turns one into the
+/// The settings a sign-up policy is made of, as plain data. `FormPolicy` turns one into the
 /// rules the checklist, the events and the submit check share. `--policy` picks a preset by
 /// name or reads a policy file (`PolicyFile`); the presets are policy files too, shipped in
 /// the module's resources (Resources/policies).

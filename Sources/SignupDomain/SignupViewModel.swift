@@ -70,13 +70,13 @@ public final class SignupViewModel {
     /// True exactly when every requirement is met and nothing else refuses the form.
     public var isSubmitEnabled: Bool { form.isValid }
 
-    public let policy: SignupPolicy
+    public let policy: FormPolicy
 
     /// - Parameters:
     ///   - availabilityDebounce: how long the username must stay unchanged before it is
     ///     looked up, so a burst of keystrokes costs one query.
     public init(
-        policy: SignupPolicy,
+        policy: FormPolicy,
         availabilityChecker: any UsernameAvailabilityChecking,
         lookups: Lookups = .none,
         scheduler: AnySchedulerOf<DispatchQueue>,

@@ -7,12 +7,12 @@ import WebKernel
 /// How every concern refuses a request over a limit: one count in the metric by the limit's
 /// name, one debug line, and for the script's endpoints the JSON 429.
 struct Refusals: Sendable {
-    let metrics: SignupMetrics
+    let metrics: ServerMetrics
     let logger: Logger
 
-    /// 503 for a request the account store could not serve (`SignupRequest.storeUnavailable`:
+    /// 503 for a request the account store could not serve (`RequestContext.storeUnavailable`:
     /// a page or JSON as its row answers), the cause logged with the path.
-    func storeUnavailable(_ request: SignupRequest, _ error: (any Error)? = nil) -> HTTPResponse {
+    func storeUnavailable(_ request: RequestContext, _ error: (any Error)? = nil) -> HTTPResponse {
         if let error {
             logger.error("Account store unavailable", metadata: ["path": "\(request.http.path)", "error": "\(error)"])
         }

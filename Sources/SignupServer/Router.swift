@@ -181,8 +181,8 @@ struct Router: HTTPResponder, ServicesReader {
         if route.reads == .form {
             do throws(APIError) { form = try decodeForm(request) } catch { return error.response }
         }
-        let signedIn = route.readsSignedIn ? signedInSession(of: request) : SignupRequest.SignedInSession.notAsked
-        let context = SignupRequest(request, method, route: route, client: client, clientKey: clientKey, form: form,
+        let signedIn = route.readsSignedIn ? signedInSession(of: request) : RequestContext.SignedInSession.notAsked
+        let context = RequestContext(request, method, route: route, client: client, clientKey: clientKey, form: form,
                                     pages: pages, returnTo: returnTo, signedIn: signedIn)
         if route.needsRecentSignIn, case .account(let account) = signedIn, let refusal = notRecent(context, account, route: route) {
             return Self.spoken(refusal, of: route, in: context)
@@ -200,7 +200,7 @@ struct Router: HTTPResponder, ServicesReader {
     /// A page says which language it is in (`Content-Language`), added here once for every
     /// HTML answer of a speaking row, now or when a deferred one is ready: its handler set it
     /// only where it chose another language than the request's.
-    private static func spoken(_ response: HTTPResponse, of route: Route, in request: SignupRequest) -> HTTPResponse {
+    private static func spoken(_ response: HTTPResponse, of route: Route, in request: RequestContext) -> HTTPResponse {
         guard route.speaks else { return response }
         if case .deferred(let work) = response.body {
             return .later { respond in work.start { respond(spoken($0, of: route, in: request)) } }
@@ -215,7 +215,7 @@ struct Router: HTTPResponder, ServicesReader {
     /// The answer for a signed-in person whose last proof in this browser is too old for the
     /// row's change (nil: recent enough). A page goes to `/account`, which asks them to
     /// confirm and then continues to the change; JSON says `recent_signin_required`.
-    private func notRecent(_ request: SignupRequest, _ account: Account, route: Route) -> HTTPResponse? {
+    private func notRecent(_ request: RequestContext, _ account: Account, route: Route) -> HTTPResponse? {
         do {
             if try recentSignIn.openUntil(for: account, cookieHeader: request.cookieHeader) != nil { return nil }
         } catch {
@@ -234,7 +234,7 @@ struct Router: HTTPResponder, ServicesReader {
     }
 
     /// The request's signed-in session, as the store says.
-    private func signedInSession(of request: HTTPRequest) -> SignupRequest.SignedInSession {
+    private func signedInSession(of request: HTTPRequest) -> RequestContext.SignedInSession {
         do {
             return try signedInUsers.account(cookieHeader: request.headers["Cookie"]).map { .account($0) } ?? .signedOut
         } catch {

@@ -21,7 +21,7 @@ public final class SignupApplication: Sendable {
         public var port: UInt16 = 8080
         public var publicDirectory = URL(fileURLWithPath: "Public")
         public var templatesDirectory = URL(fileURLWithPath: "Templates")
-        public var policy = SignupPolicy.classic()
+        public var policy = FormPolicy.classic()
         /// Where `password.breached` is answered (`--breached-passwords`, `-api`); nil: the
         /// rules have no such requirement.
         public var breachedPasswords: BreachedPasswordChecker?
@@ -162,7 +162,7 @@ public final class SignupApplication: Sendable {
     /// Set when `stop` begins (`Services.stopping`).
     private var stopping: Locked<Bool> { services.stopping }
     private var logger: Logger { services.logger }
-    private var sessions: FormSessionRegistry { services.sessions }
+    private var sessions: LiveFormSessionRegistry { services.sessions }
 
     public init(configuration: Configuration, store: any AccountStore, logger: Logger = Logger(label: "livesignup")) throws {
         self.configuration = configuration

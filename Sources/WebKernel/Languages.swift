@@ -8,7 +8,7 @@ import SignupDomain
 package struct Languages: Sendable {
     package struct Language: Sendable {
         package let catalog: TextCatalog
-        package let policy: SignupPolicy
+        package let policy: FormPolicy
         package var tag: String { catalog.language }
 
         /// `template` (one of this language's texts) filled in by its rules: a count chooses
@@ -46,7 +46,7 @@ package struct Languages: Sendable {
 
     /// Reads every `*.yaml` in `directory`; a catalog missing some texts takes English's.
     /// `pseudoLocale`: also speak the pseudo-locale (`PseudoLocale`, `en-xa`), for tests.
-    package init(directory: URL, policy: SignupPolicy, builtInEnglish: TextCatalog = .builtInEnglish, pseudoLocale: Bool = false) throws {
+    package init(directory: URL, policy: FormPolicy, builtInEnglish: TextCatalog = .builtInEnglish, pseudoLocale: Bool = false) throws {
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
             .filter { $0.hasSuffix(".yaml") }.sorted()
         var catalogs: [TextCatalog] = []

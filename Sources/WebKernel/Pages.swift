@@ -5,7 +5,7 @@ import SignupDomain
 
 /// What every handler that answers a person with a page shares: the renderer, the assets, the
 /// languages, and a language: English in the router's, the visitor's in the one a speaking
-/// request carries (`SignupRequest.pages`). A class: every request holds one, and a reference
+/// request carries (`RequestContext.pages`). A class: every request holds one, and a reference
 /// is one retain where the struct's fields were one each.
 package final class Pages: Sendable {
     package let renderer: PageRenderer

@@ -21,7 +21,7 @@ package final class Route: Sendable {
         /// Nothing from the body: the query is all (GET), or the handler reads the body
         /// itself (`/fields`, the typing path, which decodes only what it uses).
         case query
-        /// An urlencoded form, decoded once (`SignupRequest.form`); a body that is not one
+        /// An urlencoded form, decoded once (`RequestContext.form`); a body that is not one
         /// is answered 415 or 400 without the handler.
         case form
     }
@@ -34,11 +34,11 @@ package final class Route: Sendable {
 
     /// A handler may let an error of the account store through (`try`): the router answers it
     /// with the one 503 in the row's form and logs it (`Refusals.storeUnavailable`).
-    package typealias Handler = @Sendable (SignupRequest) throws -> HTTPResponse
+    package typealias Handler = @Sendable (RequestContext) throws -> HTTPResponse
     /// A handler that acts for the signed-in person: it is given the account, never an
     /// optional one (the router answered a signed-out person and a store that could not
-    /// say, `SignupRequest.forAccount`).
-    package typealias AccountHandler = @Sendable (SignupRequest, Account) throws -> HTTPResponse
+    /// say, `RequestContext.forAccount`).
+    package typealias AccountHandler = @Sendable (RequestContext, Account) throws -> HTTPResponse
 
     package let method: HTTPMethod
     /// The exact path, or for a prefix route (`isPrefix`) the prefix, ending in "/".
@@ -64,7 +64,7 @@ package final class Route: Sendable {
     /// secret or a token: `/verify?token=…`, `/verify?link=…`), whatever the handler sent.
     package let sendsNoReferrer: Bool
     /// Whether its handler acts for the signed-in person: the router looks the session up
-    /// once (`SignupRequest.signedIn`) and the handler answers a signed-out one in its own
+    /// once (`RequestContext.signedIn`) and the handler answers a signed-out one in its own
     /// words (a redirect to `/signin`, a passkey refusal).
     package let readsSignedIn: Bool
     /// Whether it changes something that needs a recent sign-in in this browser

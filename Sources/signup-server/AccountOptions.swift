@@ -216,7 +216,7 @@ struct AccountOptions: ParsableArguments {
         }
         configuration.mailDomains = try mailDomainChecker()
         // The rules have the outside requirements the services above answer.
-        configuration.policy = SignupPolicy(settings, lookups: Lookups(
+        configuration.policy = FormPolicy(settings, lookups: Lookups(
             breachedPasswords: configuration.breachedPasswords, mailDomains: configuration.mailDomains).kinds)
         configuration.passwordHasher = (Argon2Preset(rawValue: argon2Preset) ?? .interactive).hasher
         configuration.maximumConcurrentHashes = maxConcurrentHashes

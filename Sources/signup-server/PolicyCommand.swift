@@ -25,7 +25,7 @@ struct PolicyCommand: ParsableCommand {
                 FileHandle.standardError.write(Data("\(error.message)\n".utf8))
                 throw ExitCode(1)
             }
-            let rules = SignupPolicy(policy)
+            let rules = FormPolicy(policy)
             print("\(file): OK, policy '\(policy.name)'\(policy.summary.isEmpty ? "" : ": \(policy.summary)")")
             print("  username: \(policy.usernameLength.lowerBound) to \(policy.usernameLength.upperBound) characters; \(policy.reservedUsernames.count) reserved names")
             print("  password: at least \(policy.passwordMinimumLength) characters, at most \(policy.passwordMaximumBytes) bytes; uppercase \(policy.requiresUppercase ? "required" : "not required"); strength ≥ \(policy.minimumStrengthScore); blocklist \(policy.blocklistSource) (\(policy.blocklist.count) passwords)")

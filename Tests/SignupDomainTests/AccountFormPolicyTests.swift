@@ -4,10 +4,10 @@ import XCTest
 /// The forms about an existing account judge only the fields they have: a new address its
 /// address alone (with the sign-up form's checks), a new password its password fields.
 final class AccountFormPolicyTests: XCTestCase {
-    private let account = SignupPolicy.AccountContext(username: "ada", email: "ada@example.org")
+    private let account = FormPolicy.AccountContext(username: "ada", email: "ada@example.org")
 
     func testANewAddressFormJudgesTheAddressAlone() {
-        let policy = SignupPolicy(.classic).newEmail(for: account)
+        let policy = FormPolicy(.classic).newEmail(for: account)
         XCTAssertEqual(policy.fieldOrder, [.email])
         let bad = policy.evaluateSubmission(values: [.email: "not-an-address"], usernameAvailability: .met)
         XCTAssertFalse(bad.isValid, "\(bad.requirementStates)")
@@ -18,7 +18,7 @@ final class AccountFormPolicyTests: XCTestCase {
     }
 
     func testANewPasswordFormStillJudgesThePasswordAlone() {
-        let policy = SignupPolicy(.classic).newPassword(for: account)
+        let policy = FormPolicy(.classic).newPassword(for: account)
         let good = policy.evaluateSubmission(values: [.password: "Harbour-Compass-77", .confirm: "Harbour-Compass-77"],
                                              usernameAvailability: .unmet, notCurrent: .met)
         XCTAssertTrue(good.isValid, "\(good.problems) \(good.requirementStates)")

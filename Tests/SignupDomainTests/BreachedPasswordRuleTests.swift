@@ -47,7 +47,7 @@ final class BreachedPasswordRuleTests: XCTestCase {
         let checker = BreachedPasswordChecker(lookup: lookup, run: { lookupQueue.async(execute: $0); return true })
         let scheduler = DispatchQueue.test
         let lookups = Lookups(breachedPasswords: checker)
-        let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: lookups.kinds)
+        let policy = FormPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: lookups.kinds)
         let model = SignupViewModel(policy: policy, availabilityChecker: FakeAvailabilityChecker(), lookups: lookups,
                                     scheduler: scheduler.eraseToAnyScheduler())
         return Harness(model: model, lookups: lookups, lookup: lookup, checker: checker, scheduler: scheduler, lookupQueue: lookupQueue)
@@ -56,7 +56,7 @@ final class BreachedPasswordRuleTests: XCTestCase {
     func testTheRequirementIsListedOnlyWhenASourceIsConfigured() {
         XCTAssertEqual(makeHarness().model.policy.requirements(for: .password).last?.id, "password.breached")
         XCTAssertEqual(makeHarness().model.policy.requirements(for: .password).last?.text, "Not found in a known data breach")
-        XCTAssertFalse(SignupPolicy(.classic).allRequirements.contains { $0.id == "password.breached" })
+        XCTAssertFalse(FormPolicy(.classic).allRequirements.contains { $0.id == "password.breached" })
     }
 
     func testABurstOfKeystrokesCostsOneLookUpOfTheSettledPassword() {
@@ -95,7 +95,7 @@ final class BreachedPasswordRuleTests: XCTestCase {
         let once = "Sunshine-2024-Garden", often = "Autumn-Leaves-1987"
         let harness = makeHarness(seen: [once: 1, often: 3861])
         let policy = harness.model.policy, lookups = harness.lookups
-        func message(_ policy: SignupPolicy, _ password: String) -> String? {
+        func message(_ policy: FormPolicy, _ password: String) -> String? {
             policy.evaluateSubmission(
                 username: "alice_01", email: "alice@example.com", password: password, confirm: password,
                 usernameAvailability: .met, breach: lookups.breachStateNow(for: password, in: policy),
@@ -141,7 +141,7 @@ final class BreachedPasswordRuleTests: XCTestCase {
         let checker = BreachedPasswordChecker(lookup: lookup, run: { work in stuck.withLock { $0.append(work) }; return true },
                                               runSubmitted: { $0(); return true })
         let lookups = Lookups(breachedPasswords: checker)
-        let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: lookups.kinds)
+        let policy = FormPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: lookups.kinds)
         checker.verdict(for: "Typing-Along-Slowly-1") { _ in XCTFail("the live lane never runs in this test") }
         let answered = Locked<RequirementState??>(nil)
         lookups.breachState(for: "Sunshine-2024-Garden", in: policy) { state in answered.withLock { $0 = state } }

@@ -44,12 +44,12 @@ final class DeclaredFieldsTests: XCTestCase {
     func testThePresetsDeclareTheBuiltInFourInTheirOrder() {
         for policy in Policy.all {
             XCTAssertEqual(policy.fields.map(\.name), ["username", "email", "password", "confirm"], policy.name)
-            XCTAssertEqual(SignupPolicy(policy).allRequirements.map(\.id),
-                           SignupPolicy(policy).fieldOrder.flatMap { field in
-                               SignupPolicy(policy).requirements(for: field).map(\.id)
+            XCTAssertEqual(FormPolicy(policy).allRequirements.map(\.id),
+                           FormPolicy(policy).fieldOrder.flatMap { field in
+                               FormPolicy(policy).requirements(for: field).map(\.id)
                            })
         }
-        XCTAssertEqual(SignupPolicy.classic().allRequirements.map(\.id), [
+        XCTAssertEqual(FormPolicy.classic().allRequirements.map(\.id), [
             "username.length", "username.charset", "username.available", "email.format",
             "password.length", "password.uppercase", "password.common", "password.strength", "confirm.match",
         ], "the presets' requirement ids and their order are unchanged")
@@ -60,7 +60,7 @@ final class DeclaredFieldsTests: XCTestCase {
             .deletingLastPathComponent().appendingPathComponent("docs/examples/policy-terms.yaml").path
         let policy = try PolicyFile.load(path: path)
         XCTAssertEqual(policy.fields.map(\.name), ["username", "display_name", "email", "password", "confirm", "terms"])
-        let rules = SignupPolicy(policy)
+        let rules = FormPolicy(policy)
         XCTAssertEqual(rules.requirements(for: SignupField(rawValue: "terms")).map(\.id), ["terms.accepted"])
         XCTAssertEqual(rules.requirements(for: SignupField(rawValue: "display_name")).map(\.id), ["display_name.length"])
         let terms = try XCTUnwrap(policy.fields.last)
@@ -105,7 +105,7 @@ final class DeclaredFieldsTests: XCTestCase {
     // MARK: Rules
 
     func testADeclaredTextsRequirementsAndMessagesInPriorityOrder() throws {
-        let policy = SignupPolicy(try parse(builtIn + """
+        let policy = FormPolicy(try parse(builtIn + """
 
               - name: badge
                 kind: text
@@ -134,7 +134,7 @@ final class DeclaredFieldsTests: XCTestCase {
     }
 
     func testAnOptionalTextLeftEmptyPassesAndACheckboxCountsOnlyTicks() throws {
-        let policy = SignupPolicy(try parse(builtIn + """
+        let policy = FormPolicy(try parse(builtIn + """
 
               - name: nick
                 kind: text
@@ -175,7 +175,7 @@ final class DeclaredFieldsTests: XCTestCase {
                 label: City
                 required: true
             """)
-        let policy = SignupPolicy(settings, strengthEstimator: LengthStrengthEstimator()).localized(german, language: "de")
+        let policy = FormPolicy(settings, strengthEstimator: LengthStrengthEstimator()).localized(german, language: "de")
         let company = try XCTUnwrap(policy.formField(SignupField(rawValue: "company")))
         XCTAssertEqual(company.label, "Firma")
         XCTAssertEqual(company.rules?.validation(of: company.rules!.evaluate(""), isShown: true).message, "Firma ist erforderlich")
@@ -207,7 +207,7 @@ final class DeclaredFieldsTests: XCTestCase {
     // MARK: The view model over any number of fields
 
     func testTheViewModelHasOneInputPerFieldAndSubmitWaitsForEveryDeclaredOne() throws {
-        let policy = SignupPolicy(try parse(builtIn + """
+        let policy = FormPolicy(try parse(builtIn + """
 
               - name: team
                 kind: select

@@ -52,7 +52,7 @@ final class EmailHygieneTests: XCTestCase {
     }
 
     func testSuggestionsShowWithTheFieldsProblemsAndNeverBlockTheForm() {
-        let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator())
+        let policy = FormPolicy(.classic, strengthEstimator: LengthStrengthEstimator())
         let values: [SignupField: String] = [.username: "ada_l", .email: "ada@gmial.com",
                                              .password: "Lantern-Orbit-42", .confirm: "Lantern-Orbit-42"]
         let typing = policy.evaluateSubmission(values: values, usernameAvailability: .met)
@@ -93,7 +93,7 @@ final class EmailHygieneTests: XCTestCase {
             """, file: "p.yaml", baseDirectory: directory)
         XCTAssertEqual(settings.disposableEmailDomains?.count, 3)
         XCTAssertEqual(settings.emailSuggestions.commonDomains, ["gmail.com", "web.de"])
-        let policy = SignupPolicy(settings, strengthEstimator: LengthStrengthEstimator())
+        let policy = FormPolicy(settings, strengthEstimator: LengthStrengthEstimator())
         XCTAssertEqual(policy.requirements(for: .email).map(\.id), ["email.format", "email.disposable"])
         XCTAssertEqual(policy.requirements(for: .email).last?.text, "Not a throwaway address")
         let refused = policy.evaluateSubmission(values: [.email: "ada@sub.mailinator.com"], usernameAvailability: .met)
@@ -102,7 +102,7 @@ final class EmailHygieneTests: XCTestCase {
                        "That is a throwaway address. Use one you will keep, so you can always get back into your account")
         XCTAssertEqual(policy.evaluateSubmission(values: [.email: "ada@web.de"], usernameAvailability: .met)
             .requirementStates["email.disposable"], .met)
-        XCTAssertFalse(SignupPolicy(.classic).allRequirements.contains { $0.id == "email.disposable" },
+        XCTAssertFalse(FormPolicy(.classic).allRequirements.contains { $0.id == "email.disposable" },
                        "no list, no requirement")
 
         XCTAssertThrowsError(try PolicyFile.parse("email:\n  disposable_file: missing.txt\n", file: "p.yaml",
@@ -188,7 +188,7 @@ final class EmailHygieneTests: XCTestCase {
         let resolver = ScriptedResolver()
         let checker = MailDomainChecker(resolver: resolver)
         let scheduler = DispatchQueue.test
-        let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: .mailDomains)
+        let policy = FormPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: .mailDomains)
         XCTAssertEqual(policy.requirements(for: .email).map(\.id), ["email.format", "email.deliverable"])
         let model = SignupViewModel(policy: policy, availabilityChecker: FakeAvailabilityChecker(),
                                     lookups: Lookups(mailDomains: checker),
@@ -217,7 +217,7 @@ final class EmailHygieneTests: XCTestCase {
 
     func testTheSubmitCheckUsesTheSameAnswerAndRefusesUndeliverableAddresses() {
         let resolver = ScriptedResolver()
-        let policy = SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: .mailDomains)
+        let policy = FormPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: .mailDomains)
         let lookups = Lookups(mailDomains: MailDomainChecker(resolver: resolver))
         let states = Locked<[RequirementState?]>([])
         lookups.deliverableState(for: "not an address", in: policy) { state in states.withLock { $0.append(state) } }
@@ -229,7 +229,7 @@ final class EmailHygieneTests: XCTestCase {
                                              .password: "Lantern-Orbit-42", .confirm: "Lantern-Orbit-42"]
         XCTAssertFalse(policy.evaluateSubmission(values: values, usernameAvailability: .met, deliverable: .unmet).isValid)
         XCTAssertTrue(policy.evaluateSubmission(values: values, usernameAvailability: .met, deliverable: .met).isValid)
-        lookups.deliverableState(for: "ada@gone.test", in: SignupPolicy(.classic)) { state in
+        lookups.deliverableState(for: "ada@gone.test", in: FormPolicy(.classic)) { state in
             states.withLock { $0.append(state) }
         }
         XCTAssertEqual(states.withLock { $0 }.last, .some(nil), "no DNS check configured: nothing to say")

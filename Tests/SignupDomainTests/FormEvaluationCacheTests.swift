@@ -31,7 +31,7 @@ final class FormEvaluationCacheTests: XCTestCase {
     }
 
     func testCachedEvaluationEqualsAFreshOne() {
-        let policy = SignupPolicy.classic()
+        let policy = FormPolicy.classic()
         let availability = policy.usernameAvailabilityRule { _ in Empty().eraseToAnyPublisher() }
         let cache = FormEvaluationCache()
         let edits = [("ada", "a@x", "Abc", ""), ("ada", "a@example.com", "Abc", ""),

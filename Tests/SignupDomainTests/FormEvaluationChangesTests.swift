@@ -36,9 +36,9 @@ final class FormEvaluationChangesTests: XCTestCase {
             accepted: true
         """
 
-    private func policies() throws -> [SignupPolicy] {
+    private func policies() throws -> [FormPolicy] {
         let declared = try PolicyFile.parse(Self.declared, file: "policy.yaml", baseDirectory: URL(fileURLWithPath: "/"))
-        return Policy.all.map { SignupPolicy($0) } + [SignupPolicy(declared)]
+        return Policy.all.map { FormPolicy($0) } + [FormPolicy(declared)]
     }
 
     /// Values that meet and miss each kind of rule.

@@ -5,7 +5,7 @@ import XCTest
 /// A passkey instead of a password: the evaluation swaps the password's checklist for
 /// `passkey.created`, and the form is ready exactly when everything else is and the passkey exists.
 final class PasskeyChoiceTests: XCTestCase {
-    private let policy = SignupPolicy(.classic)
+    private let policy = FormPolicy(.classic)
     private let values: [SignupField: String] = [.username: "ada_keys", .email: "ada@example.org"]
 
     func testThePasskeyTakesThePasswordsPlaceInTheChecklist() {

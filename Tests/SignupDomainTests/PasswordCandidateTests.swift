@@ -6,7 +6,7 @@ import XCTest
 /// written by hand. The evaluation cache and `removeDuplicates` compare candidates: equal
 /// must mean equal parts, whichever instances hold them.
 final class PasswordCandidateTests: XCTestCase {
-    private let policy = SignupPolicy(.classic)
+    private let policy = FormPolicy(.classic)
 
     func testCandidatesMadeApartFromTheSameInputsAreEqual() {
         let first = policy.passwordCandidate(password: "Abcdefgh-472", username: "ada", email: "ada@example.com")

@@ -87,7 +87,7 @@ final class PolicyFileTests: XCTestCase {
         XCTAssertTrue(policy.blocklist.contains("Rent-Is-Due"), "compared case-folded, like the built-in list")
         XCTAssertEqual(policy.contextWords, ["landlord", "Rent Portal"])
 
-        let rules = SignupPolicy(policy, strengthEstimator: FixedStrength(score: 4))
+        let rules = FormPolicy(policy, strengthEstimator: FixedStrength(score: 4))
         XCTAssertEqual(rules.requirements(for: .username).first?.text, "6–20 Zeichen")
         XCTAssertEqual(rules.requirements(for: .password).map(\.id), ["password.length", "password.common", "password.strength"])
         XCTAssertEqual(rules.usernameTakenMessage, "That name belongs to someone already")
@@ -249,7 +249,7 @@ final class PolicyFileTests: XCTestCase {
         XCTAssertEqual(policy.texts(.usernameAvailableText), "Still free")
         XCTAssertEqual(policy.textsByLanguage["de"]?(.usernameAvailableText), "Noch frei")
         let german = PolicyTexts([.usernameAvailableText: "Nicht vergeben", .confirmEmpty: "Bitte bestätigen"])
-        let rules = SignupPolicy(policy)
+        let rules = FormPolicy(policy)
         XCTAssertEqual(rules.localized(german, language: "de").settings.texts(.usernameAvailableText), "Noch frei",
                        "the policy's German wording over the German catalog")
         XCTAssertEqual(rules.localized(german, language: "de").settings.texts(.confirmEmpty), "Bitte bestätigen",

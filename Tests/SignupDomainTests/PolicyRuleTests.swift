@@ -4,8 +4,8 @@ import XCTest
 
 /// Every requirement of both policies flips exactly where docs/PROTOCOL.md says.
 final class PolicyRuleTests: XCTestCase {
-    private let policy = SignupPolicy(.classic)
-    private let nist = SignupPolicy(.nist)
+    private let policy = FormPolicy(.classic)
+    private let nist = FormPolicy(.nist)
 
     private func rule<Value>(_ id: String, in rules: FieldRules<Value>,
                              file: StaticString = #filePath, line: UInt = #line) -> Rule<Value>? {
@@ -23,14 +23,14 @@ final class PolicyRuleTests: XCTestCase {
     }
 
     private func password(_ id: String, _ value: String, username: String = "", email: String = "",
-                          in policy: SignupPolicy? = nil) -> RequirementState? {
+                          in policy: FormPolicy? = nil) -> RequirementState? {
         let policy = policy ?? self.policy
         return rule(id, in: policy.password)?
             .state(for: policy.passwordCandidate(password: value, username: username, email: email))
     }
 
     private func passwordMessage(_ value: String, username: String = "", email: String = "",
-                                 in policy: SignupPolicy? = nil) -> String {
+                                 in policy: FormPolicy? = nil) -> String {
         let policy = policy ?? self.policy
         let candidate = policy.passwordCandidate(password: value, username: username, email: email)
         let evaluation = policy.password.evaluate(candidate)
@@ -273,7 +273,7 @@ final class PolicyRuleTests: XCTestCase {
         let strongEnough = "lantern orbit quietly"
         for (policy, minimum) in [(Policy.classic, 2), (Policy.nist, 3)] {
             for score in 0...4 {
-                let rules = SignupPolicy(policy, strengthEstimator: FixedScoreEstimator(score: score))
+                let rules = FormPolicy(policy, strengthEstimator: FixedScoreEstimator(score: score))
                 XCTAssertEqual(password("password.strength", strongEnough, in: rules), score >= minimum ? .met : .unmet,
                                "\(policy.name), score \(score)")
             }
@@ -330,12 +330,12 @@ private struct FixedScoreEstimator: PasswordStrengthEstimating {
 
 /// Usernames: Unicode folding and look-alikes, under both policies.
 final class UsernameRuleTests: XCTestCase {
-    private func message(_ username: String, in policy: SignupPolicy) -> String {
+    private func message(_ username: String, in policy: FormPolicy) -> String {
         policy.username.validation(of: policy.username.evaluate(username), isShown: true).message
     }
 
     func testLookAlikeAndInvisibleCharactersAreRefusedWithTheirReason() {
-        for policy in [SignupPolicy(.classic), SignupPolicy(.nist)] {
+        for policy in [FormPolicy(.classic), FormPolicy(.nist)] {
             XCTAssertEqual(message("p\u{430}ypal", in: policy),
                            "Username can't mix letters from different alphabets, like Latin and Cyrillic")
             XCTAssertFalse(policy.username.allMet(by: "p\u{430}ypal"), "so it is never looked up either")
@@ -360,7 +360,7 @@ final class UsernameRuleTests: XCTestCase {
     }
 
     func testReservedNamesIncludeRoutesAndTheServiceNameInAnyForm() {
-        let policy = SignupPolicy(.classic)
+        let policy = FormPolicy(.classic)
         for name in ["admin", "Administrator", "ROOT", "postmaster", "signin", "welcome", "events", "LiveSignup",
                      "ｌｉｖｅｓｉｇｎｕｐ", "www"] {
             XCTAssertTrue(policy.isReserved(name), name)

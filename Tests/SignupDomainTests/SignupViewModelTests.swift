@@ -19,7 +19,7 @@ final class SignupViewModelTests: XCTestCase {
     private func makeModel() -> (SignupViewModel, FakeAvailabilityChecker, TestSchedulerOf<DispatchQueue>) {
         let scheduler = DispatchQueue.test
         let checker = FakeAvailabilityChecker()
-        let model = SignupViewModel(policy: SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator()),
+        let model = SignupViewModel(policy: FormPolicy(.classic, strengthEstimator: LengthStrengthEstimator()),
                                     availabilityChecker: checker,
                                     scheduler: scheduler.eraseToAnyScheduler())
         return (model, checker, scheduler)
@@ -92,9 +92,9 @@ final class SignupViewModelTests: XCTestCase {
                 accepted: true
             """, file: "policy.yaml", baseDirectory: URL(fileURLWithPath: "/"))
         let breaches = BreachedPasswordChecker(lookup: NoBreaches(), run: { $0(); return true })
-        let policies = Policy.all.map { SignupPolicy($0) }
-            + [SignupPolicy(declared, strengthEstimator: LengthStrengthEstimator()),
-               SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: .breachedPasswords)]
+        let policies = Policy.all.map { FormPolicy($0) }
+            + [FormPolicy(declared, strengthEstimator: LengthStrengthEstimator()),
+               FormPolicy(.classic, strengthEstimator: LengthStrengthEstimator(), lookups: .breachedPasswords)]
         for policy in policies {
             let model = SignupViewModel(policy: policy, availabilityChecker: FakeAvailabilityChecker(),
                                         lookups: Lookups(breachedPasswords: breaches),
@@ -120,7 +120,7 @@ final class SignupViewModelTests: XCTestCase {
         do {
             let scheduler = DispatchQueue.test
             let checker = FakeAvailabilityChecker()
-            let model = SignupViewModel(policy: SignupPolicy(.classic, strengthEstimator: LengthStrengthEstimator()),
+            let model = SignupViewModel(policy: FormPolicy(.classic, strengthEstimator: LengthStrengthEstimator()),
                                         availabilityChecker: checker, scheduler: scheduler.eraseToAnyScheduler())
             model.username = "alice"
             scheduler.advance(by: .milliseconds(300))
@@ -378,7 +378,7 @@ final class SignupViewModelTests: XCTestCase {
 
     func testThePasswordIsEstimatedOnlyWhenItOrItsContextChanges() {
         let estimator = CountingEstimator()
-        let model = SignupViewModel(policy: SignupPolicy(.classic, strengthEstimator: estimator),
+        let model = SignupViewModel(policy: FormPolicy(.classic, strengthEstimator: estimator),
                                     availabilityChecker: FakeAvailabilityChecker(),
                                     scheduler: DispatchQueue.test.eraseToAnyScheduler())
         model.password = "Kestrel9-Lantern"

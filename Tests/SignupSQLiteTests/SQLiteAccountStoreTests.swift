@@ -330,7 +330,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
 
     func testReservedNamesAreTakenAfterTheSameLookUpAsUsedOnes() throws {
         let store = CountingStore()
-        let checker = StoreAvailabilityChecker(store: store, isReserved: { SignupPolicy(.classic).isReserved($0) })
+        let checker = StoreAvailabilityChecker(store: store, isReserved: { FormPolicy(.classic).isReserved($0) })
         XCTAssertEqual(try checker.availabilityNow(of: "Postmaster"), .unmet)
         XCTAssertEqual(store.lookups, 1, "a reserved name costs the same query, so timing does not tell it apart")
         XCTAssertEqual(try checker.availabilityNow(of: "newcomer"), .met)

@@ -61,7 +61,7 @@ final class DeclaredFieldsServerTests: XCTestCase {
 
     private func startServer(policyPath: String) throws {
         let settings = try PolicyFile.load(path: policyPath)
-        server = try TestServer { $0.policy = SignupPolicy(settings) }
+        server = try TestServer { $0.policy = FormPolicy(settings) }
     }
 
     private func startServer(policyText: String) throws {

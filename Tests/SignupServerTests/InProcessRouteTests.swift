@@ -166,7 +166,7 @@ final class InProcessRouteTests: XCTestCase {
         let limiters = ClientLimiters(limits, now: { [clock] in clock.now })
         let checker = ThrottledAvailabilityChecker(
             base: StoreAvailabilityChecker(store: store), limiters: limiters, sessionKey: "form", addressKey: "127.0.0.1",
-            checks: SignupMetrics().availabilityChecks, clock: clock)
+            checks: ServerMetrics().availabilityChecks, clock: clock)
         let answers = Locked<[RequirementState]>([])
         let first = checker.availability(of: "ada").sink { state in answers.withLock { $0.append(state) } }
         clock.advance(by: 0)

@@ -74,7 +74,7 @@ final class LanguageTests: XCTestCase {
         let german = try String(contentsOf: Self.catalogs.appendingPathComponent("de.yaml"), encoding: .utf8)
         try german.write(to: directory.appendingPathComponent("de.yaml"), atomically: true, encoding: .utf8)
         try german.write(to: directory.appendingPathComponent("de-old.yaml"), atomically: true, encoding: .utf8)
-        XCTAssertThrowsError(try Languages(directory: directory, policy: SignupPolicy.classic())) { error in
+        XCTAssertThrowsError(try Languages(directory: directory, policy: FormPolicy.classic())) { error in
             XCTAssertEqual("\(error)", "de-old.yaml and de.yaml are both language 'de': keep one (a file is named after its language, de.yaml)")
         }
     }
@@ -264,7 +264,7 @@ final class LanguageTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: templates) }
         let server = try TestServer { $0.templatesDirectory = templates }
         defer { server.stop() }
-        let english = SignupPolicy(.classic).passwordCandidate(password: "alice1234", username: "alice", email: "").strength
+        let english = FormPolicy(.classic).passwordCandidate(password: "alice1234", username: "alice", email: "").strength
         XCTAssertEqual(english.warning, "This is based on your own details, such as your username or email",
                        "English said from the built-in catalog by its key")
 
@@ -299,7 +299,7 @@ final class LanguageTests: XCTestCase {
         var settings = Policy.classic
         settings.texts = PolicyTexts([.usernameAvailableText: "Still free"])
         settings.textsByLanguage["de"] = PolicyTexts([.usernameAvailableText: "Noch frei"])
-        let server = try TestServer { $0.policy = SignupPolicy(settings) }
+        let server = try TestServer { $0.policy = FormPolicy(settings) }
         defer { server.stop() }
         let english = try await server.request("GET", "/").body
         XCTAssertTrue(english.contains("Still free"), "English gets the general wording")
@@ -312,7 +312,7 @@ final class LanguageTests: XCTestCase {
     func testPolicyTextsForALanguageTheServerDoesNotSpeakStopTheStart() throws {
         var settings = Policy.classic
         settings.textsByLanguage["sv"] = PolicyTexts([.usernameAvailableText: "Ledigt"])
-        XCTAssertThrowsError(try TestServer { $0.policy = SignupPolicy(settings) }) { error in
+        XCTAssertThrowsError(try TestServer { $0.policy = FormPolicy(settings) }) { error in
             XCTAssertTrue("\(error)".contains("The policy has texts for sv"), "\(error)")
             XCTAssertTrue("\(error)".contains("sv.yaml"), "\(error)")
         }
@@ -324,7 +324,7 @@ final class LanguageTests: XCTestCase {
         nickname.texts = ["label": "Nickname"]
         nickname.textsByLanguage["sv"] = ["label": "Smeknamn"]
         settings.fields.append(nickname)
-        XCTAssertThrowsError(try TestServer { $0.policy = SignupPolicy(settings) }) { error in
+        XCTAssertThrowsError(try TestServer { $0.policy = FormPolicy(settings) }) { error in
             XCTAssertTrue("\(error)".contains("The policy has texts for sv"), "\(error)")
         }
     }

@@ -37,7 +37,7 @@ final class LimitSettingTests: XCTestCase {
             XCTAssertTrue(row.contains("`\(name.rawValue)`"), "README's metric row names \(name.rawValue)")
             XCTAssertTrue(LimitSetting.allCases.contains { $0.name == name }, "\(name.rawValue) is reported by a declared limit")
         }
-        XCTAssertEqual(SignupMetrics.limits, RateLimitName.allCases, "the metric has one label per name")
+        XCTAssertEqual(ServerMetrics.limits, RateLimitName.allCases, "the metric has one label per name")
     }
 
     func testABadValueForEveryLimitIsRefusedNamingItsFlag() throws {

@@ -15,7 +15,7 @@ final class PolicySelectionTests: XCTestCase {
              "At least 8 characters"),
             (Policy.nist, ["password.length", "password.common", "password.strength"], "At least 15 characters"),
         ] {
-            let server = try TestServer { $0.policy = SignupPolicy(policy) }
+            let server = try TestServer { $0.policy = FormPolicy(policy) }
             defer { server.stop() }
             let html = try await server.request("GET", "/").body
             XCTAssertTrue(html.contains(#"data-policy="\#(policy.name)""#), policy.name)
@@ -50,7 +50,7 @@ final class PolicySelectionTests: XCTestCase {
         XCTAssertEqual(password.count, 15)
         let shorter = "Quiet-Otter-74"
         for (policy, status) in [(Policy.classic, 303), (Policy.nist, 422)] {
-            let server = try TestServer { $0.policy = SignupPolicy(policy) }
+            let server = try TestServer { $0.policy = FormPolicy(policy) }
             defer { server.stop() }
             let form = try await server.client.openForm()
             let body = FormURLEncoder.encode([

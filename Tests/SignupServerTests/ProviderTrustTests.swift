@@ -15,7 +15,7 @@ final class ProviderTrustTests: XCTestCase {
                                                   clientSecretVariable: "ACME_SECRET")
             declaration.trustsEmailVerified = trusting
             policy.providers = [declaration]
-            configuration.policy = SignupPolicy(policy)
+            configuration.policy = FormPolicy(policy)
             configuration.providerClientSecrets = ["acme": "a-secret"]
             configuration.emailVerification = EmailVerificationSettings(
                 mail: MailSettings(transport: CapturedMail(), from: "Tests <noreply@example.org>"))

@@ -18,7 +18,7 @@ final class OutboxDelivery: Sendable {
     private let schedule: DeliverySchedule
     private let courier: any OutboxCourier
     private let store: any EventOutbox
-    private let metrics: SignupMetrics
+    private let metrics: ServerMetrics
     private let logger: Logger
     /// Events come due, are leased and retried by it.
     private let clock: any WallClock
@@ -27,7 +27,7 @@ final class OutboxDelivery: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     init(channel: OutboxChannel, schedule: DeliverySchedule, courier: any OutboxCourier, store: any EventOutbox,
-         metrics: SignupMetrics, logger: Logger, clock: any WallClock) {
+         metrics: ServerMetrics, logger: Logger, clock: any WallClock) {
         self.channel = channel
         self.schedule = schedule
         self.courier = courier

@@ -21,7 +21,7 @@ struct ProviderLinks: Sendable, ServicesReader {
     }
 
     /// Links `link` to `account` with its security event and webhook, told and counted.
-    func link(_ link: NewProviderLink, _ provider: ConfiguredProvider, to account: Account, _ request: SignupRequest) throws {
+    func link(_ link: NewProviderLink, _ provider: ConfiguredProvider, to account: Account, _ request: RequestContext) throws {
         let time = now()
         let events = try announcer.events(.providerLinked, webhook: "account.provider_linked", for: account, detail: provider.name,
                                           language: request.language, at: time)
@@ -35,7 +35,7 @@ struct ProviderLinks: Sendable, ServicesReader {
     /// After a sign-in to an account (password, then any second factor): the identity this
     /// browser brought from a provider whose address the account has is linked now. Returns
     /// the cookie that clears it, or nothing when there was none.
-    func finishPending(for account: Account, _ request: SignupRequest) -> [String] {
+    func finishPending(for account: Account, _ request: RequestContext) -> [String] {
         guard let identity = cookies.identity(in: request.http, for: .link), let provider = providers[identity.provider] else {
             return []
         }
@@ -61,7 +61,7 @@ struct ProviderLinks: Sendable, ServicesReader {
     }
 
     /// What the sign-in page says while a provider's identity waits for it: sign in to link.
-    func pendingNotice(_ request: SignupRequest) -> String? {
+    func pendingNotice(_ request: RequestContext) -> String? {
         guard let identity = cookies.identity(in: request.http, for: .link), let provider = providers[identity.provider] else {
             return nil
         }

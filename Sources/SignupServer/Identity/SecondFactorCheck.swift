@@ -45,7 +45,7 @@ struct SecondFactorCheck: Sendable, ServicesReader {
     }
 
     /// Judges `typed` (not empty) for `account`, whose factor `factor` is on.
-    func judge(_ typed: String, for account: Account, factor: SecondFactor, _ request: SignupRequest) -> Verdict {
+    func judge(_ typed: String, for account: Account, factor: SecondFactor, _ request: RequestContext) -> Verdict {
         if let refused = pay(for: account, request) { return refused }
         let time = now()
         let isAppCode = typed.filter { !$0.isWhitespace }.allSatisfy(\.isNumber)
@@ -96,7 +96,7 @@ struct SecondFactorCheck: Sendable, ServicesReader {
 
     /// Step 1 alone, for a code judged elsewhere (a setup's first code, before the factor is
     /// on): nil when paid; `.limited`, or `.unavailable` when the shared allowance cannot be read.
-    func pay(for account: Account, _ request: SignupRequest) -> Verdict? {
+    func pay(for account: Account, _ request: RequestContext) -> Verdict? {
         do throws(LimitExceeded) {
             try limiters.admitCodeGuess(clientKey: request.clientKey, accountKey: Username.canonical(account.username))
             return nil
@@ -108,7 +108,7 @@ struct SecondFactorCheck: Sendable, ServicesReader {
         }
     }
 
-    private func refused(_ request: SignupRequest, _ account: Account, _ message: String,
+    private func refused(_ request: RequestContext, _ account: Account, _ message: String,
                          status: HTTPStatus = .unauthorized) -> Verdict {
         metrics.signin(.failure)
         proofOfWork?.pricing.record(.failedSignin, addressKey: request.clientKey)
@@ -120,7 +120,7 @@ struct SecondFactorCheck: Sendable, ServicesReader {
     /// The owner's mails for the counts that matter, written by the count's own transaction
     /// only when it reaches them: a warning at `warnAt` wrong codes in a row, and the lock's
     /// notice (with its webhook) at `wrongCodes`. Made only while those counts are ahead.
-    private func notices(_ account: Account, after failures: Int, _ request: SignupRequest,
+    private func notices(_ account: Account, after failures: Int, _ request: RequestContext,
                          at time: Date) throws -> [Int: [OutboxEvent]] {
         var notices: [Int: [OutboxEvent]] = [:]
         if let warnAt = lockout.warnAt, failures < warnAt {

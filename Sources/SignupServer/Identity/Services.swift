@@ -16,11 +16,11 @@ struct Services: Sendable {
     let configuration: SignupApplication.Configuration
     let store: any AccountStore
     /// The rules, with exactly the outside requirements `lookups` can answer.
-    let policy: SignupPolicy
+    let policy: FormPolicy
     /// The breach source and the mail-domain checker the rules ask.
     let lookups: Lookups
     let logger: Logger
-    let metrics: SignupMetrics
+    let metrics: ServerMetrics
     /// Each kind of failure logged once a minute at most, with a count of its repeats.
     let repeatLimited: RepeatLimitedLog
     let limiters: ClientLimiters
@@ -31,7 +31,7 @@ struct Services: Sendable {
     /// The pages in English; each request carries its own in the visitor's language.
     let pages: Pages
     let availability: StoreAvailabilityChecker
-    let sessions: FormSessionRegistry
+    let sessions: LiveFormSessionRegistry
     let hashing: PasswordHashingQueue
     /// A hash of a random password, verified against when a sign-in names no account.
     let placeholderHash: String
@@ -85,7 +85,7 @@ struct Services: Sendable {
         self.policy = policy
         let server = WeakServer()
         self.server = server
-        let metrics = SignupMetrics()
+        let metrics = ServerMetrics()
         self.metrics = metrics
         let repeatLimited = RepeatLimitedLog(logger: logger, now: now)
         self.repeatLimited = repeatLimited
@@ -135,7 +135,7 @@ struct Services: Sendable {
         }
         if let problem = InstanceID.problem(with: configuration.instanceID) { throw ConfigurationError(problem) }
         let debounce = configuration.availabilityDebounce.components
-        sessions = FormSessionRegistry(settings: .init(
+        sessions = LiveFormSessionRegistry(settings: .init(
             languages: languages,
             availabilityChecker: availability,
             lookups: lookups,
@@ -153,7 +153,7 @@ struct Services: Sendable {
                                        maximumConcurrentJobs: configuration.maximumConcurrentHashes,
                                        maximumJobsPerClient: configuration.limits.hashesPerAddress,
                                        maximumQueuedPerLane: configuration.limits.hashQueueLength)
-        placeholderHash = try configuration.passwordHasher.hash(FormSessionRegistry.makeRandomID())
+        placeholderHash = try configuration.passwordHasher.hash(LiveFormSessionRegistry.makeRandomID())
 
         let addresses = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
         self.addresses = addresses
@@ -249,7 +249,7 @@ struct Services: Sendable {
 
     /// The breached-password source's and the mail domains' failures, counted and logged (a
     /// broken source fails every look-up: one warning a minute per kind).
-    private static func observe(_ configuration: SignupApplication.Configuration, metrics: SignupMetrics,
+    private static func observe(_ configuration: SignupApplication.Configuration, metrics: ServerMetrics,
                                 log: RepeatLimitedLog) {
         configuration.breachedPasswords?.observeLookups { verdict, failure in
             metrics.breachLookup(verdict, sourceFailure: failure)

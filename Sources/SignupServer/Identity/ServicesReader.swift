@@ -17,15 +17,15 @@ protocol ServicesReader {
 
 extension ServicesReader {
     var store: any AccountStore { services.store }
-    var policy: SignupPolicy { services.policy }
+    var policy: FormPolicy { services.policy }
     var lookups: Lookups { services.lookups }
     var logger: Logger { services.logger }
-    var metrics: SignupMetrics { services.metrics }
+    var metrics: ServerMetrics { services.metrics }
     var limiters: ClientLimiters { services.limiters }
     var refusals: Refusals { services.refusals }
     var pages: Pages { services.pages }
     var availability: StoreAvailabilityChecker { services.availability }
-    var sessions: FormSessionRegistry { services.sessions }
+    var sessions: LiveFormSessionRegistry { services.sessions }
     var hashing: PasswordHashingQueue { services.hashing }
     var placeholderHash: String { services.placeholderHash }
     var addresses: ClientAddressResolver { services.addresses }

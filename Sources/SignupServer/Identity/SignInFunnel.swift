@@ -70,7 +70,7 @@ struct SignInFunnel: Sendable, ServicesReader {
 
     /// The second step or a session for `account` (its session cookie, if any, ended first).
     /// - Parameter returnTo: where the step's success leads (nil: the request's own target).
-    func finish(_ account: Account, proved proof: Proof, _ request: SignupRequest, returnTo: String?? = nil) throws -> Outcome {
+    func finish(_ account: Account, proved proof: Proof, _ request: RequestContext, returnTo: String?? = nil) throws -> Outcome {
         if try needsSecondStep(account, proof: proof) {
             return .secondStep(gate.start(for: account, request, returnTo: returnTo ?? request.returnTarget))
         }

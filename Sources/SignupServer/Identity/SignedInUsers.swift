@@ -250,7 +250,7 @@ extension String {
     }
 }
 
-extension SignupRequest {
+extension RequestContext {
     /// Where a sign-in made by this request comes from: its browser, coarsely, and network.
     var signInOrigin: SignedInUsers.Origin {
         .init(device: DeviceLabel.of(userAgent: http.headers["User-Agent"]), network: ClientKey.network(ofKey: clientKey))

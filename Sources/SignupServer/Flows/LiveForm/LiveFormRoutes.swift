@@ -30,7 +30,7 @@ struct LiveFormRoutes: Sendable, ServicesReader {
 
     /// The form with a fresh token. No session is built until the token is used, so a page
     /// view costs no memory (and a flood of them only CPU, which the page limit bounds).
-    func signupPage(_ request: SignupRequest) -> HTTPResponse {
+    func signupPage(_ request: RequestContext) -> HTTPResponse {
         let language = request.language
         let token = sessions.mintToken()
         let challenge = proofOfWork?.challenge(for: token, addressKey: request.clientKey).json ?? ""
@@ -45,7 +45,7 @@ struct LiveFormRoutes: Sendable, ServicesReader {
     // MARK: POST /sessions
 
     /// A fresh token for a page whose token the server no longer accepts (too old).
-    func newSession(_ request: SignupRequest) -> HTTPResponse {
+    func newSession(_ request: RequestContext) -> HTTPResponse {
         let token = sessions.mintToken()
         // The old page's challenge was bound to its old token: a new one comes along.
         let challenge = proofOfWork.map { ",\"challenge\":" + $0.challenge(for: token, addressKey: request.clientKey).json } ?? ""
@@ -58,7 +58,7 @@ struct LiveFormRoutes: Sendable, ServicesReader {
 
     /// A fresh proof-of-work challenge for a genuine form token, at the client's price (the
     /// page's script asks when its challenge no longer fits; programs ask before a sign-up).
-    func challenge(_ request: SignupRequest) -> HTTPResponse {
+    func challenge(_ request: RequestContext) -> HTTPResponse {
         guard let proofOfWork else {
             return APIError(status: .notFound, code: "proofs_off", message: "This server asks for no proof of work.").response
         }
@@ -76,7 +76,7 @@ struct LiveFormRoutes: Sendable, ServicesReader {
 
     // MARK: GET /events
 
-    func events(_ context: SignupRequest) -> HTTPResponse {
+    func events(_ context: RequestContext) -> HTTPResponse {
         let request = context.http, client = context.client
         guard let token = request.queryValue("token"), !token.isEmpty else {
             return APIError.missingParameter("token").response
@@ -86,7 +86,7 @@ struct LiveFormRoutes: Sendable, ServicesReader {
             guard sessions.acceptsForLiveUse(token) else { return APIError.unknownSession.response }
             return .eventStream(EventStream())
         }
-        let session: FormSession
+        let session: LiveFormSession
         do { session = try lookUpSession(token, client: client, language: request.queryValue("lang")) } catch { return error.response }
         let stream = EventStream()
         session.attach(stream, retryMilliseconds: retryMilliseconds)
@@ -96,8 +96,8 @@ struct LiveFormRoutes: Sendable, ServicesReader {
     /// The token's session, built on first use, or the error to answer with.
     /// Typed throws rather than a `Result`: on the typing path a `Result` was looked up and
     /// destroyed through its generic metadata on every edit.
-    private func lookUpSession(_ token: String, client: String, language: String? = nil) throws(APIError) -> FormSession {
-        do throws(FormSessionRegistry.LookupError) {
+    private func lookUpSession(_ token: String, client: String, language: String? = nil) throws(APIError) -> LiveFormSession {
+        do throws(LiveFormSessionRegistry.LookupError) {
             return try sessions.session(for: token, address: client, language: language)
         } catch {
             switch error {
@@ -120,7 +120,7 @@ struct LiveFormRoutes: Sendable, ServicesReader {
 
     // MARK: POST /fields
 
-    func fieldEdit(_ context: SignupRequest) -> HTTPResponse {
+    func fieldEdit(_ context: RequestContext) -> HTTPResponse {
         let request = context.http, client = context.client
         let form: URLEncodedForm
         do { form = try decodeForm(request) } catch { return error.response }
@@ -162,7 +162,7 @@ struct LiveFormRoutes: Sendable, ServicesReader {
             return APIError(status: .badRequest, code: "invalid_seq",
                             message: "'seq' must be a non-negative whole number, counting up with each edit of a field.").response
         }
-        let session: FormSession
+        let session: LiveFormSession
         do { session = try lookUpSession(token, client: client, language: request.queryValue("lang")) } catch { return error.response }
         // Per form only once the token is known genuine, so made-up tokens fill no table.
         if let refused = refusals.refusal(by: limiters.editsPerSession, of: token) { return refused }

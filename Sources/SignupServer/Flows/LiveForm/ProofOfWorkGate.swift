@@ -14,7 +14,7 @@ struct ProofOfWorkGate: Sendable {
     let store: any AccountStore
     /// `--no-javascript-signups`: plain posts without a proof, all clients together.
     let withoutJavaScript: RateLimiter
-    let metrics: SignupMetrics
+    let metrics: ServerMetrics
     let logger: Logger
     let now: @Sendable () -> Date
 
@@ -121,7 +121,7 @@ extension ProofOfWorkGate.Refusal {
     }
 }
 
-extension SignupRequest {
+extension RequestContext {
     /// What a refused proof says, in the sign-up's words (`error.*`, "nothing was saved") or the
     /// sign-in's (`signin.*`, also the code form's). A spent budget is counted here, once.
     func proofRefusalMessage(_ refusal: ProofOfWorkGate.Refusal, signingIn: Bool, refusals: Refusals) -> String {

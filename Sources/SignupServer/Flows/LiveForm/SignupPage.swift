@@ -34,8 +34,8 @@ struct SignupPage {
     /// password fields give way to "Signed in with <provider>".
     var provider: String?
     /// The form's rules: the language's sign-up rules unless given (a new-password form's
-    /// are its account's, `SignupPolicy.newPassword(for:)`).
-    var policy: SignupPolicy?
+    /// are its account's, `FormPolicy.newPassword(for:)`).
+    var policy: FormPolicy?
 
     enum Purpose: Equatable {
         case signup
@@ -327,7 +327,7 @@ extension SignupPage {
 
     /// Whether every requirement of the page is met, as `data-submit-enabled` says before the
     /// first snapshot (the page's script keeps it in step with `submit.enabled` after).
-    static func submitEnabled(_ page: SignupPage, policy: SignupPolicy) -> Bool {
+    static func submitEnabled(_ page: SignupPage, policy: FormPolicy) -> Bool {
         !page.hasErrors && policy.allRequirements.allSatisfy { page.requirementStates[$0.id] == .met }
     }
 

@@ -47,11 +47,11 @@ struct PasskeyRoutes: Sendable, ServicesReader {
     // MARK: Sign-up form
 
     /// `POST /passkeys/options`: creation options for the form's passkey, bound to its session.
-    func registrationOptions(_ request: SignupRequest) -> HTTPResponse {
+    func registrationOptions(_ request: RequestContext) -> HTTPResponse {
         registrationOptions(request.form, request)
     }
 
-    private func registrationOptions(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
+    private func registrationOptions(_ form: URLEncodedForm, _ request: RequestContext) -> HTTPResponse {
         guard let token = form["token"] ?? request.http.queryValue("token"), !token.isEmpty else {
             return APIError.missingParameter("token").response
         }
@@ -62,7 +62,7 @@ struct PasskeyRoutes: Sendable, ServicesReader {
             return refused(PasskeyRefusal(reason: "username_first", status: .conflict, text: "passkey.error.username_first",
                                                  detail: "no username typed yet"), ceremony: .register, request: request)
         }
-        let offer = FormSession.PasskeyOffer(
+        let offer = LiveFormSession.PasskeyOffer(
             challenge: (0..<32).map { _ in UInt8.random(in: .min ... .max) },
             userHandle: (0..<32).map { _ in UInt8.random(in: .min ... .max) },
             expiresAt: now().addingTimeInterval(challenges.lifetime),
@@ -83,11 +83,11 @@ struct PasskeyRoutes: Sendable, ServicesReader {
 
     /// `POST /passkeys/register`: the browser's new credential for the form. Verified, it is
     /// kept with the session (stored with the account it creates) and `passkey.created` is met.
-    func register(_ request: SignupRequest) -> HTTPResponse {
+    func register(_ request: RequestContext) -> HTTPResponse {
         register(request.form, request)
     }
 
-    private func register(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
+    private func register(_ form: URLEncodedForm, _ request: RequestContext) -> HTTPResponse {
         guard let token = form["token"] ?? request.http.queryValue("token"), !token.isEmpty else {
             return APIError.missingParameter("token").response
         }
@@ -96,7 +96,7 @@ struct PasskeyRoutes: Sendable, ServicesReader {
         do throws(PasskeyRefusal) {
             // Taken first: whatever this response is, the challenge it answers is spent, but
             // only by the browser that asked for it (the token alone travels in URLs).
-            let offer: FormSession.PasskeyOffer
+            let offer: LiveFormSession.PasskeyOffer
             switch session.takePasskeyOffer(presenting: request.http.cookieValues(named: Self.browserCookie)) {
             case .taken(let taken): offer = taken
             case .none: throw .expired("no options were sent to this form, or they were used")
@@ -124,7 +124,7 @@ struct PasskeyRoutes: Sendable, ServicesReader {
 
     /// `POST /passkeys/signin/options`: a signed, single-use challenge for a discoverable
     /// sign-in (the button, or the browser's autofill on the username field).
-    func signInOptions(_ request: SignupRequest) -> HTTPResponse {
+    func signInOptions(_ request: RequestContext) -> HTTPResponse {
         let options = RequestOptions(relyingParty: relyingParty(for: request.http),
                                      challenge: challenges.make(for: "signin"), timeoutMilliseconds: timeoutMilliseconds)
         return Self.json(options.json, status: .ok)
@@ -133,11 +133,11 @@ struct PasskeyRoutes: Sendable, ServicesReader {
     /// `POST /passkeys/signin`: the assertion checked (signature over the authenticator data
     /// and the client data's hash, the counter, the user handle); the same signed-in session
     /// as a password's, answered as `{"location": …}` for the script to follow.
-    func signIn(_ request: SignupRequest) -> HTTPResponse {
+    func signIn(_ request: RequestContext) -> HTTPResponse {
         signIn(request.form, request)
     }
 
-    private func signIn(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
+    private func signIn(_ form: URLEncodedForm, _ request: RequestContext) -> HTTPResponse {
         guard let text = form["response"] else { return APIError.missingParameter("response").response }
         // Paid for before the assertion is decoded and checked, given back when it signs in
         // (as a password's guess is): parallel tries cannot all pass a look taken first.
@@ -211,11 +211,11 @@ struct PasskeyRoutes: Sendable, ServicesReader {
     /// `POST /account/passkeys/options` (`mediation=conditional` for the browser's own offer):
     /// creation options for one more passkey of the signed-in account (its user handle; its
     /// passkeys excluded, so one authenticator is not registered twice).
-    func addOptions(_ request: SignupRequest) -> HTTPResponse {
+    func addOptions(_ request: RequestContext) -> HTTPResponse {
         addOptions(request.form, request)
     }
 
-    private func addOptions(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
+    private func addOptions(_ form: URLEncodedForm, _ request: RequestContext) -> HTTPResponse {
         do throws(PasskeyRefusal) {
             let account = try signedInAccount(request)
             let handle: [UInt8], existing: [Passkey]
@@ -237,11 +237,11 @@ struct PasskeyRoutes: Sendable, ServicesReader {
     }
 
     /// `POST /account/passkeys`: the new credential, verified and stored with the account.
-    func add(_ request: SignupRequest) -> HTTPResponse {
+    func add(_ request: RequestContext) -> HTTPResponse {
         add(request.form, request)
     }
 
-    private func add(_ form: URLEncodedForm, _ request: SignupRequest) -> HTTPResponse {
+    private func add(_ form: URLEncodedForm, _ request: RequestContext) -> HTTPResponse {
         guard let text = form["response"] else { return APIError.missingParameter("response").response }
         do throws(PasskeyRefusal) {
             let account = try signedInAccount(request)
@@ -378,7 +378,7 @@ struct PasskeyRoutes: Sendable, ServicesReader {
 
     /// The signed-in person's account (the router read the session), or the refusal that
     /// says why there is none.
-    private func signedInAccount(_ request: SignupRequest) throws(PasskeyRefusal) -> Account {
+    private func signedInAccount(_ request: RequestContext) throws(PasskeyRefusal) -> Account {
         switch request.signedIn {
         case .account(let account):
             return account
@@ -396,7 +396,7 @@ struct PasskeyRoutes: Sendable, ServicesReader {
 
     /// The JSON refusal: `{"error":"passkey_refused","reason":…,"message":…}` (a store that
     /// cannot answer is `unavailable`, 503 with `Retry-After`), its line in the log, its count.
-    private func refused(_ refusal: PasskeyRefusal, ceremony: Ceremony, request: SignupRequest) -> HTTPResponse {
+    private func refused(_ refusal: PasskeyRefusal, ceremony: Ceremony, request: RequestContext) -> HTTPResponse {
         let text: (String) -> String = request.text, client = request.client
         metrics.passkey(ceremony, refusal.reason)
         if refusal.reason == "unavailable" {

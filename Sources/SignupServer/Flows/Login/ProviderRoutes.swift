@@ -66,25 +66,25 @@ struct ProviderRoutes: Sendable, ServicesReader {
     // MARK: Starting
 
     /// `POST /signin/provider`: sign in (or up) through the provider the form names.
-    func start(_ request: SignupRequest) -> HTTPResponse {
+    func start(_ request: RequestContext) -> HTTPResponse {
         begin(request, intent: .signin, account: nil, returnTo: request.returnTarget)
     }
 
     /// `POST /account/providers/link` (a recent sign-in): link another provider.
-    func link(_ request: SignupRequest) -> HTTPResponse {
+    func link(_ request: RequestContext) -> HTTPResponse {
         guard case .account(let account) = request.signedIn else { return expired(request, provider: nil) }
         return begin(request, intent: .link, account: account.id, returnTo: nil)
     }
 
     /// `POST /account/providers/confirm` (signed in): an account without a password proves
     /// who it is with one of its providers, then continues where the confirmation leads.
-    func confirm(_ request: SignupRequest) -> HTTPResponse {
+    func confirm(_ request: RequestContext) -> HTTPResponse {
         guard case .account(let account) = request.signedIn else { return expired(request, provider: nil) }
         let continuation = request.form[RecentSignIn.Continuation.field].flatMap(RecentSignIn.Continuation.init(rawValue:)) ?? .account
         return begin(request, intent: .confirm, account: account.id, returnTo: continuation.rawValue)
     }
 
-    private func begin(_ request: SignupRequest, intent: ProviderCookies.Flow.Intent, account: Int64?,
+    private func begin(_ request: RequestContext, intent: ProviderCookies.Flow.Intent, account: Int64?,
                        returnTo: String?) -> HTTPResponse {
         guard let provider = request.form["provider"].flatMap({ providers[$0] }) else {
             metrics.provider("unknown", "unknown")
@@ -113,7 +113,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
     // MARK: The provider's answer
 
     /// `GET /signin/provider/callback`.
-    func callback(_ request: SignupRequest) -> HTTPResponse {
+    func callback(_ request: RequestContext) -> HTTPResponse {
         let http = request.http
         // One use: whatever happens next, this browser's flow is over.
         let clearFlow = cookies.flowCookie(nil)
@@ -179,7 +179,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
     }
 
     /// The verified answer, by what the flow was for.
-    private func answered(_ request: SignupRequest, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
+    private func answered(_ request: RequestContext, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
                           _ claims: IDTokenClaims, clearFlow: String) -> HTTPResponse {
         let email = claims.email?.trimmingCharacters(in: .whitespaces) ?? ""
         let link = NewProviderLink(provider: provider.id, issuer: claims.iss.value, subject: claims.sub.value,
@@ -242,7 +242,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
 
     /// A linked identity signs in as a password would: a disabled account is refused, a
     /// second factor asked, then the session.
-    private func signIn(_ request: SignupRequest, _ provider: ConfiguredProvider, _ account: Account, returnTo: String?,
+    private func signIn(_ request: RequestContext, _ provider: ConfiguredProvider, _ account: Account, returnTo: String?,
                         cookies extra: [String]) throws -> HTTPResponse {
         guard account.disabledAt == nil else {
             metrics.provider(provider.id, "disabled")
@@ -272,7 +272,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
         return Pages.redirect(to: returnTo ?? "/welcome" + PageRenderer.languageQuery(request.language), cookies: session + extra)
     }
 
-    private func linkToSignedIn(_ request: SignupRequest, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
+    private func linkToSignedIn(_ request: RequestContext, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
                                 _ link: NewProviderLink, clearFlow: String) throws -> HTTPResponse {
         // Still the same person, signed in, in this browser.
         guard let account = try signedIn.account(cookieHeader: request.cookieHeader), account.id == flow.account else {
@@ -285,7 +285,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
     }
 
     /// Links and announces (the owner's notice, `account.provider_linked`), in one transaction.
-    private func confirmSignedIn(_ request: SignupRequest, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
+    private func confirmSignedIn(_ request: RequestContext, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
                                  _ link: NewProviderLink, clearFlow: String) throws -> HTTPResponse {
         guard let account = try signedIn.account(cookieHeader: request.cookieHeader), account.id == flow.account,
               let hash = signedIn.sessionHash(in: request.cookieHeader) else {
@@ -314,7 +314,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
     /// The sign-up form with what the provider said: the address, and its `preferred_username`
     /// as a suggestion checked live like anything typed. Its session's credential is the
     /// provider's sign-in (`provider.signed_in`, met).
-    private func signupForm(_ request: SignupRequest, _ provider: ConfiguredProvider, _ identity: ProviderCookies.Identity,
+    private func signupForm(_ request: RequestContext, _ provider: ConfiguredProvider, _ identity: ProviderCookies.Identity,
                             suggested: String, returnTo: String?, cookies extra: [String]) -> HTTPResponse {
         let policy = request.policy
         let username = Self.suggestedUsername(suggested, email: identity.email, policy: policy)
@@ -345,7 +345,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
 
     /// `preferred_username` when it is one a person could type here, else the address's
     /// local part, else nothing: the live checks say whether it is free and allowed.
-    static func suggestedUsername(_ preferred: String, email: String, policy: SignupPolicy) -> String {
+    static func suggestedUsername(_ preferred: String, email: String, policy: FormPolicy) -> String {
         let candidates = [preferred, String(email.prefix { $0 != "@" })]
         let length = policy.settings.usernameLength
         return candidates.first { candidate in
@@ -356,7 +356,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
     // MARK: Unlinking
 
     /// `POST /account/providers/unlink` (a recent sign-in).
-    func unlink(_ request: SignupRequest, page: (SignupRequest, Account, String?, HTTPStatus) -> HTTPResponse) -> HTTPResponse {
+    func unlink(_ request: RequestContext, page: (RequestContext, Account, String?, HTTPStatus) -> HTTPResponse) -> HTTPResponse {
         guard case .account(let account) = request.signedIn else { return expired(request, provider: nil) }
         let issuer = request.form["issuer"] ?? "", subject = request.form["subject"] ?? ""
         do {
@@ -388,7 +388,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
 
     // MARK: Pages
 
-    private func failed(_ request: SignupRequest, _ provider: ConfiguredProvider, _ error: OpenIDError,
+    private func failed(_ request: RequestContext, _ provider: ConfiguredProvider, _ error: OpenIDError,
                         intent: ProviderCookies.Flow.Intent, cookies extra: [String] = []) -> HTTPResponse {
         metrics.provider(provider.id, error.reason)
         logger.notice("A provider's sign-in failed", metadata: ["event": "provider_refused", "provider": "\(provider.id)",
@@ -408,17 +408,17 @@ struct ProviderRoutes: Sendable, ServicesReader {
         }
     }
 
-    private func expired(_ request: SignupRequest, provider: ConfiguredProvider?, cookies extra: [String] = []) -> HTTPResponse {
+    private func expired(_ request: RequestContext, provider: ConfiguredProvider?, cookies extra: [String] = []) -> HTTPResponse {
         problem(request, provider, "provider.error.expired", code: "expired", status: .badRequest, cookies: extra)
     }
 
-    private func problem(_ request: SignupRequest, _ provider: ConfiguredProvider?, _ key: String, code: String,
+    private func problem(_ request: RequestContext, _ provider: ConfiguredProvider?, _ key: String, code: String,
                          status: HTTPStatus, cookies extra: [String]) -> HTTPResponse {
         problem(request, provider, message: request.text(key), code: code, status: status, cookies: extra)
     }
 
     /// A readable page: what happened, that nothing changed, and the way back to signing in.
-    private func problem(_ request: SignupRequest, _ provider: ConfiguredProvider?, message: String, code: String,
+    private func problem(_ request: RequestContext, _ provider: ConfiguredProvider?, message: String, code: String,
                          status: HTTPStatus, cookies extra: [String]) -> HTTPResponse {
         let name = provider?.name ?? request.text("provider.generic_name")
         var headers = HTTPHeaders()
@@ -429,7 +429,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
                                      linkText: request.text("provider.back"), status: status, headers: headers)
     }
 
-    static func languageParameter(_ request: SignupRequest) -> String {
+    static func languageParameter(_ request: RequestContext) -> String {
         request.language.tag == Languages.fallback ? "" : "&lang=\(request.language.tag)"
     }
 }

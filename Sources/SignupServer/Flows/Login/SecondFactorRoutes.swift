@@ -40,7 +40,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
 
     /// Switched on: its state, new recovery codes, removal. Off: a new secret to set up, as a
     /// QR code and a key to type, and the field for the app's first code.
-    func page(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+    func page(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         let factor = try store.secondFactor(ofAccount: account.id)
         if let factor, factor.isEnabled {
             return render(request, .init(mode: .enabled(codesLeft: factor.recoveryCodesLeft)), status: .ok)
@@ -59,7 +59,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
         return setupPage(request, account, secret: secret, status: .ok)
     }
 
-    private func setupPage(_ request: SignupRequest, _ account: Account, secret: [UInt8], error: String? = nil,
+    private func setupPage(_ request: RequestContext, _ account: Account, secret: [UInt8], error: String? = nil,
                            action: String = "/account/second-factor", status: HTTPStatus) -> HTTPResponse {
         let totp = TOTP(secret: secret)
         let uri = totp.uri(issuer: request.policy.settings.serviceName, account: account.username)
@@ -73,7 +73,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     // MARK: POST /account/second-factor (a recent sign-in)
 
     /// The app's first code switches the factor on, with ten recovery codes shown once.
-    func enable(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+    func enable(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         let typed = request.form[Self.codeField] ?? ""
         let secret: [UInt8]
         guard gate.rule != .off else { return notOffered(request) }
@@ -107,7 +107,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     /// The setup's first code, paid for as a sign-in guess, judged, and when right the factor
     /// switched on with ten recovery codes and its announcement: on `/account` and on the
     /// sign-in's step under `required` alike (`action`: where the setup page posts).
-    private func switchOn(_ request: SignupRequest, _ account: Account, secret: [UInt8], typed: String, action: String) -> SwitchOn {
+    private func switchOn(_ request: RequestContext, _ account: Account, secret: [UInt8], typed: String, action: String) -> SwitchOn {
         if let refused = chargeGuess(request, account) { return .answer(refused) }
         let time = now()
         switch TOTP(secret: secret).match(typed, at: time) {
@@ -139,7 +139,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     /// Ten new recovery codes, shown once; every old one stops working.
     /// Behind a current code as well as a recent sign-in (issue 52, ASVS V6: changing an
     /// authenticator needs the factor it protects; a stolen session and password are not it).
-    func newCodes(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+    func newCodes(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         if let refused = try proveTheFactor(request, account) { return refused }
         let codes = SecondFactorSeal.makeRecoveryCodes(), time = now()
         let events = try announcer.events(.recoveryCodesReplaced, webhook: nil, for: account, language: request.language, at: time)
@@ -156,7 +156,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     // MARK: POST /account/second-factor/remove (a recent sign-in)
 
     /// Behind a current code as well as a recent sign-in, as new recovery codes are.
-    func remove(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+    func remove(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         if let refused = try proveTheFactor(request, account) { return refused }
         let time = now()
         // A setup never switched on is not a factor: nothing to remove or announce.
@@ -176,7 +176,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
 
     // MARK: GET /signin/second-factor
 
-    func signInPage(_ request: SignupRequest) throws -> HTTPResponse {
+    func signInPage(_ request: RequestContext) throws -> HTTPResponse {
         guard let step = gate.openStep(request) else { return stepExpired(request) }
         guard let account = try store.account(id: step.account), account.disabledAt == nil else { return stepExpired(request) }
         let factor = try store.secondFactor(ofAccount: account.id)
@@ -199,7 +199,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     /// The app's code (each step once, across instances) or a recovery code (each once), judged
     /// by `SecondFactorCheck`: paid for from this client's failures and the account's code
     /// allowance, counted in a row, locked at the policy's number.
-    func signIn(_ request: SignupRequest) throws -> HTTPResponse {
+    func signIn(_ request: RequestContext) throws -> HTTPResponse {
         guard let step = gate.openStep(request) else { return stepExpired(request) }
         let typed = (request.form[Self.codeField] ?? "").trimmingCharacters(in: .whitespaces)
         guard !typed.isEmpty else {
@@ -235,7 +235,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
 
     /// Under `required`, the sign-in of an account without a factor: the setup's first code
     /// switches it on (with its recovery codes, shown now), and only then is there a session.
-    private func enableAtSignIn(_ request: SignupRequest, _ account: Account, secret: [UInt8], step: SecondFactorSeal.SecondStep,
+    private func enableAtSignIn(_ request: RequestContext, _ account: Account, secret: [UInt8], step: SecondFactorSeal.SecondStep,
                                 typed: String) throws -> HTTPResponse {
         let codes: [String]
         switch switchOn(request, account, secret: secret, typed: typed, action: "/signin/second-factor") {
@@ -259,7 +259,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     /// Nil when the account's factor is on and the request carries a right code for it (the
     /// app's, or a recovery code, which is then spent), or when there is no factor on to
     /// change (the handler says so); otherwise the enabled page with why, at the code's field.
-    private func proveTheFactor(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse? {
+    private func proveTheFactor(_ request: RequestContext, _ account: Account) throws -> HTTPResponse? {
         let factor: SecondFactor
         guard let found = try store.secondFactor(ofAccount: account.id), found.isEnabled else { return nil }
         factor = found
@@ -277,7 +277,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     }
 
     /// The session, through the funnel, once the step's code was right: two factors.
-    private func sessionAfterTheCode(_ account: Account, _ request: SignupRequest) throws -> [String] {
+    private func sessionAfterTheCode(_ account: Account, _ request: RequestContext) throws -> [String] {
         guard case .signedIn(let cookies) = try funnel.finish(account, proved: .secondFactor, request) else {
             preconditionFailure("two factors never take a second step")
         }
@@ -286,13 +286,13 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
 
     /// `second_factor: off`: nothing to set up here (a factor set up before can still be seen
     /// and removed).
-    private func notOffered(_ request: SignupRequest) -> HTTPResponse {
+    private func notOffered(_ request: RequestContext) -> HTTPResponse {
         request.pages.problem(title: request.text("second_factor.setup_title"), message: request.text("second_factor.not_offered"),
                               code: "second_factor_not_offered", linkURL: "/account" + PageRenderer.languageQuery(request.language),
                               linkText: request.text("account.back"), status: .notFound)
     }
 
-    private func stepExpired(_ request: SignupRequest) -> HTTPResponse {
+    private func stepExpired(_ request: RequestContext) -> HTTPResponse {
         var response = request.pages.problem(title: request.text("second_factor.expired_title"),
                                              message: request.text("second_factor.expired"), code: "second_step_expired",
                                              linkURL: "/signin" + PageRenderer.languageQuery(request.language),
@@ -305,7 +305,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
 
     /// A setup's first code is paid for before it is compared, as a sign-in's code is
     /// (`SecondFactorCheck.pay`); the client's token is given back when it is right.
-    private func chargeGuess(_ request: SignupRequest, _ account: Account) -> HTTPResponse? {
+    private func chargeGuess(_ request: RequestContext, _ account: Account) -> HTTPResponse? {
         switch check.pay(for: account, request) {
         case nil, .right?, .refused?: return nil
         case .limited(let exceeded)?: return tooManyCodes(request, exceeded, page: .signIn)
@@ -314,7 +314,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     }
 
     /// 429 in the page's words, with when to try again.
-    private func tooManyCodes(_ request: SignupRequest, _ exceeded: LimitExceeded, page: SecondFactorPage.Mode) -> HTTPResponse {
+    private func tooManyCodes(_ request: RequestContext, _ exceeded: LimitExceeded, page: SecondFactorPage.Mode) -> HTTPResponse {
         refusals.count(exceeded)
         let message = request.text("signin.too_many").replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds))
         var response = render(request, .init(mode: page, error: message), status: .tooManyRequests)
@@ -322,17 +322,17 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
         return response
     }
 
-    private func wrongCodeText(_ request: SignupRequest) -> String {
+    private func wrongCodeText(_ request: RequestContext) -> String {
         request.text("second_factor.wrong").replacingOccurrences(of: "{service}", with: request.policy.settings.serviceName)
     }
 
     /// "Your device's clock is about 120 seconds ahead…": what no identity server says.
-    private func clockText(_ request: SignupRequest, _ seconds: Int) -> String {
+    private func clockText(_ request: RequestContext, _ seconds: Int) -> String {
         request.text(seconds > 0 ? "second_factor.clock_ahead" : "second_factor.clock_behind")
             .filled(["seconds": .number(abs(seconds))], in: request.language)
     }
 
-    private func render(_ request: SignupRequest, _ page: SecondFactorPage, status: HTTPStatus) -> HTTPResponse {
+    private func render(_ request: RequestContext, _ page: SecondFactorPage, status: HTTPStatus) -> HTTPResponse {
         return request.page(page, status: status)
     }
 }
@@ -364,7 +364,7 @@ struct SecondStepGate: Sendable, ServicesReader {
     /// The step for `account` (`SignInFunnel` decided it is needed): no session yet, the
     /// step's cookie, and the code page (`303`; under `required`, an account without a factor
     /// sets one up there).
-    func start(for account: Account, _ request: SignupRequest, returnTo: String?) -> HTTPResponse {
+    func start(for account: Account, _ request: RequestContext, returnTo: String?) -> HTTPResponse {
         let token = seal.stepToken(.init(account: account.id, issuedAt: now(), returnTo: returnTo))
         logger.notice("The second factor asked for", metadata: ["event": "second_factor_asked", "account": "\(account.id)",
                                                                "client": "\(request.client)"])
@@ -377,7 +377,7 @@ struct SecondStepGate: Sendable, ServicesReader {
     }
 
     /// The step this browser holds: one cookie, ours, unexpired.
-    func openStep(_ request: SignupRequest) -> SecondFactorSeal.SecondStep? {
+    func openStep(_ request: RequestContext) -> SecondFactorSeal.SecondStep? {
         let tokens = request.http.cookieValues(named: Self.cookie)
         guard tokens.count == 1 else { return nil }
         return seal.openStepToken(tokens[0], now: now(), lifetime: Self.lifetime)

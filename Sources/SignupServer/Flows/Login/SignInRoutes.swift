@@ -28,7 +28,7 @@ struct SignInRoutes: Sendable, ServicesReader {
         providerLinks = ProviderLinks(services)
     }
 
-    func signInPage(_ request: SignupRequest, username: String, error: String?, status: HTTPStatus,
+    func signInPage(_ request: RequestContext, username: String, error: String?, status: HTTPStatus,
                     headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
         request.page(SignInPage(username: username, errorMessage: error, returnTo: request.returnTarget,
                                 proof: signInProof(for: request.clientKey), offersRecovery: offersRecovery,
@@ -44,7 +44,7 @@ struct SignInRoutes: Sendable, ServicesReader {
     }
 
     /// `POST /signin`.
-    func signIn(_ request: SignupRequest) -> HTTPResponse {
+    func signIn(_ request: RequestContext) -> HTTPResponse {
         let form = request.form
         let client = request.client, clientKey = request.clientKey
         let username = form["username"] ?? ""
@@ -148,7 +148,7 @@ struct SignInRoutes: Sendable, ServicesReader {
         }
     }
 
-    private func signInProofRefused(_ request: SignupRequest, _ refusal: ProofOfWorkGate.Refusal,
+    private func signInProofRefused(_ request: RequestContext, _ refusal: ProofOfWorkGate.Refusal,
                                     username: String) -> HTTPResponse {
         let message = request.proofRefusalMessage(refusal, signingIn: true, refusals: refusals)
         if request.wantsJSON { return refusal.json(message: message) }
@@ -163,7 +163,7 @@ struct SignInRoutes: Sendable, ServicesReader {
         }
     }
 
-    private func tooManySignIns(_ request: SignupRequest, username: String, _ exceeded: LimitExceeded) -> HTTPResponse {
+    private func tooManySignIns(_ request: RequestContext, username: String, _ exceeded: LimitExceeded) -> HTTPResponse {
         if exceeded.storeUnavailable {
             // The shared count of failures could not be read: no guess is judged without it.
             return signInPage(request, username: username, error: request.text("signin.unavailable"), status: .serviceUnavailable,
@@ -177,7 +177,7 @@ struct SignInRoutes: Sendable, ServicesReader {
                           headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
     }
 
-    private func signInRefused(_ request: SignupRequest, _ refusal: HashingRefusal, username: String) -> HTTPResponse {
+    private func signInRefused(_ request: RequestContext, _ refusal: HashingRefusal, username: String) -> HTTPResponse {
         metrics.signin(refusal == .clientBusy ? .rateLimited : .unavailable)
         switch refusal {
         case .clientBusy:
@@ -189,13 +189,13 @@ struct SignInRoutes: Sendable, ServicesReader {
     }
 
     /// `GET /signin`: the form, carrying a valid `return_to` along.
-    func signInForm(_ request: SignupRequest) -> HTTPResponse {
+    func signInForm(_ request: RequestContext) -> HTTPResponse {
         signInPage(request, username: "", error: nil, status: .ok)
     }
 
     // MARK: GET /welcome
 
-    func welcome(_ request: SignupRequest) -> HTTPResponse {
+    func welcome(_ request: RequestContext) -> HTTPResponse {
         guard let account = signedInAccount(request) else { return Pages.redirect(to: "/signin") }
         // The page works without the count (a store that cannot answer just hides it).
         let passkeys = try? store.passkeys(ofAccount: account.id).count
@@ -205,7 +205,7 @@ struct SignInRoutes: Sendable, ServicesReader {
     // MARK: POST /signout
 
     /// Ends the session on the server (every instance forgets it) and clears the cookie.
-    func signOut(_ request: SignupRequest) -> HTTPResponse {
+    func signOut(_ request: RequestContext) -> HTTPResponse {
         do {
             switch try signedIn.signOut(cookieHeader: request.cookieHeader, client: request.clientKey,
                                         unknownSessions: limiters.unknownSessions) {
@@ -241,7 +241,7 @@ struct SignInRoutes: Sendable, ServicesReader {
     /// then, and `-Email-Verified` says which (an app that maps people by email must never
     /// get an address anybody could have typed). No body, no session of any kind made; a
     /// store that cannot answer is `503` (the proxy then refuses, never lets through).
-    func forwardAuth(_ request: SignupRequest) -> HTTPResponse {
+    func forwardAuth(_ request: RequestContext) -> HTTPResponse {
         var response: HTTPResponse
         do {
             switch try signedIn.proxyAnswer(cookieHeader: request.cookieHeader, client: request.clientKey,
@@ -288,7 +288,7 @@ struct SignInRoutes: Sendable, ServicesReader {
 
     /// The live session's account for a request (the router read it), or nil: a store that
     /// could not answer counts as signed out, logged.
-    private func signedInAccount(_ request: SignupRequest) -> Account? {
+    private func signedInAccount(_ request: RequestContext) -> Account? {
         switch request.signedIn {
         case .account(let account):
             return account

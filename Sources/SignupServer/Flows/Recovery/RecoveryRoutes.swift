@@ -19,7 +19,7 @@ import WebKernel
 ///   and a `303` leads to the form. A GET never spends anything: a mail scanner opening the
 ///   link leaves it usable.
 /// - `GET /recover/password`: the live form, the sign-up form's password fields with the
-///   same checklist, strength and stream, judged against this account (`SignupPolicy.account`).
+///   same checklist, strength and stream, judged against this account (`FormPolicy.account`).
 /// - `POST /recover/password`: the new password, checked again on the server; not the
 ///   current one; then stored, every signed-in session of the account ended, this browser
 ///   signed in, the owner told by mail, `account.password_reset` sent.
@@ -67,7 +67,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
 
     // MARK: GET /recover
 
-    func requestPage(_ request: SignupRequest) -> HTTPResponse {
+    func requestPage(_ request: RequestContext) -> HTTPResponse {
         if let link = request.http.queryValue("link") {
             // Only a value shaped like our links goes into a header (no `;`, no line break).
             guard link.isRandomToken else { return expired(request) }
@@ -86,7 +86,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
     /// the limits, write a mail, store a recovery in one transaction), and the answer waits
     /// for `answerFloor` (its connection suspended, no thread held), so the time does not tell
     /// them apart either (`RecoveryTests.testTheAnswerTakesAsLongForAnAccountAsForNone`).
-    func start(_ request: SignupRequest) -> HTTPResponse {
+    func start(_ request: RequestContext) -> HTTPResponse {
         let identifier = (request.form[Self.identifierField] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard !identifier.isEmpty, identifier.utf8.count <= 320 else {
             metrics.recovery(.invalid)
@@ -193,7 +193,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
 
     /// Whether the request comes from a network (the /24, or an IPv6 /48) where `account` has
     /// a live signed-in session: its owner's home or office, most likely.
-    private func isKnownNetwork(_ request: SignupRequest, of account: Account) throws -> Bool {
+    private func isKnownNetwork(_ request: RequestContext, of account: Account) throws -> Bool {
         let network = ClientKey.network(ofKey: request.clientKey)
         return try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules).contains { $0.network == network }
     }
@@ -209,7 +209,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
 
     // MARK: POST /recover/code
 
-    func checkCode(_ request: SignupRequest) -> HTTPResponse {
+    func checkCode(_ request: RequestContext) -> HTTPResponse {
         let token = request.form["token"] ?? "", typed = request.form["code"] ?? ""
         let clientKey = request.clientKey
         let recovery: AccountRecovery?
@@ -296,7 +296,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
     // MARK: GET /recover/password
 
     /// The live new-password form for the recovery this browser holds. Looks, never spends.
-    func passwordPage(_ request: SignupRequest) -> HTTPResponse {
+    func passwordPage(_ request: RequestContext) -> HTTPResponse {
         let opened: (recovery: AccountRecovery, account: Account)?
         do { opened = try openedRecovery(request) } catch { return unavailable(request, error) }
         guard let opened else {
@@ -310,7 +310,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
 
     /// A fresh live session for the form (its old one was dropped), as `POST /sessions` is
     /// for the sign-up form: `{"token": …}`.
-    func renewSession(_ request: SignupRequest) -> HTTPResponse {
+    func renewSession(_ request: RequestContext) -> HTTPResponse {
         let opened: (recovery: AccountRecovery, account: Account)?
         do { opened = try openedRecovery(request) } catch {
             logger.error("Account store unavailable during recovery", metadata: ["error": "\(error)"])
@@ -324,7 +324,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
         let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
         let account = opened.account
         let form = passwordRules(request)(account, language)
-        do throws(FormSessionRegistry.LookupError) {
+        do throws(LiveFormSessionRegistry.LookupError) {
             let token = try sessions.startNewPasswordSession(form.policy, currentPassword: form.currentPassword,
                                                              language: language.tag, address: request.client)
             var response = HTTPResponse.json("{\"token\":\"\(token)\"}", status: .created)
@@ -337,7 +337,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
 
     // MARK: POST /recover/password
 
-    func setPassword(_ request: SignupRequest) -> HTTPResponse {
+    func setPassword(_ request: RequestContext) -> HTTPResponse {
         let opened: (recovery: AccountRecovery, account: Account)?
         do { opened = try openedRecovery(request) } catch { return unavailable(request, error) }
         guard let (recovery, account) = opened else {
@@ -394,7 +394,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
     }
 
     /// The code of an account whose factor is on, judged as at sign-in (`SecondFactorCheck`).
-    private func secondFactorCode(_ request: SignupRequest, _ account: Account) -> CodeOutcome {
+    private func secondFactorCode(_ request: RequestContext, _ account: Account) -> CodeOutcome {
         let factor: SecondFactor?
         do { factor = try store.secondFactor(ofAccount: account.id) } catch { return .answer(unavailable(request, error)) }
         guard let factor, factor.isEnabled else { return .notAsked }
@@ -422,7 +422,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
 
     /// Whether `password` (one every other rule accepts) is the account's password now
     /// (argon2id, in the sign-in lane); false for an account without one (passkeys only).
-    private func checkNotCurrent(_ password: String, of account: Account, request: SignupRequest,
+    private func checkNotCurrent(_ password: String, of account: Account, request: RequestContext,
                                  then completion: @escaping @Sendable (Bool) -> Void) {
         guard account.hasPassword else { return completion(false) }
         do throws(HashingRefusal) {
@@ -435,7 +435,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
     }
 
     private func store(_ password: String, for account: Account, recovery: AccountRecovery, proof: SignInFunnel.Proof,
-                       request: SignupRequest, respond: @escaping @Sendable (HTTPResponse) -> Void) {
+                       request: RequestContext, respond: @escaping @Sendable (HTTPResponse) -> Void) {
         do throws(HashingRefusal) {
             try hashing.hash(password, client: request.clientKey) { [self] outcome in
                 guard case .success(let hash) = outcome else {
@@ -453,7 +453,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
     /// Stores the hash (the recovery spent, every session of the account ended, the notice
     /// and the webhook written, in one transaction), then signs this browser in.
     /// `proof`: the mailbox, and the second factor's code when the account has one on.
-    private func complete(_ request: SignupRequest, recovery: AccountRecovery, account: Account, hash: String,
+    private func complete(_ request: RequestContext, recovery: AccountRecovery, account: Account, hash: String,
                           proof: SignInFunnel.Proof) -> HTTPResponse {
         let time = now(), language = request.language
         let announce = webhooks != nil
@@ -513,7 +513,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
 
     /// What a refused proof of work says here (the sign-in's words would speak of failed
     /// sign-ins); a spent budget is counted, once.
-    private func proofRefusalMessage(_ refusal: ProofOfWorkGate.Refusal, _ request: SignupRequest) -> String {
+    private func proofRefusalMessage(_ refusal: ProofOfWorkGate.Refusal, _ request: RequestContext) -> String {
         switch refusal {
         case .overBudget(let exceeded):
             refusals.count(exceeded)
@@ -528,7 +528,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
 
     /// The recovery whose secret this browser's cookie holds, with its account; nil when
     /// there is none, it expired, was used, or is a stand-in.
-    private func openedRecovery(_ request: SignupRequest) throws -> (recovery: AccountRecovery, account: Account)? {
+    private func openedRecovery(_ request: RequestContext) throws -> (recovery: AccountRecovery, account: Account)? {
         let secrets = request.http.cookieValues(named: Self.secretCookie).filter(\.isRandomToken)
         // Two cookies: one was planted; neither is believed.
         guard secrets.count == 1 else { return nil }
@@ -537,7 +537,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
         return (recovery, account)
     }
 
-    private func newPasswordPolicy(_ request: SignupRequest, _ account: Account) -> SignupPolicy {
+    private func newPasswordPolicy(_ request: RequestContext, _ account: Account) -> FormPolicy {
         // What a new password is judged against: the account's name and address, and
         // whether it has a password the new one must differ from.
         request.policy.newPassword(for: .init(of: account))
@@ -550,7 +550,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
     }
 
     /// The live check lives as long as the recovery whose secret this browser holds.
-    private func passwordRules(_ request: SignupRequest) -> AccountFormPages.Rules {
+    private func passwordRules(_ request: RequestContext) -> AccountFormPages.Rules {
         let secrets = request.http.cookieValues(named: Self.secretCookie).filter(\.isRandomToken)
         let linkHash = secrets.count == 1 ? proofs.secrets.linkHash(secrets[0]) : ""
         let store = store, now = now
@@ -560,7 +560,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
 
     /// The live new-password form; with the account's second factor on, its code field too
     /// (`codeMessage`: why the code was refused).
-    private func newPasswordPage(_ request: SignupRequest, account: Account,
+    private func newPasswordPage(_ request: RequestContext, account: Account,
                                  problems: [(field: SignupField, message: String)] = [], codeMessage: String = "",
                                  status: HTTPStatus) -> HTTPResponse {
         let asksCode = (try? store.secondFactor(ofAccount: account.id))??.isEnabled == true
@@ -572,7 +572,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
         return response
     }
 
-    private func recoverPage(_ request: SignupRequest, _ page: RecoverPage, status: HTTPStatus,
+    private func recoverPage(_ request: RequestContext, _ page: RecoverPage, status: HTTPStatus,
                              retryAfter: Int? = nil) -> HTTPResponse {
         var page = page
         if let proofOfWork {
@@ -584,7 +584,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
         return request.page(page, status: status, headers: headers)
     }
 
-    private func codePage(_ request: SignupRequest, token: String, code: String = "", fieldError: String = "",
+    private func codePage(_ request: RequestContext, token: String, code: String = "", fieldError: String = "",
                           formError: String = "", status: HTTPStatus) -> HTTPResponse {
         var page = RecoverPage()
         page.recoveryToken = token
@@ -600,27 +600,27 @@ struct RecoveryRoutes: Sendable, ServicesReader {
     }
 
     /// 410: the code or link is unknown, used or expired (they look the same on purpose).
-    private func expired(_ request: SignupRequest) -> HTTPResponse {
+    private func expired(_ request: RequestContext) -> HTTPResponse {
         request.pages.problem(
             title: request.text("recover.expired_title"), message: expiredMessage(request), code: "recovery_expired", linkURL: "/recover", linkText: request.text("recover.again"), status: .gone)
     }
 
-    private func expiredMessage(_ request: SignupRequest) -> String {
+    private func expiredMessage(_ request: RequestContext) -> String {
         request.text("recover.expired_message")
             .filled(["minutes": .number(Int(settings.recoveryLifetime / 60))], in: request.language)
     }
 
-    private func busy(_ request: SignupRequest) -> HTTPResponse {
+    private func busy(_ request: RequestContext) -> HTTPResponse {
         request.storeUnavailable()
     }
 
-    private func unavailable(_ request: SignupRequest, _ error: Error) -> HTTPResponse {
+    private func unavailable(_ request: RequestContext, _ error: Error) -> HTTPResponse {
         logger.error("Account store unavailable during recovery", metadata: ["error": "\(error)"])
         metrics.recovery(.unavailable)
         return request.storeUnavailable(retryAfter: 10)
     }
 
-    private func sessionRefused(_ error: FormSessionRegistry.LookupError) -> HTTPResponse {
+    private func sessionRefused(_ error: LiveFormSessionRegistry.LookupError) -> HTTPResponse {
         switch error {
         case .limited(let exceeded): return refusals.limited(exceeded)
         case .unknown, .full:

@@ -23,14 +23,14 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
 
     /// One sign-up as it is handled: its request, and the credential its form chose.
     private struct Submission {
-        let request: SignupRequest
+        let request: RequestContext
         let credential: CredentialMethod
         /// Where the page that comes back sends the person on (a pending sign-up's own).
         var returnTarget: String?
         /// With `provider`: who the provider said the person is, and the provider.
         var identity: (held: ProviderCookies.Identity, provider: ConfiguredProvider)?
 
-        init(_ request: SignupRequest, credential: CredentialMethod = .password) {
+        init(_ request: RequestContext, credential: CredentialMethod = .password) {
             self.request = request
             self.credential = credential
             returnTarget = request.returnTarget
@@ -38,7 +38,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
     }
 
     /// `POST /signup`.
-    func submit(_ request: SignupRequest) -> HTTPResponse {
+    func submit(_ request: RequestContext) -> HTTPResponse {
         // Password (the default, and a form without JavaScript) or a passkey made on the form.
         let form = request.form
         guard let method = form[CredentialMethod.fieldName].map({ CredentialMethod(rawValue: $0) }) ?? .password else {
@@ -63,7 +63,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
     }
 
     /// What the form holds, passwords left out (for a page sent back before any check).
-    private static func typedValues(_ request: SignupRequest) -> [SignupField: String] {
+    private static func typedValues(_ request: RequestContext) -> [SignupField: String] {
         Dictionary(uniqueKeysWithValues: request.policy.fieldOrder.filter { !$0.isSecret }.map { ($0, request.form[$0.rawValue] ?? "") })
     }
 
@@ -159,7 +159,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
     /// hashed.
     private func checked(_ submission: Submission, values: [SignupField: String], availability: RequirementState,
                          breach: RequirementState?, deliverable: RequirementState?, token: String,
-                         session: FormSession?) -> HTTPResponse {
+                         session: LiveFormSession?) -> HTTPResponse {
         let policy = submission.request.policy, credential = submission.credential, clientKey = submission.request.clientKey
         // The passkey made on this form, if any: with a password it is kept as well.
         let passkey = session?.passkey
@@ -222,7 +222,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
 
     /// Stores the account once its password is hashed (runs on the hashing queue).
     private func finishSignup(_ submission: Submission, _ hash: Result<String, Error>, values: [SignupField: String],
-                              token: String, session: FormSession?, passkey: NewPasskey?, provedAt: Date? = nil) -> HTTPResponse {
+                              token: String, session: LiveFormSession?, passkey: NewPasskey?, provedAt: Date? = nil) -> HTTPResponse {
         let request = submission.request, language = request.language
         let passwordHash: String
         switch hash {
@@ -321,7 +321,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
     /// the pending sign-up is forgotten (the username released) and the form comes back with
     /// the username, the address shown masked for the person to type the new one, under the
     /// same token.
-    func changeAddress(_ request: SignupRequest) -> HTTPResponse {
+    func changeAddress(_ request: RequestContext) -> HTTPResponse {
         var submission = Submission(request)
         guard let token = request.form["token"], sessions.isGenuine(token) else {
             return rerender(submission, values: [:], evaluation: nil, status: .unprocessableContent,
@@ -448,7 +448,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
     }
 
     /// What the account keeps of the declared fields marked `stored` (never a password).
-    private func profile(of values: [SignupField: String], policy: SignupPolicy) -> [String: ProfileValue] {
+    private func profile(of values: [SignupField: String], policy: FormPolicy) -> [String: ProfileValue] {
         var profile: [String: ProfileValue] = [:]
         let now = now()
         for field in policy.fields where !field.kind.isBuiltIn {

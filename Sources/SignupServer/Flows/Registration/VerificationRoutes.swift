@@ -45,7 +45,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
     /// confirmation (path `/verify`, for the code's lifetime, never readable by scripts).
     static let linkCookie = "livesignup_verify_link"
 
-    func page(_ request: SignupRequest) -> HTTPResponse {
+    func page(_ request: RequestContext) -> HTTPResponse {
         let http = request.http
         if let link = http.queryValue("link") {
             // Only a value shaped like our links goes into a header: anything else (a `;`, a
@@ -68,7 +68,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
         return codePage(request, pending, notice: notice, status: .ok)
     }
 
-    private func moveLinkOutOfTheURL(_ request: SignupRequest, _ link: String) -> HTTPResponse {
+    private func moveLinkOutOfTheURL(_ request: RequestContext, _ link: String) -> HTTPResponse {
         // The route's row adds `Referrer-Policy: no-referrer` to this and every /verify answer.
         Pages.redirect(to: "/verify" + PageRenderer.languageQuery(request.language), cookies: [linkCookie(link)])
     }
@@ -86,7 +86,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
         return values.count == 1 ? values[0] : nil
     }
 
-    private func linkPage(_ request: SignupRequest, _ link: String) -> HTTPResponse {
+    private func linkPage(_ request: RequestContext, _ link: String) -> HTTPResponse {
         let pending: PendingSignup?
         do {
             pending = try store.pendingSignup(linkHash: proofs.secrets.linkHash(link), at: now())
@@ -104,7 +104,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
 
     // MARK: POST /verify
 
-    func verify(_ request: SignupRequest) -> HTTPResponse {
+    func verify(_ request: RequestContext) -> HTTPResponse {
         let form = request.form
         if let link = form["link"], !link.isEmpty { return verify(request, link: link) }
         if form["token"] ?? "" == "", let link = Self.linkInCookie(request.http) {
@@ -113,7 +113,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
         return verify(request, token: form["token"] ?? "", typed: form["code"] ?? "", altcha: form[ProofOfWorkGate.field])
     }
 
-    private func verify(_ request: SignupRequest, link: String) -> HTTPResponse {
+    private func verify(_ request: RequestContext, link: String) -> HTTPResponse {
         do {
             guard let pending = try store.pendingSignup(linkHash: proofs.secrets.linkHash(link), at: now()) else {
                 metrics.verification(.expired)
@@ -125,7 +125,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
         }
     }
 
-    private func verify(_ request: SignupRequest, token: String, typed: String, altcha: String?) -> HTTPResponse {
+    private func verify(_ request: RequestContext, token: String, typed: String, altcha: String?) -> HTTPResponse {
         let clientKey = request.clientKey
         let pending: PendingSignup?
         do {
@@ -177,7 +177,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
 
     /// The proof is in: the account is made (once; a second proof finds nothing), its owner
     /// signed in and sent on.
-    private func complete(_ request: SignupRequest, _ pending: PendingSignup) -> HTTPResponse {
+    private func complete(_ request: RequestContext, _ pending: PendingSignup) -> HTTPResponse {
         let text: (String) -> String = request.text, pages = request.pages
         let account: Account
         do {
@@ -229,7 +229,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
 
     // MARK: POST /verify/resend
 
-    func resend(_ request: SignupRequest) -> HTTPResponse {
+    func resend(_ request: RequestContext) -> HTTPResponse {
         let token = request.form["token"] ?? "", language = request.language
         let text: (String) -> String = request.text, waitPhrase = request.waitPhrase
         do {
@@ -259,7 +259,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
         }
     }
 
-    private func proofRefused(_ request: SignupRequest, _ refusal: ProofOfWorkGate.Refusal, pending: PendingSignup,
+    private func proofRefused(_ request: RequestContext, _ refusal: ProofOfWorkGate.Refusal, pending: PendingSignup,
                               typed: String) -> HTTPResponse {
         let message = request.proofRefusalMessage(refusal, signingIn: true, refusals: refusals)
         if request.wantsJSON { return refusal.json(message: message) }
@@ -276,7 +276,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
 
     // MARK: Pages
 
-    private func codePage(_ request: SignupRequest, _ pending: PendingSignup, code: String = "", notice: String = "",
+    private func codePage(_ request: RequestContext, _ pending: PendingSignup, code: String = "", notice: String = "",
                           fieldError: String = "", formError: String = "", status: HTTPStatus,
                           retryAfter: Int? = nil) -> HTTPResponse {
         let clientKey = request.clientKey
@@ -294,7 +294,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
         return verifyPage(request, page, status: status, retryAfter: retryAfter)
     }
 
-    private func verifyPage(_ request: SignupRequest, _ page: VerifyPage, status: HTTPStatus,
+    private func verifyPage(_ request: RequestContext, _ page: VerifyPage, status: HTTPStatus,
                             retryAfter: Int? = nil) -> HTTPResponse {
         var headers = HTTPHeaders()
         if let retryAfter { headers.add("Retry-After", String(retryAfter)) }
@@ -302,7 +302,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
     }
 
     /// 410: the code or link is unknown, used or expired (they look the same on purpose).
-    private func expired(_ request: SignupRequest) -> HTTPResponse {
+    private func expired(_ request: RequestContext) -> HTTPResponse {
         let text: (String) -> String = request.text
         return request.pages.problem(title: text("verify.expired_title"),
                       message: text("verify.expired_message").filled(["minutes": .number(Int(settings.codeLifetime / 60))],
@@ -310,7 +310,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
                       code: "verification_expired", status: .gone)
     }
 
-    private func unavailable(_ request: SignupRequest, _ error: Error) -> HTTPResponse {
+    private func unavailable(_ request: RequestContext, _ error: Error) -> HTTPResponse {
         logger.error("Account store unavailable during verification", metadata: ["error": "\(error)"])
         metrics.verification(.unavailable)
         return request.storeUnavailable(retryAfter: 10)

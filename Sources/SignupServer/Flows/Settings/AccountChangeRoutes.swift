@@ -32,14 +32,14 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
 
     // MARK: GET /account/password
 
-    func passwordPage(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func passwordPage(_ request: RequestContext, _ account: Account) -> HTTPResponse {
         newPasswordPage(request, account, status: .ok)
     }
 
     // MARK: POST /account/password/session
 
     /// A fresh live session for the change form (its old one was dropped): `{"token": …}`.
-    func renewPasswordSession(_ request: SignupRequest) -> HTTPResponse {
+    func renewPasswordSession(_ request: RequestContext) -> HTTPResponse {
         forms.renewSession(request, rules: passwordRules(request))
     }
 
@@ -48,7 +48,7 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
     /// The new password, judged as the live form judged it, after the current one is proved
     /// (paid for from the sign-in failure allowances, as a sign-in is). Stored with every other
     /// session of the account ended, the notice and the webhook, in one transaction.
-    func changePassword(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func changePassword(_ request: RequestContext, _ account: Account) -> HTTPResponse {
         let policy = request.policy.newPassword(for: .init(of: account))
         let values: [SignupField: String] = [.password: request.form["password"] ?? "", .confirm: request.form["confirm"] ?? ""]
         let password = (values[.password] ?? "").canonicallyComposed
@@ -76,7 +76,7 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
     }
 
     /// Verifies the current password, as a sign-in would pay for it; `then` runs when it is right.
-    private func proveCurrent(_ current: String, of account: Account, _ request: SignupRequest,
+    private func proveCurrent(_ current: String, of account: Account, _ request: RequestContext,
                               _ respond: @escaping @Sendable (HTTPResponse) -> Void, then: @escaping @Sendable () -> Void) {
         let accountKey = Username.canonical(account.username), clientKey = request.clientKey
         do throws(LimitExceeded) {
@@ -110,7 +110,7 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
         }
     }
 
-    private func hashAndStore(_ password: String, for account: Account, _ request: SignupRequest,
+    private func hashAndStore(_ password: String, for account: Account, _ request: RequestContext,
                               _ respond: @escaping @Sendable (HTTPResponse) -> Void) {
         do throws(HashingRefusal) {
             try hashing.hash(password, client: request.clientKey) { [self] outcome in
@@ -122,7 +122,7 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
         }
     }
 
-    private func store(_ hash: String, for account: Account, _ request: SignupRequest) -> HTTPResponse {
+    private func store(_ hash: String, for account: Account, _ request: RequestContext) -> HTTPResponse {
         let time = now()
         let ended: Int
         do {
@@ -148,13 +148,13 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
 
     /// The live check lives as long as the signed-in session that opened the form (asked
     /// through `SignedInUsers`, which remembers a confirmation for 5 s, as `/auth` does).
-    private func passwordRules(_ request: SignupRequest) -> AccountFormPages.Rules {
+    private func passwordRules(_ request: RequestContext) -> AccountFormPages.Rules {
         let signedIn = signedIn, cookieHeader = request.cookieHeader
         return AccountFormPages.newPasswordRules(hashing: hashing, client: request.clientKey, lifeline: .init(
             opened: now(), isOpen: { (try? signedIn.account(cookieHeader: cookieHeader)) != nil }, now: now))
     }
 
-    private func newPasswordPage(_ request: SignupRequest, _ account: Account, problems: [(field: SignupField, message: String)] = [],
+    private func newPasswordPage(_ request: RequestContext, _ account: Account, problems: [(field: SignupField, message: String)] = [],
                                  currentPasswordMessage: String = "", status: HTTPStatus) -> HTTPResponse {
         forms.page(request, for: account, rules: passwordRules(request),
                    purpose: .change(username: account.username, hasPassword: account.hasPassword, message: currentPasswordMessage),
@@ -166,7 +166,7 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
     /// The account's data as JSON, to keep or take elsewhere: the profile, the address and
     /// whether it was proved, the sessions, the passkeys' public parts, when terms were
     /// accepted. Never a hash, a session id or a secret.
-    func export(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+    func export(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         let sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
         let passkeys = try store.passkeys(ofAccount: account.id)
         let links = try store.providerLinks(ofAccount: account.id)
@@ -185,7 +185,7 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
 
     // MARK: GET /account/delete
 
-    func deletePage(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func deletePage(_ request: RequestContext, _ account: Account) -> HTTPResponse {
         deletionPage(request, account, status: .ok)
     }
 
@@ -194,7 +194,7 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
     /// Deletes the account once its username is typed: its sessions and passkeys with it, in
     /// one transaction with `account.deleted` and the last mail; its name kept from new
     /// accounts for `usernameReservation`. This browser is signed out.
-    func delete(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+    func delete(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         let typed = (request.form[Self.confirmUsernameField] ?? "").trimmingCharacters(in: .whitespaces)
         guard Username.canonical(typed) == Username.canonical(account.username), !typed.isEmpty else {
             return deletionPage(request, account, error: request.text("account.delete_mismatch"), status: .unprocessableContent)
@@ -204,7 +204,7 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
                                           language: request.language, at: time)
         guard try store.deleteAccount(id: account.id, reservingUsernameUntil: time.addingTimeInterval(usernameReservation),
                                       events: events) else {
-            return SignupRequest.signInFirst(request)
+            return RequestContext.signInFirst(request)
         }
         signedIn.forgetSessions(ofAccount: account.id)
         announcer.nudge()
@@ -218,7 +218,7 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
         return response
     }
 
-    private func deletionPage(_ request: SignupRequest, _ account: Account, error: String? = nil, status: HTTPStatus) -> HTTPResponse {
+    private func deletionPage(_ request: RequestContext, _ account: Account, error: String? = nil, status: HTTPStatus) -> HTTPResponse {
         let sessions: Int, passkeys: Int
         do {
             sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules).count

@@ -43,13 +43,13 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
 
     // MARK: GET /account/email
 
-    func page(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func page(_ request: RequestContext, _ account: Account) -> HTTPResponse {
         addressPage(request, account, status: .ok)
     }
 
     // MARK: POST /account/email/session
 
-    func renewSession(_ request: SignupRequest) -> HTTPResponse {
+    func renewSession(_ request: RequestContext) -> HTTPResponse {
         forms.renewSession(request, rules: Self.rules)
     }
 
@@ -62,7 +62,7 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
 
     /// The new address, judged as the sign-up form judges it; a code mailed to it (or, for an
     /// address another account proved, a word to that account's owner), and the code page.
-    func start(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func start(_ request: RequestContext, _ account: Account) -> HTTPResponse {
         let policy = request.policy.newEmail(for: .init(of: account))
         let typed = (request.form["email"] ?? "").trimmingCharacters(in: .whitespaces)
         if EmailAddress.canonical(typed) == EmailAddress.canonical(account.email), account.emailVerifiedAt != nil {
@@ -81,7 +81,7 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
         }
     }
 
-    private func mailCode(to address: String, for account: Account, _ request: SignupRequest) -> HTTPResponse {
+    private func mailCode(to address: String, for account: Account, _ request: RequestContext) -> HTTPResponse {
         // The client's allowance is about the client: refusing it openly says nothing about the address.
         do throws(LimitExceeded) {
             try limiters.mailsPerAddress.admit(request.clientKey)
@@ -130,7 +130,7 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
 
     // MARK: GET /account/email/code
 
-    func codePage(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+    func codePage(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         guard let change = try store.emailChange(ofAccount: account.id, at: now()) else {
             return Pages.redirect(to: "/account/email" + PageRenderer.languageQuery(request.language))
         }
@@ -141,7 +141,7 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
 
     /// A right code makes the new address the account's; each try is spent before the
     /// comparison, and a used-up change must be started again.
-    func checkCode(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+    func checkCode(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         let typed = (request.form[Self.codeField] ?? "").filter { !$0.isWhitespace }
         let time = now()
         guard let change = try store.emailChange(ofAccount: account.id, at: time) else {
@@ -161,7 +161,7 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
         return try complete(request, account, newEmail: change.newEmail, time)
     }
 
-    private func complete(_ request: SignupRequest, _ account: Account, newEmail: String, _ time: Date) throws -> HTTPResponse {
+    private func complete(_ request: RequestContext, _ account: Account, newEmail: String, _ time: Date) throws -> HTTPResponse {
         let undo = VerificationSecrets.makeLinkToken(), language = request.language, announce = webhooks != nil
         let mails = proofs.mails, days = Int(Self.undoLifetime / 86_400)
         // Written with the change, to the old address (if it was ever proved: it may be a stranger's).
@@ -193,7 +193,7 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
     // MARK: GET /account/email/undo?link=…
 
     /// The undo link's page: a button, so a mail scanner's GET spends nothing.
-    func undoPage(_ request: SignupRequest) -> HTTPResponse {
+    func undoPage(_ request: RequestContext) -> HTTPResponse {
         if let link = request.http.queryValue(Self.linkField) {
             // The secret leaves the URL before anything renders (the row adds no-referrer);
             // only a value shaped like our links goes into a header.
@@ -206,7 +206,7 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
     }
 
     /// The one undo secret this browser holds (two: one was planted, neither is believed).
-    private func linkInCookie(_ request: SignupRequest) -> String? {
+    private func linkInCookie(_ request: RequestContext) -> String? {
         let values = request.http.cookieValues(named: Self.undoCookie).filter(\.isRandomToken)
         return values.count == 1 ? values[0] : nil
     }
@@ -219,7 +219,7 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
 
     // MARK: POST /account/email/undo
 
-    func undo(_ request: SignupRequest) throws -> HTTPResponse {
+    func undo(_ request: RequestContext) throws -> HTTPResponse {
         // The cookie's secret; a client that posts the link itself (`link`) still may.
         let posted = request.form[Self.linkField] ?? ""
         let link = posted.isRandomToken ? posted : linkInCookie(request) ?? ""
@@ -246,19 +246,19 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
 
     // MARK: Pages
 
-    private func addressPage(_ request: SignupRequest, _ account: Account, problems: [(field: SignupField, message: String)] = [],
+    private func addressPage(_ request: RequestContext, _ account: Account, problems: [(field: SignupField, message: String)] = [],
                              formError: String = "", status: HTTPStatus) -> HTTPResponse {
         forms.page(request, for: account, rules: Self.rules, purpose: .address(username: account.username, current: account.email),
                    values: [.email: request.form["email"] ?? ""], problems: problems, formError: formError, status: status)
     }
 
-    private func codePage(_ request: SignupRequest, change: EmailChange, error: String? = nil, status: HTTPStatus) -> HTTPResponse {
+    private func codePage(_ request: RequestContext, change: EmailChange, error: String? = nil, status: HTTPStatus) -> HTTPResponse {
         var page = AddressPage(mode: .code(address: change.newEmail))
         page.error = error
         return render(request, page, status: status)
     }
 
-    private func render(_ request: SignupRequest, _ page: AddressPage, status: HTTPStatus) -> HTTPResponse {
+    private func render(_ request: RequestContext, _ page: AddressPage, status: HTTPStatus) -> HTTPResponse {
         var headers = HTTPHeaders()
         // The undo's answer ends the secret's cookie, whatever it said.
         if case .undone = page.mode, !request.http.cookieValues(named: Self.undoCookie).isEmpty {
@@ -269,9 +269,9 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
 }
 
 extension AccountEmailRoutes {
-    /// The address change's handlers with the signed-in account (`SignupRequest.forAccount`);
+    /// The address change's handlers with the signed-in account (`RequestContext.forAccount`);
     /// 404 when no mail can be sent, checked first, so nothing about the visitor is asked then.
-    static func forAccount(_ request: SignupRequest, _ accountEmail: AccountEmailRoutes?,
+    static func forAccount(_ request: RequestContext, _ accountEmail: AccountEmailRoutes?,
                            _ body: (AccountEmailRoutes, Account) throws -> HTTPResponse) throws -> HTTPResponse {
         guard let accountEmail else { return APIError.notFound.response }
         return try request.forAccount { try body(accountEmail, $0) }

@@ -4,16 +4,16 @@ import WebKernel
 
 /// The live forms about a signed-in account (`/account/password`, `/account/email`): the page
 /// with its live session, and a fresh session for the page's script (`data-session-url`), in
-/// one place. Their sessions are not signed form tokens (`FormSessionRegistry
+/// one place. Their sessions are not signed form tokens (`LiveFormSessionRegistry
 /// .startNewPasswordSession`): a dropped one is asked for again here, never rebuilt as a
 /// sign-up form.
 struct AccountFormPages: Sendable {
-    let sessions: FormSessionRegistry
+    let sessions: LiveFormSessionRegistry
 
     /// What a form is for one account in one language: its rules and, on a new-password form
     /// of an account that has one, the live "not your current password" check.
     typealias Rules = @Sendable (_ account: Account, _ language: Languages.Language)
-        -> (policy: SignupPolicy, currentPassword: (any CurrentPasswordChecking)?)
+        -> (policy: FormPolicy, currentPassword: (any CurrentPasswordChecking)?)
 
     /// A new password's form for an account (a recovery's, a change's): the account's own
     /// words refused, and "not your current password" checked live when it has one (a hash
@@ -30,13 +30,13 @@ struct AccountFormPages: Sendable {
 
     /// `POST …/session`: `201 {"token": …}` for the form in the page's language (JSON rows
     /// negotiate none: the script names it, `?lang=`).
-    func renewSession(_ request: SignupRequest, rules: Rules) -> HTTPResponse {
+    func renewSession(_ request: RequestContext, rules: Rules) -> HTTPResponse {
         guard case .account(let account) = request.signedIn else {
             return APIError(status: .unauthorized, code: "signed_out", message: request.text("passkey.error.signed_out")).response
         }
         let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
         let form = rules(account, language)
-        do throws(FormSessionRegistry.LookupError) {
+        do throws(LiveFormSessionRegistry.LookupError) {
             let token = try sessions.startNewPasswordSession(form.policy, currentPassword: form.currentPassword,
                                                              language: language.tag, address: request.client)
             var response = HTTPResponse.json("{\"token\":\"\(token)\"}", status: .created)
@@ -52,12 +52,12 @@ struct AccountFormPages: Sendable {
     /// The form's page with a live session of its own (none when the session limits refuse
     /// one: the form still works, the server checks on submit), `values` kept, `problems`
     /// shown at their fields and `formError` above them.
-    func page(_ request: SignupRequest, for account: Account, rules: Rules, purpose: SignupPage.AccountForm,
+    func page(_ request: RequestContext, for account: Account, rules: Rules, purpose: SignupPage.AccountForm,
               values: [SignupField: String] = [:], problems: [(field: SignupField, message: String)] = [],
               formError: String = "", status: HTTPStatus) -> HTTPResponse {
         let form = rules(account, request.language)
         let token: String
-        do throws(FormSessionRegistry.LookupError) {
+        do throws(LiveFormSessionRegistry.LookupError) {
             token = try sessions.startNewPasswordSession(form.policy, currentPassword: form.currentPassword,
                                                          language: request.language.tag, address: request.client)
         } catch {

@@ -38,7 +38,7 @@ struct AccountRoutes: Sendable, ServicesReader {
 
     // MARK: GET /account
 
-    func page(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func page(_ request: RequestContext, _ account: Account) -> HTTPResponse {
         // What the last change did, said once on the page it leads back to.
         let notice: String?
         if request.http.queryValue("confirmed") == "1" {
@@ -73,7 +73,7 @@ struct AccountRoutes: Sendable, ServicesReader {
     /// The page's stream: `devices` whenever the account's sessions (or this browser's
     /// "changes open until") change, on any instance; `signed_out` when this browser's
     /// session ends. JSON refusals: a program or the page's script reads them.
-    func events(_ request: SignupRequest) -> HTTPResponse {
+    func events(_ request: RequestContext) -> HTTPResponse {
         let account: Account
         switch request.signedIn {
         case .account(let signedInAccount): account = signedInAccount
@@ -102,7 +102,7 @@ struct AccountRoutes: Sendable, ServicesReader {
     // MARK: POST /account/sessions/end
 
     /// Signs out one other browser of the account, named by its handle.
-    func endSession(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+    func endSession(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         let handle = request.form[Self.sessionField] ?? ""
         let sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
         // Only this account's own handles: another's, a made-up or an ended one is named as such.
@@ -119,7 +119,7 @@ struct AccountRoutes: Sendable, ServicesReader {
     // MARK: POST /account/sessions/end-others
 
     /// Signs out every other browser of the account, keeping this one.
-    func endOtherSessions(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+    func endOtherSessions(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         let ended = try store.endSignInSessions(ofAccount: account.id, keeping: signedIn.sessionHash(in: request.cookieHeader))
         // This instance forgets them at once (this browser's confirmation is read again).
         signedIn.forgetSessions(ofAccount: account.id)
@@ -133,10 +133,10 @@ struct AccountRoutes: Sendable, ServicesReader {
     /// The password again, so sensitive changes are open for `recentSignIn`. Paid for like a
     /// sign-in (the same per-account and per-address failure allowances, charged before the
     /// hash and given back when it was right), in the sign-in hashing lane.
-    func confirm(_ request: SignupRequest, _ account: Account) -> HTTPResponse {
+    func confirm(_ request: RequestContext, _ account: Account) -> HTTPResponse {
         let password = (request.form["password"] ?? "").canonicallyComposed
         let continuation = request.form[RecentSignIn.Continuation.field].flatMap(RecentSignIn.Continuation.init(rawValue:))
-        guard let idHash = signedIn.sessionHash(in: request.cookieHeader) else { return SignupRequest.signInFirst(request) }
+        guard let idHash = signedIn.sessionHash(in: request.cookieHeader) else { return RequestContext.signInFirst(request) }
         guard account.hasPassword else {
             // A passkey-only account confirms with a fresh sign-in (its passkey).
             return accountPage(request, account, error: request.text("account.confirm_passkey"), continuation: continuation,
@@ -167,7 +167,7 @@ struct AccountRoutes: Sendable, ServicesReader {
                     case .success(true):
                         limiters.forgivePasswordGuess(clientKey: clientKey, accountKey: accountKey)
                         do {
-                            guard try store.recordAuthentication(idHash: idHash, at: now()) else { return respond(SignupRequest.signInFirst(request)) }
+                            guard try store.recordAuthentication(idHash: idHash, at: now()) else { return respond(RequestContext.signInFirst(request)) }
                             logger.notice("Signed-in person confirmed who they are",
                                           metadata: ["event": "confirmed", "account": "\(account.id)", "client": "\(request.client)"])
                             respond(Pages.redirect(to: Self.afterConfirming(request)))
@@ -191,7 +191,7 @@ struct AccountRoutes: Sendable, ServicesReader {
 
     /// Where a confirmation leads: the change that asked for it, else the page saying how
     /// long changes are open.
-    private static func afterConfirming(_ request: SignupRequest) -> String {
+    private static func afterConfirming(_ request: RequestContext) -> String {
         let language = languageParameter(request)
         guard let next = request.form[RecentSignIn.Continuation.field].flatMap(RecentSignIn.Continuation.init(rawValue:)),
               next != .account else { return "/account?confirmed=1" + language }
@@ -205,7 +205,7 @@ struct AccountRoutes: Sendable, ServicesReader {
 
     /// A name its owner recognises for one of the account's passkeys. Not a sensitive change
     /// (it opens nothing): no recent sign-in asked.
-    func renamePasskey(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+    func renamePasskey(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         guard let id = request.form[Self.passkeyField].flatMap(Base64URL.decode) else {
             return accountPage(request, account, error: request.text("account.no_such_passkey"), status: .notFound)
         }
@@ -222,7 +222,7 @@ struct AccountRoutes: Sendable, ServicesReader {
     // MARK: POST /account/passkeys/remove (a recent sign-in)
 
     /// Removes one of the account's passkeys, never its last way in; the owner is told.
-    func removePasskey(_ request: SignupRequest, _ account: Account) throws -> HTTPResponse {
+    func removePasskey(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         let passkeys = try store.passkeys(ofAccount: account.id)
         guard let id = request.form[Self.passkeyField].flatMap(Base64URL.decode),
               let passkey = passkeys.first(where: { $0.credentialID == id }) else {
@@ -247,7 +247,7 @@ struct AccountRoutes: Sendable, ServicesReader {
     }
 
     /// What the page calls a passkey: its name, else "Passkey 2" by the order they were made.
-    static func displayName(of passkey: Passkey, among passkeys: [Passkey], _ request: SignupRequest) -> String {
+    static func displayName(of passkey: Passkey, among passkeys: [Passkey], _ request: RequestContext) -> String {
         if !passkey.name.isEmpty { return passkey.name }
         let number = (passkeys.firstIndex { $0.credentialID == passkey.credentialID } ?? 0) + 1
         return request.text("account.passkey_unnamed").replacingOccurrences(of: "{n}", with: String(number))
@@ -255,16 +255,16 @@ struct AccountRoutes: Sendable, ServicesReader {
 
     // MARK: Pages
 
-    static func languageParameter(_ request: SignupRequest) -> String {
+    static func languageParameter(_ request: RequestContext) -> String {
         request.language.tag == Languages.fallback ? "" : "&lang=\(request.language.tag)"
     }
 
     /// The page with a refusal said on it (a change that could not be made).
-    func page(_ request: SignupRequest, _ account: Account, error: String?, status: HTTPStatus) -> HTTPResponse {
+    func page(_ request: RequestContext, _ account: Account, error: String?, status: HTTPStatus) -> HTTPResponse {
         accountPage(request, account, error: error, status: status)
     }
 
-    private func accountPage(_ request: SignupRequest, _ account: Account, notice: String? = nil, error: String? = nil,
+    private func accountPage(_ request: RequestContext, _ account: Account, notice: String? = nil, error: String? = nil,
                              continuation: RecentSignIn.Continuation? = nil, status: HTTPStatus) -> HTTPResponse {
         let sessions: [SignInSessionSummary], passkeys: [Passkey], hasSecondFactor: Bool, links: [ProviderLink]
         do {

@@ -8,7 +8,7 @@ import WebKernel
 /// address that used it. Sessions nobody has used for `idleLifetime` and that have no open
 /// stream are dropped; their token builds a fresh one if used again, and the page re-sends
 /// its values. When the table is full the longest-idle sessions without a stream give way.
-final class FormSessionRegistry: @unchecked Sendable {
+final class LiveFormSessionRegistry: @unchecked Sendable {
     struct Settings {
         /// Each language's rules: a session speaks the language its page was in.
         var languages: Languages
@@ -22,7 +22,7 @@ final class FormSessionRegistry: @unchecked Sendable {
         var tokenLifetime: TimeInterval
         var tokens: FormTokenAuthority
         var limiters: ClientLimiters
-        var metrics: SignupMetrics
+        var metrics: ServerMetrics
         /// Tokens age, sessions idle and throttled look-ups wait by it.
         var clock: any WallClock
     }
@@ -37,13 +37,13 @@ final class FormSessionRegistry: @unchecked Sendable {
     }
 
     private struct Entry {
-        let session: FormSession
+        let session: LiveFormSession
         let addressKey: String
     }
 
     private let settings: Settings
     /// By language tag.
-    private let sessionConfigurations: [String: FormSession.Configuration]
+    private let sessionConfigurations: [String: LiveFormSession.Configuration]
     private let lock = NSLock()
     // Guarded by `lock`, which is their exclusivity: no runtime check per access (see
     // DEVELOPMENT.md, "exclusivity").
@@ -53,7 +53,7 @@ final class FormSessionRegistry: @unchecked Sendable {
     init(settings: Settings) {
         self.settings = settings
         self.sessionConfigurations = Dictionary(uniqueKeysWithValues: settings.languages.all.map { language in
-            (language.tag, FormSession.Configuration(
+            (language.tag, LiveFormSession.Configuration(
                 policy: language.policy, lookups: settings.lookups, language: language.tag,
                 availabilityDebounce: settings.availabilityDebounce, metrics: settings.metrics))
         })
@@ -85,14 +85,14 @@ final class FormSessionRegistry: @unchecked Sendable {
     }
 
     /// The session already alive for `token`, if any; never builds one.
-    func existingSession(for token: String) -> FormSession? {
+    func existingSession(for token: String) -> LiveFormSession? {
         lock.withLock { sessions[token]?.session }
     }
 
     /// The session for `token`, built now if it has none, charged to `address`.
     /// - Parameter language: the page's language (`lang=`), for a session built now; an
     ///   unknown or missing one means English.
-    func session(for token: String, address: String, language: String? = nil) throws(LookupError) -> FormSession {
+    func session(for token: String, address: String, language: String? = nil) throws(LookupError) -> LiveFormSession {
         // (The session marks itself used when it applies the edit or attaches the stream.)
         if let existing = existingSession(for: token) { return existing }
         // Only tokens this instance minted: another instance's token means its instance is
@@ -101,7 +101,7 @@ final class FormSessionRegistry: @unchecked Sendable {
         guard acceptsForLiveUse(token) else { throw .unknown }
         let addressKey = ClientKey.of(address)
         try admitNewSession(from: addressKey)
-        let session = FormSession(
+        let session = LiveFormSession(
             token: token,
             configuration: sessionConfigurations[settings.languages.language(language)?.tag ?? Languages.fallback]!,
             availabilityChecker: availabilityChecker(for: token, addressKey: addressKey),
@@ -117,15 +117,15 @@ final class FormSessionRegistry: @unchecked Sendable {
     /// session is gone, nothing can build it again from the token (which would make a sign-up
     /// form of it); the page asks its own route for a fresh one.
     /// - Parameter currentPassword: answers `password.not_current` for this account.
-    func startNewPasswordSession(_ policy: SignupPolicy, currentPassword: (any CurrentPasswordChecking)?, language: String,
+    func startNewPasswordSession(_ policy: FormPolicy, currentPassword: (any CurrentPasswordChecking)?, language: String,
                                  address: String) throws(LookupError) -> String {
         precondition(policy.account != nil, "a new-password session is for an account")
         let addressKey = ClientKey.of(address)
         try admitNewSession(from: addressKey)
         let token = settings.tokens.instance + ".np" + Self.makeRandomID()
-        let session = FormSession(
+        let session = LiveFormSession(
             token: token,
-            configuration: FormSession.Configuration(
+            configuration: LiveFormSession.Configuration(
                 policy: policy,
                 lookups: Lookups(breachedPasswords: settings.lookups.breachedPasswords, currentPassword: currentPassword),
                 language: language,
@@ -143,7 +143,7 @@ final class FormSessionRegistry: @unchecked Sendable {
             clock: settings.clock)
     }
 
-    private func insert(_ session: FormSession, addressKey: String) -> FormSession {
+    private func insert(_ session: LiveFormSession, addressKey: String) -> LiveFormSession {
         lock.withLock {
             // Two first uses at once (the stream and an edit): the first one in wins.
             if let raced = sessions[session.token] { return raced.session }
@@ -202,7 +202,7 @@ final class FormSessionRegistry: @unchecked Sendable {
         return oldest.count
     }
 
-    private func remove(_ removed: [FormSession]) {
+    private func remove(_ removed: [LiveFormSession]) {
         guard !removed.isEmpty else { return }
         lock.withLock {
             for session in removed {

@@ -14,7 +14,7 @@ import OpenCombineShim
 /// request handler reads it, and as a struct of some thirty fields each read was a copy
 /// with a retain and a release per field. (`@unchecked` for `initialState` alone, which is
 /// written once, at the end of `init`, before anyone else can see the policy.)
-public final class SignupPolicy: @unchecked Sendable {
+public final class FormPolicy: @unchecked Sendable {
     /// The settings these rules were built from.
     public let settings: Policy
     public let username: FieldRules<String>
@@ -369,41 +369,41 @@ public final class SignupPolicy: @unchecked Sendable {
     /// The same rules with their texts in a language: `texts` (the language's catalog) under
     /// the policy file's wording for that language if it has some, else under its general
     /// `texts`; everything else shared (estimator, outside requirements).
-    public func localized(_ texts: PolicyTexts, language: String? = nil) -> SignupPolicy {
+    public func localized(_ texts: PolicyTexts, language: String? = nil) -> FormPolicy {
         var settings = self.settings
         let own = language.flatMap { self.settings.textsByLanguage[$0] } ?? self.settings.texts
         settings.texts = own.over(texts)
-        return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
+        return FormPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
                             usernameProblem: usernameProblem, lookups: lookups, language: language)
     }
 
     /// The rules of a form that sets a new password for `account` (account recovery): the
     /// password fields alone, in these rules' words and with their outside requirements, and
     /// passwords built on the account's username or address refused (`password.common`).
-    public func newPassword(for account: AccountContext) -> SignupPolicy {
+    public func newPassword(for account: AccountContext) -> FormPolicy {
         var settings = self.settings
         settings.fields = settings.fields.filter { $0.kind == .password || $0.kind == .confirm }
-        return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
+        return FormPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
                             usernameProblem: usernameProblem, lookups: lookups, language: language, account: account)
     }
 
     /// The rules of a form that gives `account` a new address (`/account/email`): the email
     /// field alone, with the sign-up form's checks (its format, the typo suggestion, disposable
     /// domains, deliverability when looked up).
-    public func newEmail(for account: AccountContext) -> SignupPolicy {
+    public func newEmail(for account: AccountContext) -> FormPolicy {
         var settings = self.settings
         settings.fields = settings.fields.filter { $0.kind == .email }
         // No password on this form: nothing to compare with the current one.
         let context = AccountContext(username: account.username, email: account.email, hasPassword: false)
-        return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
+        return FormPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
                             usernameProblem: usernameProblem, lookups: lookups, language: language, account: context)
     }
 
     /// The same rules with the outside requirements `kinds` names: the app's policy has
     /// exactly the ones its services can answer. Itself when they are the ones it has.
-    public func lookingUp(_ kinds: Lookups.Kinds) -> SignupPolicy {
+    public func lookingUp(_ kinds: Lookups.Kinds) -> FormPolicy {
         guard kinds != lookups else { return self }
-        return SignupPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
+        return FormPolicy(settings, commonPasswords: commonPasswordsOverride, strengthEstimator: strengthEstimator,
                             usernameProblem: usernameProblem, lookups: kinds, language: language, account: account)
     }
 
@@ -597,14 +597,14 @@ public final class SignupPolicy: @unchecked Sendable {
     }
 }
 
-extension SignupPolicy {
+extension FormPolicy {
     /// `Policy.classic`'s rules.
     public static func classic(
         commonPasswords: CommonPasswords? = nil,
         strengthEstimator: any PasswordStrengthEstimating = ZxcvbnStrengthEstimator(),
         usernameProblem: (@Sendable (String) -> String?)? = nil
-    ) -> SignupPolicy {
-        SignupPolicy(.classic, commonPasswords: commonPasswords, strengthEstimator: strengthEstimator,
+    ) -> FormPolicy {
+        FormPolicy(.classic, commonPasswords: commonPasswords, strengthEstimator: strengthEstimator,
                      usernameProblem: usernameProblem)
     }
 }

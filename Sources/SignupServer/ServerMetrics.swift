@@ -9,7 +9,7 @@ import WebKernel
 /// What operators' dashboards read, through swift-metrics (so any backend works; the
 /// executable bootstraps Prometheus). Names and labels are a public contract (README).
 /// Handlers are made once and reused: an increment on the hot path is one atomic add.
-final class SignupMetrics: Sendable {
+final class ServerMetrics: Sendable {
     let formSessions = Gauge(label: "livesignup_form_sessions")
     let eventStreams = Gauge(label: "livesignup_event_streams")
     let edits = Counter(label: "livesignup_edits_total")

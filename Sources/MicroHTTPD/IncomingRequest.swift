@@ -4,7 +4,7 @@ import MicroHTTPDShims
 /// What libmicrohttpd tells us about one request across its callbacks: the raw target when
 /// the request line arrives, then the headers, then body chunks, then the final call that
 /// answers it.
-final class RequestContext {
+final class IncomingRequest {
     /// The request target exactly as sent ("/static/app.js%00?v=1"), before unescaping.
     let rawTarget: String
     private(set) var method = "GET"

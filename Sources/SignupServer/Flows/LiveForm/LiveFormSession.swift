@@ -20,10 +20,10 @@ import WebKernel
 /// the view model's scheduled work (debounced look-ups, their answers) and stream endings on
 /// a serial queue, each action holding the lock too, so none of them ever race. Data flows
 /// one way: edit → view model → changed outputs → events → every open stream.
-final class FormSession: @unchecked Sendable {
+final class LiveFormSession: @unchecked Sendable {
     /// What a session needs to build its view model on first use.
     struct Configuration {
-        let policy: SignupPolicy
+        let policy: FormPolicy
         /// The breach source and the mail-domain checker the view model asks.
         let lookups: Lookups
         /// The language of every text the session sends (its snapshot's `lang`).
@@ -31,10 +31,10 @@ final class FormSession: @unchecked Sendable {
         /// `policy.initialEvaluation` as a snapshot, computed once for every session.
         let initialSnapshot: SignupSnapshot
         let availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride
-        let metrics: SignupMetrics?
+        let metrics: ServerMetrics?
 
-        init(policy: SignupPolicy, lookups: Lookups = .none, language: String = Languages.fallback,
-             availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride, metrics: SignupMetrics?) {
+        init(policy: FormPolicy, lookups: Lookups = .none, language: String = Languages.fallback,
+             availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride, metrics: ServerMetrics?) {
             self.policy = policy
             self.lookups = lookups
             self.language = language

@@ -7,7 +7,7 @@ import SignupDomain
 /// visitor's language with its pages, the validated `return_to` and the signed-in session.
 /// Handlers are immutable bundles of services; what belongs to one request travels here,
 /// never in a copy of a handler.
-package struct SignupRequest: Sendable {
+package struct RequestContext: Sendable {
     package let http: HTTPRequest
     /// The method as routed (HEAD for a GET row's look).
     package let method: HTTPMethod
@@ -75,7 +75,7 @@ package struct SignupRequest: Sendable {
     package var language: Languages.Language { pages.language }
     package var languages: Languages { pages.languages }
     /// The rules and texts of the request's language.
-    package var policy: SignupPolicy { pages.language.policy }
+    package var policy: FormPolicy { pages.language.policy }
     package var renderer: PageRenderer { pages.renderer }
     package var assets: StaticAssets { pages.assets }
 
@@ -99,7 +99,7 @@ package struct SignupRequest: Sendable {
     }
 }
 
-extension SignupRequest {
+extension RequestContext {
     /// 503 for a request the account store could not serve, in the row's form: a page in the
     /// request's language where a person is looking, else the JSON refusal; both say when to
     /// try again. The one place this answer is made (the caller logs and counts the cause).
@@ -122,7 +122,7 @@ extension SignupRequest {
     }
 }
 
-extension SignupRequest {
+extension RequestContext {
     /// `body` with the signed-in person's account; else a signed-out person goes to the
     /// sign-in form, which brings them back to `/account`, and a store that could not say is
     /// thrown to the router, which answers its one 503.
@@ -138,7 +138,7 @@ extension SignupRequest {
     }
 
     /// Signed out: to the sign-in form, which brings them back to `/account`.
-    package static func signInFirst(_ request: SignupRequest) -> HTTPResponse {
+    package static func signInFirst(_ request: RequestContext) -> HTTPResponse {
         let query = PageRenderer.query(languageQuery: PageRenderer.languageQuery(request.language), returnTo: "/account")
         return Pages.redirect(to: "/signin" + query)
     }
