@@ -92,6 +92,7 @@ let package = Package(
             name: "OpenIDConnect",
             dependencies: [
                 "OutsideHTTP",
+                "Locking",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -127,13 +128,15 @@ let package = Package(
         // SignupWire the sign-up's own snapshot, events and password strength.
         // The one clock the app runs by (wall time and delayed work), and the test clock.
         .target(name: "Clocks"),
+        // The one lock box (`Locked`), Foundation only, for every module that guards state.
+        .target(name: "Locking"),
         .target(name: "FormWire"),
         .target(name: "SignupWire", dependencies: ["FormWire"]),
 
         // Layer 1: the Swift face of libmicrohttpd. Knows HTTP and SSE, nothing about sign-up.
         .target(
             name: "MicroHTTPD",
-            dependencies: ["CMicroHTTPD", "MicroHTTPDShims", "Clocks"]
+            dependencies: ["CMicroHTTPD", "MicroHTTPDShims", "Clocks", "Locking"]
         ),
 
         // Layer 2: reactive validation for any form: rules as data, OpenCombine operators.
@@ -201,6 +204,7 @@ let package = Package(
             name: "WebKernel",
             dependencies: [
                 "MicroHTTPD",
+                "Locking",
                 "FormWire",
                 "SignupDomain",
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -214,6 +218,7 @@ let package = Package(
             name: "SignupServer",
             dependencies: [
                 "WebKernel",
+                "Locking",
                 "MicroHTTPD",
                 "FormWire",
                 "SignupWire",
@@ -273,7 +278,7 @@ let package = Package(
         // swift-crypto for the proof of work's SHA-256 (CryptoKit's API on every platform).
         .target(
             name: "LiveSignupClient",
-            dependencies: ["FormWire", "SignupWire", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["FormWire", "SignupWire", "Locking", .product(name: "Crypto", package: "swift-crypto")]
         ),
 
         .testTarget(
@@ -308,7 +313,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SignupPostgresTests",
-            dependencies: ["SignupPostgres", "SignupDomain", "AccountStoreTestSupport", "HTTPTestSupport"]
+            dependencies: ["SignupPostgres", "SignupDomain", "AccountStoreTestSupport", "HTTPTestSupport", "Locking"]
         ),
         .testTarget(
             name: "SignupDomainTests",
@@ -318,6 +323,7 @@ let package = Package(
                 "ReactiveValidation",
                 "HTTPTestSupport",
                 "Clocks",
+                "Locking",
                 "OutsideDNS",
                 "SignupLookups",
                 "LiveSignupClient",
@@ -349,11 +355,11 @@ let package = Package(
         ),
         // Raw sockets for tests that check exact bytes or act as several client addresses.
         .target(name: "HTTPTestSupport", dependencies: ["Clocks"], path: "Tests/HTTPTestSupport"),
-        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "HTTPTestSupport"]),
+        .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "Locking", "HTTPTestSupport"]),
         .testTarget(
             name: "SignupServerTests",
             dependencies: [
-                "SignupServer", "WebKernel", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport", "WebAuthnTestSupport",
+                "SignupServer", "WebKernel", "Locking", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport", "WebAuthnTestSupport",
                 "WebAuthn",
                 "AccountStoreTestSupport", "SignupSQLite", "SignupPostgres", "SignupLookups", "OutsideMail", "Clocks",
                 // To break one table of a test's database on purpose (a store that half answers).

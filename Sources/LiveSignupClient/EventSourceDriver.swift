@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import Locking
 #endif
 
 /// The URLSession side of `EventSourceConnection`: owns the session, receives its delegate
@@ -19,7 +20,7 @@ final class EventSourceDriver: NSObject, URLSessionDataDelegate, @unchecked Send
     private let headers: [String: String]
     private let maximumReconnectionTime: Int?
     private let maximumReconnectAttempts: Int?
-    private let state: LockedState<State>
+    private let state: Locked<State>
 
     /// Cap on the error body kept from a non-200 answer; enough for any JSON error.
     private static let maximumErrorBodySize = 64 * 1024
@@ -68,7 +69,7 @@ final class EventSourceDriver: NSObject, URLSessionDataDelegate, @unchecked Send
         // An event stream must never be answered from a cache.
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil
-        state = LockedState(State(
+        state = Locked(State(
             configuration: configuration,
             parser: ServerSentEventParser(lastEventID: lastEventID),
             lastEventID: lastEventID,

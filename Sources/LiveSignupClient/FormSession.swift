@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+import Locking
 #endif
 
 /// One server-side form session: its token plus the per-field `seq` counters the protocol
@@ -12,7 +13,7 @@ public final class FormSession: Sendable {
     public let client: SignupClient
     /// The form's token (from `POST /sessions`) (or any token, to test how the server rejects it).
     public let token: String
-    private let lastSeq = LockedState<[String: Int]>([:])
+    private let lastSeq = Locked<[String: Int]>([:])
 
     /// `lang=` when the client chose a language: the server builds the session in it.
     private var languageQuery: [(String, String)] {

@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import MicroHTTPDShims
 import Foundation
+import Locking
 
 /// One open `text/event-stream` response. Any thread may `send`.
 ///

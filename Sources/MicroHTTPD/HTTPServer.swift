@@ -3,6 +3,7 @@ import Clocks
 import Dispatch
 import Foundation
 import MicroHTTPDShims
+import Locking
 
 /// An HTTP/1.1 server on libmicrohttpd: epoll worker threads, suspend/resume for event
 /// streams, bodies read whole up to a limit, every request answered by one `HTTPResponder`.

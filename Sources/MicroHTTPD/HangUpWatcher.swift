@@ -1,5 +1,6 @@
 import Foundation
 import MicroHTTPDShims
+import Locking
 
 /// Notices at once when the peer of any connection hangs up (a tab closed, a laptop lid shut,
 /// a client that gave up halfway through its request) and makes libmicrohttpd let it go.

@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import Locking
 
 /// One suspended connection waiting for a deferred response. The response is delivered at
 /// most once: by the work itself, or by the server when shutdown's grace period runs out.

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import JWTKit
 import OutsideHTTP
+import Locking
 
 /// One OpenID Connect provider seen from a relying party: its discovery document and keys
 /// (fetched through a `BoundedHTTPFetcher`, kept as long as their Cache-Control says, within
@@ -348,13 +349,15 @@ public final class OpenIDProvider: @unchecked Sendable {
     /// An async call's result, waited for on this (Dispatch) thread.
     static func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
         let semaphore = DispatchSemaphore(value: 0)
-        let outcome = LockedBox<Result<T, any Error>?>(nil)
+        let outcome = Locked<Result<T, any Error>?>(nil)
         Task {
-            do { outcome.value = .success(try await body()) } catch { outcome.value = .failure(error) }
+            let result: Result<T, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            outcome.withLock { $0 = result }
             semaphore.signal()
         }
         semaphore.wait()
-        return try outcome.value!.get()
+        return try outcome.withLock { $0 }!.get()
     }
 
     public static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
@@ -471,15 +474,6 @@ enum Base64URL {
     }
 }
 
-final class LockedBox<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
-    var value: Value {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
-    }
-}
 
 extension String {
     func trimmingSuffix(_ suffix: String) -> String { hasSuffix(suffix) ? String(dropLast(suffix.count)) : self }

@@ -5,6 +5,7 @@ import SignupLookups
 import Metrics
 import SignupDomain
 import WebKernel
+import Locking
 
 /// What operators' dashboards read, through swift-metrics (so any backend works; the
 /// executable bootstraps Prometheus). Names and labels are a public contract (README).

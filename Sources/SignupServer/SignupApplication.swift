@@ -7,6 +7,7 @@ import OutsideHTTP
 import SignupDomain
 import SignupLookups
 import WebKernel
+import Locking
 
 /// The whole sign-up web app: an HTTP server, the form sessions and the pages, wired to an
 /// account store. Start it, read `port`, stop it.

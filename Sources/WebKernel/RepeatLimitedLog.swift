@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MicroHTTPD
+import Locking
 
 /// Logs a line that can repeat from one cause at most once per `interval` for each cause;
 /// the repeats in between are counted and reported (`repeated`) with the next line that is

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTestSupport
 import MicroHTTPD
 import XCTest
+import Locking
 
 /// One client cannot take the server from others: connections per address are capped, and a
 /// client that vanishes releases its event stream within one heartbeat without a thread each.

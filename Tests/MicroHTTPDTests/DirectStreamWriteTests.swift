@@ -2,6 +2,7 @@ import Foundation
 import HTTPTestSupport
 @testable import MicroHTTPD
 import XCTest
+import Locking
 
 /// A quiet event stream is written straight to its socket, in the chunks libmicrohttpd
 /// would have made, instead of resuming the connection (which cost every edit a walk over

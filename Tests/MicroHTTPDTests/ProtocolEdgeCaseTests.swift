@@ -2,6 +2,7 @@ import Foundation
 import HTTPTestSupport
 import MicroHTTPD
 import XCTest
+import Locking
 
 /// Requests that are ambiguous or malformed get one well-formed answer and, where reading
 /// on would be unsafe, a closed connection; the server keeps serving everyone else.

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTestSupport
 import MicroHTTPD
 import XCTest
+import Locking
 
 /// Stopping never crashes: work that finishes within the grace period is answered, work that
 /// does not gets 503, every suspended connection is resumed before the daemon stops.

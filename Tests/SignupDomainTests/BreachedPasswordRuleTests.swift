@@ -3,6 +3,7 @@ import Foundation
 import ReactiveValidation
 import SignupDomain
 import XCTest
+import Locking
 
 /// `password.breached` in the view model: one look-up per settled password, the count in a
 /// kind message, nothing looked up for short passwords, and a failing source falls back to

@@ -10,6 +10,7 @@ import XCTest
 import Combine
 #else
 import OpenCombineShim
+import Locking
 #endif
 
 /// Live email hygiene in the domain: "Did you mean …?" for likely typos, throwaway domains

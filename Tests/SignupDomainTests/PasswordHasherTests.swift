@@ -3,6 +3,7 @@ import HTTPTestSupport
 import Foundation
 import SignupDomain
 import XCTest
+import Locking
 
 /// `Argon2idPasswordHasher` against real libsodium, and `PasswordHashingQueue`'s bound on
 /// concurrent jobs with a scripted hasher.

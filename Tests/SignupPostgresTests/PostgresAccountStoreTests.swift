@@ -4,6 +4,7 @@ import HTTPTestSupport
 import SignupDomain
 import SignupPostgres
 import XCTest
+import Locking
 
 /// `PostgresAccountStore` against a real PostgreSQL on loopback: the store contract every
 /// engine keeps, then what is PostgreSQL's own (URLs, an unreachable database, recovery).
@@ -134,9 +135,3 @@ final class PostgresAccountStoreTests: XCTestCase {
 }
 
 /// A value behind a lock, for results gathered from several threads.
-private final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&value) } }
-}

@@ -11,6 +11,7 @@ import XCTest
 import Combine
 #else
 import OpenCombineShim
+import Locking
 #endif
 
 /// The routes answered in process, with no socket (`SignupApplication.respond(to:)`), and

@@ -5,6 +5,7 @@ import OutsideMail
 import SignupDomain
 @testable import SignupServer
 import XCTest
+import Locking
 
 /// Issue 52, item 1: whoever has the password cannot guess the second factor. Wrong codes draw
 /// from a budget of their own that no right password refills; after the policy's number in a

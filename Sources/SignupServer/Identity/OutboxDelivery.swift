@@ -4,6 +4,7 @@ import Logging
 import MicroHTTPD
 import SignupDomain
 import WebKernel
+import Locking
 
 /// Delivers one outbox channel (webhooks, mails) at least once: an event leaves the outbox
 /// only when its courier says it was taken. A refusal for good (a webhook receiver's 4xx other

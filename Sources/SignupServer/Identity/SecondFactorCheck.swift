@@ -3,6 +3,7 @@ import Logging
 import MicroHTTPD
 import SignupDomain
 import WebKernel
+import Locking
 
 /// One typed code judged for an account whose second factor is on, the same wherever a code is
 /// asked: the sign-in's second step, a recovery's new password, the factor's removal and new

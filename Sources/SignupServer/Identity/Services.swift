@@ -8,6 +8,7 @@ import OutsideHTTP
 import SignupDomain
 import SignupLookups
 import WebKernel
+import Locking
 
 /// Every service the handlers use, built once from the configuration and the store: the one
 /// place the app is wired. A handler struct takes what it uses from here (its `init(_:)`), so

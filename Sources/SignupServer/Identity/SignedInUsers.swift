@@ -2,6 +2,7 @@ import Foundation
 import MicroHTTPD
 import SignupDomain
 import WebKernel
+import Locking
 
 /// Who is signed in, by the random id in their sign-in cookie. The sessions live in the
 /// account store (only each id's SHA-256), so every instance behind a proxy knows them and a

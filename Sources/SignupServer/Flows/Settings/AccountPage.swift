@@ -2,6 +2,7 @@ import Foundation
 import MicroHTTPD
 import SignupDomain
 import WebKernel
+import Locking
 
 /// What `/account` shows: whose account, and where it is signed in.
 struct AccountPage {

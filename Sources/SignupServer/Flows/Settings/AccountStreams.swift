@@ -4,6 +4,7 @@ import Logging
 import MicroHTTPD
 import SignupDomain
 import WebKernel
+import Locking
 
 /// The open `/account` pages' streams (`GET /account/events`), by account. Once a second each
 /// watched account's sessions are read from the store, once however many tabs watch it, so a
