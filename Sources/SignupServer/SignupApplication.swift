@@ -158,6 +158,8 @@ public final class SignupApplication: Sendable {
     let services: Services
     private let server: HTTPServer
     private let routes: Router
+    /// What the app and every flow keep only for a while (`Flow.sweeps`), swept together.
+    private let sweeps: [Sweep]
     /// Every flow's rows, as the router routes them (for tests that walk them).
     var routeTable: RouteTable { routes.table }
     /// Set when `stop` begins (`Services.stopping`).
@@ -170,6 +172,12 @@ public final class SignupApplication: Sendable {
         let services = try Services(configuration: configuration, store: store, logger: logger)
         self.services = services
         let routes = Router(services)
+        let store = services.store
+        sweeps = [
+            Sweep(what: "full shared limits") { try store.removeFullSharedBuckets(at: $0) },
+            // Delivered mails and webhooks stay a week, for operators asking what went out.
+            Sweep(what: "delivered outbox events") { try store.removeDeliveredEvents(deliveredBefore: $0.addingTimeInterval(-7 * 86_400)) },
+        ] + Router.flows.flatMap { $0.sweeps(services) }
         self.routes = routes
         let metrics = services.metrics, repeatLimited = services.repeatLimited
         server = HTTPServer(
@@ -244,23 +252,14 @@ public final class SignupApplication: Sendable {
     private func sweep() {
         let removed = sessions.removeExpired()
         if removed > 0 { logger.debug("Expired idle form sessions", metadata: ["count": "\(removed)"]) }
-        let store = services.store, now = configuration.clock.now
-        do {
-            _ = try store.removeFullSharedBuckets(at: now)
-            _ = try store.removeDeliveredEvents(deliveredBefore: now.addingTimeInterval(-7 * 86_400))
-            _ = try store.removeExpiredProofs(at: now)
-            services.proofOfWork?.pricing.sweep()
-            let released = try store.removeExpiredPendingSignups(at: now)
-            if released > 0 { logger.debug("Removed expired pending sign-ups", metadata: ["count": "\(released)"]) }
-            let recoveries = try store.removeExpiredRecoveries(at: now)
-            if recoveries > 0 { logger.debug("Removed expired account recoveries", metadata: ["count": "\(recoveries)"]) }
-            _ = try store.removeExpiredEmailChanges(at: now)
-            let names = try store.removeEndedUsernameReservations(at: now)
-            if names > 0 { logger.debug("Usernames of deleted accounts free again", metadata: ["count": "\(names)"]) }
-            let ended = try services.signedIn.removeEnded()
-            if ended > 0 { logger.debug("Removed ended signed-in sessions", metadata: ["count": "\(ended)"]) }
-        } catch {
-            logger.warning("Could not remove ended signed-in sessions", metadata: ["error": "\(error)"])
+        let now = configuration.clock.now
+        for sweep in sweeps {
+            do {
+                let count = try sweep.run(now)
+                if count > 0 { logger.debug("Swept \(sweep.what)", metadata: ["count": "\(count)"]) }
+            } catch {
+                logger.warning("Could not sweep \(sweep.what)", metadata: ["error": "\(error)"])
+            }
         }
     }
 

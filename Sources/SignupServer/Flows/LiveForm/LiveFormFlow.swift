@@ -8,6 +8,16 @@ enum LiveFormFlow: Flow {
     /// The pages it shows (their templates are checked at start).
     static let pages: [any PageView.Type] = [SignupPage.self]
 
+    /// Spent proofs of work are kept until their challenge would have expired; the price's
+    /// memory of each address decays.
+    static func sweeps(_ services: Services) -> [Sweep] {
+        let store = services.store, pricing = services.proofOfWork?.pricing
+        return [
+            Sweep(what: "expired proofs of work") { try store.removeExpiredProofs(at: $0) },
+            Sweep(what: "decayed proof-of-work pressure") { _ in pricing?.sweep(); return 0 },
+        ]
+    }
+
     /// Its rows, their handlers made once from the services the server started with.
     static func routes(_ services: Services) -> [Route] {
         let liveForm = LiveFormRoutes(services)

@@ -67,25 +67,6 @@ struct SignupPage {
         var asksSecondFactorCode = false
         /// Why the code was refused, shown at its field.
         var secondFactorMessage = ""
-
-        static func recovery(username: String, asksSecondFactorCode: Bool = false, message: String = "") -> AccountForm {
-            AccountForm(username: username, action: "/recover/password", sessionURL: "/recover/session",
-                        title: "recover.password_title", lead: "recover.password_lead", submit: "recover.password_submit",
-                        asksSecondFactorCode: asksSecondFactorCode, secondFactorMessage: message)
-        }
-
-        static func change(username: String, hasPassword: Bool, message: String = "") -> AccountForm {
-            AccountForm(username: username, action: "/account/password", sessionURL: "/account/password/session",
-                        title: hasPassword ? "account.password_title" : "account.set_password_title",
-                        lead: "account.password_lead", submit: "account.password_submit",
-                        asksCurrentPassword: hasPassword, currentPasswordMessage: message)
-        }
-
-        static func address(username: String, current: String) -> AccountForm {
-            AccountForm(username: username, action: "/account/email", sessionURL: "/account/email/session",
-                        title: "account.email_title", lead: "account.email_lead", submit: "account.email_submit",
-                        currentEmail: current)
-        }
     }
 
     var hasErrors: Bool { !errors.isEmpty || !formError.isEmpty }

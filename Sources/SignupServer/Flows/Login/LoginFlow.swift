@@ -8,6 +8,12 @@ enum LoginFlow: Flow {
     /// The pages it shows (their templates are checked at start).
     static let pages: [any PageView.Type] = [SignInPage.self, WelcomePage.self, SecondFactorPage.self]
 
+    /// A signed-in session is kept until it expires or has been idle too long.
+    static func sweeps(_ services: Services) -> [Sweep] {
+        let signedIn = services.signedIn
+        return [Sweep(what: "ended signed-in sessions") { _ in try signedIn.removeEnded() }]
+    }
+
     /// Its rows, their handlers made once from the services the server started with.
     static func routes(_ services: Services) -> [Route] {
         let signIn = SignInRoutes(services)

@@ -50,3 +50,12 @@ extension RecoverPage: PageView {
     /// The request form's one field (`RecoveryRoutes.identifierField`).
     static let identifierField = "identifier"
 }
+
+extension SignupPage.AccountForm {
+    /// A recovery's new password (`/recover/password`).
+    static func recovery(username: String, asksSecondFactorCode: Bool = false, message: String = "") -> SignupPage.AccountForm {
+        SignupPage.AccountForm(username: username, action: "/recover/password", sessionURL: "/recover/session",
+                    title: "recover.password_title", lead: "recover.password_lead", submit: "recover.password_submit",
+                    asksSecondFactorCode: asksSecondFactorCode, secondFactorMessage: message)
+    }
+}

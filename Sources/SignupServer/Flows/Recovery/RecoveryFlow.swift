@@ -7,6 +7,12 @@ enum RecoveryFlow: Flow {
     /// The pages it shows (their templates are checked at start).
     static let pages: [any PageView.Type] = [RecoverPage.self]
 
+    /// A recovery is kept until its code and link expire.
+    static func sweeps(_ services: Services) -> [Sweep] {
+        let store = services.store
+        return [Sweep(what: "expired account recoveries") { try store.removeExpiredRecoveries(at: $0) }]
+    }
+
     /// Its rows, their handlers made once from the services the server started with.
     static func routes(_ services: Services) -> [Route] {
         // Nil when no mail can be sent: every row is then 404.

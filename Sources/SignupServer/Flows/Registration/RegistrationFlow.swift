@@ -8,6 +8,12 @@ enum RegistrationFlow: Flow {
     /// The pages it shows (their templates are checked at start).
     static let pages: [any PageView.Type] = [VerifyPage.self]
 
+    /// A sign-up waiting for its address is kept until its code expires.
+    static func sweeps(_ services: Services) -> [Sweep] {
+        let store = services.store
+        return [Sweep(what: "expired pending sign-ups") { try store.removeExpiredPendingSignups(at: $0) }]
+    }
+
     /// Its rows, their handlers made once from the services the server started with.
     static func routes(_ services: Services) -> [Route] {
         let signup = SignupSubmitRoutes(services)

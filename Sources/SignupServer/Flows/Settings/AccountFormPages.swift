@@ -73,3 +73,13 @@ struct AccountFormPages: Sendable {
         return request.page(page, status: status)
     }
 }
+
+extension SignupPage.AccountForm {
+    /// A change of password (`/account/password`).
+    static func change(username: String, hasPassword: Bool, message: String = "") -> SignupPage.AccountForm {
+        SignupPage.AccountForm(username: username, action: "/account/password", sessionURL: "/account/password/session",
+                    title: hasPassword ? "account.password_title" : "account.set_password_title",
+                    lead: "account.password_lead", submit: "account.password_submit",
+                    asksCurrentPassword: hasPassword, currentPasswordMessage: message)
+    }
+}

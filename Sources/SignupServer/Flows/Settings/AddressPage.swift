@@ -47,3 +47,12 @@ extension AddressPage: PageView {
         context["errorMessage"] = page.error ?? ""
     }
 }
+
+extension SignupPage.AccountForm {
+    /// A change of address (`/account/email`): the live form around the new one.
+    static func address(username: String, current: String) -> SignupPage.AccountForm {
+        SignupPage.AccountForm(username: username, action: "/account/email", sessionURL: "/account/email/session",
+                    title: "account.email_title", lead: "account.email_lead", submit: "account.email_submit",
+                    currentEmail: current)
+    }
+}

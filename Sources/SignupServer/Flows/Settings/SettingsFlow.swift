@@ -8,6 +8,16 @@ enum SettingsFlow: Flow {
     /// The pages it shows (their templates are checked at start).
     static let pages: [any PageView.Type] = [AccountPage.self, DeletionPage.self, AddressPage.self]
 
+    /// An address change is kept until its code and its undo link expire; a deleted
+    /// account's username stays reserved for a while.
+    static func sweeps(_ services: Services) -> [Sweep] {
+        let store = services.store
+        return [
+            Sweep(what: "expired address changes") { try store.removeExpiredEmailChanges(at: $0) },
+            Sweep(what: "usernames of deleted accounts (free again)") { try store.removeEndedUsernameReservations(at: $0) },
+        ]
+    }
+
     /// Its rows, their handlers made once from the services the server started with.
     static func routes(_ services: Services) -> [Route] {
         let accountPage = AccountRoutes(services)
