@@ -48,8 +48,8 @@ struct ProviderRoutes: Sendable, ServicesReader {
     let redirectURI: @Sendable () -> URL
     /// Where calls to providers wait (one for the process: SignInRoutes and SecondFactorRoutes
     /// hold their own ProviderRoutes for a waiting link, and share it).
-    private var queue: DispatchQueue { Self.queue }
-    private static let queue = DispatchQueue(label: "livesignup.providers", attributes: .concurrent)
+    var queue: DispatchQueue { Self.queue }
+    static let queue = DispatchQueue(label: "livesignup.providers", attributes: .concurrent)
 
     init(_ services: Services) {
         self.services = services
@@ -84,7 +84,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
         return begin(request, intent: .confirm, account: account.id, returnTo: continuation.rawValue)
     }
 
-    private func begin(_ request: RequestContext, intent: ProviderCookies.Flow.Intent, account: Int64?,
+    func begin(_ request: RequestContext, intent: ProviderCookies.Flow.Intent, account: Int64?,
                        returnTo: String?) -> HTTPResponse {
         guard let provider = request.form["provider"].flatMap({ providers[$0] }) else {
             metrics.provider("unknown", "unknown")
@@ -179,7 +179,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
     }
 
     /// The verified answer, by what the flow was for.
-    private func answered(_ request: RequestContext, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
+    func answered(_ request: RequestContext, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
                           _ claims: IDTokenClaims, clearFlow: String) -> HTTPResponse {
         let email = claims.email?.trimmingCharacters(in: .whitespaces) ?? ""
         let link = NewProviderLink(provider: provider.id, issuer: claims.iss.value, subject: claims.sub.value,
@@ -242,7 +242,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
 
     /// A linked identity signs in as a password would: a disabled account is refused, a
     /// second factor asked, then the session.
-    private func signIn(_ request: RequestContext, _ provider: ConfiguredProvider, _ account: Account, returnTo: String?,
+    func signIn(_ request: RequestContext, _ provider: ConfiguredProvider, _ account: Account, returnTo: String?,
                         cookies extra: [String]) throws -> HTTPResponse {
         guard account.disabledAt == nil else {
             metrics.provider(provider.id, "disabled")
@@ -272,7 +272,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
         return Pages.redirect(to: returnTo ?? "/welcome" + PageRenderer.languageQuery(request.language), cookies: session + extra)
     }
 
-    private func linkToSignedIn(_ request: RequestContext, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
+    func linkToSignedIn(_ request: RequestContext, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
                                 _ link: NewProviderLink, clearFlow: String) throws -> HTTPResponse {
         // Still the same person, signed in, in this browser.
         guard let account = try signedIn.account(cookieHeader: request.cookieHeader), account.id == flow.account else {
@@ -285,7 +285,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
     }
 
     /// Links and announces (the owner's notice, `account.provider_linked`), in one transaction.
-    private func confirmSignedIn(_ request: RequestContext, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
+    func confirmSignedIn(_ request: RequestContext, _ provider: ConfiguredProvider, _ flow: ProviderCookies.Flow,
                                  _ link: NewProviderLink, clearFlow: String) throws -> HTTPResponse {
         guard let account = try signedIn.account(cookieHeader: request.cookieHeader), account.id == flow.account,
               let hash = signedIn.sessionHash(in: request.cookieHeader) else {
@@ -314,7 +314,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
     /// The sign-up form with what the provider said: the address, and its `preferred_username`
     /// as a suggestion checked live like anything typed. Its session's credential is the
     /// provider's sign-in (`provider.signed_in`, met).
-    private func signupForm(_ request: RequestContext, _ provider: ConfiguredProvider, _ identity: ProviderCookies.Identity,
+    func signupForm(_ request: RequestContext, _ provider: ConfiguredProvider, _ identity: ProviderCookies.Identity,
                             suggested: String, returnTo: String?, cookies extra: [String]) -> HTTPResponse {
         let policy = request.policy
         let username = Self.suggestedUsername(suggested, email: identity.email, policy: policy)
@@ -353,42 +353,9 @@ struct ProviderRoutes: Sendable, ServicesReader {
         } ?? ""
     }
 
-    // MARK: Unlinking
-
-    /// `POST /account/providers/unlink` (a recent sign-in).
-    func unlink(_ request: RequestContext, page: (RequestContext, Account, String?, HTTPStatus) -> HTTPResponse) -> HTTPResponse {
-        guard case .account(let account) = request.signedIn else { return expired(request, provider: nil) }
-        let issuer = request.form["issuer"] ?? "", subject = request.form["subject"] ?? ""
-        do {
-            guard let existing = try store.providerLinks(ofAccount: account.id).first(where: { $0.issuer == issuer && $0.subject == subject })
-            else { return page(request, account, request.text("provider.error.unknown"), .notFound) }
-            let name = providers[existing.provider]?.name ?? existing.provider
-            let time = now()
-            let events = try announcer.events(.providerUnlinked, webhook: "account.provider_unlinked", for: account, detail: name,
-                                              language: request.language, at: time)
-            switch try store.unlinkProvider(issuer: issuer, subject: subject, fromAccount: account.id, events: events) {
-            case .removed:
-                announcer.nudge()
-                metrics.provider(existing.provider, "unlinked")
-                logger.notice("A provider unlinked from an account", metadata: ["event": "provider_unlinked",
-                                                                               "provider": "\(existing.provider)",
-                                                                               "account": "\(account.id)", "client": "\(request.client)"])
-                return Pages.redirect(to: "/account?provider=unlinked&name=\(existing.provider)" + Self.languageParameter(request)
-                                      + "#providers")
-            case .lastWayIn:
-                return page(request, account, request.text("account.provider_last"), .conflict)
-            case .notFound:
-                return page(request, account, request.text("provider.error.unknown"), .notFound)
-            }
-        } catch {
-            logger.error("Account store unavailable while unlinking a provider", metadata: ["error": "\(error)"])
-            return request.storeUnavailable()
-        }
-    }
-
     // MARK: Pages
 
-    private func failed(_ request: RequestContext, _ provider: ConfiguredProvider, _ error: OpenIDError,
+    func failed(_ request: RequestContext, _ provider: ConfiguredProvider, _ error: OpenIDError,
                         intent: ProviderCookies.Flow.Intent, cookies extra: [String] = []) -> HTTPResponse {
         metrics.provider(provider.id, error.reason)
         logger.notice("A provider's sign-in failed", metadata: ["event": "provider_refused", "provider": "\(provider.id)",
@@ -408,17 +375,17 @@ struct ProviderRoutes: Sendable, ServicesReader {
         }
     }
 
-    private func expired(_ request: RequestContext, provider: ConfiguredProvider?, cookies extra: [String] = []) -> HTTPResponse {
+    func expired(_ request: RequestContext, provider: ConfiguredProvider?, cookies extra: [String] = []) -> HTTPResponse {
         problem(request, provider, "provider.error.expired", code: "expired", status: .badRequest, cookies: extra)
     }
 
-    private func problem(_ request: RequestContext, _ provider: ConfiguredProvider?, _ key: String, code: String,
+    func problem(_ request: RequestContext, _ provider: ConfiguredProvider?, _ key: String, code: String,
                          status: HTTPStatus, cookies extra: [String]) -> HTTPResponse {
         problem(request, provider, message: request.text(key), code: code, status: status, cookies: extra)
     }
 
     /// A readable page: what happened, that nothing changed, and the way back to signing in.
-    private func problem(_ request: RequestContext, _ provider: ConfiguredProvider?, message: String, code: String,
+    func problem(_ request: RequestContext, _ provider: ConfiguredProvider?, message: String, code: String,
                          status: HTTPStatus, cookies extra: [String]) -> HTTPResponse {
         let name = provider?.name ?? request.text("provider.generic_name")
         var headers = HTTPHeaders()

@@ -36,144 +36,6 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
         check = SecondFactorCheck(services)
     }
 
-    // MARK: GET /account/second-factor (a recent sign-in)
-
-    /// Switched on: its state, new recovery codes, removal. Off: a new secret to set up, as a
-    /// QR code and a key to type, and the field for the app's first code.
-    func page(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
-        let factor = try store.secondFactor(ofAccount: account.id)
-        if let factor, factor.isEnabled {
-            return render(request, .init(mode: .enabled(codesLeft: factor.recoveryCodesLeft)), status: .ok)
-        }
-        guard gate.rule != .off else { return notOffered(request) }
-        // A setup not yet on shows the same secret again for a while: an app may have scanned it.
-        if let factor, now().timeIntervalSince(factor.createdAt) < Self.setupReuse,
-           let secret = try? seal.open(factor.sealedSecret, account: account.id) {
-            return setupPage(request, account, secret: secret, status: .ok)
-        }
-        let secret = TOTP.makeSecret()
-        guard try store.startSecondFactorSetup(ofAccount: account.id, sealedSecret: try seal.seal(secret, account: account.id),
-                                               at: now()) else {
-            return render(request, .init(mode: .enabled(codesLeft: 0)), status: .ok)
-        }
-        return setupPage(request, account, secret: secret, status: .ok)
-    }
-
-    private func setupPage(_ request: RequestContext, _ account: Account, secret: [UInt8], error: String? = nil,
-                           action: String = "/account/second-factor", status: HTTPStatus) -> HTTPResponse {
-        let totp = TOTP(secret: secret)
-        let uri = totp.uri(issuer: request.policy.settings.serviceName, account: account.username)
-        var page = SecondFactorPage(mode: .setup(
-            qr: QRCodeSVG.svg(uri, label: request.text("second_factor.qr_label")) ?? "", key: totp.typedKey, uri: uri,
-            action: action))
-        page.error = error
-        return render(request, page, status: status)
-    }
-
-    // MARK: POST /account/second-factor (a recent sign-in)
-
-    /// The app's first code switches the factor on, with ten recovery codes shown once.
-    func enable(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
-        let typed = request.form[Self.codeField] ?? ""
-        let secret: [UInt8]
-        guard gate.rule != .off else { return notOffered(request) }
-        guard let found = try store.secondFactor(ofAccount: account.id), !found.isEnabled else {
-            return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
-        }
-        secret = try seal.open(found.sealedSecret, account: account.id)
-        switch switchOn(request, account, secret: secret, typed: typed, action: "/account/second-factor") {
-        case .answer(let response):
-            return response
-        case .notWaiting:
-            return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
-        case .on(let codes):
-            logger.notice("Second factor switched on", metadata: ["event": "second_factor_enabled", "account": "\(account.id)",
-                                                                  "client": "\(request.client)"])
-            return render(request, .init(mode: .codes(codes, next: "/account" + PageRenderer.languageQuery(request.language))),
-                          status: .ok)
-        }
-    }
-
-    /// What the setup's first code did.
-    private enum SwitchOn {
-        /// On: its recovery codes, to be shown once.
-        case on([String])
-        /// No setup waits any more (switched on meanwhile).
-        case notWaiting
-        /// Refused (a wrong code, a clock off, over the allowances) or the store failed: the answer.
-        case answer(HTTPResponse)
-    }
-
-    /// The setup's first code, paid for as a sign-in guess, judged, and when right the factor
-    /// switched on with ten recovery codes and its announcement: on `/account` and on the
-    /// sign-in's step under `required` alike (`action`: where the setup page posts).
-    private func switchOn(_ request: RequestContext, _ account: Account, secret: [UInt8], typed: String, action: String) -> SwitchOn {
-        if let refused = chargeGuess(request, account) { return .answer(refused) }
-        let time = now()
-        switch TOTP(secret: secret).match(typed, at: time) {
-        case .wrong:
-            return .answer(setupPage(request, account, secret: secret, error: wrongCodeText(request), action: action,
-                                     status: .unprocessableContent))
-        case .clockOff(_, let seconds):
-            return .answer(setupPage(request, account, secret: secret, error: clockText(request, seconds), action: action,
-                                     status: .unprocessableContent))
-        case .accepted(let step):
-            limiters.forgiveCodeGuess(clientKey: request.clientKey)
-            let codes = SecondFactorSeal.makeRecoveryCodes()
-            do {
-                let events = try announcer.events(.secondFactorEnabled, webhook: "account.second_factor_enabled", for: account,
-                                                  language: request.language, at: time)
-                guard try store.enableSecondFactor(ofAccount: account.id, step: step,
-                                                   recoveryCodeHashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
-                                                   at: time, events: events) else { return .notWaiting }
-            } catch {
-                return .answer(refusals.storeUnavailable(request, error))
-            }
-            announcer.nudge()
-            return .on(codes)
-        }
-    }
-
-    // MARK: POST /account/second-factor/codes (a recent sign-in)
-
-    /// Ten new recovery codes, shown once; every old one stops working.
-    /// Behind a current code as well as a recent sign-in (issue 52, ASVS V6: changing an
-    /// authenticator needs the factor it protects; a stolen session and password are not it).
-    func newCodes(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
-        if let refused = try proveTheFactor(request, account) { return refused }
-        let codes = SecondFactorSeal.makeRecoveryCodes(), time = now()
-        let events = try announcer.events(.recoveryCodesReplaced, webhook: nil, for: account, language: request.language, at: time)
-        guard try store.replaceRecoveryCodes(ofAccount: account.id, hashes: codes.map { seal.recoveryCodeHash($0, account: account.id) },
-                                             events: events) else {
-            return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
-        }
-        announcer.nudge()
-        logger.notice("Recovery codes replaced", metadata: ["event": "recovery_codes_replaced", "account": "\(account.id)",
-                                                            "client": "\(request.client)"])
-        return render(request, .init(mode: .codes(codes, next: "/account" + PageRenderer.languageQuery(request.language))), status: .ok)
-    }
-
-    // MARK: POST /account/second-factor/remove (a recent sign-in)
-
-    /// Behind a current code as well as a recent sign-in, as new recovery codes are.
-    func remove(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
-        if let refused = try proveTheFactor(request, account) { return refused }
-        let time = now()
-        // A setup never switched on is not a factor: nothing to remove or announce.
-        guard try store.secondFactor(ofAccount: account.id)?.isEnabled == true else {
-            return Pages.redirect(to: "/account/second-factor" + PageRenderer.languageQuery(request.language))
-        }
-        let events = try announcer.events(.secondFactorRemoved, webhook: "account.second_factor_removed", for: account,
-                                          language: request.language, at: time)
-        guard try store.removeSecondFactor(ofAccount: account.id, events: events) else {
-            return Pages.redirect(to: "/account" + PageRenderer.languageQuery(request.language))
-        }
-        announcer.nudge()
-        logger.notice("Second factor removed by its account's owner", metadata: ["event": "second_factor_removed",
-                                                                                "account": "\(account.id)", "client": "\(request.client)"])
-        return Pages.redirect(to: "/account?second_factor=removed" + AccountRoutes.languageParameter(request))
-    }
-
     // MARK: GET /signin/second-factor
 
     func signInPage(_ request: RequestContext) throws -> HTTPResponse {
@@ -235,7 +97,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
 
     /// Under `required`, the sign-in of an account without a factor: the setup's first code
     /// switches it on (with its recovery codes, shown now), and only then is there a session.
-    private func enableAtSignIn(_ request: RequestContext, _ account: Account, secret: [UInt8], step: SecondFactorSeal.SecondStep,
+    func enableAtSignIn(_ request: RequestContext, _ account: Account, secret: [UInt8], step: SecondFactorSeal.SecondStep,
                                 typed: String) throws -> HTTPResponse {
         let codes: [String]
         switch switchOn(request, account, secret: secret, typed: typed, action: "/signin/second-factor") {
@@ -259,7 +121,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     /// Nil when the account's factor is on and the request carries a right code for it (the
     /// app's, or a recovery code, which is then spent), or when there is no factor on to
     /// change (the handler says so); otherwise the enabled page with why, at the code's field.
-    private func proveTheFactor(_ request: RequestContext, _ account: Account) throws -> HTTPResponse? {
+    func proveTheFactor(_ request: RequestContext, _ account: Account) throws -> HTTPResponse? {
         let factor: SecondFactor
         guard let found = try store.secondFactor(ofAccount: account.id), found.isEnabled else { return nil }
         factor = found
@@ -277,7 +139,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     }
 
     /// The session, through the funnel, once the step's code was right: two factors.
-    private func sessionAfterTheCode(_ account: Account, _ request: RequestContext) throws -> [String] {
+    func sessionAfterTheCode(_ account: Account, _ request: RequestContext) throws -> [String] {
         guard case .signedIn(let cookies) = try funnel.finish(account, proved: .secondFactor, request) else {
             preconditionFailure("two factors never take a second step")
         }
@@ -286,13 +148,13 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
 
     /// `second_factor: off`: nothing to set up here (a factor set up before can still be seen
     /// and removed).
-    private func notOffered(_ request: RequestContext) -> HTTPResponse {
+    func notOffered(_ request: RequestContext) -> HTTPResponse {
         request.pages.problem(title: request.text("second_factor.setup_title"), message: request.text("second_factor.not_offered"),
                               code: "second_factor_not_offered", linkURL: "/account" + PageRenderer.languageQuery(request.language),
                               linkText: request.text("account.back"), status: .notFound)
     }
 
-    private func stepExpired(_ request: RequestContext) -> HTTPResponse {
+    func stepExpired(_ request: RequestContext) -> HTTPResponse {
         var response = request.pages.problem(title: request.text("second_factor.expired_title"),
                                              message: request.text("second_factor.expired"), code: "second_step_expired",
                                              linkURL: "/signin" + PageRenderer.languageQuery(request.language),
@@ -305,7 +167,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
 
     /// A setup's first code is paid for before it is compared, as a sign-in's code is
     /// (`SecondFactorCheck.pay`); the client's token is given back when it is right.
-    private func chargeGuess(_ request: RequestContext, _ account: Account) -> HTTPResponse? {
+    func chargeGuess(_ request: RequestContext, _ account: Account) -> HTTPResponse? {
         switch check.pay(for: account, request) {
         case nil, .right?, .refused?: return nil
         case .limited(let exceeded)?: return tooManyCodes(request, exceeded, page: .signIn)
@@ -314,7 +176,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     }
 
     /// 429 in the page's words, with when to try again.
-    private func tooManyCodes(_ request: RequestContext, _ exceeded: LimitExceeded, page: SecondFactorPage.Mode) -> HTTPResponse {
+    func tooManyCodes(_ request: RequestContext, _ exceeded: LimitExceeded, page: SecondFactorPage.Mode) -> HTTPResponse {
         refusals.count(exceeded)
         let message = request.text("signin.too_many").replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds))
         var response = render(request, .init(mode: page, error: message), status: .tooManyRequests)
@@ -322,17 +184,17 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
         return response
     }
 
-    private func wrongCodeText(_ request: RequestContext) -> String {
+    func wrongCodeText(_ request: RequestContext) -> String {
         request.text("second_factor.wrong").replacingOccurrences(of: "{service}", with: request.policy.settings.serviceName)
     }
 
     /// "Your device's clock is about 120 seconds ahead…": what no identity server says.
-    private func clockText(_ request: RequestContext, _ seconds: Int) -> String {
+    func clockText(_ request: RequestContext, _ seconds: Int) -> String {
         request.text(seconds > 0 ? "second_factor.clock_ahead" : "second_factor.clock_behind")
             .filled(["seconds": .number(abs(seconds))], in: request.language)
     }
 
-    private func render(_ request: RequestContext, _ page: SecondFactorPage, status: HTTPStatus) -> HTTPResponse {
+    func render(_ request: RequestContext, _ page: SecondFactorPage, status: HTTPStatus) -> HTTPResponse {
         return request.page(page, status: status)
     }
 }
