@@ -95,7 +95,7 @@ struct Services: Sendable {
         }
         let limiters = ClientLimiters(configuration.limits, store: store, logger: logger, now: now, consulted: consulted)
         self.limiters = limiters
-        refusals = Refusals(metrics: metrics, logger: logger)
+        refusals = Refusals(countLimited: { metrics.rateLimited($0) }, logger: logger)
         Self.observe(configuration, metrics: metrics, log: repeatLimited)
 
         do {

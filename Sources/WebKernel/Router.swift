@@ -4,39 +4,54 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
-import WebKernel
 
-/// Routes every request to the handlers of its flow (Flows/: the live form, registration,
-/// login, recovery, settings, operations), which each flow makes and holds itself: the router
-/// names none. Here: the route table (every flow's rows), what every request gets before its handler (the body
+/// Routes every request to its row's handler (the rows are every flow's, which make and hold
+/// their handlers themselves: the router names none and knows no flow). Here: the route table (every flow's rows), what every request gets before its handler (the body
 /// limit, the cross-site check, `Allow`, the limits a row spends first, the signed-in session
 /// and a recent sign-in) and after it (`Content-Language`, `Referrer-Policy`, the metric and
 /// the access line). Runs on libmicrohttpd's worker threads; each handler is quick, and
 /// password hashing is deferred off these threads.
-struct Router: HTTPResponder, ServicesReader {
-    /// What it reads by name (`ServicesReader`): `pages`, `addresses`, `sameOrigin`, `limiters`, `refusals`,
-    /// `returnTo`, `recentSignIn`, `metrics`, `logger`.
-    let services: Services
+package struct Router: HTTPResponder {
     /// Every flow's rows, their handlers made by their flows (`Flow.routes`).
-    let table: RouteTable
-    let maxBodyBytes: Int
-    /// Reads the signed-in session for the rows that act for the signed-in person.
-    let signedInUsers: SignedInUsers
+    package let table: RouteTable
+    /// For the pages answered before a handler (403 cross-site, 503 restarting).
+    package let pages: Pages
+    package let maxBodyBytes: Int
+    package let addresses: ClientAddressResolver
+    package let sameOrigin: SameOriginPolicy
+    /// The per-address limits a row has the router spend first (`Route.spentFirst`).
+    package let limiters: ClientLimiters
+    package let refusals: Refusals
+    /// Validates each speaking row's `return_to` for its handler.
+    package let returnTo: ReturnTo
+    /// Who is signed in, and whether recently enough, for the rows that ask.
+    package let signedIn: any SignedInReading
+    package let metrics: RouterMetrics
+    package let logger: Logger
     /// The access log, one line per request: swift-log's `livesignup.access` logger (operators
     /// route or silence it like any logger), or the process's direct writer of the same text.
-    let accessLines: any AccessLineWriting
+    package let accessLines: any AccessLineWriting
 
-    init(_ services: Services) {
-        self.services = services
-        table = RouteTable(Self.flows.flatMap { $0.routes(services) })
-        maxBodyBytes = services.configuration.maxBodyBytes
-        signedInUsers = services.signedIn
-        accessLines = services.configuration.accessLines ?? LoggerAccessLines(logger: services.logger)
+    package init(table: RouteTable, pages: Pages, maxBodyBytes: Int, addresses: ClientAddressResolver, sameOrigin: SameOriginPolicy,
+         limiters: ClientLimiters, refusals: Refusals, returnTo: ReturnTo, signedIn: any SignedInReading,
+         metrics: RouterMetrics, logger: Logger, accessLines: any AccessLineWriting) {
+        self.table = table
+        self.pages = pages
+        self.maxBodyBytes = maxBodyBytes
+        self.addresses = addresses
+        self.sameOrigin = sameOrigin
+        self.limiters = limiters
+        self.refusals = refusals
+        self.returnTo = returnTo
+        self.signedIn = signedIn
+        self.metrics = metrics
+        self.logger = logger
+        self.accessLines = accessLines
     }
 
     /// Every request: routed, then timed (metrics) and logged (one access line) once its
     /// answer is known, which for a deferred answer is when the work delivers it.
-    func respond(to request: HTTPRequest) -> HTTPResponse {
+    package func respond(to request: HTTPRequest) -> HTTPResponse {
         let started = DispatchTime.now().uptimeNanoseconds
         let client = addresses.clientAddress(of: request)
         // Resolved once: the handler and the metrics label both come from this path's rows.
@@ -67,7 +82,7 @@ struct Router: HTTPResponder, ServicesReader {
 
     private func record(_ request: HTTPRequest, route: String, client: String, status: Int, started: UInt64) {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_000_000_000
-        metrics.request(route: route, status: status, seconds: seconds)
+        metrics.request(route, status, seconds)
         guard accessLines.isEnabled else { return }
         accessLines.write(AccessLine(method: request.method, route: route, status: status,
                                      durationMilliseconds: Self.milliseconds(seconds), client: client,
@@ -79,7 +94,7 @@ struct Router: HTTPResponder, ServicesReader {
     /// instance id before it is the same on every line), letters and digits only, so a
     /// made-up "token" cannot inject anything into a log line. Bytes, not characters: this
     /// runs for every request.
-    static func loggedToken(of request: HTTPRequest) -> String? {
+    package static func loggedToken(of request: HTTPRequest) -> String? {
         func shown(_ token: UnsafeBufferPointer<UInt8>) -> String {
             let start = token.lastIndex(of: UInt8(ascii: ".")).map { $0 + 1 } ?? 0
             let signed = token[start..<min(token.count, start + 6)]
@@ -101,7 +116,7 @@ struct Router: HTTPResponder, ServicesReader {
     /// "3.41": two decimals without Foundation's `String(format:)`, which costs microseconds.
     /// Its digits written straight into the string: interpolation cost about a thousand
     /// instructions per access line.
-    static func milliseconds(_ seconds: Double) -> String {
+    package static func milliseconds(_ seconds: Double) -> String {
         let hundredths = max(0, Int((seconds * 100_000).rounded()))
         var digits = hundredths == 0 ? 1 : 0
         var rest = hundredths
@@ -120,13 +135,6 @@ struct Router: HTTPResponder, ServicesReader {
             return length
         }
     }
-
-    /// Every flow the server runs (Flows/<flow>/<Flow>Flow.swift).
-    static let flows: [any Flow.Type] = [LiveFormFlow.self, RegistrationFlow.self, LoginFlow.self, RecoveryFlow.self,
-                                         SettingsFlow.self, OperationsFlow.self]
-
-    /// The templates every flow's pages use.
-    static let pageTemplates = flows.flatMap { $0.pages.map { $0.template } }
 
     /// Where the form token an urlencoded body carries lies, as sent, found without decoding
     /// the body a second time: the value of the first pair named "token" (at the start or
@@ -154,11 +162,7 @@ struct Router: HTTPResponder, ServicesReader {
             // info, not warning: anyone can send these, and the access line shows the 403 too.
             logger.info("Refused a cross-site request",
                            metadata: ["path": "\(request.path)", "client": "\(client)", "reason": "\(reason)"])
-            switch route?.outcome {
-            case .signup?: metrics.signup(.refused)
-            case .signin?: metrics.signin(.refused)
-            case nil: break
-            }
+            if let outcome = route?.outcome { metrics.refusedCrossSite(outcome) }
             return crossSite(request, answers: route?.answers ?? rows?.any.answers ?? .json)
         }
         guard let rows else { return APIError.notFound.response }
@@ -217,7 +221,7 @@ struct Router: HTTPResponder, ServicesReader {
     /// confirm and then continues to the change; JSON says `recent_signin_required`.
     private func notRecent(_ request: RequestContext, _ account: Account, route: Route) -> HTTPResponse? {
         do {
-            if try recentSignIn.openUntil(for: account, cookieHeader: request.cookieHeader) != nil { return nil }
+            if try signedIn.openUntil(for: account, cookieHeader: request.cookieHeader) != nil { return nil }
         } catch {
             return refusals.storeUnavailable(request, error)
         }
@@ -230,20 +234,20 @@ struct Router: HTTPResponder, ServicesReader {
         }
         let language = request.language.tag == Languages.fallback ? "" : "&lang=\(request.language.tag)"
         let next = (route.continuation ?? .account).rawValue
-        return Pages.redirect(to: "/account?\(RecentSignIn.Continuation.field)=\(next)" + language)
+        return Pages.redirect(to: "/account?\(SignInContinuation.field)=\(next)" + language)
     }
 
     /// The request's signed-in session, as the store says.
     private func signedInSession(of request: HTTPRequest) -> RequestContext.SignedInSession {
         do {
-            return try signedInUsers.account(cookieHeader: request.headers["Cookie"]).map { .account($0) } ?? .signedOut
+            return try signedIn.account(cookieHeader: request.headers["Cookie"]).map { .account($0) } ?? .signedOut
         } catch {
             return .unavailable("\(error)")
         }
     }
 
     /// Requests refused before routing: the readable page where a person is looking.
-    func respond(to error: HTTPProtocolError, request: HTTPRequest) -> HTTPResponse {
+    package func respond(to error: HTTPProtocolError, request: HTTPRequest) -> HTTPResponse {
         if error == .shuttingDown, table.resolve(request.path)?.any.answers == .page {
             let pages = page(for: request)
             return pages.problem(title: pages.text("problem.restarting_title"), message: pages.text("problem.restarting_message"),
@@ -252,7 +256,7 @@ struct Router: HTTPResponder, ServicesReader {
         return APIError(status: error.status, code: error.code, message: error.message).response
     }
 
-    func methodNotAllowed(allow: String) -> HTTPResponse {
+    package func methodNotAllowed(allow: String) -> HTTPResponse {
         var response = APIError(status: .methodNotAllowed, code: "method_not_allowed",
                                 message: "This address only accepts \(allow).").response
         response.headers.add("Allow", allow)
@@ -271,5 +275,26 @@ struct Router: HTTPResponder, ServicesReader {
     /// The pages in the visitor's language (`?lang=`, else `Accept-Language`, else English).
     private func page(for request: HTTPRequest) -> Pages {
         pages.speaking(pages.visitorLanguage(request, requested: request.queryValue("lang")))
+    }
+}
+
+/// What the router asks about the signed-in person: whose session a cookie carries, and until
+/// when their last proof in this browser keeps sensitive changes open (nil: closed). The
+/// identity services answer (`SignedInUsers`, `RecentSignIn`); a store error is thrown.
+package protocol SignedInReading: Sendable {
+    func account(cookieHeader: String?) throws -> Account?
+    func openUntil(for account: Account, cookieHeader: String?) throws -> Date?
+}
+
+/// What the router reports to the metrics: each request's duration by route and status, and
+/// a refused cross-site post as its row's outcome (a refused sign-up or sign-in).
+package struct RouterMetrics: Sendable {
+    package let request: @Sendable (_ route: String, _ status: Int, _ seconds: Double) -> Void
+    package let refusedCrossSite: @Sendable (Route.Outcome) -> Void
+
+    package init(request: @escaping @Sendable (_ route: String, _ status: Int, _ seconds: Double) -> Void,
+                 refusedCrossSite: @escaping @Sendable (Route.Outcome) -> Void) {
+        self.request = request
+        self.refusedCrossSite = refusedCrossSite
     }
 }

@@ -2,17 +2,22 @@ import Foundation
 import Logging
 import MicroHTTPD
 import SignupDomain
-import WebKernel
 
 /// How every concern refuses a request over a limit: one count in the metric by the limit's
 /// name, one debug line, and for the script's endpoints the JSON 429.
-struct Refusals: Sendable {
-    let metrics: ServerMetrics
-    let logger: Logger
+package struct Refusals: Sendable {
+    /// Counts a refusal under its limit (`livesignup_rate_limited_total{limit=…}`).
+    package let countLimited: @Sendable (RateLimitName) -> Void
+    package let logger: Logger
+
+    package init(countLimited: @escaping @Sendable (RateLimitName) -> Void, logger: Logger) {
+        self.countLimited = countLimited
+        self.logger = logger
+    }
 
     /// 503 for a request the account store could not serve (`RequestContext.storeUnavailable`:
     /// a page or JSON as its row answers), the cause logged with the path.
-    func storeUnavailable(_ request: RequestContext, _ error: (any Error)? = nil) -> HTTPResponse {
+    package func storeUnavailable(_ request: RequestContext, _ error: (any Error)? = nil) -> HTTPResponse {
         if let error {
             logger.error("Account store unavailable", metadata: ["path": "\(request.http.path)", "error": "\(error)"])
         }
@@ -20,13 +25,13 @@ struct Refusals: Sendable {
     }
 
     /// Counts a refusal over `exceeded`'s limit; every 429 goes through here.
-    func count(_ exceeded: LimitExceeded) {
-        metrics.rateLimited(exceeded.limit)
+    package func count(_ exceeded: LimitExceeded) {
+        countLimited(exceeded.limit)
         logger.debug("Rate limited", metadata: ["limit": "\(exceeded.limit)"])
     }
 
     /// The page 429 where a person is looking ("Slow down… try again in N seconds"), counted.
-    func slowDownPage(_ exceeded: LimitExceeded, in pages: Pages) -> HTTPResponse {
+    package func slowDownPage(_ exceeded: LimitExceeded, in pages: Pages) -> HTTPResponse {
         count(exceeded)
         let message = pages.text("problem.slow_message")
             .replacingOccurrences(of: "{wait}", with: pages.waitPhrase(exceeded.retryAfterSeconds))
@@ -36,13 +41,13 @@ struct Refusals: Sendable {
     }
 
     /// The JSON 429 for the script's endpoints, counted.
-    func limited(_ exceeded: LimitExceeded) -> HTTPResponse {
+    package func limited(_ exceeded: LimitExceeded) -> HTTPResponse {
         count(exceeded)
         return APIError.rateLimited(exceeded).response
     }
 
     /// Nil when `limiter` admits `key`, else the counted JSON 429 to answer with.
-    func refusal(by limiter: RateLimiter, of key: String) -> HTTPResponse? {
+    package func refusal(by limiter: RateLimiter, of key: String) -> HTTPResponse? {
         do throws(LimitExceeded) {
             try limiter.admit(key)
             return nil
@@ -53,7 +58,7 @@ struct Refusals: Sendable {
 }
 
 /// The request's urlencoded body, or the error that says what is wrong with it.
-func decodeForm(_ request: HTTPRequest) throws(APIError) -> URLEncodedForm {
+package func decodeForm(_ request: HTTPRequest) throws(APIError) -> URLEncodedForm {
     guard request.hasMediaType("application/x-www-form-urlencoded") else {
         throw APIError(status: .unsupportedMediaType, code: "unsupported_media_type",
                        message: "Send the form as application/x-www-form-urlencoded.")

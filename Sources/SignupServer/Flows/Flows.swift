@@ -1,0 +1,45 @@
+import Foundation
+import MicroHTTPD
+import SignupDomain
+import WebKernel
+
+extension Router {
+    /// Every flow the server runs (Flows/<flow>/<Flow>Flow.swift).
+    static let flows: [any Flow.Type] = [LiveFormFlow.self, RegistrationFlow.self, LoginFlow.self, RecoveryFlow.self,
+                                         SettingsFlow.self, OperationsFlow.self]
+
+    /// The templates every flow's pages use.
+    static let pageTemplates = flows.flatMap { $0.pages.map { $0.template } }
+
+    /// The router of every flow's rows, with the services it reads before and after them.
+    init(_ services: Services) {
+        let metrics = services.metrics
+        self.init(table: RouteTable(Self.flows.flatMap { $0.routes(services) }), pages: services.pages,
+                  maxBodyBytes: services.configuration.maxBodyBytes, addresses: services.addresses,
+                  sameOrigin: services.sameOrigin, limiters: services.limiters, refusals: services.refusals,
+                  returnTo: services.returnTo, signedIn: SignedInReader(signedIn: services.signedIn, recent: services.recentSignIn),
+                  metrics: RouterMetrics(request: { metrics.request(route: $0, status: $1, seconds: $2) },
+                                         refusedCrossSite: { outcome in
+                                             switch outcome {
+                                             case .signup: metrics.signup(.refused)
+                                             case .signin: metrics.signin(.refused)
+                                             }
+                                         }),
+                  logger: services.logger,
+                  accessLines: services.configuration.accessLines ?? LoggerAccessLines(logger: services.logger))
+    }
+}
+
+/// The identity services' answers to the router's questions about the signed-in person.
+struct SignedInReader: SignedInReading {
+    let signedIn: SignedInUsers
+    let recent: RecentSignIn
+
+    func account(cookieHeader: String?) throws -> Account? {
+        try signedIn.account(cookieHeader: cookieHeader)
+    }
+
+    func openUntil(for account: Account, cookieHeader: String?) throws -> Date? {
+        try recent.openUntil(for: account, cookieHeader: cookieHeader)
+    }
+}
