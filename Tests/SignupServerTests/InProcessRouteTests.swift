@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HTTPTestSupport
 import Logging
 import MicroHTTPD
@@ -205,6 +206,40 @@ final class InProcessRouteTests: XCTestCase {
         XCTAssertEqual(app.sessionCount, 1, "not idle for its lifetime yet")
         clock.advance(by: 30)
         XCTAssertEqual(app.sessionCount, 0, "swept once the clock passed the idle lifetime")
+    }
+
+    /// Each flow sweeps what it keeps for a while (`Flow.sweeps`), each sweep on its own: a
+    /// table that cannot be swept (here the spent proofs', renamed away) is logged and the
+    /// sweeps after it still run, so an expired recovery still goes.
+    func testASweepThatFailsLeavesTheOthersToRun() async throws {
+        let app = try makeApp { $0.sessionIdleLifetime = 60 }
+        try app.start()
+        defer { app.stop(grace: 0) }
+        try store.startRecovery(AccountRecovery(
+            token: VerificationSecrets.makeLinkToken(), accountID: nil, codeHash: VerificationSecrets.unmatchableHash(),
+            linkHash: VerificationSecrets.unmatchableHash(), language: "en", expiresAt: clock.now.addingTimeInterval(5),
+            createdAt: clock.now), mail: nil)
+        let database = try DatabaseQueue(path: directory.appendingPathComponent("test.sqlite").path)
+        func recoveries() throws -> Int {
+            try database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM account_recoveries") ?? -1 }
+        }
+        XCTAssertEqual(try recoveries(), 1)
+        try await database.write { try $0.execute(sql: "ALTER TABLE spent_proofs RENAME TO spent_proofs_away") }
+        clock.advance(by: 20)
+        XCTAssertEqual(try recoveries(), 0, "the recoveries' sweep ran after the proofs' failed")
+        try await database.write { try $0.execute(sql: "ALTER TABLE spent_proofs_away RENAME TO spent_proofs") }
+    }
+
+    /// The templates checked at start are every flow's pages' (`Flow.pages`): a page's
+    /// missing template stops the start, naming it, rather than a visitor's request later.
+    func testAFlowsPageWithoutItsTemplateStopsTheStart() throws {
+        let templates = directory.appendingPathComponent("templates")
+        try FileManager.default.copyItem(at: TestServer.repositoryRoot.appendingPathComponent("Templates"), to: templates)
+        XCTAssertTrue(Router.pageTemplates.contains(DeletionPage.template), "the account flow's deletion page is listed")
+        try FileManager.default.removeItem(at: templates.appendingPathComponent(DeletionPage.template + ".mustache"))
+        XCTAssertThrowsError(try makeApp { $0.templatesDirectory = templates }) { error in
+            XCTAssertTrue("\(error)".contains("Template 'account-delete.mustache' not found"), "\(error)")
+        }
     }
 
     /// One form edited from several request threads at once, while its debounced username
