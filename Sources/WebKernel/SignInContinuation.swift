@@ -1,29 +1,21 @@
-/// The `continue` a closed change names (`/account?continue=password`): where
-/// `POST /account/confirm` leads once the person has confirmed. Only these: anything else
-/// posted there leads to `/account`.
-package enum SignInContinuation: String, CaseIterable, Sendable {
-    case account
-    case password
-    case email
-    case secondFactor = "second-factor"
-    case delete
-    case export
-    case passkeys
-    case providers
-
+/// Where `POST /account/confirm` leads once the person has confirmed who they are: the change
+/// that asked for a recent sign-in (`/account?continue=password`). A row behind a recent
+/// sign-in names one (`Route(recentSignIn:)`); the flow that owns the change declares it
+/// beside its pages (Flows/Settings/SignInContinuations.swift), and only a declared one is
+/// followed: anything else posted leads to the account page.
+package struct SignInContinuation: Hashable, Sendable {
+    /// Its name in the form field and the query (`continue=password`).
+    package let rawValue: String
     /// The page the confirmation leads to.
-    package var path: String {
-        switch self {
-        case .account: return "/account"
-        case .password: return "/account/password"
-        case .email: return "/account/email"
-        case .secondFactor: return "/account/second-factor"
-        case .delete: return "/account/delete"
-        case .export: return "/account/export"
-        case .passkeys: return "/account#passkeys"
-        case .providers: return "/account#providers"
-        }
+    package let path: String
+
+    package init(_ rawValue: String, path: String) {
+        self.rawValue = rawValue
+        self.path = path
     }
+
+    /// The account page itself, where the confirmation is asked for.
+    package static let account = SignInContinuation("account", path: "/account")
 
     /// The form field (and query parameter) that carries it.
     package static let field = "continue"
