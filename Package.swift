@@ -212,12 +212,36 @@ let package = Package(
             ]
         ),
 
+        // Layer 4, identity services on the kernel: who is signed in (SignedInUsers, sessions'
+        // cookies) and how recently (RecentSignIn), the second factor's seal, address proofs,
+        // mails and webhooks through the durable outbox, provider cookies, passkey challenges.
+        .target(
+            name: "Identity",
+            dependencies: [
+                "WebKernel",
+                "MicroHTTPD",
+                "Locking",
+                "Clocks",
+                "FormWire",
+                "SignupDomain",
+                "OutsideHTTP",
+                "OutsideMail",
+                "WebAuthn",
+                "OpenIDConnect",
+                "CSodium",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+
         // Layer 4: the web app on the kernel: the router, identity services and the flows
         // (Flows/: live form, registration, login, recovery, settings, operations).
         .target(
             name: "SignupServer",
             dependencies: [
                 "WebKernel",
+                "Identity",
                 "Locking",
                 "MicroHTTPD",
                 "FormWire",
@@ -248,6 +272,7 @@ let package = Package(
             dependencies: [
                 "SignupServer",
                 "WebKernel",
+                "Identity",
                 "SignupDomain",
                 "SignupSQLite",
                 "SignupPostgres",
@@ -359,7 +384,7 @@ let package = Package(
         .testTarget(
             name: "SignupServerTests",
             dependencies: [
-                "SignupServer", "WebKernel", "Locking", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport", "WebAuthnTestSupport",
+                "SignupServer", "WebKernel", "Identity", "Locking", "LiveSignupClient", "MicroHTTPD", "SignupDomain", "HTTPTestSupport", "WebAuthnTestSupport",
                 "WebAuthn",
                 "AccountStoreTestSupport", "SignupSQLite", "SignupPostgres", "SignupLookups", "OutsideMail", "Clocks",
                 // To break one table of a test's database on purpose (a store that half answers).

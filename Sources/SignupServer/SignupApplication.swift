@@ -1,6 +1,7 @@
 import Clocks
 import Dispatch
 import Foundation
+import Identity
 import Logging
 import MicroHTTPD
 import OutsideHTTP

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Identity
 import OutsideMail
 import SignupServer
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Identity
 import SignupServer
 
 /// Where the server listens and where its page files are.

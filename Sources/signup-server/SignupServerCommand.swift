@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import Identity
 import Logging
 import SignupDomain
 import SignupServer

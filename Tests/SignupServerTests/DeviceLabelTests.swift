@@ -2,6 +2,7 @@ import Foundation
 import HTTPTestSupport
 import LiveSignupClient
 import SignupDomain
+@testable import Identity
 @testable import SignupServer
 import XCTest
 

@@ -1,6 +1,7 @@
 import Clocks
 import Foundation
 import LiveSignupClient
+@testable import Identity
 @testable import SignupServer
 import SignupDomain
 import SignupSQLite

@@ -3,6 +3,7 @@ import HTTPTestSupport
 import LiveSignupClient
 import SignupDomain
 import SignupWire
+@testable import Identity
 @testable import SignupServer
 @testable import WebKernel
 import XCTest

@@ -1,3 +1,4 @@
+@testable import Identity
 import Foundation
 import LiveSignupClient
 import SignupServer

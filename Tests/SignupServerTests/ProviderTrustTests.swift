@@ -1,6 +1,7 @@
 import Foundation
 import LiveSignupClient
 import SignupDomain
+@testable import Identity
 @testable import SignupServer
 import XCTest
 

@@ -4,6 +4,7 @@ import LiveSignupClient
 import OutsideMail
 import SignupDomain
 import SignupWire
+@testable import Identity
 @testable import SignupServer
 @testable import WebKernel
 import XCTest

@@ -4,6 +4,7 @@ import Logging
 import MicroHTTPD
 import SignupDomain
 import SignupSQLite
+@testable import Identity
 @testable import SignupServer
 @testable import WebKernel
 import XCTest

@@ -1,4 +1,5 @@
 import Foundation
+@testable import Identity
 @testable import SignupServer
 import SignupDomain
 import XCTest

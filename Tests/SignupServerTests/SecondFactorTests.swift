@@ -3,6 +3,7 @@ import HTTPTestSupport
 import LiveSignupClient
 import OutsideMail
 import SignupDomain
+@testable import Identity
 @testable import SignupServer
 import XCTest
 

@@ -4,6 +4,7 @@ import LiveSignupClient
 import MicroHTTPD
 import OutsideMail
 import SignupDomain
+@testable import Identity
 @testable import SignupServer
 @testable import WebKernel
 import WebAuthnTestSupport

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import LiveSignupClient
 import SignupDomain
+@testable import Identity
 @testable import SignupServer
 @testable import WebKernel
 import XCTest

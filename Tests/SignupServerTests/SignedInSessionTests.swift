@@ -4,6 +4,7 @@ import LiveSignupClient
 import Logging
 import SignupDomain
 import SignupSQLite
+@testable import Identity
 @testable import SignupServer
 import XCTest
 

@@ -1,6 +1,7 @@
 import Clocks
 import Dispatch
 import Foundation
+import Identity
 import Logging
 import MicroHTTPD
 import OpenIDConnect
@@ -175,7 +176,7 @@ struct Services: Sendable {
                                         now: now, logger: logger)
         webhooks = configuration.webhooks.map {
             OutboxDelivery(channel: .webhook, schedule: $0.schedule, courier: WebhookCourier(settings: $0, now: now),
-                           store: store, metrics: metrics, logger: logger, clock: clock)
+                           store: store, metrics: metrics.outboxes, logger: logger, clock: clock)
         }
         // Proofs of addresses: their keys are the store's, so every instance checks the codes
         // and opens the mails the others made.
@@ -190,12 +191,12 @@ struct Services: Sendable {
             let delivery = OutboxDelivery(
                 channel: .mail, schedule: settings.mail.schedule,
                 courier: MailCourier(settings: settings.mail, key: sealingKey, now: now),
-                store: store, metrics: metrics, logger: logger, clock: clock)
+                store: store, metrics: metrics.outboxes, logger: logger, clock: clock)
             mails = delivery
             accountMails = OutboxDelivery(
                 channel: .accountMail, schedule: settings.mail.schedule,
                 courier: MailCourier(settings: settings.mail, key: sealingKey, now: now),
-                store: store, metrics: metrics, logger: logger, clock: clock)
+                store: store, metrics: metrics.outboxes, logger: logger, clock: clock)
             let configuredOrigin = publicOrigins.first
             let linkHost = ["0.0.0.0", "::", "127.0.0.1", "::1"].contains(configuration.host) ? "localhost" : configuration.host
             let configuredPort = configuration.port

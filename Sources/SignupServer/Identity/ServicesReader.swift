@@ -1,5 +1,6 @@
 import Clocks
 import Foundation
+import Identity
 import Logging
 import MicroHTTPD
 import OpenIDConnect

@@ -1,6 +1,7 @@
 import Clocks
 import CombineSchedulers
 import Foundation
+import Identity
 import MicroHTTPD
 import SignupDomain
 import SignupWire

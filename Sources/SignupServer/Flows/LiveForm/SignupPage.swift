@@ -1,4 +1,5 @@
 import Foundation
+import Identity
 import ReactiveValidation
 import SignupDomain
 import WebKernel

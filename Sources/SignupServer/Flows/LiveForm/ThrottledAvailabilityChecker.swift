@@ -1,6 +1,7 @@
 import Clocks
 import Dispatch
 import Foundation
+import Identity
 import Metrics
 import ReactiveValidation
 import SignupDomain

@@ -1,3 +1,4 @@
+import Identity
 import MicroHTTPD
 import WebKernel
 
@@ -20,7 +21,7 @@ struct OperationsRoutes: Sendable {
             MetricsExport(allowed: export.allowed) {
                 for delivery in deliveries {
                     if let status = try? store.outboxStatus(channel: delivery.channel) {
-                        metrics.recordOutbox(delivery.channel, status, now: now())
+                        metrics.outboxes.record(delivery.channel, status, now: now())
                     }
                 }
                 metrics.formSessions.record(sessions.count)

@@ -1,3 +1,4 @@
+import Identity
 /// What became of a recovery request: `mailed` (a code went to a proved address),
 /// `no_account` (nothing matched: the same page, no mail), `unproved` (the account's address was
 /// never proved: no mail), `limited` (the account's or recipient's mails are spent: the same page,

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Identity
 import Logging
 import MicroHTTPD
 import SignupDomain

@@ -1,3 +1,4 @@
+import Identity
 /// What became of a sign-up: `created` when the account is made (at once, or when its
 /// address is proved), `pending` when a code went to the address first.
 /// Counted in `livesignup_signups_total{result="…"}`: a public contract (README's metrics list), each value

@@ -1,4 +1,5 @@
 import Foundation
+import Identity
 import MicroHTTPD
 import SignupDomain
 import WebKernel

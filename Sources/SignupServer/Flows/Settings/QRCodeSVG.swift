@@ -1,5 +1,6 @@
 import CQRencode
 import Foundation
+import Identity
 import WebKernel
 
 /// A QR code drawn as inline SVG (libqrencode makes the symbol; this only draws its modules),

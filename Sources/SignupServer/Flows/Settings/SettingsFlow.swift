@@ -1,3 +1,4 @@
+import Identity
 import MicroHTTPD
 import WebKernel
 

@@ -1,3 +1,4 @@
+import Identity
 import WebKernel
 
 /// The account's changes that wait for a recent sign-in, and where each continues once the

@@ -10,24 +10,24 @@ import WebKernel
 /// another sealed, nothing is stored for a flow nobody finishes, and the browser can neither
 /// read nor change it. Each kind is sealed with its cookie's name as associated data: one
 /// kind never opens as another.
-struct ProviderCookies: Sendable {
+package struct ProviderCookies: Sendable {
     private let key: SymmetricKey
-    let secure: Bool
-    let now: @Sendable () -> Date
+    package let secure: Bool
+    package let now: @Sendable () -> Date
 
-    init(key: [UInt8], secure: Bool, now: @escaping @Sendable () -> Date) {
+    package init(key: [UInt8], secure: Bool, now: @escaping @Sendable () -> Date) {
         self.key = SymmetricKey(data: key)
         self.secure = secure
         self.now = now
     }
 
-    static func makeKey() -> [UInt8] { SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) } }
+    package static func makeKey() -> [UInt8] { SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) } }
 
     /// From the start to the provider's answer: which provider, the `state`, `nonce` and PKCE
     /// verifier sent, what the flow is for, and where it leads; only the callback reads it.
     /// Ten minutes: a person logging in at their provider is quick.
-    struct Flow: Codable, Sendable, Equatable {
-        enum Intent: String, Codable, Sendable {
+    package struct Flow: Codable, Sendable, Equatable {
+        package enum Intent: String, Codable, Sendable {
             /// Sign in, or sign up if nobody is linked.
             case signin
             /// Link to the signed-in account (from `/account`).
@@ -35,60 +35,82 @@ struct ProviderCookies: Sendable {
             /// Confirm who the signed-in person is (a recent sign-in, for an account without a password).
             case confirm
         }
-        var provider: String
-        var state: String
-        var nonce: String
-        var verifier: String
-        var intent: Intent
+        package var provider: String
+        package var state: String
+        package var nonce: String
+        package var verifier: String
+        package var intent: Intent
         /// The signed-in account a link or a confirmation is for.
-        var account: Int64?
+        package var account: Int64?
         /// A validated `return_to` (sign-in), or the continuation's name (confirm).
-        var returnTo: String?
-        var language: String
-        var issuedAt: Date
+        package var returnTo: String?
+        package var language: String
+        package var issuedAt: Date
+
+        package init(provider: String, state: String, nonce: String, verifier: String, intent: Intent, account: Int64?, returnTo: String?, language: String, issuedAt: Date) {
+            self.provider = provider
+            self.state = state
+            self.nonce = nonce
+            self.verifier = verifier
+            self.intent = intent
+            self.account = account
+            self.returnTo = returnTo
+            self.language = language
+            self.issuedAt = issuedAt
+        }
     }
 
     /// Who the provider said the person is, waiting for the sign-up form to be sent (`signup`)
     /// or for a sign-in to an existing account to link it (`link`): the form's edits and its
     /// post read it, or the sign-in.
-    struct Identity: Codable, Sendable, Equatable {
-        enum Purpose: String, Codable, Sendable { case signup, link }
-        var purpose: Purpose
-        var provider: String
-        var issuer: String
-        var subject: String
-        var email: String
+    package struct Identity: Codable, Sendable, Equatable {
+        package enum Purpose: String, Codable, Sendable { case signup, link }
+        package var purpose: Purpose
+        package var provider: String
+        package var issuer: String
+        package var subject: String
+        package var email: String
         /// The provider said it proved the address (`email_verified`). Whether that proves it
         /// here is decided when the sign-up is sent, from the configuration then (issue 52): an
         /// operator who stops trusting the provider is obeyed at once, not after the cookie.
-        var providerSaysVerified: Bool
-        var issuedAt: Date
+        package var providerSaysVerified: Bool
+        package var issuedAt: Date
+
+        package init(purpose: Purpose, provider: String, issuer: String, subject: String, email: String, providerSaysVerified: Bool, issuedAt: Date) {
+            self.purpose = purpose
+            self.provider = provider
+            self.issuer = issuer
+            self.subject = subject
+            self.email = email
+            self.providerSaysVerified = providerSaysVerified
+            self.issuedAt = issuedAt
+        }
     }
 
-    static let flowCookie = "livesignup_provider_flow"
-    static let identityCookie = "livesignup_provider_identity"
+    package static let flowCookie = "livesignup_provider_flow"
+    package static let identityCookie = "livesignup_provider_identity"
 
     /// Over TLS each cookie is `__Host-` (Secure, Path=/, no Domain): a neighbouring host
     /// under the same parent domain cannot plant a flow or an identity in this site's
     /// browsers (which could otherwise sign someone in as the planter, or link the planter's
     /// identity). Without TLS (local tests) the plain names.
     private func name(_ base: String) -> String { secure ? "__Host-" + base : base }
-    static let flowLifetime: TimeInterval = 10 * 60
-    static let identityLifetime: TimeInterval = 30 * 60
+    package static let flowLifetime: TimeInterval = 10 * 60
+    package static let identityLifetime: TimeInterval = 30 * 60
 
-    func flowCookie(_ flow: Flow?) -> String {
+    package func flowCookie(_ flow: Flow?) -> String {
         cookie(name(Self.flowCookie), flow.map { seal($0, as: Self.flowCookie) } ?? "", lifetime: Self.flowLifetime)
     }
 
-    func identityCookie(_ identity: Identity?) -> String {
+    package func identityCookie(_ identity: Identity?) -> String {
         cookie(name(Self.identityCookie), identity.map { seal($0, as: Self.identityCookie) } ?? "", lifetime: Self.identityLifetime)
     }
 
-    func flow(in request: HTTPRequest) -> Flow? {
+    package func flow(in request: HTTPRequest) -> Flow? {
         open(request, name(Self.flowCookie), sealedAs: Self.flowCookie, lifetime: Self.flowLifetime, issuedAt: \.issuedAt)
     }
 
-    func identity(in request: HTTPRequest, for purpose: Identity.Purpose) -> Identity? {
+    package func identity(in request: HTTPRequest, for purpose: Identity.Purpose) -> Identity? {
         open(request, name(Self.identityCookie), sealedAs: Self.identityCookie, lifetime: Self.identityLifetime, issuedAt: \.issuedAt)
             .flatMap { $0.purpose == purpose ? $0 : nil }
     }

@@ -2,7 +2,7 @@ import WebKernel
 /// A browser as its owner recognises it in a list of devices ("Firefox · Linux"), from its
 /// `User-Agent`: the browser's family and the system's, nothing finer (no versions, no
 /// models), so the label helps a person tell their devices apart and tracks nobody.
-enum DeviceLabel {
+package enum DeviceLabel {
     /// Families in the order they must be tried: Edge, Opera and Samsung's browser say
     /// "Chrome" too, and every Chrome says "Safari".
     private static let browsers: [(marker: String, name: String)] = [
@@ -16,9 +16,9 @@ enum DeviceLabel {
         ("Macintosh", "macOS"), ("Mac OS X", "macOS"), ("Linux", "Linux"),
     ]
     /// Longer headers are read only this far: the families are named near the start.
-    static let readBytes = 512
+    package static let readBytes = 512
 
-    static func of(userAgent: String?) -> String {
+    package static func of(userAgent: String?) -> String {
         guard let userAgent, !userAgent.isEmpty else { return "" }
         let head = String(decoding: userAgent.utf8.prefix(readBytes), as: UTF8.self)
         let browser = browsers.first { head.contains($0.marker) }?.name

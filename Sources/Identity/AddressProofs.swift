@@ -11,42 +11,52 @@ import WebKernel
 /// An address that already has an account gets the same pending sign-up, page and timing,
 /// but hashes no code or link can match, and its mail tells the owner someone tried to sign
 /// up with it: the form never says which addresses have accounts.
-struct AddressProofs: Sendable {
-    let settings: EmailVerificationSettings
-    let store: any AccountStore
-    let secrets: VerificationSecrets
-    let mails: VerificationMails
-    let limiters: ClientLimiters
+package struct AddressProofs: Sendable {
+    package let settings: EmailVerificationSettings
+    package let store: any AccountStore
+    package let secrets: VerificationSecrets
+    package let mails: VerificationMails
+    package let limiters: ClientLimiters
     /// Told when a mail was written, so it leaves now rather than at the next poll.
-    let delivery: OutboxDelivery
-    let now: @Sendable () -> Date
+    package let delivery: OutboxDelivery
+    package let now: @Sendable () -> Date
+
+    package init(settings: EmailVerificationSettings, store: any AccountStore, secrets: VerificationSecrets, mails: VerificationMails, limiters: ClientLimiters, delivery: OutboxDelivery, now: @escaping @Sendable () -> Date) {
+        self.settings = settings
+        self.store = store
+        self.secrets = secrets
+        self.mails = mails
+        self.limiters = limiters
+        self.delivery = delivery
+        self.now = now
+    }
 
     /// The cookie that binds a pending sign-up to the browser that made it (path `/verify`).
-    static let browserCookie = "livesignup_signup_browser"
+    package static let browserCookie = "livesignup_signup_browser"
 
     /// The `Set-Cookie` value that binds `formToken`'s pending sign-up to this browser, for
     /// as long as its name may be held.
-    func browserCookie(for formToken: String, secure: Bool) -> String {
+    package func browserCookie(for formToken: String, secure: Bool) -> String {
         SetCookie(Self.browserCookie, secrets.browserBinding(formToken: formToken), path: "/verify",
                   maxAge: Int(2 * settings.codeLifetime), sameSite: .strict, secure: secure).header
     }
 
     /// Whether `request` comes from the browser that made `formToken`'s pending sign-up.
-    func isFromTheBrowserThatSignedUp(_ request: HTTPRequest, formToken: String) -> Bool {
+    package func isFromTheBrowserThatSignedUp(_ request: HTTPRequest, formToken: String) -> Bool {
         request.cookieValues(named: Self.browserCookie).contains { secrets.isBrowserBinding($0, formToken: formToken) }
     }
 
     /// Spends one mail from the recipient's and the client's allowances, or says when one
     /// may be sent again. Asked before the password is hashed, so a refused sign-up costs no
     /// hash.
-    func admitMail(to address: String, client clientKey: String) throws(LimitExceeded) {
+    package func admitMail(to address: String, client clientKey: String) throws(LimitExceeded) {
         try limiters.mailsPerAddress.admit(clientKey)
         try limiters.mailsPerRecipient.admit(EmailAddress.canonical(address))
     }
 
     /// Stores the pending sign-up and its mail. Throws `AccountCreationError` (name taken
     /// meanwhile, form used) or a store error.
-    func start(username: String, email: String, passwordHash: String, profile: [String: ProfileValue], formToken: String,
+    package func start(username: String, email: String, passwordHash: String, profile: [String: ProfileValue], formToken: String,
                language: Languages.Language, returnTo: String?, passkey: NewPasskey? = nil) throws {
         let time = now()
         let proof = try makeProof(for: email, formToken: formToken, language: language, at: time)
@@ -59,7 +69,7 @@ struct AddressProofs: Sendable {
     }
 
     /// A new code and link for `pending` (the old ones stop working). False when it is gone.
-    func renew(_ pending: PendingSignup, language: Languages.Language) throws -> Bool {
+    package func renew(_ pending: PendingSignup, language: Languages.Language) throws -> Bool {
         let time = now()
         // A name is held for a sign-up at most twice the code's lifetime, however often a new
         // code is asked for: otherwise a new code every few minutes would hold it for ever.

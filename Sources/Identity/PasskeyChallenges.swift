@@ -7,33 +7,40 @@ import WebKernel
 
 /// Why a passkey ceremony was refused: the reason's code (the log, the metric's `result`, the
 /// JSON's `reason`), the status, and the catalog text the person reads.
-struct PasskeyRefusal: Error, Sendable {
-    let reason: String
-    let status: HTTPStatus
+package struct PasskeyRefusal: Error, Sendable {
+    package let reason: String
+    package let status: HTTPStatus
     /// A key of the text catalog.
-    let text: String
+    package let text: String
     /// What exactly was wrong, for the log (never shown: it may help an attacker).
-    let detail: String
+    package let detail: String
 
-    static func malformed(_ detail: String) -> PasskeyRefusal {
+    package init(reason: String, status: HTTPStatus, text: String, detail: String) {
+        self.reason = reason
+        self.status = status
+        self.text = text
+        self.detail = detail
+    }
+
+    package static func malformed(_ detail: String) -> PasskeyRefusal {
         PasskeyRefusal(reason: "malformed", status: .badRequest, text: "passkey.error.refused", detail: detail)
     }
 
-    static func expired(_ detail: String) -> PasskeyRefusal {
+    package static func expired(_ detail: String) -> PasskeyRefusal {
         PasskeyRefusal(reason: "expired", status: .conflict, text: "passkey.error.expired", detail: detail)
     }
 
     /// The credential id is another passkey's already.
-    static let exists = PasskeyRefusal(reason: "exists", status: .conflict, text: "passkey.error.exists",
+    package static let exists = PasskeyRefusal(reason: "exists", status: .conflict, text: "passkey.error.exists",
                                        detail: "the credential id is stored already")
 
     /// A check of WebAuthn's ceremony failed; `text` is what the person reads.
-    static func verification(_ error: WebAuthnError, text: String, status: HTTPStatus) -> PasskeyRefusal {
+    package static func verification(_ error: WebAuthnError, text: String, status: HTTPStatus) -> PasskeyRefusal {
         PasskeyRefusal(reason: error.code, status: status, text: text, detail: error.detail)
     }
 
     /// Every reason there is: the metric's label values (a fixed set).
-    static let reasons = ["expired", "replayed", "forged", "exists", "unavailable", "username_first", "signed_out", "other_browser", "disabled"]
+    package static let reasons = ["expired", "replayed", "forged", "exists", "unavailable", "username_first", "signed_out", "other_browser", "disabled"]
         + WebAuthnError.codes
 }
 
@@ -44,19 +51,26 @@ struct PasskeyRefusal: Error, Sendable {
 ///
 /// A challenge is 56 bytes: 16 random, the expiry (8, big-endian Unix seconds), and the first
 /// 32 of HMAC-SHA-256(key, purpose ‖ 0 ‖ random ‖ expiry).
-struct PasskeyChallenges: Sendable {
-    static let keyLength = 32
-    static let length = 56
+package struct PasskeyChallenges: Sendable {
+    package static let keyLength = 32
+    package static let length = 56
     /// Bytes, not a `SymmetricKey` (which is not Sendable): made into one per use.
-    let key: [UInt8]
-    let store: any AccountStore
+    package let key: [UInt8]
+    package let store: any AccountStore
     /// How long a ceremony may take (WebAuthn's `timeout` says the same to the browser).
-    let lifetime: TimeInterval
-    let now: @Sendable () -> Date
+    package let lifetime: TimeInterval
+    package let now: @Sendable () -> Date
 
-    static func makeKey() -> [UInt8] { (0..<keyLength).map { _ in UInt8.random(in: .min ... .max) } }
+    package init(key: [UInt8], store: any AccountStore, lifetime: TimeInterval, now: @escaping @Sendable () -> Date) {
+        self.key = key
+        self.store = store
+        self.lifetime = lifetime
+        self.now = now
+    }
 
-    func make(for purpose: String) -> [UInt8] {
+    package static func makeKey() -> [UInt8] { (0..<keyLength).map { _ in UInt8.random(in: .min ... .max) } }
+
+    package func make(for purpose: String) -> [UInt8] {
         let random = (0..<16).map { _ in UInt8.random(in: .min ... .max) }
         let expiry = UInt64(max(0, now().addingTimeInterval(lifetime).timeIntervalSince1970.rounded(.up)))
         let body = random + withUnsafeBytes(of: expiry.bigEndian, Array.init)
@@ -64,12 +78,12 @@ struct PasskeyChallenges: Sendable {
     }
 
     /// Checks that `challenge` is one of ours, for `purpose`, not expired, and spends it.
-    func spend(_ challenge: [UInt8], for purpose: String) throws(PasskeyRefusal) {
+    package func spend(_ challenge: [UInt8], for purpose: String) throws(PasskeyRefusal) {
         _ = try spend(challenge, forOneOf: [purpose])
     }
 
     /// The same for a challenge made for one of `purposes`; returns which.
-    func spend(_ challenge: [UInt8], forOneOf purposes: [String]) throws(PasskeyRefusal) -> String {
+    package func spend(_ challenge: [UInt8], forOneOf purposes: [String]) throws(PasskeyRefusal) -> String {
         guard challenge.count == Self.length else {
             throw PasskeyRefusal(reason: "forged", status: .unauthorized, text: "passkey.error.refused",
                                  detail: "a challenge of \(challenge.count) bytes")

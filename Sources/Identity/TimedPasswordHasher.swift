@@ -5,20 +5,26 @@ import WebKernel
 
 /// Records how long each hash and verification takes (`livesignup_password_hash_duration_seconds`),
 /// the number that says whether the argon2 preset suits the host.
-struct TimedPasswordHasher: PasswordHashing {
-    let base: any PasswordHashing
-    let timer: Metrics.Timer
+package struct TimedPasswordHasher: PasswordHashing {
+    package let base: any PasswordHashing
+    package let timer: Metrics.Timer
     /// Told of each hash and verification (the `hashing` limit's work).
-    var computed: (@Sendable () -> Void)?
+    package var computed: (@Sendable () -> Void)?
 
-    func hash(_ password: String) throws -> String {
+    package init(base: any PasswordHashing, timer: Metrics.Timer, computed: (@Sendable () -> Void)?) {
+        self.base = base
+        self.timer = timer
+        self.computed = computed
+    }
+
+    package func hash(_ password: String) throws -> String {
         computed?()
         let started = DispatchTime.now().uptimeNanoseconds
         defer { timer.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started)) }
         return try base.hash(password)
     }
 
-    func verify(_ password: String, against hash: String) -> Bool {
+    package func verify(_ password: String, against hash: String) -> Bool {
         computed?()
         let started = DispatchTime.now().uptimeNanoseconds
         defer { timer.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - started)) }

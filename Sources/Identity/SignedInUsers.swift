@@ -15,19 +15,19 @@ import Locking
 /// is still read for one session lifetime after a start with the new one, so nobody is
 /// signed out by the upgrade. A request carrying two session cookies is signed out: one of
 /// them was planted.
-final class SignedInUsers: Sendable {
-    static let plainCookieName = "livesignup_auth"
-    static let hostCookieName = "__Host-livesignup_auth"
+package final class SignedInUsers: Sendable {
+    package static let plainCookieName = "livesignup_auth"
+    package static let hostCookieName = "__Host-livesignup_auth"
     /// The name this server sets.
-    let cookieName: String
+    package let cookieName: String
     /// How long a session lasts however much it is used.
-    let lifetime: TimeInterval
-    let rules: SignInSessionRules
+    package let lifetime: TimeInterval
+    package let rules: SignInSessionRules
     /// Adds `Secure`, so the cookie is only sent over HTTPS (behind a TLS proxy).
-    let secureCookies: Bool
+    package let secureCookies: Bool
     /// `Domain=` for the cookie, so the application on a sibling host (app.example.com beside
     /// signup.example.com) receives it and its proxy can ask `/auth`; nil keeps it host-only.
-    let cookieDomain: String?
+    package let cookieDomain: String?
     /// Until when `livesignup_auth` is still read while `__Host-livesignup_auth` is set.
     private let plainNameReadUntil: Date?
     private let store: any AccountStore
@@ -38,13 +38,13 @@ final class SignedInUsers: Sendable {
     private let remembered = Locked<[String: (account: Account?, until: Date)]>([:])
     /// How long a confirmation is trusted: a session ended on another instance (sign-out,
     /// revoke) is refused here at most this much later; on this instance at once.
-    static let confirmationLifetime: TimeInterval = 5
-    static let confirmationCapacity = 10_000
+    package static let confirmationLifetime: TimeInterval = 5
+    package static let confirmationCapacity = 10_000
 
     /// Sessions one account keeps at once (`--signin-sessions-per-account`).
-    let sessionsPerAccount: Int
+    package let sessionsPerAccount: Int
 
-    init(store: any AccountStore, lifetime: TimeInterval, idleTimeout: TimeInterval, secureCookies: Bool = false,
+    package init(store: any AccountStore, lifetime: TimeInterval, idleTimeout: TimeInterval, secureCookies: Bool = false,
          cookieDomain: String? = nil, sessionsPerAccount: Int = SignupLimits().signInSessionsPerAccount,
          now: @escaping @Sendable () -> Date) {
         self.sessionsPerAccount = sessionsPerAccount
@@ -60,11 +60,16 @@ final class SignedInUsers: Sendable {
     }
 
     /// Where a sign-in comes from, as the owner's list of devices shows it.
-    struct Origin: Sendable {
+    package struct Origin: Sendable {
         /// `DeviceLabel`'s "Firefox · Linux".
-        var device: String
+        package var device: String
         /// The client's network (`ClientKey.network`), never its whole address.
-        var network: String
+        package var network: String
+
+        package init(device: String, network: String) {
+            self.device = device
+            self.network = network
+        }
     }
 
     /// Starts a session for `account`, ending the one `cookieHeader` held (if any); returns
@@ -73,7 +78,7 @@ final class SignedInUsers: Sendable {
     /// verification), so sensitive changes are open at once; a passkey that only showed it
     /// was there opens nothing until the account page's confirmation.
     /// Only `SignInFunnel` calls it: the one place that decides the second step first.
-    func signIn(_ account: Account, replacing cookieHeader: String?, from origin: Origin, verified: Bool = true) throws -> [String] {
+    package func signIn(_ account: Account, replacing cookieHeader: String?, from origin: Origin, verified: Bool = true) throws -> [String] {
         // The one session the cookie names, never more: two cookies were planted, and a header
         // of forty random ids must not cost forty writes (issue 52).
         if let previous = sessionID(in: cookieHeader) {
@@ -93,7 +98,7 @@ final class SignedInUsers: Sendable {
     }
 
     /// The account a request's cookie is signed in as, if its session is live.
-    func account(cookieHeader: String?) throws -> Account? {
+    package func account(cookieHeader: String?) throws -> Account? {
         guard let id = sessionID(in: cookieHeader) else { return nil }
         let hash = SignInSessionID.hash(id), time = now()
         if let known = recall(hash, at: time) { return known }
@@ -101,7 +106,7 @@ final class SignedInUsers: Sendable {
     }
 
     /// What `/auth` learns from a cookie.
-    enum ProxyAnswer {
+    package enum ProxyAnswer {
         case signedIn(Account)
         case signedOut
         /// Too many cookies from this client named no live session lately.
@@ -112,7 +117,7 @@ final class SignedInUsers: Sendable {
     /// when this instance confirmed or refused it lately; otherwise the store is read, and
     /// the read is paid for from `client`'s allowance for unknown sessions first, given back
     /// when the session is live (so a known session never counts).
-    func proxyAnswer(cookieHeader: String?, client: String, unknownSessions: RateLimiter) throws -> ProxyAnswer {
+    package func proxyAnswer(cookieHeader: String?, client: String, unknownSessions: RateLimiter) throws -> ProxyAnswer {
         guard let id = sessionID(in: cookieHeader) else { return .signedOut }
         let hash = SignInSessionID.hash(id), time = now()
         if let known = recall(hash, at: time) { return known.map(ProxyAnswer.signedIn) ?? .signedOut }
@@ -147,19 +152,19 @@ final class SignedInUsers: Sendable {
     }
 
     /// The stored hash of the session a `Cookie` header carries (one of ours, exactly one).
-    func sessionHash(in cookieHeader: String?) -> String? {
+    package func sessionHash(in cookieHeader: String?) -> String? {
         sessionID(in: cookieHeader).map(SignInSessionID.hash)
     }
 
     /// Forgets what this instance remembered of one session (ended in the store), so it is
     /// refused here at once.
-    func forget(idHash: String) {
+    package func forget(idHash: String) {
         forget(idHash)
     }
 
     /// Forgets every remembered confirmation for the account (its sessions were ended in the
     /// store), so this instance refuses them at once rather than after `confirmationLifetime`.
-    func forgetSessions(ofAccount id: Int64) {
+    package func forgetSessions(ofAccount id: Int64) {
         remembered.withLock { memory in memory = memory.filter { $0.value.account?.id != id } }
     }
 
@@ -170,18 +175,18 @@ final class SignedInUsers: Sendable {
     /// Ends the request's session, if it has one; returns the `Set-Cookie` values that clear
     /// the cookie either way (under both names).
     /// The `Set-Cookie` values that clear this browser's cookie (under both names), ending nothing.
-    func clearedCookies() -> [String] {
+    package func clearedCookies() -> [String] {
         cookies("", cleared: true)
     }
 
     /// What a sign-out did: the cookies to clear them, or the client's allowance for cookies
     /// naming no live session spent (nothing read or written).
-    enum SignOut {
+    package enum SignOut {
         case cleared([String])
         case limited(LimitExceeded)
     }
 
-    func signOut(cookieHeader: String?, client: String, unknownSessions: RateLimiter) throws -> SignOut {
+    package func signOut(cookieHeader: String?, client: String, unknownSessions: RateLimiter) throws -> SignOut {
         // Exactly one of ours: that session ends if it is live. None, or two (one was planted):
         // the cookies are cleared and nothing is read or written, so a header full of random
         // ids costs no store work (it cost one write each, issue 52). One that names no live
@@ -207,7 +212,7 @@ final class SignedInUsers: Sendable {
     }
 
     /// Deletes the sessions that have ended (the periodic sweep).
-    func removeEnded() throws -> Int {
+    package func removeEnded() throws -> Int {
         try store.removeEndedSignInSessions(at: now(), rules: rules)
     }
 
@@ -225,7 +230,7 @@ final class SignedInUsers: Sendable {
 
     /// The session id a `Cookie` header carries, if it carries exactly one of ours: two
     /// session cookies (under one name or both) mean one was planted, and neither is believed.
-    func sessionID(in cookieHeader: String?) -> String? {
+    package func sessionID(in cookieHeader: String?) -> String? {
         let ids = sessionIDs(in: cookieHeader)
         return ids.count == 1 ? ids[0] : nil
     }
@@ -244,7 +249,7 @@ extension String {
     /// 43 URL-safe base64 characters, as the server's random ids are written (256 bits:
     /// sign-in session ids, mailed links): anything else in a cookie or a URL is not ours,
     /// and never goes into a header.
-    var isRandomToken: Bool {
+    package var isRandomToken: Bool {
         utf8.count == 43 && utf8.allSatisfy { byte in
             (65...90).contains(byte) || (97...122).contains(byte) || (48...57).contains(byte) || byte == 45 || byte == 95
         }
@@ -253,7 +258,7 @@ extension String {
 
 extension RequestContext {
     /// Where a sign-in made by this request comes from: its browser, coarsely, and network.
-    var signInOrigin: SignedInUsers.Origin {
+    package var signInOrigin: SignedInUsers.Origin {
         .init(device: DeviceLabel.of(userAgent: http.headers["User-Agent"]), network: ClientKey.network(ofKey: clientKey))
     }
 }

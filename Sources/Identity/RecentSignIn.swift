@@ -7,17 +7,24 @@ import WebKernel
 /// they are recently in this browser (`SignInSessionSummary.authenticatedAt`: the sign-in, or
 /// `POST /account/confirm`), so a stolen cookie alone changes nothing that matters. A route
 /// row that needs it says `recentSignIn: true` and the router asks here before its handler.
-struct RecentSignIn: Sendable {
-    let store: any AccountStore
-    let signedIn: SignedInUsers
-    let now: @Sendable () -> Date
+package struct RecentSignIn: Sendable {
+    package let store: any AccountStore
+    package let signedIn: SignedInUsers
+    package let now: @Sendable () -> Date
     /// How long after a sign-in (or a confirmation) sensitive changes stay open
     /// (`--recent-signin-minutes`).
-    let lifetime: TimeInterval
+    package let lifetime: TimeInterval
+
+    package init(store: any AccountStore, signedIn: SignedInUsers, now: @escaping @Sendable () -> Date, lifetime: TimeInterval) {
+        self.store = store
+        self.signedIn = signedIn
+        self.now = now
+        self.lifetime = lifetime
+    }
 
     /// Until when this browser's sensitive changes are open; nil when they are closed (no
     /// proof within `lifetime`, or the session is gone).
-    func openUntil(for account: Account, cookieHeader: String?) throws -> Date? {
+    package func openUntil(for account: Account, cookieHeader: String?) throws -> Date? {
         guard let current = signedIn.sessionHash(in: cookieHeader) else { return nil }
         let time = now()
         return try store.signInSessions(ofAccount: account.id, at: time, rules: signedIn.rules)
@@ -26,5 +33,5 @@ struct RecentSignIn: Sendable {
             .flatMap { $0 > time ? $0 : nil }
     }
 
-    typealias Continuation = SignInContinuation
+    package typealias Continuation = SignInContinuation
 }

@@ -15,7 +15,7 @@ public struct SecondFactorSeal: Sendable {
     private var key: SymmetricKey { SymmetricKey(data: keyBytes) }
 
     /// `key`: 32 bytes.
-    init(key: [UInt8]) {
+    package init(key: [UInt8]) {
         precondition(key.count == 32, "a second factor's sealing key is 32 bytes")
         keyBytes = key
     }
@@ -28,25 +28,25 @@ public struct SecondFactorSeal: Sendable {
         return nil
     }
 
-    static func makeKey() -> [UInt8] {
+    package static func makeKey() -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         return (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
     }
 
     private static func binding(_ account: Int64) -> Data { Data("livesignup second factor \(account)".utf8) }
 
-    func seal(_ secret: [UInt8], account: Int64) throws -> [UInt8] {
+    package func seal(_ secret: [UInt8], account: Int64) throws -> [UInt8] {
         Array(try ChaChaPoly.seal(secret, using: key, authenticating: Self.binding(account)).combined)
     }
 
     /// Throws for a secret sealed under another key, for another account, or altered.
-    func open(_ sealed: [UInt8], account: Int64) throws -> [UInt8] {
+    package func open(_ sealed: [UInt8], account: Int64) throws -> [UInt8] {
         Array(try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: sealed), using: key, authenticating: Self.binding(account)))
     }
 
     /// Ten recovery codes, each eight characters of base32 (40 random bits) shown as
     /// "abcd-efgh": typed case-insensitively, with or without the hyphen.
-    static func makeRecoveryCodes(count: Int = 10) -> [String] {
+    package static func makeRecoveryCodes(count: Int = 10) -> [String] {
         var generator = SystemRandomNumberGenerator()
         return (0..<count).map { _ in
             let code = Base32.encode((0..<5).map { _ in UInt8.random(in: .min ... .max, using: &generator) }).lowercased()
@@ -56,7 +56,7 @@ public struct SecondFactorSeal: Sendable {
 
     /// A recovery code as stored: an HMAC of the code as typed without case, spaces or
     /// hyphens, bound to its account.
-    func recoveryCodeHash(_ typed: String, account: Int64) -> String {
+    package func recoveryCodeHash(_ typed: String, account: Int64) -> String {
         let normalized = typed.lowercased().filter { $0 != "-" && !$0.isWhitespace }
         let mac = HMAC<SHA256>.authenticationCode(for: Data("recovery code \(account) \(normalized)".utf8), using: key)
         return Hex.encode(Array(mac))
@@ -66,19 +66,25 @@ public struct SecondFactorSeal: Sendable {
     /// a token naming the account, when the password was right and where to go after, signed
     /// under this key. It travels in a cookie that only `/signin` reads, so any instance
     /// sharing the key takes it and nothing is stored for it.
-    struct SecondStep: Sendable, Equatable {
-        let account: Int64
-        let issuedAt: Date
-        let returnTo: String?
+    package struct SecondStep: Sendable, Equatable {
+        package let account: Int64
+        package let issuedAt: Date
+        package let returnTo: String?
+
+        package init(account: Int64, issuedAt: Date, returnTo: String?) {
+            self.account = account
+            self.issuedAt = issuedAt
+            self.returnTo = returnTo
+        }
     }
 
-    func stepToken(_ step: SecondStep) -> String {
+    package func stepToken(_ step: SecondStep) -> String {
         let body = "\(step.account).\(Int64(step.issuedAt.timeIntervalSince1970)).\(Hex.encode(Array((step.returnTo ?? "").utf8)))"
         return body + "." + Hex.encode(Array(HMAC<SHA256>.authenticationCode(for: Data("second step \(body)".utf8), using: key)))
     }
 
     /// The step a token names, if it is ours, whole and not older than `lifetime`.
-    func openStepToken(_ token: String, now: Date, lifetime: TimeInterval) -> SecondStep? {
+    package func openStepToken(_ token: String, now: Date, lifetime: TimeInterval) -> SecondStep? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard token.utf8.count <= 4096, parts.count == 4, let mac = Hex.decode(parts[3]),
               HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: Data("second step \(parts[0...2].joined(separator: "."))".utf8),

@@ -7,17 +7,22 @@ import WebKernel
 /// A mail as the outbox keeps it until a mail server takes it: the message without its sender
 /// (the operator's `--mail-from` when it goes, so a changed setting applies to mails already
 /// waiting), and when it stops being worth sending.
-struct OutgoingMail: Sendable, Equatable, Codable {
+package struct OutgoingMail: Sendable, Equatable, Codable {
     /// Everything but `from`, which is empty here. Its `Message-ID` is the same on every
     /// attempt, so a mail server that took it twice can tell.
-    var message: MailMessage
+    package var message: MailMessage
     /// After this there is no point in sending it (the code in it no longer works).
-    var expiresAt: Date?
+    package var expiresAt: Date?
+
+    package init(message: MailMessage, expiresAt: Date?) {
+        self.message = message
+        self.expiresAt = expiresAt
+    }
 
     /// This mail as an outbox event of `type`, sealed with `key` (ChaCha20-Poly1305): a
     /// verification mail holds a live code, and the table it waits in must not give it away
     /// to whoever can read the database.
-    func sealed(type: String, key: SymmetricKey, channel: OutboxChannel = .mail) throws -> OutboxEvent {
+    package func sealed(type: String, key: SymmetricKey, channel: OutboxChannel = .mail) throws -> OutboxEvent {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         let box = try ChaChaPoly.seal(try encoder.encode(self), using: key)
@@ -27,7 +32,7 @@ struct OutgoingMail: Sendable, Equatable, Codable {
 
     /// The mail sealed in `event`; throws when the key is not the one it was sealed with or
     /// the body is damaged.
-    static func unsealed(_ event: OutboxEvent, key: SymmetricKey) throws -> OutgoingMail {
+    package static func unsealed(_ event: OutboxEvent, key: SymmetricKey) throws -> OutgoingMail {
         guard let combined = Data(base64Encoded: event.body) else { throw MailFailure("the outbox body is not base64") }
         let plain = try ChaChaPoly.open(try ChaChaPoly.SealedBox(combined: combined), using: key)
         let decoder = JSONDecoder()
@@ -36,7 +41,7 @@ struct OutgoingMail: Sendable, Equatable, Codable {
     }
 
     /// A fresh `Message-ID` in the sender's domain.
-    static func makeMessageID(domain: String) -> String {
+    package static func makeMessageID(domain: String) -> String {
         "<\(OutboxEvent.makeID().dropFirst(4))@\(domain)>"
     }
 }

@@ -3,24 +3,36 @@ import SignupDomain
 import WebKernel
 
 /// What a mail says, in its language: the same words become its text and its HTML part.
-struct MailContent {
+package struct MailContent {
     /// Its two parts' templates.
-    static let templates = ["mail.txt", "mail.html"]
+    package static let templates = ["mail.txt", "mail.html"]
 
-    var subject: String
-    var heading: String
-    var lead: String
-    var code: String?
-    var linkLead: String?
-    var linkURL: String?
-    var linkText: String?
-    var after: [String]
-    var footer: String
+    package var subject: String
+    package var heading: String
+    package var lead: String
+    package var code: String?
+    package var linkLead: String?
+    package var linkURL: String?
+    package var linkText: String?
+    package var after: [String]
+    package var footer: String
+
+    package init(subject: String, heading: String, lead: String, code: String?, linkLead: String?, linkURL: String?, linkText: String?, after: [String], footer: String) {
+        self.subject = subject
+        self.heading = heading
+        self.lead = lead
+        self.code = code
+        self.linkLead = linkLead
+        self.linkURL = linkURL
+        self.linkText = linkText
+        self.after = after
+        self.footer = footer
+    }
 }
 
 extension PageRenderer {
     /// The mail's text and HTML parts (`mail.txt` and `mail.html` templates).
-    func render(_ mail: MailContent, language: Languages.Language) -> (text: String, html: String) {
+    package func render(_ mail: MailContent, language: Languages.Language) -> (text: String, html: String) {
         // Absent keys, not empty strings, for the sections a mail lacks: Mustache shows a
         // section for any string, "" included.
         var context: [String: Any] = [

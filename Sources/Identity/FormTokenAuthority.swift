@@ -10,25 +10,25 @@ import WebKernel
 /// Any process holding the key accepts the token for a plain (no-JavaScript) post, however
 /// long the page was open and whichever instance served it; the instance id in clear text
 /// lets a proxy send a live form's stream and edits to the instance that holds its session.
-struct FormTokenAuthority: Sendable {
+package struct FormTokenAuthority: Sendable {
     /// The hex part's length.
-    static let signedLength = 56
-    static let keyLength = Int(crypto_auth_hmacsha256_KEYBYTES)
+    package static let signedLength = 56
+    package static let keyLength = Int(crypto_auth_hmacsha256_KEYBYTES)
     private static let payloadLength = 12
     private static let macLength = 16
     private static let sodiumIsReady: Bool = sodium_init() >= 0
 
     /// A genuine token's parts.
-    struct Issue: Equatable {
-        var instance: String
-        var date: Date
+    package struct Issue: Equatable {
+        package var instance: String
+        package var date: Date
     }
 
     private let key: [UInt8]
     /// The id of the instance minting tokens (see `InstanceID`).
-    let instance: String
+    package let instance: String
 
-    init(key: [UInt8], instance: String) {
+    package init(key: [UInt8], instance: String) {
         precondition(key.count == Self.keyLength, "the token key must be \(Self.keyLength) bytes")
         precondition(Self.sodiumIsReady, "libsodium could not be initialised")
         precondition(InstanceID.isValid(instance), "instance ids are checked before they get here")
@@ -37,14 +37,14 @@ struct FormTokenAuthority: Sendable {
     }
 
     /// A fresh random key.
-    static func makeKey() -> [UInt8] {
+    package static func makeKey() -> [UInt8] {
         precondition(sodiumIsReady, "libsodium could not be initialised")
         var key = [UInt8](repeating: 0, count: keyLength)
         crypto_auth_hmacsha256_keygen(&key)
         return key
     }
 
-    func mint(issuedAt date: Date) -> String {
+    package func mint(issuedAt date: Date) -> String {
         var payload = [UInt8](repeating: 0, count: Self.payloadLength)
         randombytes_buf(&payload, 8)
         let seconds = UInt32(clamping: Int64(date.timeIntervalSince1970))
@@ -53,7 +53,7 @@ struct FormTokenAuthority: Sendable {
     }
 
     /// Who issued a genuine token, and when; nil for anything this key did not mint.
-    func issue(of token: String) -> Issue? {
+    package func issue(of token: String) -> Issue? {
         let utf8 = token.utf8
         guard utf8.count <= InstanceID.maximumLength + 1 + Self.signedLength,
               let dot = utf8.lastIndex(of: UInt8(ascii: ".")) else { return nil }

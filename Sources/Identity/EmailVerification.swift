@@ -39,16 +39,22 @@ public struct MailSettings: Sendable {
     }
 
     /// The domain of the sender's address, for `Message-ID`s.
-    var senderDomain: String { MailMessage.domain(ofMailbox: from) }
+    package var senderDomain: String { MailMessage.domain(ofMailbox: from) }
 }
 
 /// Hands sealed mails from the outbox to the transport, with the operator's sender.
-struct MailCourier: OutboxCourier {
-    let settings: MailSettings
-    let key: [UInt8]
-    let now: @Sendable () -> Date
+package struct MailCourier: OutboxCourier {
+    package let settings: MailSettings
+    package let key: [UInt8]
+    package let now: @Sendable () -> Date
 
-    func deliver(_ event: OutboxEvent) -> CourierResult {
+    package init(settings: MailSettings, key: [UInt8], now: @escaping @Sendable () -> Date) {
+        self.settings = settings
+        self.key = key
+        self.now = now
+    }
+
+    package func deliver(_ event: OutboxEvent) -> CourierResult {
         let mail: OutgoingMail
         do {
             mail = try OutgoingMail.unsealed(event, key: SymmetricKey(data: key))
@@ -71,7 +77,7 @@ struct MailCourier: OutboxCourier {
 
 /// What an account notice is about (`VerificationMails.accountNotice`); the raw value names
 /// its texts and its outbox type (`mail.<value>`).
-enum AccountNotice: String, Sendable, CaseIterable {
+package enum AccountNotice: String, Sendable, CaseIterable {
     case passwordChanged = "password_changed_here"
     case passkeyAdded = "passkey_added"
     case passkeyRemoved = "passkey_removed"
@@ -90,17 +96,24 @@ enum AccountNotice: String, Sendable, CaseIterable {
 }
 
 /// Writes the mails that prove addresses, in the person's language, sealed for the outbox.
-struct VerificationMails: Sendable {
-    let renderer: PageRenderer
-    let settings: EmailVerificationSettings
+package struct VerificationMails: Sendable {
+    package let renderer: PageRenderer
+    package let settings: EmailVerificationSettings
     /// Where links in mails point: the first `--public-origin`, else the listening address.
     /// Read when a mail is written: with `--port 0` the port is known only once listening.
-    let linkOrigin: @Sendable () -> String
+    package let linkOrigin: @Sendable () -> String
     /// Seals mails in the outbox (`mail-outbox-key` in the store).
-    let sealingKey: [UInt8]
+    package let sealingKey: [UInt8]
+
+    package init(renderer: PageRenderer, settings: EmailVerificationSettings, linkOrigin: @escaping @Sendable () -> String, sealingKey: [UInt8]) {
+        self.renderer = renderer
+        self.settings = settings
+        self.linkOrigin = linkOrigin
+        self.sealingKey = sealingKey
+    }
 
     /// The code and the link for a new sign-up.
-    func verification(to address: String, code: String, link: String, language: Languages.Language, at now: Date,
+    package func verification(to address: String, code: String, link: String, language: Languages.Language, at now: Date,
                       expiresAt: Date) throws -> OutboxEvent {
         try codeAndLink(.verification, to: address, username: "", code: code, link: link, language: language, at: now,
                         expiresAt: expiresAt)
@@ -108,7 +121,7 @@ struct VerificationMails: Sendable {
 
     /// For the owner of an address that already has an account: someone tried to sign up
     /// with it (OWASP ASVS V6.3.8); the page they saw said the same as for a new address.
-    func addressInUse(to address: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
+    package func addressInUse(to address: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
         let content = MailContent(
             subject: text("mail.in_use_subject", language),
             heading: text("mail.in_use_heading", language),
@@ -123,7 +136,7 @@ struct VerificationMails: Sendable {
     }
 
     /// The code and the link that lead back into an account (`/recover`).
-    func recovery(to address: String, username: String, code: String, link: String, language: Languages.Language,
+    package func recovery(to address: String, username: String, code: String, link: String, language: Languages.Language,
                   at now: Date, expiresAt: Date) throws -> OutboxEvent {
         try codeAndLink(.recovery, to: address, username: username, code: code, link: link, language: language, at: now,
                         expiresAt: expiresAt)
@@ -132,12 +145,12 @@ struct VerificationMails: Sendable {
     /// The two mails that carry a code and a link: their texts (`mail.<prefix>_*`), the route
     /// the link opens, and the outbox lane.
     private struct CodeMail {
-        let prefix: String
-        let path: String
-        let type: String
-        let channel: OutboxChannel
-        static let verification = CodeMail(prefix: "verify", path: "/verify", type: "mail.verification", channel: .mail)
-        static let recovery = CodeMail(prefix: "recover", path: "/recover", type: "mail.recovery", channel: .accountMail)
+        package let prefix: String
+        package let path: String
+        package let type: String
+        package let channel: OutboxChannel
+        package static let verification = CodeMail(prefix: "verify", path: "/verify", type: "mail.verification", channel: .mail)
+        package static let recovery = CodeMail(prefix: "recover", path: "/recover", type: "mail.recovery", channel: .accountMail)
     }
 
     private func codeAndLink(_ kind: CodeMail, to address: String, username: String, code: String, link: String,
@@ -160,7 +173,7 @@ struct VerificationMails: Sendable {
 
     /// For the owner: the password was changed through a recovery, and what to do if it was
     /// not them.
-    func passwordChanged(to address: String, username: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
+    package func passwordChanged(to address: String, username: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
         let content = MailContent(
             subject: text("mail.changed_subject", language),
             heading: text("mail.changed_heading", language),
@@ -179,7 +192,7 @@ struct VerificationMails: Sendable {
     /// address: what changed and when, where to see the account, and what to do if it was
     /// not them. The texts are `mail.notice_<kind>_subject` and `_lead` ({username},
     /// {detail}: a passkey's name), with the shared `mail.notice_*` words around them.
-    func accountNotice(_ kind: AccountNotice, to address: String, username: String, detail: String = "",
+    package func accountNotice(_ kind: AccountNotice, to address: String, username: String, detail: String = "",
                        language: Languages.Language, at now: Date) throws -> OutboxEvent {
         func words(_ name: String) -> String { text("mail.notice_\(kind.rawValue)_\(name)", language) }
         // A deleted or disabled account has no page to go to: the link leads to getting back in.
@@ -200,7 +213,7 @@ struct VerificationMails: Sendable {
 
     /// The code that proves a new address of an existing account (`/account/email`); no
     /// link: the person is signed in on the page that asks for it.
-    func emailChangeCode(to address: String, username: String, code: String, language: Languages.Language, at now: Date,
+    package func emailChangeCode(to address: String, username: String, code: String, language: Languages.Language, at now: Date,
                          expiresAt: Date) throws -> OutboxEvent {
         let minutes = String(Int(expiresAt.timeIntervalSince(now) / 60))
         let content = MailContent(
@@ -220,7 +233,7 @@ struct VerificationMails: Sendable {
 
     /// For the owner of an address another account has proved: someone tried to move an
     /// account to it; nothing changed. The page they saw read as for a free address.
-    func addressClaimed(to address: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
+    package func addressClaimed(to address: String, language: Languages.Language, at now: Date) throws -> OutboxEvent {
         let content = MailContent(
             subject: text("mail.address_claimed_subject", language),
             heading: text("mail.address_claimed_subject", language),
@@ -237,7 +250,7 @@ struct VerificationMails: Sendable {
 
     /// For the old address once a new one is proved: what happened, and the link that undoes
     /// it for `days` (it brings the old address back and signs every browser out).
-    func emailChanged(to oldAddress: String, username: String, newAddress: String, undoLink: String, days: Int,
+    package func emailChanged(to oldAddress: String, username: String, newAddress: String, undoLink: String, days: Int,
                       language: Languages.Language, at now: Date) throws -> OutboxEvent {
         let content = MailContent(
             subject: text("mail.email_changed_subject", language),

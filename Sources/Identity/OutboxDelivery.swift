@@ -14,12 +14,12 @@ import Locking
 /// instances each claims its own events (`EventOutbox.claimDueEvents`). One thread per
 /// channel, one attempt at a time: nobody waits for a receiver, and a slow receiver slows only
 /// its own channel.
-final class OutboxDelivery: Sendable {
-    let channel: OutboxChannel
+package final class OutboxDelivery: Sendable {
+    package let channel: OutboxChannel
     private let schedule: DeliverySchedule
     private let courier: any OutboxCourier
     private let store: any EventOutbox
-    private let metrics: ServerMetrics
+    private let metrics: OutboxMetrics
     private let logger: Logger
     /// Events come due, are leased and retried by it.
     private let clock: any WallClock
@@ -27,8 +27,8 @@ final class OutboxDelivery: Sendable {
     private let state = Locked((running: false, stopped: false, nudged: false))
     private let finished = DispatchSemaphore(value: 0)
 
-    init(channel: OutboxChannel, schedule: DeliverySchedule, courier: any OutboxCourier, store: any EventOutbox,
-         metrics: ServerMetrics, logger: Logger, clock: any WallClock) {
+    package init(channel: OutboxChannel, schedule: DeliverySchedule, courier: any OutboxCourier, store: any EventOutbox,
+         metrics: OutboxMetrics, logger: Logger, clock: any WallClock) {
         self.channel = channel
         self.schedule = schedule
         self.courier = courier
@@ -38,7 +38,7 @@ final class OutboxDelivery: Sendable {
         self.clock = clock
     }
 
-    func start() {
+    package func start() {
         let starting = state.withLock { state -> Bool in
             defer { state.running = true }
             return !state.running && !state.stopped
@@ -50,14 +50,14 @@ final class OutboxDelivery: Sendable {
     }
 
     /// An event was written: look now rather than at the next poll.
-    func nudge() {
+    package func nudge() {
         condition.withLock {
             state.withLock { $0.nudged = true }
             condition.signal()
         }
     }
 
-    func stop() {
+    package func stop() {
         let wasRunning = state.withLock { state -> Bool in
             defer { state.stopped = true }
             return state.running && !state.stopped
@@ -83,7 +83,7 @@ final class OutboxDelivery: Sendable {
 
     /// One pass: claims the due events and attempts each once. Returns how many it claimed.
     @discardableResult
-    func deliverDue() -> Int {
+    package func deliverDue() -> Int {
         let claimed: [ClaimedEvent]
         do {
             // The lease outlasts the batch's attempts, so no other instance takes one meanwhile;
@@ -106,7 +106,7 @@ final class OutboxDelivery: Sendable {
         switch courier.deliver(event) {
         case .delivered:
             record { try store.markDelivered(eventID: event.id, attempts: attempts, at: clock.now) }
-            metrics.outbox(channel, .delivered)
+            metrics.count(channel, .delivered)
             return
         case .retry(let reason):
             failure = reason
@@ -117,7 +117,7 @@ final class OutboxDelivery: Sendable {
         let time = clock.now
         if parkNow || time.timeIntervalSince(event.createdAt) >= schedule.retryWindow {
             record { try store.park(eventID: event.id, attempts: attempts, error: failure) }
-            metrics.outbox(channel, .parked)
+            metrics.count(channel, .parked)
             logger.warning("Outbox event parked: it will not be sent again", metadata: [
                 "channel": "\(channel.rawValue)", "id": "\(event.id)", "type": "\(event.type)",
                 "attempts": "\(attempts)", "error": "\(failure)"])
@@ -126,7 +126,7 @@ final class OutboxDelivery: Sendable {
         let delay = min(schedule.maximumRetryDelay, schedule.firstRetryDelay * pow(2, Double(min(attempts - 1, 30))))
         let jittered = delay * Double.random(in: 0.75...1.25)
         record { try store.scheduleRetry(eventID: event.id, attempts: attempts, at: time.addingTimeInterval(jittered), error: failure) }
-        metrics.outbox(channel, .retried)
+        metrics.count(channel, .retried)
         logger.info("Outbox event will be retried", metadata: [
             "channel": "\(channel.rawValue)", "id": "\(event.id)", "attempts": "\(attempts)",
             "in_seconds": "\(Int(jittered.rounded()))", "error": "\(failure)"])
@@ -143,11 +143,11 @@ final class OutboxDelivery: Sendable {
 }
 
 /// Takes one outbox event to where it goes.
-protocol OutboxCourier: Sendable {
+package protocol OutboxCourier: Sendable {
     func deliver(_ event: OutboxEvent) -> CourierResult
 }
 
-enum CourierResult: Equatable {
+package enum CourierResult: Equatable {
     case delivered
     /// It may pass later (with why it did not now).
     case retry(String)

@@ -6,12 +6,12 @@ import WebKernel
 /// Sends webhook events to the operator's receiver as Standard Webhooks
 /// (standardwebhooks.com): a JSON body, `webhook-id` (the same on every attempt, so receivers
 /// can drop duplicates), `webhook-timestamp` (this attempt's) and `webhook-signature`.
-struct WebhookCourier: OutboxCourier {
-    let settings: WebhookSettings
+package struct WebhookCourier: OutboxCourier {
+    package let settings: WebhookSettings
     private let fetcher: BoundedHTTPFetcher
     private let now: @Sendable () -> Date
 
-    init(settings: WebhookSettings, now: @escaping @Sendable () -> Date) {
+    package init(settings: WebhookSettings, now: @escaping @Sendable () -> Date) {
         self.settings = settings
         self.now = now
         // Sequential attempts; no pause after failures (the backoff paces each event).
@@ -21,7 +21,7 @@ struct WebhookCourier: OutboxCourier {
             headers: ["Content-Type": "application/json", "User-Agent": "LiveSignup"], now: now)
     }
 
-    func deliver(_ event: OutboxEvent) -> CourierResult {
+    package func deliver(_ event: OutboxEvent) -> CourierResult {
         let timestamp = Int(now().timeIntervalSince1970)
         let headers = [
             "webhook-id: \(event.id)", "webhook-timestamp: \(timestamp)",
