@@ -28,7 +28,7 @@ final class SignInFunnelTests: XCTestCase {
             // `SignedInUsers.signIn`, whatever the holder's name ("signedIn", "signedInUsers", …).
             if text.contains(#/signedIn\w*\??\.signIn\(/#) { callers.append(file) }
         }
-        XCTAssertEqual(callers, ["SignupServer/Identity/SignInFunnel.swift"],
+        XCTAssertEqual(callers, ["Identity/SignInFunnel.swift"],
                        "a session issued outside the funnel skips its second-step rule")
     }
 

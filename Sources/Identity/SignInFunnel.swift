@@ -1,5 +1,4 @@
 import Foundation
-import Identity
 import Logging
 import MicroHTTPD
 import SignupDomain
@@ -11,11 +10,12 @@ import WebKernel
 /// its address proved), and the second step itself. `SignedInUsers.signIn` is called nowhere
 /// else (`SignInFunnelTests` reads the sources to keep it so): the rule below cannot drift
 /// from one route to another again, as `second_factor: required` once skipped two of them.
-struct SignInFunnel: Sendable, ServicesReader {
-    /// What it reads by name (`ServicesReader`): `signedIn`, `store`, `logger`.
-    let services: Services
+package struct SignInFunnel: Sendable {
+    package let signedIn: SignedInUsers
+    package let store: any AccountStore
+    package let logger: Logger
     /// What the person proved before reaching the funnel.
-    enum Proof: Equatable, Sendable {
+    package enum Proof: Equatable, Sendable {
         case password
         /// A passkey assertion; `userVerified`: the authenticator checked the person (a PIN, a
         /// fingerprint), which makes it two factors by itself.
@@ -32,7 +32,7 @@ struct SignInFunnel: Sendable, ServicesReader {
 
         /// Two factors in one: only a passkey assertion that verified the person, or the
         /// second step that followed a first factor.
-        var isBothFactors: Bool {
+        package var isBothFactors: Bool {
             switch self {
             case .passkey(let verified): verified
             case .secondFactor: true
@@ -42,28 +42,30 @@ struct SignInFunnel: Sendable, ServicesReader {
 
         /// Whether the session opens sensitive changes at once (`authenticated_at`): every
         /// proof but a passkey that only showed it was there.
-        var provesThePerson: Bool { self != .passkey(userVerified: false) }
+        package var provesThePerson: Bool { self != .passkey(userVerified: false) }
     }
 
     /// What the funnel did.
-    enum Outcome {
+    package enum Outcome {
         /// No session: the second step's cookie and the redirect to its page.
         case secondStep(HTTPResponse)
         /// A session: the `Set-Cookie` values that carry it.
         case signedIn([String])
     }
 
-    let gate: SecondStepGate
+    package let gate: SecondStepGate
 
-    init(_ services: Services) {
-        self.services = services
-        gate = SecondStepGate(services)
+    package init(gate: SecondStepGate, signedIn: SignedInUsers, store: any AccountStore, logger: Logger) {
+        self.gate = gate
+        self.signedIn = signedIn
+        self.store = store
+        self.logger = logger
     }
 
     /// Whether `account`, having shown `proof`, must take the second step: never after both
     /// factors; always when its factor is on; and under `required`, for every account
     /// (password, passkey-only or provider-made), which then sets a factor up at the step.
-    func needsSecondStep(_ account: Account, proof: Proof) throws -> Bool {
+    package func needsSecondStep(_ account: Account, proof: Proof) throws -> Bool {
         guard !proof.isBothFactors else { return false }
         if gate.rule == .required { return true }
         return try store.secondFactor(ofAccount: account.id)?.isEnabled == true
@@ -71,7 +73,7 @@ struct SignInFunnel: Sendable, ServicesReader {
 
     /// The second step or a session for `account` (its session cookie, if any, ended first).
     /// - Parameter returnTo: where the step's success leads (nil: the request's own target).
-    func finish(_ account: Account, proved proof: Proof, _ request: RequestContext, returnTo: String?? = nil) throws -> Outcome {
+    package func finish(_ account: Account, proved proof: Proof, _ request: RequestContext, returnTo: String?? = nil) throws -> Outcome {
         if try needsSecondStep(account, proof: proof) {
             return .secondStep(gate.start(for: account, request, returnTo: returnTo ?? request.returnTarget))
         }
