@@ -15,3 +15,18 @@ extension SignInFunnel {
         self.init(gate: SecondStepGate(services), signedIn: services.signedIn, store: services.store, logger: services.logger)
     }
 }
+
+extension AccountAnnouncer {
+    init(_ services: Services) {
+        self.init(accountMails: services.accountMails, mails: services.proofs?.mails, webhooks: services.webhooks)
+    }
+}
+
+extension ProviderLinker {
+    init(_ services: Services) {
+        let metrics = services.metrics
+        self.init(providers: services.providers, store: services.store, cookies: services.providerCookies,
+                  announcer: AccountAnnouncer(services), count: { metrics.provider($0, $1) }, logger: services.logger,
+                  now: services.now)
+    }
+}

@@ -7,13 +7,6 @@ import OpenIDConnect
 import SignupDomain
 import WebKernel
 
-/// One OpenID provider as this server uses it: the operator's declaration and its client.
-struct ConfiguredProvider: Sendable {
-    let declaration: ProviderDeclaration
-    let client: OpenIDProvider
-    var id: String { declaration.id }
-    var name: String { declaration.name }
-}
 
 /// Signing up and signing in through an OpenID Connect provider (issue 45).
 ///
@@ -41,7 +34,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
     let services: Services
     let cookies: ProviderCookies
     /// Links made, and the identity that waits for a sign-in to be linked.
-    let links: ProviderLinks
+    let links: ProviderLinker
     let funnel: SignInFunnel
     let announcer: AccountAnnouncer
     /// Addresses must be proved by mail here (`--email-verification required`).
@@ -55,7 +48,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
     init(_ services: Services) {
         self.services = services
         cookies = services.providerCookies
-        links = ProviderLinks(services)
+        links = ProviderLinker(services)
         funnel = SignInFunnel(services)
         announcer = AccountAnnouncer(services)
         provesAddresses = services.proofs != nil

@@ -12,7 +12,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     /// What it reads by name (`ServicesReader`): `store`, `limiters`, `refusals`, `metrics`, `logger`, `now`.
     let services: Services
     /// Links a provider's identity that waited for this sign-in (issue 45).
-    let providerLinks: ProviderLinks
+    let providerLinks: ProviderLinker
     let seal: SecondFactorSeal
     let announcer: AccountAnnouncer
 
@@ -29,7 +29,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
 
     init(_ services: Services) {
         self.services = services
-        providerLinks = ProviderLinks(services)
+        providerLinks = ProviderLinker(services)
         seal = services.secondFactorSeal
         announcer = AccountAnnouncer(services)
         gate = SecondStepGate(services)

@@ -20,13 +20,13 @@ struct SignInRoutes: Sendable, ServicesReader {
     /// Whether a forgotten password can be recovered here (mail can be sent).
     let offersRecovery: Bool
     /// A provider's identity that waits for this sign-in to be linked (issue 45).
-    let providerLinks: ProviderLinks
+    let providerLinks: ProviderLinker
 
     init(_ services: Services) {
         self.services = services
         funnel = SignInFunnel(services)
         offersRecovery = services.proofs != nil
-        providerLinks = ProviderLinks(services)
+        providerLinks = ProviderLinker(services)
     }
 
     func signInPage(_ request: RequestContext, username: String, error: String?, status: HTTPStatus,

@@ -1,5 +1,4 @@
 import Foundation
-import Identity
 import SignupDomain
 import WebKernel
 
@@ -7,18 +6,20 @@ import WebKernel
 /// owner's notice at a proved address (`VerificationMails.accountNotice`, on the account-mail
 /// lane) when mail is configured, and the webhook when webhooks are. An unproved address is
 /// never mailed: it may be a stranger's.
-struct AccountAnnouncer: Sendable, ServicesReader {
-    /// What it reads by name (`ServicesReader`): `accountMails`, `webhooks`.
-    let services: Services
-    let mails: VerificationMails?
+package struct AccountAnnouncer: Sendable {
+    /// The account-mail lane and its words (nil: no mail is configured).
+    package let accountMails: OutboxDelivery?
+    package let mails: VerificationMails?
+    package let webhooks: OutboxDelivery?
 
-    init(_ services: Services) {
-        self.services = services
-        mails = services.accountMails == nil ? nil : services.proofs?.mails
+    package init(accountMails: OutboxDelivery?, mails: VerificationMails?, webhooks: OutboxDelivery?) {
+        self.accountMails = accountMails
+        self.mails = accountMails == nil ? nil : mails
+        self.webhooks = webhooks
     }
 
     /// The events to write with the change (none when nothing is configured to carry them).
-    func events(_ notice: AccountNotice?, webhook type: String?, for account: Account, detail: String = "",
+    package func events(_ notice: AccountNotice?, webhook type: String?, for account: Account, detail: String = "",
                 language: Languages.Language, at date: Date, by actor: OutboxEvent.Actor = .owner) throws -> [OutboxEvent] {
         var events: [OutboxEvent] = []
         if let notice, let mails, account.emailVerifiedAt != nil {
@@ -30,7 +31,7 @@ struct AccountAnnouncer: Sendable, ServicesReader {
     }
 
     /// Wakes the deliveries once the change (and its events) is stored.
-    func nudge() {
+    package func nudge() {
         accountMails?.nudge()
         webhooks?.nudge()
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Identity
 import Logging
 import SignupDomain
 import WebKernel
@@ -7,28 +6,39 @@ import WebKernel
 /// An account's links to OpenID providers as every flow needs them: a link made (with its
 /// security event, webhook and count), and the identity a provider vouched for that waits in
 /// this browser until the account with its proved address signs in (any way in: a password,
-/// then any second factor). Built once from `Services`; the login and settings flows share it
+/// then any second factor). Built once; the login and settings flows share it
 /// instead of holding each other's handlers.
-struct ProviderLinks: Sendable, ServicesReader {
-    /// What it reads by name (`ServicesReader`): `providers`, `store`, `metrics`, `logger`, `now`.
-    let services: Services
-    let cookies: ProviderCookies
-    let announcer: AccountAnnouncer
+package struct ProviderLinker: Sendable {
+    /// The configured providers by id.
+    package let providers: [String: ConfiguredProvider]
+    package let store: any AccountStore
+    package let cookies: ProviderCookies
+    package let announcer: AccountAnnouncer
+    /// Counts an outcome by provider (`livesignup_provider_signins_total{provider,result}`).
+    package let count: @Sendable (_ provider: String, _ outcome: String) -> Void
+    package let logger: Logger
+    package let now: @Sendable () -> Date
 
-    init(_ services: Services) {
-        self.services = services
-        cookies = services.providerCookies
-        announcer = AccountAnnouncer(services)
+    package init(providers: [String: ConfiguredProvider], store: any AccountStore, cookies: ProviderCookies, announcer: AccountAnnouncer,
+         count: @escaping @Sendable (_ provider: String, _ outcome: String) -> Void, logger: Logger,
+         now: @escaping @Sendable () -> Date) {
+        self.providers = providers
+        self.store = store
+        self.cookies = cookies
+        self.announcer = announcer
+        self.count = count
+        self.logger = logger
+        self.now = now
     }
 
     /// Links `link` to `account` with its security event and webhook, told and counted.
-    func link(_ link: NewProviderLink, _ provider: ConfiguredProvider, to account: Account, _ request: RequestContext) throws {
+    package func link(_ link: NewProviderLink, _ provider: ConfiguredProvider, to account: Account, _ request: RequestContext) throws {
         let time = now()
         let events = try announcer.events(.providerLinked, webhook: "account.provider_linked", for: account, detail: provider.name,
                                           language: request.language, at: time)
         try store.linkProvider(link, toAccount: account.id, at: time, events: events)
         announcer.nudge()
-        metrics.provider(provider.id, "linked")
+        count(provider.id, "linked")
         logger.notice("A provider linked to an account", metadata: ["event": "provider_linked", "provider": "\(provider.id)",
                                                                     "account": "\(account.id)", "client": "\(request.client)"])
     }
@@ -36,7 +46,7 @@ struct ProviderLinks: Sendable, ServicesReader {
     /// After a sign-in to an account (password, then any second factor): the identity this
     /// browser brought from a provider whose address the account has is linked now. Returns
     /// the cookie that clears it, or nothing when there was none.
-    func finishPending(for account: Account, _ request: RequestContext) -> [String] {
+    package func finishPending(for account: Account, _ request: RequestContext) -> [String] {
         guard let identity = cookies.identity(in: request.http, for: .link), let provider = providers[identity.provider] else {
             return []
         }
@@ -62,7 +72,7 @@ struct ProviderLinks: Sendable, ServicesReader {
     }
 
     /// What the sign-in page says while a provider's identity waits for it: sign in to link.
-    func pendingNotice(_ request: RequestContext) -> String? {
+    package func pendingNotice(_ request: RequestContext) -> String? {
         guard let identity = cookies.identity(in: request.http, for: .link), let provider = providers[identity.provider] else {
             return nil
         }
