@@ -58,7 +58,7 @@ final class HostileCBORTests: XCTestCase {
 
     /// A form with a username typed and a passkey chosen, and its creation options.
     private func formWithOptions(_ username: String) async throws
-        -> (form: LiveSignupClient.FormSession, options: String, cookie: String?) {
+        -> (form: FormSession, options: String, cookie: String?) {
         let form = try await server.client.openForm()
         _ = try await form.edit("username", to: username, touched: true)
         _ = try await form.edit("email", to: "\(username)@example.org", touched: true)
@@ -68,7 +68,7 @@ final class HostileCBORTests: XCTestCase {
         return (form, options.body, PasskeyServerTests.browserCookie(options.headers))
     }
 
-    private func register(_ form: LiveSignupClient.FormSession, options: String, cookie: String?,
+    private func register(_ form: FormSession, options: String, cookie: String?,
                           with authenticator: SoftwareAuthenticator) async throws
         -> (status: Int, headers: [String: String], body: String) {
         let response = try authenticator.register(options: options, origin: Self.site)
@@ -93,7 +93,7 @@ final class HostileCBORTests: XCTestCase {
     }
 
     func testHostileAttestationObjectsOnTheFormAreRefusedWithoutMemory() async throws {
-        var prepared: [(String, LiveSignupClient.FormSession, String, String?)] = []
+        var prepared: [(String, FormSession, String, String?)] = []
         for (index, name) in Self.hostile.keys.sorted().enumerated() {
             let (form, options, cookie) = try await formWithOptions("hostile_\(index)")
             prepared.append((name, form, options, cookie))
@@ -111,7 +111,7 @@ final class HostileCBORTests: XCTestCase {
     }
 
     func testHostileKeysAndExtensionsInsideAuthenticatorDataAreRefusedWithoutMemory() async throws {
-        var prepared: [(String, Bool, LiveSignupClient.FormSession, String, String?)] = []
+        var prepared: [(String, Bool, FormSession, String, String?)] = []
         for (index, name) in Self.hostile.keys.sorted().enumerated() {
             for asKey in [true, false] {
                 let (form, options, cookie) = try await formWithOptions("inner_\(index)_\(asKey ? "k" : "e")")
@@ -133,7 +133,7 @@ final class HostileCBORTests: XCTestCase {
     /// Fifty hostile registrations at once while a person makes a passkey account and signs
     /// in with it: the fifty get their reason, the person gets their account.
     func testFiftyAtOnceCostNoMemoryAndAPersonSigningUpMeanwhileIsServed() async throws {
-        var prepared: [(LiveSignupClient.FormSession, String, String?)] = []
+        var prepared: [(FormSession, String, String?)] = []
         for index in 0..<50 {
             prepared.append(try await formWithOptions("flood_\(index)"))
         }

@@ -351,7 +351,7 @@ final class RecoveryTests: XCTestCase {
         let link = try await mailed(to: "oracle@example.org", count: 2).link
         let page = try await server.request("GET", "/recover/password", headers: ["Cookie": "\(RecoveryRoutes.secretCookie)=\(link)"])
         let token = try XCTUnwrap(page.body.firstMatch(of: #/name="token" value="([^"]+)"/#)).1.description
-        let form = LiveSignupClient.FormSession(client: server.client, token: token)
+        let form = FormSession(client: server.client, token: token)
         let events = EventCollector(form.events())
         await events.wait { $0.contains { if case .snapshot = $0 { return true }; return false } }
         _ = try await form.edit("password", to: password, touched: true)
@@ -385,7 +385,7 @@ final class RecoveryTests: XCTestCase {
         let page = try await server.request("GET", "/recover/password",
                                             headers: ["Cookie": "\(RecoveryRoutes.secretCookie)=\(link)"])
         let token = try XCTUnwrap(page.body.firstMatch(of: #/name="token" value="([^"]+)"/#)).1.description
-        let form = LiveSignupClient.FormSession(client: server.client, token: token)
+        let form = FormSession(client: server.client, token: token)
         let events = EventCollector(form.events())
         await events.wait { $0.contains { if case .snapshot = $0 { return true }; return false } }
         guard case .snapshot(let snapshot)? = events.events.first else { return XCTFail("a snapshot first") }

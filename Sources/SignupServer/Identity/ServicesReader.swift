@@ -24,20 +24,16 @@ extension ServicesReader {
     var metrics: ServerMetrics { services.metrics }
     var limiters: ClientLimiters { services.limiters }
     var refusals: Refusals { services.refusals }
-    var pages: Pages { services.pages }
     var availability: StoreAvailabilityChecker { services.availability }
     var sessions: LiveFormSessionRegistry { services.sessions }
     var hashing: PasswordHashingQueue { services.hashing }
     var placeholderHash: String { services.placeholderHash }
-    var addresses: ClientAddressResolver { services.addresses }
     var sameOrigin: SameOriginPolicy { services.sameOrigin }
     var returnTo: ReturnTo { services.returnTo }
     var signedIn: SignedInUsers { services.signedIn }
-    var recentSignIn: RecentSignIn { services.recentSignIn }
     var proofOfWork: ProofOfWorkGate? { services.proofOfWork }
     var webhooks: OutboxDelivery? { services.webhooks }
     var proofs: AddressProofs? { services.proofs }
-    var accountMails: OutboxDelivery? { services.accountMails }
     var secondFactorRule: SecondFactorRule { services.secondFactorRule }
     var providers: [String: ConfiguredProvider] { services.providers }
     var providerCookies: ProviderCookies { services.providerCookies }
