@@ -132,6 +132,33 @@ final class AccountChangeTests: XCTestCase {
 
     // MARK: The password
 
+    /// A fresh live session for the new-password form (its page's script asks when the old
+    /// one was dropped) is refused as the sign-up form's is: the per-address sessions limit
+    /// spent is a 429 naming the limit, with `Retry-After`, not a vague 503.
+    func testAFreshFormSessionOverTheSessionsLimitIsA429() async throws {
+        server.stop()
+        server = try TestServer { [clock, mail] configuration in
+            configuration.clock = clock
+            configuration.emailVerification = EmailVerificationSettings(
+                mail: MailSettings(transport: mail, from: "Tests <noreply@example.org>"))
+            configuration.limits.newSessionsPerAddress = .per(minute: 1, burst: 3)
+        }
+        try account("Renewer")
+        let cookie = try await signedIn("Renewer")
+        var statuses: [Int] = []
+        var refused: (status: Int, headers: [String: String], body: String)?
+        for _ in 0..<5 where refused == nil {
+            let answer = try await post("/account/password/session", [], cookie: cookie)
+            statuses.append(answer.status)
+            if answer.status != 201 { refused = answer }
+        }
+        XCTAssertEqual(statuses.first, 201, "the first fresh session is made")
+        let answer = try XCTUnwrap(refused, "the limit is reached within five")
+        XCTAssertEqual(answer.status, 429, answer.body)
+        XCTAssertTrue(answer.body.contains(#""rate_limited""#), answer.body)
+        XCTAssertNotNil(answer.headers["retry-after"])
+    }
+
     func testANewPasswordEndsEveryOtherSessionAndTellsTheOwner() async throws {
         let owner = try account("Mover")
         try account("Neighbour")

@@ -46,7 +46,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
         guard let proofs = services.proofs, let mails = services.accountMails else { return nil }
         self.proofs = proofs
         self.mails = mails
-        forms = AccountFormPages(sessions: services.sessions)
+        forms = AccountFormPages(sessions: services.sessions, refusals: services.refusals)
         answerFloor = services.configuration.recoveryAnswerFloor
         funnel = SignInFunnel(services)
         check = SecondFactorCheck(services)
@@ -321,19 +321,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
             return APIError(status: .gone, code: "recovery_expired",
                             message: expiredMessage(request)).response
         }
-        // A JSON row negotiates no language: the page's script names its own (`?lang=`).
-        let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
-        let account = opened.account
-        let form = passwordRules(request)(account, language)
-        do throws(LiveFormSessionRegistry.LookupError) {
-            let token = try sessions.startNewPasswordSession(form.policy, currentPassword: form.currentPassword,
-                                                             language: language.tag, address: request.client)
-            var response = HTTPResponse.json("{\"token\":\"\(token)\"}", status: .created)
-            response.headers.add("Cache-Control", "no-store")
-            return response
-        } catch {
-            return sessionRefused(error)
-        }
+        return forms.freshSession(request, for: opened.account, rules: passwordRules(request))
     }
 
     // MARK: POST /recover/password
@@ -619,16 +607,5 @@ struct RecoveryRoutes: Sendable, ServicesReader {
         logger.error("Account store unavailable during recovery", metadata: ["error": "\(error)"])
         metrics.recovery(.unavailable)
         return request.storeUnavailable(retryAfter: 10)
-    }
-
-    private func sessionRefused(_ error: LiveFormSessionRegistry.LookupError) -> HTTPResponse {
-        switch error {
-        case .limited(let exceeded): return refusals.limited(exceeded)
-        case .unknown, .full:
-            var refusal = APIError(status: .serviceUnavailable, code: "too_many_sessions",
-                                   message: "Too many forms are open. Please try again in a minute.")
-            refusal.retryAfter = 60
-            return refusal.response
-        }
     }
 }

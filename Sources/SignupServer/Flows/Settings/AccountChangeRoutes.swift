@@ -21,7 +21,7 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
 
     init(_ services: Services) {
         self.services = services
-        forms = AccountFormPages(sessions: services.sessions)
+        forms = AccountFormPages(sessions: services.sessions, refusals: services.refusals)
         announcer = AccountAnnouncer(services)
         usernameReservation = services.configuration.deletedUsernameReservation
     }

@@ -34,7 +34,7 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
         guard let proofs = services.proofs, let mails = services.accountMails else { return nil }
         self.proofs = proofs
         self.mails = mails
-        forms = AccountFormPages(sessions: services.sessions)
+        forms = AccountFormPages(sessions: services.sessions, refusals: services.refusals)
     }
 
     private var settings: EmailVerificationSettings { proofs.settings }

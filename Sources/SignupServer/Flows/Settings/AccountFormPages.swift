@@ -10,6 +10,7 @@ import WebKernel
 /// sign-up form.
 struct AccountFormPages: Sendable {
     let sessions: LiveFormSessionRegistry
+    let refusals: Refusals
 
     /// What a form is for one account in one language: its rules and, on a new-password form
     /// of an account that has one, the live "not your current password" check.
@@ -35,6 +36,14 @@ struct AccountFormPages: Sendable {
         guard case .account(let account) = request.signedIn else {
             return APIError(status: .unauthorized, code: "signed_out", message: request.text("passkey.error.signed_out")).response
         }
+        return freshSession(request, for: account, rules: rules)
+    }
+
+    /// `201 {"token": …}`: a new live session for the page's form about `account`, in the
+    /// page's language (a JSON row negotiates none: the script names it, `?lang=`). Refused as
+    /// the sign-up form's `POST /sessions` is: the per-address sessions limit spent is its 429,
+    /// a registry that is full a 503 `too_many_sessions`.
+    func freshSession(_ request: RequestContext, for account: Account, rules: Rules) -> HTTPResponse {
         let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
         let form = rules(account, language)
         do throws(LiveFormSessionRegistry.LookupError) {
@@ -44,9 +53,14 @@ struct AccountFormPages: Sendable {
             response.headers.add("Cache-Control", "no-store")
             return response
         } catch {
-            var refusal = APIError(status: .serviceUnavailable, code: "busy", message: request.text("error.unavailable"))
-            refusal.retryAfter = 5
-            return refusal.response
+            switch error {
+            case .limited(let exceeded): return refusals.limited(exceeded)
+            case .unknown, .full:
+                var refusal = APIError(status: .serviceUnavailable, code: "too_many_sessions",
+                                       message: "Too many forms are open. Please try again in a minute.")
+                refusal.retryAfter = 60
+                return refusal.response
+            }
         }
     }
 
