@@ -164,9 +164,9 @@ public final class SignupApplication: Sendable {
     /// Every flow's rows, as the router routes them (for tests that walk them).
     var routeTable: RouteTable { routes.table }
     /// Set when `stop` begins (`Services.stopping`).
-    private var stopping: Locked<Bool> { services.stopping }
+    private var stopping: Locked<Bool> { services.core.stopping }
     private var logger: Logger { services.logger }
-    private var sessions: LiveFormSessionRegistry { services.sessions }
+    private var sessions: LiveFormSessionRegistry { services.form.sessions }
 
     public init(configuration: Configuration, store: any AccountStore, logger: Logger = Logger(label: "livesignup")) throws {
         self.configuration = configuration
@@ -180,7 +180,7 @@ public final class SignupApplication: Sendable {
             Sweep(what: "delivered outbox events") { try store.removeDeliveredEvents(deliveredBefore: $0.addingTimeInterval(-7 * 86_400)) },
         ] + Router.flows.flatMap { $0.sweeps(services) }
         self.routes = routes
-        let metrics = services.metrics, repeatLimited = services.repeatLimited
+        let metrics = services.metrics, repeatLimited = services.core.repeatLimited
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: configuration.host, port: configuration.port,
@@ -205,7 +205,7 @@ public final class SignupApplication: Sendable {
                 }),
             responder: routes)
         // Weakly: the server owns the routes whose services read its port and stream count.
-        services.server.server = server
+        services.core.server.server = server
     }
 
     /// Answers a request in process, without a socket (as Hummingbird's testing framework
@@ -230,10 +230,10 @@ public final class SignupApplication: Sendable {
 
     public func start() throws {
         try server.start()
-        for delivery in services.deliveries { delivery.start() }
+        for delivery in services.outbox.deliveries { delivery.start() }
         scheduleSweep(every: min(60, max(1, configuration.sessionIdleLifetime / 4)))
         let stopping = self.stopping
-        services.accountStreams.start(on: configuration.clock, isStopping: { stopping.withLock { $0 } })
+        services.signIn.accountStreams.start(on: configuration.clock, isStopping: { stopping.withLock { $0 } })
         logger.info("Listening", metadata: ["url": "http://\(configuration.host):\(port)"])
         if configuration.publicOrigins.isEmpty {
             logger.notice("No --public-origin: this site's origin follows each request's Host (and X-Forwarded-Host from a trusted proxy), for the cross-site check, return_to and the passkey rp id; set --public-origin in production")
@@ -276,8 +276,8 @@ public final class SignupApplication: Sendable {
     public func stop(grace: TimeInterval? = nil) -> Bool {
         stopping.withLock { $0 = true }
         server.beginShutdown()
-        for delivery in services.deliveries { delivery.stop() }
-        services.hashing.shutDown()
+        for delivery in services.outbox.deliveries { delivery.stop() }
+        services.form.hashing.shutDown()
         let stopped = server.finishShutdown(grace: grace ?? configuration.shutdownGrace)
         if stopped {
             logger.info("Stopped")

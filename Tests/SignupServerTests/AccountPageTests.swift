@@ -192,7 +192,7 @@ final class AccountPageTests: XCTestCase {
             XCTAssertTrue(tab.read { $0.contains("event: devices") }, tab.received)
             tabs.append(tab)
         }
-        let streams = server.app.services.accountStreams
+        let streams = server.app.services.signIn.accountStreams
         XCTAssertEqual(streams.payloadsBuilt, 10, "one each as it opened")
         let sizes = tabs.map(\.received.count)
         for _ in 0..<5 { clock.advance(by: 1) }

@@ -29,7 +29,7 @@ final class ProviderTrustTests: XCTestCase {
         let identity = ProviderCookies.Identity(purpose: .signup, provider: "acme", issuer: "https://id.acme.example",
                                                 subject: "subject-\(username)", email: "\(username)@example.org",
                                                 providerSaysVerified: true, issuedAt: Date())
-        let cookie = try XCTUnwrap(server.app.services.providerCookies.identityCookie(identity).split(separator: ";").first)
+        let cookie = try XCTUnwrap(server.app.services.providerSignIn.cookies.identityCookie(identity).split(separator: ";").first)
         let form = try await server.client.openForm()
         return try await server.request("POST", "/signup", body: FormURLEncoder.encode([
             ("token", form.token), ("username", username), ("email", "\(username)@example.org"), ("credential", "provider"),

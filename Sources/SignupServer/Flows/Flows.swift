@@ -15,10 +15,11 @@ extension Router {
     /// The router of every flow's rows, with the services it reads before and after them.
     init(_ services: Services) {
         let metrics = services.metrics
-        self.init(table: RouteTable(Self.flows.flatMap { $0.routes(services) }), pages: services.pages,
-                  maxBodyBytes: services.configuration.maxBodyBytes, addresses: services.addresses,
-                  sameOrigin: services.sameOrigin, limiters: services.limiters, refusals: services.refusals,
-                  returnTo: services.returnTo, signedIn: SignedInReader(signedIn: services.signedIn, recent: services.recentSignIn),
+        self.init(table: RouteTable(Self.flows.flatMap { $0.routes(services) }), pages: services.site.pages,
+                  maxBodyBytes: services.configuration.maxBodyBytes, addresses: services.site.addresses,
+                  sameOrigin: services.site.sameOrigin, limiters: services.site.limiters, refusals: services.site.refusals,
+                  returnTo: services.site.returnTo,
+                  signedIn: SignedInReader(signedIn: services.signIn.users, recent: services.signIn.recent),
                   metrics: RouterMetrics(request: { metrics.request(route: $0, status: $1, seconds: $2) },
                                          refusedCrossSite: { outcome in
                                              switch outcome {

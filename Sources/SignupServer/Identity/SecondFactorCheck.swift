@@ -29,9 +29,9 @@ struct SecondFactorCheck: Sendable, ServicesReader {
 
     init(_ services: Services) {
         self.services = services
-        seal = services.secondFactorSeal
+        seal = services.signIn.secondFactorSeal
         announcer = AccountAnnouncer(services)
-        lockout = services.secondFactorLockout
+        lockout = services.signIn.secondFactorLockout
     }
 
     /// What the code was.

@@ -12,7 +12,7 @@ enum LiveFormFlow: Flow {
     /// Spent proofs of work are kept until their challenge would have expired; the price's
     /// memory of each address decays.
     static func sweeps(_ services: Services) -> [Sweep] {
-        let store = services.store, pricing = services.proofOfWork?.pricing
+        let store = services.store, pricing = services.form.proofOfWork?.pricing
         return [
             Sweep(what: "expired proofs of work") { try store.removeExpiredProofs(at: $0) },
             Sweep(what: "decayed proof-of-work pressure") { _ in pricing?.sweep(); return 0 },

@@ -20,9 +20,9 @@ struct LiveFormRoutes: Sendable, ServicesReader {
 
     init(_ services: Services) {
         self.services = services
-        blankPages = Dictionary(uniqueKeysWithValues: services.languages.all.map {
-            ($0.tag, SignupPage.blank(services.renderer, language: $0, assets: services.assets,
-                                                        withChallenge: services.proofOfWork != nil))
+        blankPages = Dictionary(uniqueKeysWithValues: services.site.languages.all.map {
+            ($0.tag, SignupPage.blank(services.site.renderer, language: $0, assets: services.site.assets,
+                                                        withChallenge: services.form.proofOfWork != nil))
         })
         retryMilliseconds = services.configuration.retryMilliseconds
     }

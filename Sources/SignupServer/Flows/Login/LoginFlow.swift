@@ -11,7 +11,7 @@ enum LoginFlow: Flow {
 
     /// A signed-in session is kept until it expires or has been idle too long.
     static func sweeps(_ services: Services) -> [Sweep] {
-        let signedIn = services.signedIn
+        let signedIn = services.signIn.users
         return [Sweep(what: "ended signed-in sessions") { _ in try signedIn.removeEnded() }]
     }
 

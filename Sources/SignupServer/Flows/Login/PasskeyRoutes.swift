@@ -25,7 +25,7 @@ struct PasskeyRoutes: Sendable, ServicesReader {
         self.services = services
         funnel = SignInFunnel(services)
         announcer = AccountAnnouncer(services)
-        challenges = services.passkeyChallenges
+        challenges = services.signIn.passkeyChallenges
     }
 
     /// The ceremonies a metric counts separately.

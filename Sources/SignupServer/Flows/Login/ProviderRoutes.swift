@@ -47,12 +47,12 @@ struct ProviderRoutes: Sendable, ServicesReader {
 
     init(_ services: Services) {
         self.services = services
-        cookies = services.providerCookies
+        cookies = services.providerSignIn.cookies
         links = ProviderLinker(services)
         funnel = SignInFunnel(services)
         announcer = AccountAnnouncer(services)
-        provesAddresses = services.proofs != nil
-        redirectURI = services.providerRedirectURI
+        provesAddresses = services.outbox.proofs != nil
+        redirectURI = services.providerSignIn.redirectURI
     }
 
     static let callbackPath = "/signin/provider/callback"

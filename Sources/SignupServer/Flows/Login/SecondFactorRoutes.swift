@@ -30,7 +30,7 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     init(_ services: Services) {
         self.services = services
         providerLinks = ProviderLinker(services)
-        seal = services.secondFactorSeal
+        seal = services.signIn.secondFactorSeal
         announcer = AccountAnnouncer(services)
         gate = SecondStepGate(services)
         funnel = SignInFunnel(services)

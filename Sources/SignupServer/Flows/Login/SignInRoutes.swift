@@ -25,7 +25,7 @@ struct SignInRoutes: Sendable, ServicesReader {
     init(_ services: Services) {
         self.services = services
         funnel = SignInFunnel(services)
-        offersRecovery = services.proofs != nil
+        offersRecovery = services.outbox.proofs != nil
         providerLinks = ProviderLinker(services)
     }
 

@@ -12,9 +12,9 @@ struct OperationsRoutes: Sendable {
 
     init(_ services: Services) {
         let store = services.store, metrics = services.metrics, now = services.now
-        let sessions = services.sessions, server = services.server, deliveries = services.deliveries
+        let sessions = services.form.sessions, server = services.core.server, deliveries = services.outbox.deliveries
         // `/readyz` turns 503 once a stop begins.
-        let stopping = services.stopping
+        let stopping = services.core.stopping
         health = HealthChecks(store: store, isStopping: { stopping.withLock { $0 } })
         metricsExport = services.configuration.metricsExport.map { export in
             // Gauges are read at scrape time rather than updated on every change.
@@ -29,7 +29,7 @@ struct OperationsRoutes: Sendable {
                 return export.render()
             }
         }
-        assets = services.assets
+        assets = services.site.assets
     }
 
     func liveness() -> HTTPResponse { health.liveness() }

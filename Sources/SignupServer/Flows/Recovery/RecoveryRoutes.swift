@@ -43,10 +43,10 @@ struct RecoveryRoutes: Sendable, ServicesReader {
     /// Nil when no mail can be sent (`--email-verification off`): the routes are then 404.
     init?(_ services: Services) {
         self.services = services
-        guard let proofs = services.proofs, let mails = services.accountMails else { return nil }
+        guard let proofs = services.outbox.proofs, let mails = services.outbox.accountMails else { return nil }
         self.proofs = proofs
         self.mails = mails
-        forms = AccountFormPages(sessions: services.sessions, refusals: services.refusals)
+        forms = AccountFormPages(sessions: services.form.sessions, refusals: services.site.refusals)
         answerFloor = services.configuration.recoveryAnswerFloor
         funnel = SignInFunnel(services)
         check = SecondFactorCheck(services)

@@ -34,7 +34,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
     init?(_ services: Services) {
         self.services = services
         funnel = SignInFunnel(services)
-        guard let proofs = services.proofs else { return nil }
+        guard let proofs = services.outbox.proofs else { return nil }
         self.proofs = proofs
     }
 

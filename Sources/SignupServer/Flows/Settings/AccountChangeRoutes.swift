@@ -21,7 +21,7 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
 
     init(_ services: Services) {
         self.services = services
-        forms = AccountFormPages(sessions: services.sessions, refusals: services.refusals)
+        forms = AccountFormPages(sessions: services.form.sessions, refusals: services.site.refusals)
         announcer = AccountAnnouncer(services)
         usernameReservation = services.configuration.deletedUsernameReservation
     }

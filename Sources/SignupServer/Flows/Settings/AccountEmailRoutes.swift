@@ -31,10 +31,10 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
 
     init?(_ services: Services) {
         self.services = services
-        guard let proofs = services.proofs, let mails = services.accountMails else { return nil }
+        guard let proofs = services.outbox.proofs, let mails = services.outbox.accountMails else { return nil }
         self.proofs = proofs
         self.mails = mails
-        forms = AccountFormPages(sessions: services.sessions, refusals: services.refusals)
+        forms = AccountFormPages(sessions: services.form.sessions, refusals: services.site.refusals)
     }
 
     private var settings: EmailVerificationSettings { proofs.settings }

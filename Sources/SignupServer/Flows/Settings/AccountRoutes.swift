@@ -22,9 +22,9 @@ struct AccountRoutes: Sendable, ServicesReader {
 
     init(_ services: Services) {
         self.services = services
-        recent = services.recentSignIn
+        recent = services.signIn.recent
         announcer = AccountAnnouncer(services)
-        streams = services.accountStreams
+        streams = services.signIn.accountStreams
         retryMilliseconds = services.configuration.retryMilliseconds
     }
 

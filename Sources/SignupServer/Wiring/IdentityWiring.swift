@@ -5,27 +5,27 @@ import Identity
 
 extension SecondStepGate {
     init(_ services: Services) {
-        self.init(seal: services.secondFactorSeal, secureCookies: services.signedIn.secureCookies,
-                  rule: services.secondFactorRule, logger: services.logger, now: services.now)
+        self.init(seal: services.signIn.secondFactorSeal, secureCookies: services.signIn.users.secureCookies,
+                  rule: services.signIn.secondFactorRule, logger: services.logger, now: services.now)
     }
 }
 
 extension SignInFunnel {
     init(_ services: Services) {
-        self.init(gate: SecondStepGate(services), signedIn: services.signedIn, store: services.store, logger: services.logger)
+        self.init(gate: SecondStepGate(services), signedIn: services.signIn.users, store: services.store, logger: services.logger)
     }
 }
 
 extension AccountAnnouncer {
     init(_ services: Services) {
-        self.init(accountMails: services.accountMails, mails: services.proofs?.mails, webhooks: services.webhooks)
+        self.init(accountMails: services.outbox.accountMails, mails: services.outbox.proofs?.mails, webhooks: services.outbox.webhooks)
     }
 }
 
 extension ProviderLinker {
     init(_ services: Services) {
         let metrics = services.metrics
-        self.init(providers: services.providers, store: services.store, cookies: services.providerCookies,
+        self.init(providers: services.providerSignIn.byID, store: services.store, cookies: services.providerSignIn.cookies,
                   announcer: AccountAnnouncer(services), count: { metrics.provider($0, $1) }, logger: services.logger,
                   now: services.now)
     }
