@@ -100,32 +100,20 @@ package struct RequestContext: Sendable {
 }
 
 extension RequestContext {
-    /// 503 for a request the account store could not serve, in the row's form: a page in the
-    /// request's language where a person is looking, else the JSON refusal; both say when to
-    /// try again. The one place this answer is made (the caller logs and counts the cause).
-    /// - Parameters:
-    ///   - message: the catalog key of the sentence shown (`signin.unavailable` on sign-out).
-    ///   - headers: more headers (a cookie the answer still ends).
+    /// 503 for a request the account store could not serve, in the row's form
+    /// (`Refused.unavailable`): a page in the request's language where a person is looking,
+    /// else the JSON refusal; both say when to try again. The caller logs and counts the cause.
     package func storeUnavailable(retryAfter seconds: Int = 5, message: String = "error.unavailable",
-                          headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        guard answers == .page else {
-            var error = APIError(status: .serviceUnavailable, code: "unavailable", message: text(message))
-            error.retryAfter = seconds
-            var response = error.response
-            for (name, value) in headers { response.headers.add(name, value) }
-            return response
-        }
-        var all = HTTPHeaders([("Retry-After", String(seconds))])
-        for (name, value) in headers { all.add(name, value) }
-        return pages.problem(title: text("problem.unavailable_title"), message: text(message), code: "unavailable",
-                             status: .serviceUnavailable, headers: all)
+                                  headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
+        Refused.unavailable(retryAfter: seconds, message: message, headers: headers).answer(self)
     }
 }
 
 extension RequestContext {
     /// `body` with the signed-in person's account; else a signed-out person goes to the
-    /// sign-in form, which brings them back to `/account`, and a store that could not say is
-    /// thrown to the router, which answers its one 503.
+    /// sign-in form, which brings them back to `/account` (a JSON row's answer is the 401
+    /// `signed_out`), and a store that could not say is thrown to the router, which answers
+    /// its one 503.
     package func forAccount(_ body: (Account) throws -> HTTPResponse) throws -> HTTPResponse {
         switch signedIn {
         case .account(let account):
@@ -133,6 +121,7 @@ extension RequestContext {
         case .unavailable(let reason):
             throw StorageFault(reason)
         case .signedOut, .notAsked:
+            guard answers == .page else { throw Refused.signedOut }
             return Self.signInFirst(self)
         }
     }

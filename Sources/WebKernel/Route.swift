@@ -100,13 +100,13 @@ package final class Route: Sendable {
         name = prefix ? String(path.dropLast()) : path
     }
 
-    /// A page row that acts for the signed-in person (`signedIn`, or a change behind
+    /// A row that acts for the signed-in person (`signedIn`, or a change behind
     /// `recentSignIn`): its handler gets the account; a signed-out person is sent to sign in
-    /// and back to `/account`, and a store that could not say is a 503, both by the router.
+    /// and back to `/account` (a JSON row answers the 401 `signed_out`), and a store that
+    /// could not say is a 503, both by the router.
     package convenience init(_ method: HTTPMethod, _ path: String, answers: Answers, reads: Reads = .query, limits: [RateLimitName] = [],
          spentFirst: [RateLimitName] = [], recentSignIn: SignInContinuation? = nil,
          forAccount handler: @escaping AccountHandler) {
-        precondition(answers == .page, "\(path): a signed-out person is answered with a page")
         self.init(method, path, answers: answers, reads: reads, limits: limits, spentFirst: spentFirst,
                   signedIn: true, recentSignIn: recentSignIn) { request in
             try request.forAccount { try handler(request, $0) }

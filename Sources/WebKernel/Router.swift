@@ -195,10 +195,25 @@ package struct Router: HTTPResponder {
         do {
             answer = try route.handler(context)
         } catch {
-            // What a handler let through is the account store's: the one 503, logged.
-            answer = refusals.storeUnavailable(context, error)
+            answer = self.answer(thrown: error, by: route, in: context)
         }
         return Self.spoken(answer, of: route, in: context)
+    }
+
+    /// What a handler threw, answered as its row answers (`Refused` lists the cases): a
+    /// refusal in the row's form, a limit's 429 counted, and whatever else the account
+    /// store's, the one 503, logged.
+    private func answer(thrown error: any Error, by route: Route, in request: RequestContext) -> HTTPResponse {
+        switch error {
+        case let refused as Refused:
+            return refused.answer(request)
+        case let error as APIError:
+            return error.response
+        case let exceeded as LimitExceeded where !exceeded.storeUnavailable:
+            return route.answers == .page ? refusals.slowDownPage(exceeded, in: request.pages) : refusals.limited(exceeded)
+        default:
+            return refusals.storeUnavailable(request, error)
+        }
     }
 
     /// A page says which language it is in (`Content-Language`), added here once for every

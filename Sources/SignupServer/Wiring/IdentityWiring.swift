@@ -30,3 +30,18 @@ extension ProviderLinker {
                   now: services.now)
     }
 }
+
+extension SecondFactorCheck {
+    /// A refused code counts as a failed sign-in and raises the client's proof-of-work price.
+    init(_ services: Services) {
+        let metrics = services.metrics, proofOfWork = services.form.proofOfWork
+        self.init(store: services.store, limiters: services.site.limiters, seal: services.signIn.secondFactorSeal,
+                  announcer: AccountAnnouncer(services), lockout: services.signIn.secondFactorLockout,
+                  outcomes: Outcomes(wrong: { clientKey in
+                                         metrics.signin(.failure)
+                                         proofOfWork?.pricing.record(.failedSignin, addressKey: clientKey)
+                                     },
+                                     limited: { metrics.signin(.rateLimited) }),
+                  logger: services.logger, now: services.now)
+    }
+}

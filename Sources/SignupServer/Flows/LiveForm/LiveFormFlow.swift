@@ -24,14 +24,14 @@ enum LiveFormFlow: Flow {
         let liveForm = LiveFormRoutes(services)
         return [
             Route(.get, "/", answers: .page, limits: [.pages], spentFirst: [.pages]) { liveForm.signupPage($0) },
-            Route(.get, "/events", answers: .json, limits: [.sessions]) { liveForm.events($0) },
+            Route(.get, "/events", answers: .json, limits: [.sessions]) { try liveForm.events($0) },
             // The typing path reads its own body: only the fields it uses, no language.
             // A recovery's new-password form checks "not your current password" with a hash.
             Route(.post, "/fields", answers: .json, limits: [.edits, .sessions, .lookups, .hashing], spentFirst: [.edits]) {
-                liveForm.fieldEdit($0)
+                try liveForm.fieldEdit($0)
             },
             Route(.post, "/sessions", answers: .json, limits: [.pages], spentFirst: [.pages]) { liveForm.newSession($0) },
-            Route(.get, "/challenge", answers: .json, limits: [.pages], spentFirst: [.pages]) { liveForm.challenge($0) },
+            Route(.get, "/challenge", answers: .json, limits: [.pages], spentFirst: [.pages]) { try liveForm.challenge($0) },
         ]
     }
 }

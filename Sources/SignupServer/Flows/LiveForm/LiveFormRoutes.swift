@@ -59,16 +59,16 @@ struct LiveFormRoutes: Sendable, ServicesReader {
 
     /// A fresh proof-of-work challenge for a genuine form token, at the client's price (the
     /// page's script asks when its challenge no longer fits; programs ask before a sign-up).
-    func challenge(_ request: RequestContext) -> HTTPResponse {
+    func challenge(_ request: RequestContext) throws -> HTTPResponse {
         guard let proofOfWork else {
-            return APIError(status: .notFound, code: "proofs_off", message: "This server asks for no proof of work.").response
+            throw APIError(status: .notFound, code: "proofs_off", message: "This server asks for no proof of work.")
         }
         guard let token = request.http.queryValue("token"), !token.isEmpty else {
-            return APIError.missingParameter("token").response
+            throw APIError.missingParameter("token")
         }
         guard sessions.isGenuine(token) else {
-            return APIError(status: .badRequest, code: "invalid_token",
-                            message: "The 'token' parameter is not a form token of this server. Reload the page for a new one.").response
+            throw APIError(status: .badRequest, code: "invalid_token",
+                           message: "The 'token' parameter is not a form token of this server. Reload the page for a new one.")
         }
         var response = HTTPResponse.json(proofOfWork.challenge(for: token, addressKey: request.clientKey).json, status: .ok)
         response.headers.add("Cache-Control", "no-store")
@@ -77,18 +77,17 @@ struct LiveFormRoutes: Sendable, ServicesReader {
 
     // MARK: GET /events
 
-    func events(_ context: RequestContext) -> HTTPResponse {
+    func events(_ context: RequestContext) throws -> HTTPResponse {
         let request = context.http, client = context.client
         guard let token = request.queryValue("token"), !token.isEmpty else {
-            return APIError.missingParameter("token").response
+            throw APIError.missingParameter("token")
         }
         if context.method == .head {
             // Headers only: no session is built for a look; the answer GET would give.
-            guard sessions.acceptsForLiveUse(token) else { return APIError.unknownSession.response }
+            guard sessions.acceptsForLiveUse(token) else { throw APIError.unknownSession }
             return .eventStream(EventStream())
         }
-        let session: LiveFormSession
-        do { session = try lookUpSession(token, client: client, language: request.queryValue("lang")) } catch { return error.response }
+        let session = try lookUpSession(token, client: client, language: request.queryValue("lang"))
         let stream = EventStream()
         session.attach(stream, retryMilliseconds: retryMilliseconds)
         return .eventStream(stream)
@@ -121,52 +120,50 @@ struct LiveFormRoutes: Sendable, ServicesReader {
 
     // MARK: POST /fields
 
-    func fieldEdit(_ context: RequestContext) -> HTTPResponse {
+    func fieldEdit(_ context: RequestContext) throws -> HTTPResponse {
         let request = context.http, client = context.client
-        let form: URLEncodedForm
-        do { form = try decodeForm(request) } catch { return error.response }
+        let form = try decodeForm(request)
         // The token may come in the URL as well (`/fields?token=…`, so a proxy can route by
         // it); if both carry one they must agree. Each parameter is looked up once.
         let queryToken = request.queryValue("token"), bodyToken = form["token"]
         if let queryToken, let bodyToken, queryToken != bodyToken {
-            return APIError(status: .badRequest, code: "token_mismatch",
-                            message: "The token in the URL and the token in the body differ; send one token.").response
+            throw APIError(status: .badRequest, code: "token_mismatch",
+                           message: "The token in the URL and the token in the body differ; send one token.")
         }
-        guard let token = bodyToken ?? queryToken else { return APIError.missingParameter("token").response }
-        guard let fieldName = form["field"] else { return APIError.missingParameter("field").response }
-        guard let value = form["value"] else { return APIError.missingParameter("value").response }
-        guard let seqText = form["seq"] else { return APIError.missingParameter("seq").response }
+        guard let token = bodyToken ?? queryToken else { throw APIError.missingParameter("token") }
+        guard let fieldName = form["field"] else { throw APIError.missingParameter("field") }
+        guard let value = form["value"] else { throw APIError.missingParameter("value") }
+        guard let seqText = form["seq"] else { throw APIError.missingParameter("seq") }
         // A field's value, or the credential the person chose (password or passkey).
         let field: SignupField?, credential: CredentialMethod?
         if fieldName == CredentialMethod.fieldName {
             guard let method = CredentialMethod(rawValue: value) else {
                 let known = CredentialMethod.allCases.map(\.rawValue).joined(separator: " or ")
-                return APIError(status: .badRequest, code: "invalid_credential",
-                                message: "The credential must be \(known), not '\(value)'.").response
+                throw APIError(status: .badRequest, code: "invalid_credential",
+                               message: "The credential must be \(known), not '\(value)'.")
             }
             // A provider's sign-in is chosen by its answer, not typed: only a browser holding
             // that answer (the sealed cookie) may say it again (after a lost session, say).
             if method == .provider, providerCookies.identity(in: request, for: .signup) == nil {
-                return APIError(status: .forbidden, code: "no_provider_signin",
-                                message: "This browser holds no sign-in with a provider; continue with the provider first.").response
+                throw APIError(status: .forbidden, code: "no_provider_signin",
+                               message: "This browser holds no sign-in with a provider; continue with the provider first.")
             }
             (field, credential) = (nil, method)
         } else {
             guard let named = policy.field(named: fieldName) else {
                 let known = (policy.fieldOrder.map(\.rawValue) + [CredentialMethod.fieldName]).joined(separator: ", ")
-                return APIError(status: .badRequest, code: "unknown_field",
-                                message: "Unknown field '\(fieldName)'. Expected one of: \(known).").response
+                throw APIError(status: .badRequest, code: "unknown_field",
+                               message: "Unknown field '\(fieldName)'. Expected one of: \(known).")
             }
             (field, credential) = (named, nil)
         }
         guard let seq = UInt64(seqText) else {
-            return APIError(status: .badRequest, code: "invalid_seq",
-                            message: "'seq' must be a non-negative whole number, counting up with each edit of a field.").response
+            throw APIError(status: .badRequest, code: "invalid_seq",
+                           message: "'seq' must be a non-negative whole number, counting up with each edit of a field.")
         }
-        let session: LiveFormSession
-        do { session = try lookUpSession(token, client: client, language: request.queryValue("lang")) } catch { return error.response }
+        let session = try lookUpSession(token, client: client, language: request.queryValue("lang"))
         // Per form only once the token is known genuine, so made-up tokens fill no table.
-        if let refused = refusals.refusal(by: limiters.editsPerSession, of: token) { return refused }
+        try limiters.editsPerSession.admit(token)
         let touched = form["touched"].map { $0 == "1" || $0 == "true" } ?? false
         let result = field.map { session.apply(field: $0, value: value, seq: seq, touched: touched) }
             ?? session.chooseCredential(credential!, seq: seq)

@@ -40,8 +40,8 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
     // MARK: POST /account/password/session
 
     /// A fresh live session for the change form (its old one was dropped): `{"token": …}`.
-    func renewPasswordSession(_ request: RequestContext) -> HTTPResponse {
-        forms.renewSession(request, rules: passwordRules(request))
+    func renewPasswordSession(_ request: RequestContext) throws -> HTTPResponse {
+        try forms.renewSession(request, rules: passwordRules(request))
     }
 
     // MARK: POST /account/password

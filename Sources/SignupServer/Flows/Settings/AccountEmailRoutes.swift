@@ -50,8 +50,8 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
 
     // MARK: POST /account/email/session
 
-    func renewSession(_ request: RequestContext) -> HTTPResponse {
-        forms.renewSession(request, rules: Self.rules)
+    func renewSession(_ request: RequestContext) throws -> HTTPResponse {
+        try forms.renewSession(request, rules: Self.rules)
     }
 
     /// The address form's rules for an account: the sign-up form's email checks, no password.

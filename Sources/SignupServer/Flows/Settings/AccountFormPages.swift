@@ -32,11 +32,8 @@ struct AccountFormPages: Sendable {
 
     /// `POST …/session`: `201 {"token": …}` for the form in the page's language (JSON rows
     /// negotiate none: the script names it, `?lang=`).
-    func renewSession(_ request: RequestContext, rules: Rules) -> HTTPResponse {
-        guard case .account(let account) = request.signedIn else {
-            return APIError(status: .unauthorized, code: "signed_out", message: request.text("passkey.error.signed_out")).response
-        }
-        return freshSession(request, for: account, rules: rules)
+    func renewSession(_ request: RequestContext, rules: Rules) throws -> HTTPResponse {
+        try request.forAccount { freshSession(request, for: $0, rules: rules) }
     }
 
     /// `201 {"token": …}`: a new live session for the page's form about `account`, in the
@@ -56,10 +53,8 @@ struct AccountFormPages: Sendable {
             switch error {
             case .limited(let exceeded): return refusals.limited(exceeded)
             case .unknown, .full:
-                var refusal = APIError(status: .serviceUnavailable, code: "too_many_sessions",
-                                       message: "Too many forms are open. Please try again in a minute.")
-                refusal.retryAfter = 60
-                return refusal.response
+                return APIError(status: .serviceUnavailable, code: "too_many_sessions",
+                                message: "Too many forms are open. Please try again in a minute.", retryAfter: 60).response
             }
         }
     }

@@ -74,28 +74,16 @@ struct AccountRoutes: Sendable, ServicesReader {
     /// The page's stream: `devices` whenever the account's sessions (or this browser's
     /// "changes open until") change, on any instance; `signed_out` when this browser's
     /// session ends. JSON refusals: a program or the page's script reads them.
-    func events(_ request: RequestContext) -> HTTPResponse {
-        let account: Account
-        switch request.signedIn {
-        case .account(let signedInAccount): account = signedInAccount
-        case .unavailable:
-            return request.storeUnavailable()
-        case .signedOut, .notAsked:
-            return APIError(status: .unauthorized, code: "signed_out", message: request.text("passkey.error.signed_out")).response
-        }
-        guard let idHash = signedIn.sessionHash(in: request.cookieHeader) else {
-            return APIError(status: .unauthorized, code: "signed_out", message: request.text("passkey.error.signed_out")).response
-        }
+    func events(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
+        guard let idHash = signedIn.sessionHash(in: request.cookieHeader) else { throw Refused.signedOut }
         // Headers only for a look: no stream is kept for it.
         if request.method == .head { return .eventStream(EventStream()) }
         let language = request.pages.visitorLanguage(request.http, requested: request.http.queryValue("lang"))
         let stream = EventStream()
         guard streams.attach(stream, account: account, idHash: idHash, client: request.clientKey, language: language,
                              retryMilliseconds: retryMilliseconds) else {
-            var error = APIError(status: .serviceUnavailable, code: "too_many_streams",
-                                 message: "Too many account pages are open. Close one, or try again in a minute.")
-            error.retryAfter = 60
-            return error.response
+            throw APIError(status: .serviceUnavailable, code: "too_many_streams",
+                           message: "Too many account pages are open. Close one, or try again in a minute.", retryAfter: 60)
         }
         return .eventStream(stream)
     }

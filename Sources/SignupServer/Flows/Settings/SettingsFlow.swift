@@ -34,21 +34,20 @@ enum SettingsFlow: Flow {
             Route(.get, "/account", answers: .page, limits: [.pages], spentFirst: [.pages],
                   forAccount: { accountPage.page($0, $1) }),
             // The page's live list of devices (and how long changes stay open).
-            Route(.get, "/account/events", answers: .json, limits: [.pages], spentFirst: [.pages], signedIn: true) {
-                accountPage.events($0)
-            },
+            Route(.get, "/account/events", answers: .json, limits: [.pages], spentFirst: [.pages],
+                  forAccount: { try accountPage.events($0, $1) }),
             Route(.get, "/account/password", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages],
                   recentSignIn: .password, forAccount: { accountChanges.passwordPage($0, $1) }),
             Route(.post, "/account/password", answers: .page, reads: .form, limits: [.signins, .hashing, .sessions],
                   recentSignIn: .password, forAccount: { accountChanges.changePassword($0, $1) }),
             Route(.post, "/account/password/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages],
-                  recentSignIn: .password) { accountChanges.renewPasswordSession($0) },
+                  recentSignIn: .password) { try accountChanges.renewPasswordSession($0) },
             // A new address: checked live, proved by a mailed code; the old one can undo it for a week.
             Route(.get, "/account/email", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages], recentSignIn: .email) {
                 request in try AccountEmailRoutes.forAccount(request, accountEmail) { $0.page(request, $1) }
             },
             Route(.post, "/account/email/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages],
-                  recentSignIn: .email) { request in accountEmail?.renewSession(request) ?? APIError.notFound.response },
+                  recentSignIn: .email) { request in try accountEmail?.renewSession(request) ?? APIError.notFound.response },
             Route(.post, "/account/email", answers: .page, reads: .form, limits: [.mails, .sessions], recentSignIn: .email) {
                 request in try AccountEmailRoutes.forAccount(request, accountEmail) { $0.start(request, $1) }
             },

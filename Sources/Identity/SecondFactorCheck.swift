@@ -1,10 +1,8 @@
 import Foundation
-import Identity
 import Logging
 import MicroHTTPD
 import SignupDomain
 import WebKernel
-import Locking
 
 /// One typed code judged for an account whose second factor is on, the same wherever a code is
 /// asked: the sign-in's second step, a recovery's new password, the factor's removal and new
@@ -19,23 +17,44 @@ import Locking
 /// 4. right: the client's allowance is given back and the in-a-row count starts again (the
 ///    account's allowance refills with time only). Wrong: it raises this client's proof-of-work
 ///    price as a wrong password does.
-struct SecondFactorCheck: Sendable, ServicesReader {
-    /// What it reads by name (`ServicesReader`): `store`, `limiters`, `proofOfWork`, `metrics`, `logger`,
-    /// `now`.
-    let services: Services
-    let seal: SecondFactorSeal
-    let announcer: AccountAnnouncer
-    let lockout: SecondFactorLockout
+/// What a flow counts of it (a sign-in outcome, the proof of work's price) it is told through
+/// `Outcomes`, so the check knows no flow.
+package struct SecondFactorCheck: Sendable {
+    package let store: any AccountStore
+    package let limiters: ClientLimiters
+    package let seal: SecondFactorSeal
+    package let announcer: AccountAnnouncer
+    package let lockout: SecondFactorLockout
+    package let outcomes: Outcomes
+    package let logger: Logger
+    package let now: @Sendable () -> Date
 
-    init(_ services: Services) {
-        self.services = services
-        seal = services.signIn.secondFactorSeal
-        announcer = AccountAnnouncer(services)
-        lockout = services.signIn.secondFactorLockout
+    /// What the flows count: a code refused (`wrong`: the client's key, whose proof-of-work
+    /// price rises as after a wrong password) and a guess over an allowance (`limited`).
+    package struct Outcomes: Sendable {
+        package let wrong: @Sendable (_ clientKey: String) -> Void
+        package let limited: @Sendable () -> Void
+
+        package init(wrong: @escaping @Sendable (_ clientKey: String) -> Void, limited: @escaping @Sendable () -> Void) {
+            self.wrong = wrong
+            self.limited = limited
+        }
+    }
+
+    package init(store: any AccountStore, limiters: ClientLimiters, seal: SecondFactorSeal, announcer: AccountAnnouncer,
+                 lockout: SecondFactorLockout, outcomes: Outcomes, logger: Logger, now: @escaping @Sendable () -> Date) {
+        self.store = store
+        self.limiters = limiters
+        self.seal = seal
+        self.announcer = announcer
+        self.lockout = lockout
+        self.outcomes = outcomes
+        self.logger = logger
+        self.now = now
     }
 
     /// What the code was.
-    enum Verdict {
+    package enum Verdict {
         /// Right: the app's code (`appCode`) or a recovery code, now spent.
         case right(appCode: Bool)
         /// Refused, in the person's words, with its status (401 wrong, 403 locked).
@@ -47,7 +66,7 @@ struct SecondFactorCheck: Sendable, ServicesReader {
     }
 
     /// Judges `typed` (not empty) for `account`, whose factor `factor` is on.
-    func judge(_ typed: String, for account: Account, factor: SecondFactor, _ request: RequestContext) -> Verdict {
+    package func judge(_ typed: String, for account: Account, factor: SecondFactor, _ request: RequestContext) -> Verdict {
         if let refused = pay(for: account, request) { return refused }
         let time = now()
         let isAppCode = typed.filter { !$0.isWhitespace }.allSatisfy(\.isNumber)
@@ -98,22 +117,21 @@ struct SecondFactorCheck: Sendable, ServicesReader {
 
     /// Step 1 alone, for a code judged elsewhere (a setup's first code, before the factor is
     /// on): nil when paid; `.limited`, or `.unavailable` when the shared allowance cannot be read.
-    func pay(for account: Account, _ request: RequestContext) -> Verdict? {
+    package func pay(for account: Account, _ request: RequestContext) -> Verdict? {
         do throws(LimitExceeded) {
             try limiters.admitCodeGuess(clientKey: request.clientKey, accountKey: Username.canonical(account.username))
             return nil
         } catch where error.storeUnavailable {
             return .unavailable(StorageFault("the shared limit on codes could not be read"))
         } catch {
-            metrics.signin(.rateLimited)
+            outcomes.limited()
             return .limited(error)
         }
     }
 
     private func refused(_ request: RequestContext, _ account: Account, _ message: String,
                          status: HTTPStatus = .unauthorized) -> Verdict {
-        metrics.signin(.failure)
-        proofOfWork?.pricing.record(.failedSignin, addressKey: request.clientKey)
+        outcomes.wrong(request.clientKey)
         logger.notice("A second factor's code refused", metadata: ["event": "second_factor_failed", "account": "\(account.id)",
                                                                    "client": "\(request.client)"])
         return .refused(message: message, status: status)
