@@ -45,16 +45,6 @@ package struct Refusals: Sendable {
         count(exceeded)
         return APIError.rateLimited(exceeded).response
     }
-
-    /// Nil when `limiter` admits `key`, else the counted JSON 429 to answer with.
-    package func refusal(by limiter: RateLimiter, of key: String) -> HTTPResponse? {
-        do throws(LimitExceeded) {
-            try limiter.admit(key)
-            return nil
-        } catch {
-            return limited(error)
-        }
-    }
 }
 
 /// The request's urlencoded body, or the error that says what is wrong with it.
