@@ -267,9 +267,15 @@ let package = Package(
         ),
 
         // Layer 5: the thin executable.
+        // The operator's settings, declared once (issue 55): the configuration file's reader
+        // (Yams, for its line numbers), the environment and the flags by precedence, and the
+        // reference and example generated from the declarations.
+        .target(name: "OperatorSettings", dependencies: [.product(name: "Yams", package: "Yams")]),
+
         .executableTarget(
             name: "signup-server",
             dependencies: [
+                "OperatorSettings",
                 "SignupServer",
                 "WebKernel",
                 "Identity",
@@ -381,6 +387,7 @@ let package = Package(
         // Raw sockets for tests that check exact bytes or act as several client addresses.
         .target(name: "HTTPTestSupport", dependencies: ["Clocks"], path: "Tests/HTTPTestSupport"),
         .testTarget(name: "MicroHTTPDTests", dependencies: ["MicroHTTPD", "Locking", "HTTPTestSupport"]),
+        .testTarget(name: "OperatorSettingsTests", dependencies: ["OperatorSettings"]),
         .testTarget(
             name: "SignupServerTests",
             dependencies: [

@@ -58,14 +58,6 @@ struct AccountOptions: ParsableArguments {
     @Flag(help: help("pseudo-locale", "Also speak the pseudo-locale en-xa (?lang=en-xa): English accented and 40 % longer, to find texts left hard-coded and layouts that break on long words. For tests."))
     var pseudoLocale = false
 
-    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-        ("database", .option), ("database-connections", .option), ("database-wait", .option), ("policy", .option), ("seed-demo", .flag), ("availability-debounce-ms", .option),
-        ("breached-passwords", .option), ("breached-passwords-api", .option), ("breached-passwords-timeout-ms", .option),
-        ("email-dns-check", .flag), ("dns-server", .repeatable), ("email-dns-timeout-ms", .option),
-        ("argon2-preset", .option), ("max-concurrent-hashes", .option), ("second-factor", .option),
-        ("pseudo-locale", .flag),
-    ]
-
     enum Argon2Preset: String, CaseIterable {
         case interactive
         case moderate

@@ -90,12 +90,6 @@ struct LimitOptions: ParsableArguments {
         return values
     }
 
-    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-        ("trusted-proxy", .repeatable), ("public-origin", .repeatable), ("return-to-allow", .repeatable),
-        ("max-connections", .option), ("connections-per-address", .option), ("idle-timeout", .option),
-        ("heartbeat-seconds", .option), ("connection-memory-kib", .option), ("max-sessions", .option), ("session-idle-minutes", .option), ("shutdown-grace", .option),
-    ] + LimitSetting.allCases.map { ($0.flag, .option) }
-
     func validate() throws {
         var scratch = SignupLimits()
         for setting in LimitSetting.allCases {

@@ -42,12 +42,6 @@ struct MailOptions: ParsableArguments {
     @Option(help: help("mail-retry-hours", "How long a mail the server did not take is tried again (exponential backoff) before it counts as failed."))
     var mailRetryHours = 24
 
-    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-        ("email-verification", .option), ("smtp-url", .option), ("smtp-require-tls", .flag), ("smtp-allow-plaintext", .flag), ("smtp-ca-file", .option),
-        ("mail-dir", .option), ("mail-from", .option), ("verification-minutes", .option),
-        ("verification-resend-seconds", .option), ("recovery-minutes", .option), ("mail-first-retry-seconds", .option), ("mail-retry-hours", .option),
-    ]
-
     func validate() throws {
         if let emailVerification, !["required", "off"].contains(emailVerification) {
             throw ValidationError("--email-verification is required or off, not '\(emailVerification)'.")
@@ -109,7 +103,7 @@ struct MailOptions: ParsableArguments {
         guard emailVerification != "off" else { return nil }
         let transport: any MailTransport
         if let smtpUrl, let url = URL(string: smtpUrl) {
-            transport = SMTPTransport(url: url, password: ProcessInfo.processInfo.environment["LIVESIGNUP_SMTP_PASSWORD"],
+            transport = SMTPTransport(url: url, password: try? ConfigurationSources.secret("LIVESIGNUP_SMTP_PASSWORD"),
                                       requireTLS: SMTPTransport.mustEncrypt(url, requireTLS: smtpRequireTls, allowPlaintext: smtpAllowPlaintext), caFile: smtpCaFile)
         } else if let mailDir {
             transport = MailDirectoryTransport(directory: URL(fileURLWithPath: mailDir))

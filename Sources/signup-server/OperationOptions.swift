@@ -50,14 +50,6 @@ struct OperationOptions: ParsableArguments {
     @Option(help: help("deleted-username-days", "Days a deleted account's username stays reserved, so nobody takes over its identity at once (0: free at once)."))
     var deletedUsernameDays = Int(SignupApplication.Configuration.defaults.deletedUsernameReservation / 86_400)
 
-    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-        ("log-level", .option), ("log-format", .option), ("access-log", .option),
-        ("metrics-allow", .repeatable), ("secure-cookies", .flag),
-        ("webhook-url", .option), ("webhook-retry-hours", .option), ("webhook-first-retry-seconds", .option),
-        ("cookie-domain", .option), ("signin-lifetime-hours", .option), ("signin-idle-hours", .option),
-        ("recent-signin-minutes", .option), ("deleted-username-days", .option),
-    ]
-
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("Unknown log level '\(logLevel)'. Choose one of: \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")).")
@@ -93,7 +85,7 @@ struct OperationOptions: ParsableArguments {
     /// (environment only: a secret stays out of `ps`); nil without a URL. A bad URL or secret
     /// stops the start with the reason.
     func webhookSettings() throws -> WebhookSettings? {
-        let secretText = ProcessInfo.processInfo.environment["LIVESIGNUP_WEBHOOK_SECRET"] ?? ""
+        let secretText = try ConfigurationSources.secret("LIVESIGNUP_WEBHOOK_SECRET") ?? ""
         guard let webhookUrl else {
             if !secretText.isEmpty {
                 throw ValidationError("LIVESIGNUP_WEBHOOK_SECRET is set but --webhook-url is not: where should webhooks go?")

@@ -28,12 +28,6 @@ struct ProofOptions: ParsableArguments {
     @Option(help: help("normal-signups-per-minute", "Sign-ups a minute that are normal for this site; above it every price rises a level (two at four times it)."))
     var normalSignupsPerMinute = ProofOfWorkSettings().normalSignupsPerMinute
 
-    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-        ("proof-of-work", .option), ("proof-base-cost", .option), ("proof-level-factor", .option),
-        ("proof-max-level", .option), ("proof-lifetime-minutes", .option), ("proof-plausible-seconds", .option),
-        ("proof-half-life-minutes", .option), ("normal-signups-per-minute", .option),
-    ]
-
     func validate() throws {
         guard ["on", "off"].contains(proofOfWork) else { throw ValidationError("--proof-of-work is on or off, not '\(proofOfWork)'.") }
         guard (1...100_000_000).contains(proofBaseCost) else { throw ValidationError("--proof-base-cost must be 1 to 100000000.") }
@@ -64,7 +58,7 @@ struct ProofOptions: ParsableArguments {
     /// `LIVESIGNUP_PROOF_KEY`: the HMAC key as text (its UTF-8 bytes, as ALTCHA libraries take
     /// a key), for instances or tools that must share it; nil uses the account store's.
     static func keyFromEnvironment() throws -> [UInt8]? {
-        guard let text = ProcessInfo.processInfo.environment["LIVESIGNUP_PROOF_KEY"], !text.isEmpty else { return nil }
+        guard let text = try ConfigurationSources.secret("LIVESIGNUP_PROOF_KEY"), !text.isEmpty else { return nil }
         guard text.utf8.count >= 16 else { throw ValidationError("LIVESIGNUP_PROOF_KEY must be at least 16 bytes long.") }
         return Array(text.utf8)
     }

@@ -23,11 +23,6 @@ struct ServerOptions: ParsableArguments {
     @Option(help: help("templates-directory", "Folder of Mustache templates (default: found next to the binary)."))
     var templatesDirectory: String?
 
-    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-        ("host", .option), ("port", .option), ("worker-threads", .option), ("instance-id", .option),
-        ("public-directory", .option), ("templates-directory", .option),
-    ]
-
     func validate() throws {
         guard workerThreads >= 1 else { throw ValidationError("--worker-threads must be at least 1.") }
         if let instanceId, let problem = InstanceID.problem(with: instanceId) {

@@ -14,23 +14,37 @@ struct SignupServerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "signup-server",
         abstract: "Serves the LiveSignup sign-up page.",
-        discussion: "Every option can also be set with an environment variable LIVESIGNUP_<NAME> (shown with each option); a flag wins over the environment, the environment over the default.",
+        discussion: "serve's settings come from a configuration file (--config FILE or LIVESIGNUP_CONFIG; docs/CONFIGURATION.md), environment variables LIVESIGNUP_<NAME> (shown with each option) and flags: a flag wins over the environment, the environment over the file, the file over the default. `signup-server config print` shows where each came from.",
         version: version,
-        subcommands: [Serve.self, Accounts.self, Sessions.self, Mail.self, PolicyCommand.self],
+        subcommands: [Serve.self, Accounts.self, Sessions.self, Mail.self, PolicyCommand.self, ConfigCommand.self],
         defaultSubcommand: Serve.self)
 
-    /// Turns `LIVESIGNUP_*` variables into arguments for the subcommand being run, then parses.
+    /// Resolves `serve`'s settings (the file, the environment, the flags) or turns the other
+    /// commands' `LIVESIGNUP_*` variables into arguments, then parses.
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
+        let environment = ProcessInfo.processInfo.environment
         let options: [(name: String, kind: EnvironmentArguments.Kind)]
         switch arguments.first {
         case "accounts" where arguments.dropFirst().first == "recover": options = Accounts.Recover.environmentOptions
         case "accounts" where arguments.dropFirst().first == "delete": options = Accounts.Delete.environmentOptions
         case "accounts", "sessions": options = Accounts.List.environmentOptions
         case "mail": options = Mail.Test.environmentOptions
-        default: options = Serve.environmentOptions
+        case "policy", "config", "help": options = []
+        default:
+            // serve, named or not. Help and the version need no settings.
+            let asksForHelp = arguments.contains { ["--help", "-h", "--version", "--experimental-dump-help"].contains($0) }
+            guard !asksForHelp else { return main(arguments) }
+            let serveArguments = arguments.first == "serve" ? Array(arguments.dropFirst()) : arguments
+            do {
+                main(["serve"] + (try ConfigurationSources.prepareServe(serveArguments, environment: environment)))
+            } catch {
+                ConfigurationSources.report(error, consequence: "not started: the configuration has the problems above")
+                Foundation.exit(ExitCode.failure.rawValue)
+            }
+            return
         }
-        main(EnvironmentArguments.merge(arguments, environment: ProcessInfo.processInfo.environment, options: options))
+        main(EnvironmentArguments.merge(arguments, environment: environment, options: options))
     }
 }
 
@@ -64,13 +78,6 @@ struct Serve: ParsableCommand {
 
     @OptionGroup(title: "Abuse limits (rates are COUNT/UNIT[,burst=N] with UNIT s, min, h or d, or 'off')")
     var limits: LimitOptions
-
-    /// Every option of `serve`, for `LIVESIGNUP_*` variables. `ServeOptionsTests` checks that
-    /// this list and `--help` agree, so a new option cannot miss its variable.
-    static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] =
-        ServerOptions.environmentOptions + AccountOptions.environmentOptions
-        + OperationOptions.environmentOptions + MailOptions.environmentOptions + ProofOptions.environmentOptions
-        + LimitOptions.environmentOptions
 
     func run() throws {
         let logging = try operations.bootstrapLogging()
@@ -108,14 +115,16 @@ struct Serve: ParsableCommand {
         configuration.pseudoLocale = accounts.pseudoLocale
         configuration.metricsExport = metrics
         configuration.accessLines = logging.accessLines
-        let environment = ProcessInfo.processInfo.environment
-        if let text = environment["LIVESIGNUP_SECOND_FACTOR_KEY"], !text.isEmpty {
+        if let path = ConfigurationSources.resolution?.filePath {
+            logger.info("Configuration read", metadata: ["file": "\(path)"])
+        }
+        if let text = try ConfigurationSources.secret("LIVESIGNUP_SECOND_FACTOR_KEY"), !text.isEmpty {
             guard let key = SecondFactorSeal.key(from: text) else {
                 throw ValidationError("LIVESIGNUP_SECOND_FACTOR_KEY must be 32 bytes, as 64 hex digits or base64.")
             }
             configuration.secondFactorKey = key
         }
-        if let text = environment["LIVESIGNUP_PROVIDER_COOKIE_KEY"], !text.isEmpty {
+        if let text = try ConfigurationSources.secret("LIVESIGNUP_PROVIDER_COOKIE_KEY"), !text.isEmpty {
             guard let key = SecondFactorSeal.key(from: text) else {
                 throw ValidationError("LIVESIGNUP_PROVIDER_COOKIE_KEY must be 32 bytes, as 64 hex digits or base64.")
             }
@@ -124,19 +133,19 @@ struct Serve: ParsableCommand {
         // Each OpenID provider's client secret, from the variable its declaration names
         // (never the policy file); a missing one stops the start with its name.
         for provider in configuration.policy.settings.providers {
-            if let secret = environment[provider.clientSecretVariable], !secret.isEmpty {
+            if let secret = try ConfigurationSources.secret(provider.clientSecretVariable), !secret.isEmpty {
                 configuration.providerClientSecrets[provider.id] = secret
             }
         }
-        if let hex = environment["LIVESIGNUP_FORM_TOKEN_KEY"], !hex.isEmpty {
+        if let hex = try ConfigurationSources.secret("LIVESIGNUP_FORM_TOKEN_KEY"), !hex.isEmpty {
             configuration.formTokenKey = try LimitOptions.key(fromHex: hex)
         }
         // Kept out of the database when given: a copy of it then opens no mail in the outbox
         // and cannot test a guessed code offline (docs/SECURITY.md).
-        if let hex = environment["LIVESIGNUP_MAIL_KEY"], !hex.isEmpty {
+        if let hex = try ConfigurationSources.secret("LIVESIGNUP_MAIL_KEY"), !hex.isEmpty {
             configuration.mailSealingKey = try LimitOptions.key(fromHex: hex, variable: "LIVESIGNUP_MAIL_KEY")
         }
-        if let hex = environment["LIVESIGNUP_VERIFICATION_KEY"], !hex.isEmpty {
+        if let hex = try ConfigurationSources.secret("LIVESIGNUP_VERIFICATION_KEY"), !hex.isEmpty {
             configuration.verificationCodeKey = try LimitOptions.key(fromHex: hex, variable: "LIVESIGNUP_VERIFICATION_KEY")
         }
         let app = try SignupApplication(configuration: configuration, store: store, logger: logger)

@@ -25,7 +25,8 @@ final class StartupSecurityTests: XCTestCase {
         XCTAssertTrue(errors.contains("--public-origin") && errors.contains("path"), errors)
         let key = try ServerProcess.run(["--port", "0"], environment: ["LIVESIGNUP_MAIL_KEY": "not-hex"])
         XCTAssertNotEqual(key.status, 0)
-        XCTAssertTrue(key.errors.contains("LIVESIGNUP_MAIL_KEY must be 64 hex digits"), key.errors)
+        XCTAssertTrue(key.errors.contains("LIVESIGNUP_MAIL_KEY: must be 64 hex digits"), key.errors)
+        XCTAssertFalse(key.errors.contains("not-hex"), "a refused secret is not repeated: \(key.errors)")
     }
 
     func testTheStartSaysWhenTheSiteFollowsTheRequestAndWhenMailMayGoInClear() async throws {
