@@ -4,7 +4,7 @@ import Metrics
 import SignupDomain
 
 /// What operators read of the outbox: each delivery attempt's outcome by channel, and each
-/// channel's backlog at scrape time. Names and labels are a public contract (README).
+/// channel's backlog at scrape time. Names and labels are a public contract (docs/OPERATIONS.md, "Metrics").
 package final class OutboxMetrics: Sendable {
     package init() {}
 

@@ -9,7 +9,7 @@ public struct CommandLineSettings: Sendable {
     public let rest: [String]
 
     public init(_ arguments: [String], declarations: [SettingDeclaration]) throws(SettingProblems) {
-        let byFlag = Dictionary(declarations.filter { !$0.secret }.map { ($0.flag, $0) }, uniquingKeysWith: { first, _ in first })
+        let byFlag = Dictionary(declarations.filter { !$0.secret && !$0.fileOnly }.map { ($0.flag, $0) }, uniquingKeysWith: { first, _ in first })
         var values: [String: SettingValue] = [:]
         var rest: [String] = []
         var problems: [SettingProblem] = []

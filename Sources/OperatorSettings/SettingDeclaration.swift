@@ -34,6 +34,9 @@ public struct SettingDeclaration: Sendable {
         self.check = check
     }
 
+    /// Only the file gives it (a YAML mapping: the policy inline): no flag, no variable.
+    public var fileOnly: Bool { if case .document = kind { return true } else { return false } }
+
     /// `server.port`: how `config print` and errors name it.
     public var path: String { section.rawValue + "." + key }
 
@@ -110,7 +113,8 @@ public enum SettingKind: Sendable {
         case .decimal(let bounds?): return "number \(Self.format(bounds.lowerBound))–\(Self.format(bounds.upperBound))"
         case .decimal(nil): return "number"
         case .boolean: return "true or false"
-        case .choice(let words): return words.joined(separator: " | ")
+        case .choice(let words):
+            return words.count < 2 ? words.joined() : words.dropLast().joined(separator: ", ") + " or " + words.last!
         case .list: return "list"
         case .document: return "mapping"
         }

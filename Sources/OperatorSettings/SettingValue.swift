@@ -1,3 +1,5 @@
+import Yams
+
 /// A setting's value as its sources spell it: one word or several. Numbers and booleans stay
 /// text here (`"8080"`, `"true"`), checked against their kind where they were read, so every
 /// source hands the server the same spelling its flag takes.
@@ -11,6 +13,20 @@ public enum SettingValue: Equatable, Sendable {
         case .single(let text): return text
         case .list(let items): return items.joined(separator: ", ")
         }
+    }
+}
+
+extension SettingValue {
+    /// A mapping of names to text (`work: /run/…`), as a `.document` setting holds it; nil
+    /// when it is not one.
+    public var textMapping: [String: String]? {
+        guard case .single(let text) = self, let loaded = try? Yams.load(yaml: text) as? [String: Any] else { return nil }
+        var mapping: [String: String] = [:]
+        for (key, value) in loaded {
+            guard let text = value as? String else { return nil }
+            mapping[key] = text
+        }
+        return mapping
     }
 }
 

@@ -13,8 +13,8 @@ public enum SettingsDocuments {
             out += "## `\(section.rawValue)`\n\n\(section.about)\n\n"
             out += "| key | flag | environment | kind | default | what it does |\n|---|---|---|---|---|---|\n"
             for declaration in ours {
-                let flag = declaration.secret ? "(none: a secret)" : "`--\(declaration.flag)`"
-                let variable = declaration.secret
+                let flag = declaration.fileOnly ? "(file only)" : declaration.secret ? "(none: a secret)" : "`--\(declaration.flag)`"
+                let variable = declaration.fileOnly ? "(file only)" : declaration.secret
                     ? "`\(declaration.environmentVariable)`, `\(declaration.fileVariable)`"
                     : "`\(declaration.environmentVariable)`"
                 let defaultText = declaration.defaultText.map { "`\($0)`" } ?? "(unset)"
@@ -39,6 +39,8 @@ public enum SettingsDocuments {
                 out += wrap(declaration.help, prefix: "  # ")
                 if declaration.secret {
                     out += "  # \(declaration.fileKey): /run/secrets/\(declaration.key)\n"
+                } else if declaration.fileOnly {
+                    out += "  # \(declaration.fileKey):\n  #   (a mapping)\n"
                 } else if let defaultText = declaration.defaultText {
                     let value: SettingValue = declaration.kind.isList ? .list([defaultText]) : .single(defaultText)
                     out += "  \(declaration.fileKey): \(yamlValue(value))\n"

@@ -63,6 +63,7 @@ public struct SettingsResolution: Sendable {
     private static func environmentValue(of declaration: SettingDeclaration, in environment: [String: String],
                                          readSecret: (String) throws -> String,
                                          problems: inout [SettingProblem]) -> (SettingValue, SettingSource)? {
+        if case .document = declaration.kind { return nil }
         let plain = environment[declaration.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
         let named = environment[declaration.fileVariable].flatMap { $0.isEmpty ? nil : $0 }
         let text: String, variable: String
@@ -136,7 +137,7 @@ public struct SettingsResolution: Sendable {
     /// as one flag per item, a true boolean as the bare flag. Secrets are never arguments.
     public var arguments: [String] {
         settings.flatMap { resolved -> [String] in
-            guard !resolved.declaration.secret, let value = resolved.value else { return [] }
+            guard !resolved.declaration.secret, !resolved.declaration.fileOnly, let value = resolved.value else { return [] }
             switch resolved.source {
             case .defaultValue, .flag: return []
             case .file, .environment: break
@@ -164,6 +165,8 @@ public struct SettingsResolution: Sendable {
                 let shown: String
                 if resolved.declaration.secret {
                     shown = resolved.value == nil ? "(unset)" : "(set, redacted)"
+                } else if resolved.declaration.fileOnly {
+                    shown = resolved.value == nil ? "(unset)" : "(a mapping, as written in the file)"
                 } else {
                     shown = resolved.value.map { SettingsDocuments.yamlValue($0).redactingURLPasswords } ?? "(unset)"
                 }

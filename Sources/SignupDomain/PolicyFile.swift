@@ -34,6 +34,21 @@ public enum PolicyFile {
         return try reader.policy(from: compose(text, file: file), fallbackName: fallbackName)
     }
 
+    /// A policy written inline in another YAML file, under `keys` (a configuration file's
+    /// `policy.rules`): read from that file's whole text, so every complaint names the
+    /// file's own line.
+    public static func parse(_ text: String, file: String, baseDirectory: URL, at keys: [String],
+                             fallbackName: String = "custom") throws(PolicyFileError) -> Policy {
+        var node = try compose(text, file: file)
+        for key in keys {
+            guard let next = node[key] else {
+                throw PolicyFileError(file: file, line: node.mark?.line, reason: "has no \(keys.joined(separator: "."))")
+            }
+            node = next
+        }
+        return try Reader(file: file, baseDirectory: baseDirectory).policy(from: node, fallbackName: fallbackName)
+    }
+
     /// A settings file's text (policy files and language catalogs), or why it cannot be read.
     static func read(path: String) throws(PolicyFileError) -> String {
         do {

@@ -9,7 +9,7 @@ import WebKernel
 import Locking
 
 /// What operators' dashboards read, through swift-metrics (so any backend works; the
-/// executable bootstraps Prometheus). Names and labels are a public contract (README).
+/// executable bootstraps Prometheus). Names and labels are a public contract (docs/OPERATIONS.md, "Metrics").
 /// Handlers are made once and reused: an increment on the hot path is one atomic add.
 final class ServerMetrics: Sendable {
     let formSessions = Gauge(label: "livesignup_form_sessions")

@@ -1,7 +1,7 @@
 /// Every limit an operator sets, declared once: its flag, what it limits, where its value
 /// lives in `SignupLimits` (and so its default), and the `RateLimitName` its 429s and the
 /// `livesignup_rate_limited_total{limit}` metric report. The command line's options, their
-/// help and environment variables, the limiters and the README's table follow from this
+/// help and environment variables, the limiters and docs/CONFIGURATION.md follow from this
 /// list or are checked against it (`LimitSettingTests`).
 ///
 /// Adding a limit: a case here, its value in `SignupLimits`, its limiter in

@@ -10,52 +10,52 @@ import SignupServer
 
 /// The account store, the policy and how passwords are hashed.
 struct AccountOptions: ParsableArguments {
-    @Option(help: help("database", "A SQLite database file, or a PostgreSQL URL (postgres://user:password@host:port/db?sslmode=…) for several instances; created or migrated on start."))
+    @Option(help: help("database"))
     var database = "data/livesignup.sqlite"
 
-    @Option(help: help("database-connections", "PostgreSQL only: connections this instance keeps to the database at most."))
+    @Option(help: help("database-connections"))
     var databaseConnections = 8
 
-    @Option(help: help("database-wait", "PostgreSQL only: seconds to keep trying at start while the database cannot be reached yet (0: give up at once)."))
+    @Option(help: help("database-wait"))
     var databaseWait = 30
 
-    @Option(help: help("policy", "Sign-up policy: a preset (\(Policy.presetNames.joined(separator: " or "))) or a policy file (YAML or JSON; see docs/POLICY.md)."))
+    @Option(help: help("policy"))
     var policy = Policy.presetNames[0]
 
-    @Option(help: help("breached-passwords", "A Pwned Passwords file (SHA1:COUNT lines sorted by hash), searched on disk: adds password.breached."))
+    @Option(help: help("breached-passwords"))
     var breachedPasswords: String?
 
-    @Option(help: help("breached-passwords-api", "A Pwned Passwords range API base URL (GET URL/range/PREFIX; only 5 hex digits of a SHA-1 leave the server): adds password.breached. If it fails, the built-in list answers."))
+    @Option(help: help("breached-passwords-api"))
     var breachedPasswordsApi: String?
 
-    @Option(help: help("breached-passwords-timeout-ms", "How long a range API look-up may take before the built-in list answers instead."))
+    @Option(help: help("breached-passwords-timeout-ms"))
     var breachedPasswordsTimeoutMs = 2000
 
-    @Flag(help: help("email-dns-check", "Ask DNS whether an address's domain can receive mail (an MX record, or an A/AAAA record without one; no null MX) while it is typed and on submit: adds email.deliverable. A resolver that fails or is silent lets the address through."))
+    @Flag(help: help("email-dns-check"))
     var emailDnsCheck = false
 
-    @Option(help: help("dns-server", "A resolver for --email-dns-check, as IP:port ([IPv6]:port); repeat for more. Default: the system's (/etc/resolv.conf)."))
+    @Option(help: help("dns-server"))
     var dnsServer: [String] = []
 
-    @Option(help: help("email-dns-timeout-ms", "How long one DNS try may take (two tries per question) before the address is let through."))
+    @Option(help: help("email-dns-timeout-ms"))
     var emailDnsTimeoutMs = 1500
 
-    @Option(help: help("second-factor", "Second factors: off (not offered), optional (each owner's choice) or required (every account signs in with one; a passkey that verifies the person counts as both). Default: the policy's second_factor, else optional."))
+    @Option(help: help("second-factor"))
     var secondFactor: String?
 
-    @Flag(help: help("seed-demo", "Mark a few demo usernames (alice, bob, carol, admin, …) as taken."))
+    @Flag(help: help("seed-demo"))
     var seedDemo = false
 
-    @Option(help: help("availability-debounce-ms", "Milliseconds a username must stay unchanged before it is looked up (default: the policy's, else 300)."))
+    @Option(help: help("availability-debounce-ms"))
     var availabilityDebounceMs: Int?
 
-    @Option(help: help("argon2-preset", "Password hashing cost: interactive (t=2, 64 MiB), moderate (t=3, 256 MiB) or owasp-minimum (t=2, 19 MiB)."))
+    @Option(help: help("argon2-preset"))
     var argon2Preset = Argon2Preset.interactive.rawValue
 
-    @Option(help: help("max-concurrent-hashes", "Password hashes computed at once (each holds the preset's memory)."))
+    @Option(help: help("max-concurrent-hashes"))
     var maxConcurrentHashes = max(1, ProcessInfo.processInfo.activeProcessorCount)
 
-    @Flag(help: help("pseudo-locale", "Also speak the pseudo-locale en-xa (?lang=en-xa): English accented and 40 % longer, to find texts left hard-coded and layouts that break on long words. For tests."))
+    @Flag(help: help("pseudo-locale"))
     var pseudoLocale = false
 
     enum Argon2Preset: String, CaseIterable {
@@ -76,7 +76,7 @@ struct AccountOptions: ParsableArguments {
         if let secondFactor, SecondFactorRule(rawValue: secondFactor) == nil {
             throw ValidationError("--second-factor must be off, optional or required, not '\(secondFactor)'.")
         }
-        _ = try Self.loadPolicy(policy)
+        _ = try ConfigurationSources.inlinePolicy() ?? Self.loadPolicy(policy)
         _ = try breachLookup()
         try validateDNSCheck()
         guard Argon2Preset(rawValue: argon2Preset) != nil else {
@@ -198,7 +198,7 @@ struct AccountOptions: ParsableArguments {
     }
 
     func apply(to configuration: inout SignupApplication.Configuration) throws {
-        let settings = try Self.loadPolicy(policy)
+        let settings = try ConfigurationSources.inlinePolicy() ?? Self.loadPolicy(policy)
         // The flag wins over the policy file, which wins over the built-in 300 ms.
         let debounce = availabilityDebounceMs ?? settings.availabilityDebounceMilliseconds ?? 300
         configuration.availabilityDebounce = .milliseconds(debounce)

@@ -25,8 +25,6 @@ struct Accounts: ParsableCommand {
         @Option(help: "table (for people) or json (one array of accounts, each with its profile, for programs).")
         var format: Format = .table
 
-        static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [("database", .option)]
-
         func run() throws {
             try AccountOptions.checkDatabase(database)
             guard AccountOptions.isURL(database) || FileManager.default.fileExists(atPath: database) else {
@@ -96,10 +94,6 @@ struct Accounts: ParsableCommand {
         @Option(help: help("recovery-minutes", "How long the link works."))
         var recoveryMinutes = 15
 
-        static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-            ("database", .option), ("public-origin", .option), ("recovery-minutes", .option),
-        ]
-
         func validate() throws {
             guard (5...24 * 60).contains(recoveryMinutes) else {
                 throw ValidationError("--recovery-minutes must be 5 to 1440 (a day).")
@@ -149,8 +143,6 @@ struct Accounts: ParsableCommand {
         @Option(help: "The account's username.")
         var username: String
 
-        static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [("database", .option)]
-
         func open() throws -> (store: any AccountStore, account: Account) {
             try AccountOptions.checkDatabase(database)
             guard AccountOptions.isURL(database) || FileManager.default.fileExists(atPath: database) else {
@@ -182,8 +174,6 @@ struct Accounts: ParsableCommand {
 
         @OptionGroup var target: Target
 
-        static let environmentOptions = Target.environmentOptions
-
         func run() throws {
             let (store, account) = try target.open()
             let now = Date()
@@ -201,8 +191,6 @@ struct Accounts: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Enable a disabled account again.")
 
         @OptionGroup var target: Target
-
-        static let environmentOptions = Target.environmentOptions
 
         func run() throws {
             let (store, account) = try target.open()
@@ -230,8 +218,6 @@ struct Accounts: ParsableCommand {
 
         @Flag(help: "Required: says you mean it (there is no undo).")
         var yes = false
-
-        static let environmentOptions = Target.environmentOptions + [("deleted-username-days", .option)]
 
         func validate() throws {
             guard yes else { throw ValidationError("Deleting an account cannot be undone: add --yes to do it.") }
@@ -261,8 +247,6 @@ struct Accounts: ParsableCommand {
 
             @OptionGroup var target: Target
 
-            static let environmentOptions = Target.environmentOptions
-
             func run() throws {
                 let (store, account) = try target.open()
                 let formatter = ISO8601DateFormatter()
@@ -287,8 +271,6 @@ struct Accounts: ParsableCommand {
 
             @Flag(help: "Every passkey the account can lose (all, if it has a password; else all but one).")
             var all = false
-
-            static let environmentOptions = Target.environmentOptions
 
             func validate() throws {
                 guard (id != nil) != all else { throw ValidationError("Name one passkey with --id, or --all.") }
@@ -330,8 +312,6 @@ struct Accounts: ParsableCommand {
                 abstract: "Remove an account's second factor and its recovery codes (check who is asking first).")
 
             @OptionGroup var target: Target
-
-            static let environmentOptions = Target.environmentOptions
 
             func run() throws {
                 let (store, account) = try target.open()

@@ -5,41 +5,41 @@ import SignupServer
 import WebKernel
 
 /// The flags for everything that keeps one client from locking others out. Defaults come
-/// from `SignupLimits` and `SignupApplication.Configuration`; the README lists them all.
+/// from `SignupLimits` and `SignupApplication.Configuration`; docs/CONFIGURATION.md lists them all.
 struct LimitOptions: ParsableArguments {
     private static var defaults: SignupApplication.Configuration { .defaults }
 
-    @Option(help: help("trusted-proxy", "A reverse proxy (address or CIDR) whose X-Forwarded-For/-Proto/-Host are believed; repeatable."))
+    @Option(help: help("trusted-proxy"))
     var trustedProxy: [String] = []
 
-    @Option(help: help("public-origin", "The origin the site is served under (e.g. https://signup.example.com); repeatable. When set, this site is these origins only: the cross-site check, return_to, mail links and the passkey rp id never follow a request's Host or X-Forwarded-Host. Unset, they follow the request (logged at start)."))
+    @Option(help: help("public-origin"))
     var publicOrigin: [String] = []
 
-    @Option(help: help("return-to-allow", "An origin besides this site's (e.g. https://app.example.com) that ?return_to= may send a person to after signing in or up; repeatable."))
+    @Option(help: help("return-to-allow"))
     var returnToAllow: [String] = []
 
-    @Option(help: help("max-connections", "Open connections at most, event streams included; by default the process's open-file limit less 100 (for the database and logs)."))
+    @Option(help: help("max-connections"))
     var maxConnections = LimitOptions.openFileLimit.map { max(64, $0 - 100) } ?? defaults.connectionLimit
 
-    @Option(help: help("connections-per-address", "Connections one client address may hold (0 = no limit; behind a proxy set 0)."))
+    @Option(help: help("connections-per-address"))
     var connectionsPerAddress = defaults.connectionsPerAddress
 
-    @Option(help: help("idle-timeout", "Seconds a connection may sit idle, also between the bytes of a slow request."))
+    @Option(help: help("idle-timeout"))
     var idleTimeout = defaults.idleTimeoutSeconds
 
-    @Option(help: help("heartbeat-seconds", "Seconds between the `: ping` comments every open event stream gets, so proxies keep it open and a vanished client is found (1-3600; keep it below your proxy's read timeout)."))
+    @Option(help: help("heartbeat-seconds"))
     var heartbeatSeconds = Int(defaults.heartbeatIntervalSeconds)
 
-    @Option(help: help("connection-memory-kib", "KiB of memory each connection has for request and response headers; bigger headers are answered 431."))
+    @Option(help: help("connection-memory-kib"))
     var connectionMemoryKib = defaults.connectionMemoryBytes / 1024
 
-    @Option(help: help("max-sessions", "Form sessions held at once; when full the longest-idle ones without a stream go."))
+    @Option(help: help("max-sessions"))
     var maxSessions = defaults.maximumSessions
 
-    @Option(help: help("session-idle-minutes", "Minutes an unused form session without a stream is kept."))
+    @Option(help: help("session-idle-minutes"))
     var sessionIdleMinutes = Int(defaults.sessionIdleLifetime / 60)
 
-    @Option(help: help("shutdown-grace", "Seconds SIGTERM waits for sign-ups already hashing before answering them 503."))
+    @Option(help: help("shutdown-grace"))
     var shutdownGrace = Int(defaults.shutdownGrace)
 
     // The limits: each declared in `LimitSetting` (flag, help, default, the 429 it names);

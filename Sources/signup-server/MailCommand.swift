@@ -30,10 +30,6 @@ struct Mail: ParsableCommand {
         @Option(help: "Where the test mail goes.")
         var to: String
 
-        static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [
-            ("smtp-url", .option), ("smtp-require-tls", .flag), ("smtp-allow-plaintext", .flag), ("smtp-ca-file", .option), ("mail-from", .option),
-        ]
-
         func validate() throws {
             guard let url = URL(string: smtpUrl), SMTPTransport.check(url) == nil else {
                 throw ValidationError("--smtp-url \(URL(string: smtpUrl).flatMap(SMTPTransport.check) ?? "is not a URL"): '\(smtpUrl)'.")

@@ -6,40 +6,40 @@ import SignupServer
 
 /// Proving email addresses: whether, and where the mails go.
 struct MailOptions: ParsableArguments {
-    @Option(help: help("email-verification", "required: a sign-up becomes an account only once its address is proved with a mailed code or link; off: at once. Default: required when --smtp-url or --mail-dir is set, else off."))
+    @Option(help: help("email-verification"))
     var emailVerification: String?
 
-    @Option(help: help("smtp-url", "The mail server: smtp://[user@]host[:port] (STARTTLS when offered) or smtps://…; the password in LIVESIGNUP_SMTP_PASSWORD."))
+    @Option(help: help("smtp-url"))
     var smtpUrl: String?
 
-    @Flag(help: help("smtp-require-tls", "Refuse to send unless STARTTLS succeeds, even to a mail server on this machine (smtps:// always encrypts). Without it TLS is required anyway for any server not on loopback."))
+    @Flag(help: help("smtp-require-tls"))
     var smtpRequireTls = false
 
-    @Flag(help: help("smtp-allow-plaintext", "Send without TLS when a mail server that is not on loopback offers no STARTTLS (the password, codes and links then cross the network readable; logged as a warning at start)."))
+    @Flag(help: help("smtp-allow-plaintext"))
     var smtpAllowPlaintext = false
 
-    @Option(help: help("smtp-ca-file", "PEM certificates to trust for the mail server instead of the system's."))
+    @Option(help: help("smtp-ca-file"))
     var smtpCaFile: String?
 
-    @Option(help: help("mail-dir", "Write each mail as an .eml file into this folder instead of sending it (development; make run uses it)."))
+    @Option(help: help("mail-dir"))
     var mailDir: String?
 
-    @Option(help: help("mail-from", "The sender of the mails, e.g. 'Example <noreply@example.org>' (required with --smtp-url)."))
+    @Option(help: help("mail-from"))
     var mailFrom: String?
 
-    @Option(help: help("verification-minutes", "How long a mailed code and link work, and the username stays held for the sign-up."))
+    @Option(help: help("verification-minutes"))
     var verificationMinutes = 30
 
-    @Option(help: help("verification-resend-seconds", "How soon after a mail the person may ask for a new code (0: only the mail limits apply)."))
+    @Option(help: help("verification-resend-seconds"))
     var verificationResendSeconds = 60
 
-    @Option(help: help("recovery-minutes", "How long a mailed recovery code and link work (forgotten passwords), once."))
+    @Option(help: help("recovery-minutes"))
     var recoveryMinutes = 15
 
-    @Option(help: help("mail-first-retry-seconds", "The first retry's delay when the mail server did not take a mail; each next one doubles, up to an hour."))
+    @Option(help: help("mail-first-retry-seconds"))
     var mailFirstRetrySeconds = 5
 
-    @Option(help: help("mail-retry-hours", "How long a mail the server did not take is tried again (exponential backoff) before it counts as failed."))
+    @Option(help: help("mail-retry-hours"))
     var mailRetryHours = 24
 
     func validate() throws {

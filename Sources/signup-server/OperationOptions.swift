@@ -11,43 +11,43 @@ import WebKernel
 
 /// Logging, metrics and the cookie setting that depends on how the site is deployed.
 struct OperationOptions: ParsableArguments {
-    @Option(help: help("log-level", "Log level: trace, debug, info, notice, warning, error, critical."))
+    @Option(help: help("log-level"))
     var logLevel = "info"
 
-    @Option(help: help("log-format", "Log lines as text (for people) or json (one object per line, for log shippers)."))
+    @Option(help: help("log-format"))
     var logFormat = "text"
 
-    @Option(help: help("access-log", "One log line per request (method, route, status, duration, client): on or off."))
+    @Option(help: help("access-log"))
     var accessLog = "on"
 
-    @Option(help: help("metrics-allow", "An address or CIDR range besides loopback that may read /metrics; repeatable."))
+    @Option(help: help("metrics-allow"))
     var metricsAllow: [String] = []
 
-    @Flag(help: help("secure-cookies", "Mark the sign-in cookie Secure (when a TLS proxy serves the site)."))
+    @Flag(help: help("secure-cookies"))
     var secureCookies = false
 
-    @Option(help: help("webhook-url", "Where account.created goes as a signed Standard Webhook (its secret: LIVESIGNUP_WEBHOOK_SECRET, whsec_ + base64)."))
+    @Option(help: help("webhook-url"))
     var webhookUrl: String?
 
-    @Option(help: help("webhook-retry-hours", "How long an undelivered webhook is tried again (exponential backoff) before it is parked."))
+    @Option(help: help("webhook-retry-hours"))
     var webhookRetryHours = 24
 
-    @Option(help: help("webhook-first-retry-seconds", "The first retry's delay; each next one doubles, up to an hour."))
+    @Option(help: help("webhook-first-retry-seconds"))
     var webhookFirstRetrySeconds = 5
 
-    @Option(help: help("cookie-domain", "The sign-in cookie's Domain (e.g. example.com), so an application on a sibling host behind nginx auth_request receives it; by default this host only."))
+    @Option(help: help("cookie-domain"))
     var cookieDomain: String?
 
-    @Option(help: help("signin-lifetime-hours", "Hours a signed-in session lasts, however much it is used."))
+    @Option(help: help("signin-lifetime-hours"))
     var signinLifetimeHours = Int(SignupApplication.Configuration.defaults.signInLifetime / 3600)
 
-    @Option(help: help("signin-idle-hours", "Hours a signed-in session may go unused before it ends."))
+    @Option(help: help("signin-idle-hours"))
     var signinIdleHours = Int(SignupApplication.Configuration.defaults.signInIdleTimeout / 3600)
 
-    @Option(help: help("recent-signin-minutes", "Minutes after a sign-in (or confirming it on /account) during which the account page allows sensitive changes; then it asks for the password again."))
+    @Option(help: help("recent-signin-minutes"))
     var recentSigninMinutes = Int(SignupApplication.Configuration.defaults.recentSignInLifetime / 60)
 
-    @Option(help: help("deleted-username-days", "Days a deleted account's username stays reserved, so nobody takes over its identity at once (0: free at once)."))
+    @Option(help: help("deleted-username-days"))
     var deletedUsernameDays = Int(SignupApplication.Configuration.defaults.deletedUsernameReservation / 86_400)
 
     func validate() throws {

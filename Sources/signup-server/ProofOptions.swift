@@ -4,28 +4,28 @@ import SignupServer
 
 /// The proof of work sign-ups pay (ALTCHA-format challenges), and how its price moves.
 struct ProofOptions: ParsableArguments {
-    @Option(help: help("proof-of-work", "on: every sign-up form carries a challenge its browser solves while the person types, and POST /signup checks the solution (posts without one share --no-javascript-signups); off: none."))
+    @Option(help: help("proof-of-work"))
     var proofOfWork = "on"
 
-    @Option(help: help("proof-base-cost", "The challenge's maxnumber at the base price (a browser tries half of it on average)."))
+    @Option(help: help("proof-base-cost"))
     var proofBaseCost = ProofOfWorkSettings().baseCost
 
-    @Option(help: help("proof-level-factor", "Each price level multiplies the cost by this."))
+    @Option(help: help("proof-level-factor"))
     var proofLevelFactor = ProofOfWorkSettings().levelFactor
 
-    @Option(help: help("proof-max-level", "The highest price level (base × factor^level)."))
+    @Option(help: help("proof-max-level"))
     var proofMaxLevel = ProofOfWorkSettings().maximumLevel
 
-    @Option(help: help("proof-lifetime-minutes", "How long a challenge may be solved and used."))
+    @Option(help: help("proof-lifetime-minutes"))
     var proofLifetimeMinutes = Int(ProofOfWorkSettings().lifetime / 60)
 
-    @Option(help: help("proof-plausible-seconds", "A form submitted sooner than this after its page was served raises its address's price."))
+    @Option(help: help("proof-plausible-seconds"))
     var proofPlausibleSeconds = Int(ProofOfWorkSettings().plausibleSeconds)
 
-    @Option(help: help("proof-half-life-minutes", "Pressure on an address or network (sign-ups, failed sign-ins, hasty forms) halves in this time."))
+    @Option(help: help("proof-half-life-minutes"))
     var proofHalfLifeMinutes = Int(ProofOfWorkSettings().pressureHalfLife / 60)
 
-    @Option(help: help("normal-signups-per-minute", "Sign-ups a minute that are normal for this site; above it every price rises a level (two at four times it)."))
+    @Option(help: help("normal-signups-per-minute"))
     var normalSignupsPerMinute = ProofOfWorkSettings().normalSignupsPerMinute
 
     func validate() throws {

@@ -22,7 +22,10 @@ import WebKernel
 /// stays in `validate()`.
 enum ServeSettings {
     static let all: [SettingDeclaration] =
-        [server, store, policy, lookups, mail, webhooks, proofOfWork, limits, signIn, logging, metrics].flatMap { $0 }
+        [server, store, policy, lookups, mail, webhooks, proofOfWork, limits, signIn, providers, logging, metrics].flatMap { $0 }
+
+    /// By flag, for the options' help.
+    static let byFlag = Dictionary(uniqueKeysWithValues: all.filter { !$0.fileOnly }.map { ($0.flag, $0) })
 
     private static var defaults: SignupApplication.Configuration { .defaults }
     private static let proof = ProofOfWorkSettings()
@@ -39,7 +42,7 @@ enum ServeSettings {
             """, check: instanceID),
         SettingDeclaration(.server, "public_directory", flag: "public-directory", .text,
                            help: """
-            Folder of static files served under /static/ (default: found next to the binary, see README).
+            Folder of static files served under /static/ (default: found next to the binary, see docs/DEPLOYMENT.md).
             """),
         SettingDeclaration(.server, "templates_directory", flag: "templates-directory", .text,
                            help: "Folder of Mustache templates (default: found next to the binary)."),
@@ -120,6 +123,11 @@ enum ServeSettings {
         SettingDeclaration(.policy, "source", flag: "policy", .text, default: Policy.presetNames[0], help: """
             Sign-up policy: a preset (\(Policy.presetNames.joined(separator: " or "))) or a policy file (YAML or JSON; \
             see docs/POLICY.md).
+            """),
+        // The file only: a YAML mapping has no flag or variable to spell it.
+        SettingDeclaration(.policy, "rules", flag: "policy-rules", .document, help: """
+            The sign-up policy written here instead of in a file of its own: what a policy file holds (docs/POLICY.md), \
+            as a mapping; not with source in the same file (a source from a flag or the environment wins over it).
             """),
         SettingDeclaration(.policy, "argon2_preset", flag: "argon2-preset",
                            .choice(AccountOptions.Argon2Preset.allCases.map(\.rawValue)),
@@ -333,6 +341,16 @@ enum ServeSettings {
                            help: "Log lines as text (for people) or json (one object per line, for log shippers)."),
         SettingDeclaration(.logging, "access_log", flag: "access-log", .choice(["on", "off"]), default: "on",
                            help: "One log line per request (method, route, status, duration, client): on or off."),
+    ]
+
+    /// The providers themselves are the policy's (`providers:` in docs/POLICY.md); here only
+    /// where their secrets are, by the provider's id, since the policy never holds a secret.
+    static let providers: [SettingDeclaration] = [
+        SettingDeclaration(.providers, "client_secret_files", flag: "provider-client-secret-files", .document, help: """
+            Each OpenID provider's client secret as a file of its own, by the provider's id in the policy \
+            (work: /run/credentials/livesignup.service/work-client-secret); the variable the policy names \
+            (client_secret_env), or that variable with _FILE, wins over it.
+            """),
     ]
 
     static let metrics: [SettingDeclaration] = [

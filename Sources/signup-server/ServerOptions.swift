@@ -5,22 +5,22 @@ import SignupServer
 
 /// Where the server listens and where its page files are.
 struct ServerOptions: ParsableArguments {
-    @Option(help: help("host", "Address to listen on."))
+    @Option(help: help("host"))
     var host = "127.0.0.1"
 
-    @Option(help: help("port", "Port to listen on; 0 picks a free one and prints it."))
+    @Option(help: help("port"))
     var port: UInt16 = 8080
 
-    @Option(help: help("worker-threads", "libmicrohttpd's epoll worker threads."))
+    @Option(help: help("worker-threads"))
     var workerThreads = 2
 
-    @Option(help: help("instance-id", "This instance's name behind a proxy (a-z, 0-9, '-'; up to 32); it starts every form token, so nginx can route a live form to its instance. Default: the host name."))
+    @Option(help: help("instance-id"))
     var instanceId: String?
 
-    @Option(help: help("public-directory", "Folder of static files served under /static/ (default: found next to the binary, see README)."))
+    @Option(help: help("public-directory"))
     var publicDirectory: String?
 
-    @Option(help: help("templates-directory", "Folder of Mustache templates (default: found next to the binary)."))
+    @Option(help: help("templates-directory"))
     var templatesDirectory: String?
 
     func validate() throws {

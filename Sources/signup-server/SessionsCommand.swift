@@ -19,8 +19,6 @@ struct Sessions: ParsableCommand {
         @Option(help: "The account's username (any spelling of it: compared like sign-up compares names).")
         var username: String
 
-        static let environmentOptions: [(name: String, kind: EnvironmentArguments.Kind)] = [("database", .option)]
-
         func run() throws {
             try AccountOptions.checkDatabase(database)
             guard AccountOptions.isURL(database) || FileManager.default.fileExists(atPath: database) else {

@@ -19,43 +19,58 @@ struct SignupServerCommand: ParsableCommand {
         subcommands: [Serve.self, Accounts.self, Sessions.self, Mail.self, PolicyCommand.self, ConfigCommand.self],
         defaultSubcommand: Serve.self)
 
-    /// Resolves `serve`'s settings (the file, the environment, the flags) or turns the other
-    /// commands' `LIVESIGNUP_*` variables into arguments, then parses.
+    /// Resolves the settings of the command being run (the file, the environment, the
+    /// flags), then parses: serve takes every setting, the operator's commands the ones
+    /// they have an option for.
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        let environment = ProcessInfo.processInfo.environment
-        let options: [(name: String, kind: EnvironmentArguments.Kind)]
-        switch arguments.first {
-        case "accounts" where arguments.dropFirst().first == "recover": options = Accounts.Recover.environmentOptions
-        case "accounts" where arguments.dropFirst().first == "delete": options = Accounts.Delete.environmentOptions
-        case "accounts", "sessions": options = Accounts.List.environmentOptions
-        case "mail": options = Mail.Test.environmentOptions
-        case "policy", "config", "help": options = []
-        default:
-            // serve, named or not. Help and the version need no settings.
-            let asksForHelp = arguments.contains { ["--help", "-h", "--version", "--experimental-dump-help"].contains($0) }
-            guard !asksForHelp else { return main(arguments) }
-            let serveArguments = arguments.first == "serve" ? Array(arguments.dropFirst()) : arguments
-            do {
-                main(["serve"] + (try ConfigurationSources.prepareServe(serveArguments, environment: environment)))
-            } catch {
-                ConfigurationSources.report(error, consequence: "not started: the configuration has the problems above")
-                Foundation.exit(ExitCode.failure.rawValue)
-            }
-            return
+        // Help and the version need no settings.
+        let asksForHelp = arguments.contains { ["--help", "-h", "--version", "--experimental-dump-help"].contains($0) }
+        guard !asksForHelp, arguments.first != "help" else { return main(arguments) }
+        // The command named, down the subcommands; serve when none is.
+        var command: ParsableCommand.Type = Serve.self
+        var path: [String] = []
+        var candidates = configuration.subcommands
+        for argument in arguments {
+            guard let next = candidates.first(where: { $0._commandName == argument }) else { break }
+            (command, candidates) = (next, next.configuration.subcommands)
+            path.append(argument)
         }
-        main(EnvironmentArguments.merge(arguments, environment: environment, options: options))
+        // config's own commands read a file themselves, or print.
+        guard path.first != ConfigCommand._commandName else { return main(arguments) }
+        let declarations = command == Serve.self ? ServeSettings.all : ConfigurationSources.declarations(of: command)
+        do {
+            let rest = try ConfigurationSources.prepare(Array(arguments.dropFirst(path.count)), for: declarations,
+                                                        environment: ProcessInfo.processInfo.environment)
+            main((path.isEmpty ? ["serve"] : path) + rest)
+        } catch {
+            ConfigurationSources.report(error, consequence: "not started: the configuration has the problems above")
+            Foundation.exit(ExitCode.failure.rawValue)
+        }
     }
 }
 
-/// Help text that names the option's environment variable.
+/// The help of an operator's command's option that is one of serve's settings (`--database`):
+/// its own words here, its variable from the setting's declaration.
 func help(_ flag: String, _ text: String) -> ArgumentHelp {
-    ArgumentHelp("\(text) [env: \(EnvironmentArguments.variable(for: flag))]")
+    guard let declaration = ServeSettings.byFlag[flag] else {
+        preconditionFailure("--\(flag) names no setting in ServeSettings")
+    }
+    return ArgumentHelp("\(text) [env: \(declaration.environmentVariable)]")
+}
+
+/// A `serve` option's help, from its setting's declaration (`ServeSettings`): its one line,
+/// its variable and its key in the configuration file.
+func help(_ flag: String) -> ArgumentHelp {
+    guard let declaration = ServeSettings.byFlag[flag] else {
+        preconditionFailure("--\(flag) is an option of serve that no setting in ServeSettings declares")
+    }
+    return ArgumentHelp("\(declaration.help) [env: \(declaration.environmentVariable)] [file: \(declaration.path)]")
 }
 
 /// A limit's help, from its declaration.
 func help(_ limit: LimitSetting) -> ArgumentHelp {
-    help(limit.flag, limit.summary)
+    help(limit.flag)
 }
 
 struct Serve: ParsableCommand {
@@ -133,7 +148,8 @@ struct Serve: ParsableCommand {
         // Each OpenID provider's client secret, from the variable its declaration names
         // (never the policy file); a missing one stops the start with its name.
         for provider in configuration.policy.settings.providers {
-            if let secret = try ConfigurationSources.secret(provider.clientSecretVariable), !secret.isEmpty {
+            if let secret = try ConfigurationSources.secret(provider.clientSecretVariable)
+                ?? ConfigurationSources.providerSecret(id: provider.id), !secret.isEmpty {
                 configuration.providerClientSecrets[provider.id] = secret
             }
         }

@@ -21,11 +21,13 @@ def audit(page, name):
     waited for."""
     wait_for(lambda: page.driver.execute_script(
         "return document.getAnimations().every(a => !(a instanceof CSSTransition) || a.playState !== 'running')"), 2)
-    page.driver.execute_script(AXE_SOURCE)
+    # axe is put in and run by one script, so both meet the same document: run as two, a
+    # page that replaced its document in between (under make test's load, once) had no axe.
     result = page.driver.execute_async_script(
+        AXE_SOURCE + ";\n"
         "const done = arguments[arguments.length - 1];"
-        "axe.run(document, {runOnly: {type: 'tag', values: arguments[0]}})"
-        ".then(r => done({version: axe.version, violations: r.violations.map(v => ({"
+        "window.axe.run(document, {runOnly: {type: 'tag', values: arguments[0]}})"
+        ".then(r => done({version: window.axe.version, violations: r.violations.map(v => ({"
         "id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' '))}))}))"
         ".catch(e => done({error: String(e)}));",
         WCAG_21_AA)

@@ -73,6 +73,78 @@ final class ConfigurationFileTests: XCTestCase {
         XCTAssertTrue(printed.contains("  worker_threads: 2    # default"), printed)
     }
 
+    /// The policy may be written in the configuration file itself; its mistakes name the
+    /// configuration file's own lines.
+    func testThePolicyWrittenInlineRulesTheFormAndItsMistakesNameTheirLines() async throws {
+        let file = try write("inline.yaml", """
+            server:
+              host: 127.0.0.1
+            policy:
+              rules:
+                password:
+                  min_length: 21
+            """)
+        let server = try ServerProcess(arguments: ["--config", file])
+        defer { server.removeData() }
+        try await server.start()
+        XCTAssertTrue(try page(server).contains("At least 21 characters"))
+        _ = await server.stop(with: SIGTERM)
+
+        let misspelt = try write("misspelt.yaml", "policy:\n  rules:\n    password:\n      min_lenght: 21\n")
+        let check = try ServerProcess.run(["config", "check", misspelt])
+        XCTAssertEqual(check.status, 1)
+        XCTAssertTrue(check.errors.contains("\(misspelt):4:"), "the configuration file's line: \(check.errors)")
+        XCTAssertTrue(check.errors.contains("min_lenght"), check.errors)
+
+        let both = try write("both.yaml", "policy:\n  source: nist\n  rules:\n    password:\n      min_length: 21\n")
+        let twice = try ServerProcess.run(["config", "check", both])
+        XCTAssertEqual(twice.status, 1)
+        XCTAssertTrue(twice.errors.contains("\(both):2: policy.source: give the policy as source or as rules"), twice.errors)
+    }
+
+    /// The operator's commands read serve's file for the settings they share: no command
+    /// keeps its own list of variables.
+    func testTheOperatorsCommandsReadTheSameFile() throws {
+        let database = directory.appendingPathComponent("elsewhere.sqlite").path
+        let file = try write("shared.yaml", "store:\n  database: \(database)\nserver:\n  port: 9999\n")
+        let listed = try ServerProcess.run(["accounts", "list", "--config", file])
+        XCTAssertNotEqual(listed.status, 0)
+        XCTAssertTrue(listed.errors.contains("No database at '\(database)'"), "the file's database: \(listed.errors)")
+        let fromVariable = try ServerProcess.run(["accounts", "list"], environment: ["LIVESIGNUP_CONFIG": file])
+        XCTAssertTrue(fromVariable.errors.contains("No database at '\(database)'"), fromVariable.errors)
+        let bad = try write("bad-shared.yaml", "store:\n  databse: x\n")
+        let refused = try ServerProcess.run(["sessions", "revoke", "--username", "x", "--config", bad])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.errors.contains("\(bad):2: store.databse: unknown setting; did you mean database?"), refused.errors)
+    }
+
+    /// A provider's client secret (the policy names the provider) may come from a file the
+    /// configuration names by the provider's id; without any secret the start is refused.
+    func testAProvidersSecretMayComeFromAFileNamedForItsId() async throws {
+        let policy = try write("providers.yaml", """
+            providers:
+              - id: work
+                name: Work
+                issuer: https://id.example
+                client_id: livesignup
+                client_secret_env: LIVESIGNUP_TEST_WORK_SECRET
+            """)
+        let secret = try write("work-secret", "s3cret-of-work\n")
+        let withFile = try write("with.yaml", "policy:\n  source: \(policy)\nproviders:\n  client_secret_files:\n    work: \(secret)\n")
+        let server = try ServerProcess(arguments: ["--config", withFile])
+        defer { server.removeData() }
+        try await server.start()
+        XCTAssertTrue(try page(server).contains("Work"), "the provider's button")
+        _ = await server.stop(with: SIGTERM)
+
+        let without = try write("without.yaml", "policy:\n  source: \(policy)\n")
+        let refused = try ServerProcess.run(["--config", without, "--port", "0",
+                                             "--database", directory.appendingPathComponent("p.sqlite").path])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.errors.contains("providers.client_secret_files.work"), refused.errors)
+        XCTAssertFalse(try ServerProcess.run(["config", "print", "--config", withFile]).output.contains("s3cret-of-work"))
+    }
+
     func testASecretComesFromAFileAndIsNeverPrinted() async throws {
         let secret = "whsec_" + Data((0..<32).map { UInt8($0) }).base64EncodedString()
         let secretFile = try write("webhook-secret", secret + "\n")
@@ -176,5 +248,10 @@ final class ConfigurationFileTests: XCTestCase {
                        "docs/examples/livesignup.yaml is stale: signup-server config example > docs/examples/livesignup.yaml")
         let check = try ServerProcess.run(["config", "check", self.example])
         XCTAssertEqual(check.status, 0, check.errors)
+        // The README's minimal configuration is one the server takes.
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let minimal = try XCTUnwrap(readme.firstMatch(of: #/```yaml\n(?<file>(?s:.*?))```/#)?.file, "the README shows a file")
+        let readmeCheck = try ServerProcess.run(["config", "check", try write("readme.yaml", String(minimal))])
+        XCTAssertEqual(readmeCheck.status, 0, readmeCheck.errors)
     }
 }

@@ -235,6 +235,39 @@ final class OperationsProcessTests: XCTestCase {
         }
     }
 
+    /// An option's default is its declaration's (`serve --experimental-dump-help` against the
+    /// generated reference), so `--help`, `config print` and the file's example agree; only a
+    /// default the machine decides (open files, cores) is undeclared, and a flag's false is
+    /// its absence.
+    func testEveryServeOptionsDefaultIsItsDeclarations() throws {
+        let dump = try ServerProcess.run(["serve", "--experimental-dump-help"]).output
+        let tool = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(dump.utf8)) as? [String: Any])
+        let arguments = try XCTUnwrap((tool["command"] as? [String: Any])?["arguments"] as? [[String: Any]])
+        var options: [String: String?] = [:]
+        for argument in arguments {
+            guard let name = (argument["preferredName"] as? [String: String])?["name"],
+                  (argument["preferredName"] as? [String: String])?["kind"] == "long" else { continue }
+            options[name] = argument["defaultValue"] as? String
+        }
+        let reference = try ServerProcess.run(["config", "reference"]).output
+        var declared: [String: String?] = [:]
+        for row in reference.split(separator: "\n") where row.hasPrefix("| `") && row.contains("| `--") {
+            let columns = row.components(separatedBy: " | ")
+            let flag = columns[1].trimmingCharacters(in: CharacterSet(charactersIn: "`-"))
+            declared[flag] = columns[4] == "(unset)" ? nil : columns[4].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+        }
+        XCTAssertGreaterThan(declared.count, 80)
+        let decidedByTheMachine: Set = ["max-connections", "max-concurrent-hashes"]
+        for (flag, declaredDefault) in declared where !decidedByTheMachine.contains(flag) {
+            let optionDefault = options[flag] ?? nil
+            switch (optionDefault, declaredDefault) {
+            case (nil, "false"?): continue
+            case (let option?, let declared?) where Double(option) != nil && Double(option) == Double(declared): continue
+            default: XCTAssertEqual(optionDefault, declaredDefault, "--\(flag)'s default")
+            }
+        }
+    }
+
     func testVersionAndStartingFromTheRootDirectory() async throws {
         let text = try ServerProcess.run(["--version"]).output
         XCTAssertTrue(text.trimmingCharacters(in: .whitespacesAndNewlines).firstMatch(of: #/^\d+\.\d+\.\d+$/#) != nil, text)

@@ -66,9 +66,18 @@ final class ServerProcess {
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
         try ProcessLauncher.shared.run(process)
-        // Both are small (under a pipe's buffer), so reading one after the other cannot block.
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        // Standard error on a thread of its own while standard output is read here: an output
+        // larger than a pipe's buffer (`--experimental-dump-help`) would otherwise block the
+        // process on one pipe while this waits for the other to end.
+        let errorData = OutputBuffer()
+        let errorsRead = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = errorData.append(errors.fileHandleForReading.readDataToEndOfFile())
+            errorsRead.signal()
+        }
         let outputText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        errorsRead.wait()
+        let errorText = errorData.text
         exited.wait()
         return (process.terminationStatus, outputText, errorText)
     }

@@ -19,7 +19,7 @@ struct ProviderServices: Sendable {
         var byID: [String: ConfiguredProvider] = [:]
         for declaration in core.policy.settings.providers {
             guard let secret = configuration.providerClientSecrets[declaration.id], !secret.isEmpty else {
-                throw ConfigurationError("The provider '\(declaration.id)' needs its client secret in the environment variable \(declaration.clientSecretVariable), which is not set.")
+                throw ConfigurationError("The provider '\(declaration.id)' needs its client secret in the environment variable \(declaration.clientSecretVariable) (or \(declaration.clientSecretVariable)_FILE, or providers.client_secret_files.\(declaration.id) in the configuration file), which is not set.")
             }
             let fetcher = BoundedHTTPFetcher(limits: configuration.providerFetchLimits,
                                              headers: ["Accept": "application/json", "User-Agent": "LiveSignup"], now: core.now)

@@ -4,7 +4,7 @@ import MicroHTTPD
 import SignupDomain
 import WebKernel
 
-/// What a proof of work costs and how its price moves (flags; README "Bots pay").
+/// What a proof of work costs and how its price moves (settings; docs/OPERATIONS.md, "Bots pay").
 public struct ProofOfWorkSettings: Sendable, Equatable {
     /// `maxnumber` at level 0: a browser tries half of it on average (a median 0.09 s in
     /// headless Chromium on this project's 2-core test machine; a phone a few times that).

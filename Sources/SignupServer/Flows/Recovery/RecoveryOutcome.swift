@@ -7,7 +7,7 @@ import Identity
 /// new password broke a rule), `current_password`, `completed`, `unavailable`, `unproved_client`
 /// (a refused proof of work), `second_factor_refused` (the account's second-factor code missing,
 /// wrong or over its allowance: nothing stored).
-/// Counted in `livesignup_recoveries_total{result="…"}`: a public contract (README's metrics list), each value
+/// Counted in `livesignup_recoveries_total{result="…"}`: a public contract (docs/OPERATIONS.md's metrics list), each value
 /// named once here, so a typo is a compile error and a new outcome a new case.
 enum RecoveryOutcome: String, CaseIterable, Sendable {
     case mailed

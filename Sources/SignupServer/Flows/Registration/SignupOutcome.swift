@@ -1,7 +1,7 @@
 import Identity
 /// What became of a sign-up: `created` when the account is made (at once, or when its
 /// address is proved), `pending` when a code went to the address first.
-/// Counted in `livesignup_signups_total{result="…"}`: a public contract (README's metrics list), each value
+/// Counted in `livesignup_signups_total{result="…"}`: a public contract (docs/OPERATIONS.md's metrics list), each value
 /// named once here, so a typo is a compile error and a new outcome a new case.
 enum SignupOutcome: String, CaseIterable, Sendable {
     case created
@@ -18,7 +18,7 @@ enum SignupOutcome: String, CaseIterable, Sendable {
 /// What became of a `/verify` request: `verified`, `wrong_code`, `invalid` (not six digits),
 /// `used_up` (too many wrong codes), `expired` (unknown, used or expired), `resent`,
 /// `email_taken`, `unavailable`, `unproved` (a refused proof of work).
-/// Counted in `livesignup_verifications_total{result="…"}`: a public contract (README's metrics list), each value
+/// Counted in `livesignup_verifications_total{result="…"}`: a public contract (docs/OPERATIONS.md's metrics list), each value
 /// named once here, so a typo is a compile error and a new outcome a new case.
 enum VerificationOutcome: String, CaseIterable, Sendable {
     case verified
