@@ -229,6 +229,7 @@ let package = Package(
                 "WebAuthn",
                 "OpenIDConnect",
                 "CSodium",
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),

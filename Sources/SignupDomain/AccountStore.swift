@@ -33,6 +33,13 @@ public protocol AccountStore: SharedTokenBuckets, EventOutbox, PendingSignups, S
     /// form tokens): the stored one, or `make()`'s result stored now if there is none.
     func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8]
 
+    /// The OpenID provider's signing keys (issue 56), every one stored, on every instance.
+    func signingKeys() throws -> [SigningKey]
+    /// Stores `key`; one with the same id is refused (`StorageFault`), never replaced.
+    func addSigningKey(_ key: SigningKey) throws
+    /// Forgets the keys with these ids (no token alive names them).
+    func removeSigningKeys(ids: [String]) throws
+
     // MARK: Signed-in sessions, shared by every instance and surviving restarts
 
     /// Records a new signed-in session.

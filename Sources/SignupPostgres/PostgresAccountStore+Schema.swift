@@ -241,6 +241,18 @@ extension PostgresAccountStore {
             "ALTER TABLE email_undos ADD COLUMN password_hash TEXT",
             "UPDATE email_undos SET changed_at = expires_at - interval '7 days' WHERE changed_at IS NULL",
         ]),
+        // The OpenID provider's keys (issue 56): published from created_at, signing from signs_from.
+        (20, "signing keys", [
+            """
+            CREATE TABLE signing_keys (
+                id TEXT PRIMARY KEY,
+                algorithm TEXT NOT NULL,
+                private_key TEXT NOT NULL,
+                created_at TIMESTAMPTZ NOT NULL,
+                signs_from TIMESTAMPTZ NOT NULL
+            )
+            """,
+        ]),
     ]
 
     func migrate() throws {

@@ -284,6 +284,16 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
             }
             try db.execute(sql: "UPDATE email_undos SET changed_at = datetime(expires_at, '-7 days') WHERE changed_at IS NULL")
         }
+        migrator.registerMigration("v21: signing keys") { db in
+            // The OpenID provider's keys (issue 56): published from created_at, signing from signs_from.
+            try db.create(table: "signing_keys") { table in
+                table.primaryKey("id", .text)
+                table.column("algorithm", .text).notNull()
+                table.column("private_key", .text).notNull()
+                table.column("created_at", .datetime).notNull()
+                table.column("signs_from", .datetime).notNull()
+            }
+        }
         return migrator
     }
 

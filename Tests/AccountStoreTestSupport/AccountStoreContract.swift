@@ -110,6 +110,26 @@ public struct AccountStoreContract {
         XCTAssertEqual(try store.secret(named: "other", createdBy: { [7] }), [7], file: file, line: line)
     }
 
+    /// The OpenID provider's signing keys (issue 56) are kept as stored, seen by a reopened
+    /// store (another instance), never replaced by a key with the same id, and forgotten on
+    /// request.
+    public func signingKeysAreKeptSharedAndNeverReplaced(file: StaticString = #filePath, line: UInt = #line) throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let first = SigningKey(id: "k1", algorithm: "ES256", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\none\n",
+                               createdAt: now, signsFrom: now)
+        let second = SigningKey(id: "k2", algorithm: "ES256", privateKeyPEM: "-----BEGIN PRIVATE KEY-----\ntwo\n",
+                                createdAt: now.addingTimeInterval(60), signsFrom: now.addingTimeInterval(3600))
+        XCTAssertEqual(try store.signingKeys(), [], file: file, line: line)
+        try store.addSigningKey(first)
+        try store.addSigningKey(second)
+        XCTAssertEqual(try reopen().signingKeys().sorted { $0.id < $1.id }, [first, second], file: file, line: line)
+        let impostor = SigningKey(id: "k1", algorithm: "ES256", privateKeyPEM: "other", createdAt: now, signsFrom: now)
+        XCTAssertThrowsError(try store.addSigningKey(impostor), "an id is never replaced", file: file, line: line)
+        XCTAssertEqual(try store.signingKeys().first { $0.id == "k1" }, first, file: file, line: line)
+        try store.removeSigningKeys(ids: ["k1"])
+        XCTAssertEqual(try store.signingKeys(), [second], file: file, line: line)
+    }
+
     /// Opening an existing database again (a restart, a newer version) migrates nothing twice
     /// and keeps what is there.
     public func reopeningKeepsTheData(file: StaticString = #filePath, line: UInt = #line) throws {

@@ -20,6 +20,20 @@ public enum Prerequisite {
         everythingRequired ? Missing(what: what) : XCTSkip("skipped: \(what)", file: file, line: line)
     }
 
+    /// Throws `missing` unless python3 can import `module` (make test installs it from PyPI with
+    /// the browser tests' packages).
+    public static func python(module: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import \(module)"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let imported = (try? process.run()).map { process.waitUntilExit(); return process.terminationStatus == 0 } ?? false
+        if !imported {
+            throw missing("python3 cannot import \(module) (make test installs it: pip install \(module))", file: file, line: line)
+        }
+    }
+
     public struct Missing: Error, CustomStringConvertible {
         public let what: String
         public var description: String {

@@ -25,6 +25,7 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testAFormCreatesOneAccount() throws { try contract().aFormCreatesOneAccount() }
     func testRaceForOneNameHasOneWinner() throws { try contract().raceForOneNameHasOneWinner() }
     func testASecretIsCreatedOnceAndShared() throws { try contract().aSecretIsCreatedOnceAndShared() }
+    func testSigningKeysAreKeptSharedAndNeverReplaced() throws { try contract().signingKeysAreKeptSharedAndNeverReplaced() }
     func testReopeningKeepsTheData() throws { try contract().reopeningKeepsTheData() }
     func testSignedInSessionsLiveEndAndAreSwept() throws { try contract().signedInSessionsLiveEndAndAreSwept() }
     func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }

@@ -41,6 +41,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func isFormTokenUsed(_ formToken: String) throws -> Bool { throw Failure() }
         func checkReadiness() throws { throw Failure() }
         func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8] { throw Failure() }
+        func signingKeys() throws -> [SigningKey] { throw Failure() }
+        func addSigningKey(_ key: SigningKey) throws { throw Failure() }
+        func removeSigningKeys(ids: [String]) throws { throw Failure() }
         func startSignInSession(_ session: NewSignInSession) throws { throw Failure() }
         func startSignInSession(_ session: NewSignInSession, keepingAtMost keep: Int) throws -> [String] { throw Failure() }
         func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? { throw Failure() }
@@ -143,6 +146,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func isFormTokenUsed(_ formToken: String) throws -> Bool { false }
         func checkReadiness() throws {}
         func secret(named name: String, createdBy make: () -> [UInt8]) throws -> [UInt8] { make() }
+        func signingKeys() throws -> [SigningKey] { [] }
+        func addSigningKey(_ key: SigningKey) throws {}
+        func removeSigningKeys(ids: [String]) throws {}
         func startSignInSession(_ session: NewSignInSession) throws {}
         func startSignInSession(_ session: NewSignInSession, keepingAtMost keep: Int) throws -> [String] { [] }
         func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? { nil }
@@ -287,6 +293,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testAFormCreatesOneAccount() throws { try contract().aFormCreatesOneAccount() }
     func testRaceForOneNameHasOneWinner() throws { try contract().raceForOneNameHasOneWinner() }
     func testASecretIsCreatedOnceAndShared() throws { try contract().aSecretIsCreatedOnceAndShared() }
+    func testSigningKeysAreKeptSharedAndNeverReplaced() throws { try contract().signingKeysAreKeptSharedAndNeverReplaced() }
     func testReopeningKeepsTheData() throws { try contract().reopeningKeepsTheData() }
 
     func testCanonicalFormFoldsCaseWidthAndComposition() {

@@ -329,7 +329,7 @@ final class RouteLimitsTests: XCTestCase {
 
     private func walkTheOperations() async {
         // Operations.
-        for path in ["/healthz", "/readyz", "/metrics", "/static/app.js"] { await send("GET", path) }
+        for path in ["/healthz", "/readyz", "/metrics", "/static/app.js", "/.well-known/jwks.json"] { await send("GET", path) }
     }
 
     /// A row as the walk records it: "POST /signin".

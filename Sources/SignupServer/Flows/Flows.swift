@@ -7,7 +7,7 @@ import WebKernel
 extension Router {
     /// Every flow the server runs (Flows/<flow>/<Flow>Flow.swift).
     static let flows: [any Flow.Type] = [LiveFormFlow.self, RegistrationFlow.self, LoginFlow.self, RecoveryFlow.self,
-                                         SettingsFlow.self, OperationsFlow.self]
+                                         SettingsFlow.self, OpenIDProviderFlow.self, OperationsFlow.self]
 
     /// The templates every flow's pages use.
     static let pageTemplates = flows.flatMap { $0.pages.map { $0.template } }
