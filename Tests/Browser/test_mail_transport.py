@@ -7,6 +7,7 @@ trusts are refused with the reason, and nothing is sent.
 """
 import email
 import email.policy
+import errno
 import os
 import subprocess
 import tempfile
@@ -125,9 +126,18 @@ def plain_smtp_server():
         return AuthResult(success=True, handled=False)
 
     mailbox = Mailbox()
-    port = free_port()
-    controller = Controller(mailbox, hostname="0.0.0.0", port=port, authenticator=record, auth_require_tls=False)
-    controller.start()
+    # aiosmtpd must be told its port before it binds, on every address: a port found free on
+    # loopback was once taken on another address (or by another worker) by the time it bound
+    # (EADDRINUSE, in make test). A few fresh ports, then the error.
+    for attempt in range(5):
+        port = free_port()
+        controller = Controller(mailbox, hostname="0.0.0.0", port=port, authenticator=record, auth_require_tls=False)
+        try:
+            controller.start()
+            break
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE or attempt == 4:
+                raise
     try:
         yield mailbox, port, address, logins
     finally:
