@@ -62,7 +62,10 @@ enum ConfigurationSources {
     /// `prepare(_:for:environment:)`: no command keeps a list of its variables by hand.
     static func declarations(of command: ParsableCommand.Type) -> [SettingDeclaration] {
         let help = SignupServerCommand.helpMessage(for: command, includeHidden: true, columns: 10_000)
-        let options = Set(help.matches(of: #/--([a-z0-9][a-z0-9-]*)/#).map { String($0.1) })
+        // The option lines only ("  --database <database>  …"): a flag a help text mentions in
+        // passing (`--publish-hours` in an abstract) is not an option of the command.
+        let options = Set(help.matches(of: #/^ {2}(?:-[a-zA-Z], )?--([a-z0-9][a-z0-9-]*)/#.anchorsMatchLineEndings())
+            .map { String($0.1) })
         return ServeSettings.all.filter { !$0.fileOnly && !$0.secret && options.contains($0.flag) }
     }
 
