@@ -69,6 +69,11 @@ enum ConfigurationSources {
         return ServeSettings.all.filter { !$0.fileOnly && !$0.secret && options.contains($0.flag) }
     }
 
+    /// A declared secret, by what it is (`.smtpPassword`); nil when unset.
+    static func secret(_ secret: ServeSettings.Secret) throws -> String? {
+        try self.secret(secret.declaration.environmentVariable)
+    }
+
     /// A secret by its variable (`LIVESIGNUP_SMTP_PASSWORD`): a declared one as resolved (its
     /// variable, its `_FILE`, the file's `_file`); another (a provider's client secret, named by
     /// the policy) from its variable or its `_FILE`. Nil when unset.
@@ -190,7 +195,14 @@ struct ConfigCommand: ParsableCommand {
     struct Reference: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Write docs/CONFIGURATION.md: every setting, from its declaration.")
 
-        func run() throws { print(ServeSettings.reference, terminator: "") }
+        func run() throws {
+            // The catalog holds together, or the reference (and its staleness test) stops here:
+            // each declared secret is one case code can ask for.
+            let declared = Set(ServeSettings.all.filter(\.secret).map(\.path))
+            precondition(Set(ServeSettings.Secret.allCases.map(\.rawValue)) == declared,
+                         "ServeSettings.Secret must list exactly the declared secrets: \(declared.sorted())")
+            print(ServeSettings.reference, terminator: "")
+        }
     }
 
     struct Example: ParsableCommand {

@@ -45,7 +45,7 @@ struct Mail: ParsableCommand {
                 FileHandle.standardError.write(Data("warning: \(warning)\n".utf8))
             }
             let transport = SMTPTransport(
-                url: url, password: try ConfigurationSources.secret("LIVESIGNUP_SMTP_PASSWORD"),
+                url: url, password: try ConfigurationSources.secret(.smtpPassword),
                 requireTLS: SMTPTransport.mustEncrypt(url, requireTLS: smtpRequireTls, allowPlaintext: smtpAllowPlaintext), caFile: smtpCaFile)
             let message = MailMessage(
                 from: mailFrom, to: to, subject: "LiveSignup: Testnachricht / test message ✓",

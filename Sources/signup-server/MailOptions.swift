@@ -103,7 +103,7 @@ struct MailOptions: ParsableArguments {
         guard emailVerification != "off" else { return nil }
         let transport: any MailTransport
         if let smtpUrl, let url = URL(string: smtpUrl) {
-            transport = SMTPTransport(url: url, password: try? ConfigurationSources.secret("LIVESIGNUP_SMTP_PASSWORD"),
+            transport = SMTPTransport(url: url, password: try? ConfigurationSources.secret(.smtpPassword),
                                       requireTLS: SMTPTransport.mustEncrypt(url, requireTLS: smtpRequireTls, allowPlaintext: smtpAllowPlaintext), caFile: smtpCaFile)
         } else if let mailDir {
             transport = MailDirectoryTransport(directory: URL(fileURLWithPath: mailDir))

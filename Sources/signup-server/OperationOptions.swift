@@ -85,7 +85,7 @@ struct OperationOptions: ParsableArguments {
     /// (environment only: a secret stays out of `ps`); nil without a URL. A bad URL or secret
     /// stops the start with the reason.
     func webhookSettings() throws -> WebhookSettings? {
-        let secretText = try ConfigurationSources.secret("LIVESIGNUP_WEBHOOK_SECRET") ?? ""
+        let secretText = try ConfigurationSources.secret(.webhookSecret) ?? ""
         guard let webhookUrl else {
             if !secretText.isEmpty {
                 throw ValidationError("LIVESIGNUP_WEBHOOK_SECRET is set but --webhook-url is not: where should webhooks go?")

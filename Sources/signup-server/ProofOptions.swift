@@ -58,7 +58,7 @@ struct ProofOptions: ParsableArguments {
     /// `LIVESIGNUP_PROOF_KEY`: the HMAC key as text (its UTF-8 bytes, as ALTCHA libraries take
     /// a key), for instances or tools that must share it; nil uses the account store's.
     static func keyFromEnvironment() throws -> [UInt8]? {
-        guard let text = try ConfigurationSources.secret("LIVESIGNUP_PROOF_KEY"), !text.isEmpty else { return nil }
+        guard let text = try ConfigurationSources.secret(.proofOfWorkKey), !text.isEmpty else { return nil }
         guard text.utf8.count >= 16 else { throw ValidationError("LIVESIGNUP_PROOF_KEY must be at least 16 bytes long.") }
         return Array(text.utf8)
     }

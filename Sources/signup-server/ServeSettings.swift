@@ -24,6 +24,26 @@ enum ServeSettings {
     static let all: [SettingDeclaration] =
         [server, store, policy, lookups, mail, webhooks, proofOfWork, limits, signIn, providers, logging, metrics].flatMap { $0 }
 
+    /// The declared secrets, by what they are: code asks for one by its case, never by its
+    /// variable's name (`ConfigurationSources.secret(.smtpPassword)`).
+    enum Secret: String, CaseIterable {
+        case formTokenKey = "server.form_token_key"
+        case smtpPassword = "mail.smtp_password"
+        case mailSealingKey = "mail.sealing_key"
+        case verificationKey = "mail.verification_key"
+        case webhookSecret = "webhooks.secret"
+        case proofOfWorkKey = "proof_of_work.key"
+        case secondFactorKey = "sign_in.second_factor_key"
+        case providerCookieKey = "sign_in.provider_cookie_key"
+
+        var declaration: SettingDeclaration {
+            guard let declared = ServeSettings.all.first(where: { $0.path == rawValue && $0.secret }) else {
+                preconditionFailure("\(rawValue) is no secret ServeSettings declares")
+            }
+            return declared
+        }
+    }
+
     /// By flag, for the options' help.
     static let byFlag = Dictionary(uniqueKeysWithValues: all.filter { !$0.fileOnly }.map { ($0.flag, $0) })
 

@@ -133,13 +133,13 @@ struct Serve: ParsableCommand {
         if let path = ConfigurationSources.resolution?.filePath {
             logger.info("Configuration read", metadata: ["file": "\(path)"])
         }
-        if let text = try ConfigurationSources.secret("LIVESIGNUP_SECOND_FACTOR_KEY"), !text.isEmpty {
+        if let text = try ConfigurationSources.secret(.secondFactorKey), !text.isEmpty {
             guard let key = SecondFactorSeal.key(from: text) else {
                 throw ValidationError("LIVESIGNUP_SECOND_FACTOR_KEY must be 32 bytes, as 64 hex digits or base64.")
             }
             configuration.secondFactorKey = key
         }
-        if let text = try ConfigurationSources.secret("LIVESIGNUP_PROVIDER_COOKIE_KEY"), !text.isEmpty {
+        if let text = try ConfigurationSources.secret(.providerCookieKey), !text.isEmpty {
             guard let key = SecondFactorSeal.key(from: text) else {
                 throw ValidationError("LIVESIGNUP_PROVIDER_COOKIE_KEY must be 32 bytes, as 64 hex digits or base64.")
             }
@@ -153,15 +153,15 @@ struct Serve: ParsableCommand {
                 configuration.providerClientSecrets[provider.id] = secret
             }
         }
-        if let hex = try ConfigurationSources.secret("LIVESIGNUP_FORM_TOKEN_KEY"), !hex.isEmpty {
+        if let hex = try ConfigurationSources.secret(.formTokenKey), !hex.isEmpty {
             configuration.formTokenKey = try LimitOptions.key(fromHex: hex)
         }
         // Kept out of the database when given: a copy of it then opens no mail in the outbox
         // and cannot test a guessed code offline (docs/SECURITY.md).
-        if let hex = try ConfigurationSources.secret("LIVESIGNUP_MAIL_KEY"), !hex.isEmpty {
+        if let hex = try ConfigurationSources.secret(.mailSealingKey), !hex.isEmpty {
             configuration.mailSealingKey = try LimitOptions.key(fromHex: hex, variable: "LIVESIGNUP_MAIL_KEY")
         }
-        if let hex = try ConfigurationSources.secret("LIVESIGNUP_VERIFICATION_KEY"), !hex.isEmpty {
+        if let hex = try ConfigurationSources.secret(.verificationKey), !hex.isEmpty {
             configuration.verificationCodeKey = try LimitOptions.key(fromHex: hex, variable: "LIVESIGNUP_VERIFICATION_KEY")
         }
         let app = try SignupApplication(configuration: configuration, store: store, logger: logger)
