@@ -1,6 +1,7 @@
 import Foundation
 import JWTKit
 import SignupDomain
+import WebAuthn
 
 /// The OpenID provider's signing keys (issue 56), kept in the account store like the other
 /// keys, so every instance signs with the same key and publishes the same key set. A first
@@ -67,8 +68,7 @@ package struct SigningKeys: Sendable {
 
     /// A new ES256 key with a random id.
     static func make(at time: Date, signsFrom: Date) -> SigningKey {
-        let id = Data((0..<12).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        let id = Base64URL.encode((0..<12).map { _ in UInt8.random(in: 0...255) })
         return SigningKey(id: id, algorithm: "ES256", privateKeyPEM: ES256PrivateKey().pemRepresentation, createdAt: time,
                           signsFrom: signsFrom)
     }

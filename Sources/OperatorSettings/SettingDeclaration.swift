@@ -37,6 +37,15 @@ public struct SettingDeclaration: Sendable {
     /// Only the file gives it (a YAML mapping: the policy inline): no flag, no variable.
     public var fileOnly: Bool { if case .document = kind { return true } else { return false } }
 
+    /// Why `value` is refused (its kind, then the declaration's own check, each item of a
+    /// list), or nil: every source's value is held to this one test.
+    public func problem(with value: SettingValue) -> String? {
+        switch value {
+        case .single(let text): return kind.problem(with: text) ?? check?(text)
+        case .list(let items): return items.lazy.compactMap { check?($0) }.first
+        }
+    }
+
     /// `server.port`: how `config print` and errors name it.
     public var path: String { section.rawValue + "." + key }
 

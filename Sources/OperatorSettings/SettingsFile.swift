@@ -170,17 +170,9 @@ public struct SettingsFile: Sendable {
                 }
                 value = .single(scalar.string)
             }
-            if case .single(let text) = value, let reason = declaration.kind.problem(with: text) ?? declaration.check?(text) {
+            if let reason = declaration.problem(with: value) {
                 problem(node, path, reason)
                 return nil
-            }
-            if case .list(let items) = value, let check = declaration.check {
-                for item in items {
-                    if let reason = check(item) {
-                        problem(node, path, reason)
-                        return nil
-                    }
-                }
             }
             return value
         }

@@ -35,9 +35,9 @@ public struct SettingsResolution: Sendable {
                 if declaration.secret {
                     do {
                         let text = try readSecret(entry.value.text)
-                        if declaration.check?(text) != nil {
+                        if let reason = Self.secretProblem(declaration, text) {
                             problems.append(SettingProblem(file: file.path, line: entry.line, key: declaration.path + "_file",
-                                                           reason: Self.secretProblem(declaration, text)))
+                                                           reason: reason))
                         }
                         value = .single(text)
                     } catch {
@@ -50,7 +50,6 @@ public struct SettingsResolution: Sendable {
                 source = .file(path: file.path, line: entry.line)
             } else {
                 value = declaration.defaultText.map { declaration.kind.isList ? .list([$0]) : .single($0) }
-                if declaration.kind.isList, declaration.defaultText == nil { value = nil }
             }
             settings.append(Resolved(declaration: declaration, value: value, source: source))
         }
@@ -86,38 +85,25 @@ public struct SettingsResolution: Sendable {
             }
             variable = declaration.fileVariable
         }
-        if declaration.secret {
-            // Checked like any value, but never quoted in the problem: it is a secret.
-            if declaration.check?(text) != nil {
-                problems.append(SettingProblem(key: variable, reason: Self.secretProblem(declaration, text)))
-                return nil
-            }
-            return (.single(text), .environment(variable: variable))
+        let value: SettingValue = declaration.kind.isList
+            ? .list(text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+            : .single(text)
+        // A secret is checked like any value, but never quoted in the problem.
+        if let reason = declaration.secret ? Self.secretProblem(declaration, text) : declaration.problem(with: value) {
+            problems.append(SettingProblem(key: variable, reason: reason))
+            return nil
         }
-        let value: SettingValue
-        if declaration.kind.isList {
-            value = .list(text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
-        } else {
-            if let reason = declaration.kind.problem(with: text) ?? declaration.check?(text) {
-                problems.append(SettingProblem(key: variable, reason: reason))
-                return nil
-            }
-            value = .single(declaration.kind.isBoolean ? String(SettingKind.boolean(text)!) : text)
-        }
-        if case .list(let items) = value, let check = declaration.check {
-            for item in items {
-                if let reason = check(item) {
-                    problems.append(SettingProblem(key: variable, reason: reason))
-                    return nil
-                }
-            }
+        // A boolean as the flag takes it: 1/yes/on are "true".
+        if declaration.kind.isBoolean, let on = SettingKind.boolean(text) {
+            return (.single(String(on)), .environment(variable: variable))
         }
         return (value, .environment(variable: variable))
     }
 
-    /// What is wrong with a secret, without its value (a check's reason may quote what it read).
-    private static func secretProblem(_ declaration: SettingDeclaration, _ text: String) -> String {
-        let reason = declaration.check?(text) ?? ""
+    /// What is wrong with a secret, or nil, without its value (a check's reason may quote
+    /// what it read).
+    private static func secretProblem(_ declaration: SettingDeclaration, _ text: String) -> String? {
+        guard let reason = declaration.problem(with: .single(text)) else { return nil }
         return text.isEmpty ? reason : reason.replacingOccurrences(of: text, with: "(the secret)")
     }
 

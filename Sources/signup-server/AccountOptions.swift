@@ -106,6 +106,16 @@ struct AccountOptions: ParsableArguments {
     /// PostgreSQL may still be starting when the server does (a container or a machine booting
     /// together), so the first connection is retried for up to `wait` seconds, with a warning
     /// per attempt, instead of exiting at once into a restart loop.
+    /// The store an operator's command works on: one that exists already (a command never
+    /// creates an empty database by a mistyped path), its URL checked first.
+    static func openExistingStore(_ database: String, logger: Logger) throws -> any AccountStore {
+        try checkDatabase(database)
+        guard isURL(database) || FileManager.default.fileExists(atPath: database) else {
+            throw ValidationError("No database at '\(database)'.")
+        }
+        return try openStore(database, logger: logger)
+    }
+
     static func openStore(_ database: String, connections: Int = 8, wait: Int = 0, logger: Logger) throws -> any AccountStore {
         guard PostgresLocation.isURL(database) else { return try SQLiteAccountStore(path: database) }
         let location = try PostgresLocation(url: database)

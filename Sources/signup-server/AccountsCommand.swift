@@ -26,11 +26,7 @@ struct Accounts: ParsableCommand {
         var format: Format = .table
 
         func run() throws {
-            try AccountOptions.checkDatabase(database)
-            guard AccountOptions.isURL(database) || FileManager.default.fileExists(atPath: database) else {
-                throw ValidationError("No database at '\(database)'.")
-            }
-            let accounts = try AccountOptions.openStore(database, logger: Logger(label: "livesignup.accounts")).allAccounts()
+            let accounts = try AccountOptions.openExistingStore(database, logger: Logger(label: "livesignup.accounts")).allAccounts()
             let formatter = ISO8601DateFormatter()
             if format == .json {
                 print(Self.json(accounts, formatter: formatter))
@@ -105,11 +101,7 @@ struct Accounts: ParsableCommand {
         }
 
         func run() throws {
-            try AccountOptions.checkDatabase(database)
-            guard AccountOptions.isURL(database) || FileManager.default.fileExists(atPath: database) else {
-                throw ValidationError("No database at '\(database)'.")
-            }
-            let store = try AccountOptions.openStore(database, logger: Logger(label: "livesignup.accounts"))
+            let store = try AccountOptions.openExistingStore(database, logger: Logger(label: "livesignup.accounts"))
             guard let account = try store.account(named: username) else {
                 throw ValidationError("No account is named '\(username)'.")
             }
@@ -144,11 +136,7 @@ struct Accounts: ParsableCommand {
         var username: String
 
         func open() throws -> (store: any AccountStore, account: Account) {
-            try AccountOptions.checkDatabase(database)
-            guard AccountOptions.isURL(database) || FileManager.default.fileExists(atPath: database) else {
-                throw ValidationError("No database at '\(database)'.")
-            }
-            let store = try AccountOptions.openStore(database, logger: Logger(label: "livesignup.accounts"))
+            let store = try AccountOptions.openExistingStore(database, logger: Logger(label: "livesignup.accounts"))
             guard let account = try store.account(named: username) else {
                 throw ValidationError("No account is named '\(username)'.")
             }

@@ -182,8 +182,7 @@ struct ConfigCommand: ParsableCommand {
 
         func run() throws {
             do {
-                let unparsed = try ConfigurationSources.prepareServe(arguments, environment: ProcessInfo.processInfo.environment)
-                _ = unparsed
+                _ = try ConfigurationSources.prepareServe(arguments, environment: ProcessInfo.processInfo.environment)
             } catch {
                 ConfigurationSources.report(error, consequence: "nothing printed")
                 throw ExitCode.failure

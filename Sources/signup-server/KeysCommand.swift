@@ -12,11 +12,7 @@ struct Keys: ParsableCommand {
 
     /// The store's keys, as every instance reads them.
     static func signingKeys(_ database: String) throws -> SigningKeys {
-        try AccountOptions.checkDatabase(database)
-        guard AccountOptions.isURL(database) || FileManager.default.fileExists(atPath: database) else {
-            throw ValidationError("No database at '\(database)'.")
-        }
-        let store = try AccountOptions.openStore(database, logger: Logger(label: "livesignup.keys"))
+        let store = try AccountOptions.openExistingStore(database, logger: Logger(label: "livesignup.keys"))
         return SigningKeys(store: store, tokenLifetime: SigningKeys.defaultTokenLifetime, now: { Date() })
     }
 

@@ -20,11 +20,7 @@ struct Sessions: ParsableCommand {
         var username: String
 
         func run() throws {
-            try AccountOptions.checkDatabase(database)
-            guard AccountOptions.isURL(database) || FileManager.default.fileExists(atPath: database) else {
-                throw ValidationError("No database at '\(database)'.")
-            }
-            let store = try AccountOptions.openStore(database, logger: Logger(label: "livesignup.sessions"))
+            let store = try AccountOptions.openExistingStore(database, logger: Logger(label: "livesignup.sessions"))
             guard let account = try store.account(named: username) else {
                 throw ValidationError("No account named '\(username)'.")
             }
