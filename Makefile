@@ -18,7 +18,7 @@ PREFIX ?= /usr/local
 TEST_APT_PACKAGES := nginx-light postgresql openssl iproute2 oathtool systemd
 
 BROWSER_APT_PACKAGES := chromium chromium-driver
-BROWSER_PIP_PACKAGES := selenium pytest pytest-xdist standardwebhooks aiosmtpd dnslib altcha webauthn pyotp oidc-provider-mock joserfc
+BROWSER_PIP_PACKAGES := selenium pytest pytest-xdist standardwebhooks aiosmtpd dnslib altcha webauthn pyotp oidc-provider-mock joserfc authlib requests
 
 # Installs those of the listed Debian packages that are missing (with sudo unless root).
 define apt_install
@@ -101,7 +101,7 @@ browser-tests:
 # axe-playwright-python, installed without its Playwright dependency) from PyPI.
 browser-deps:
 	@$(call apt_install,$(BROWSER_APT_PACKAGES))
-	@python3 -c "import selenium, pytest, xdist, standardwebhooks, aiosmtpd, dnslib, altcha, webauthn, pyotp, oidc_provider_mock, joserfc" 2>/dev/null || python3 -m pip install -q $(BROWSER_PIP_PACKAGES)
+	@python3 -c "import selenium, pytest, xdist, standardwebhooks, aiosmtpd, dnslib, altcha, webauthn, pyotp, oidc_provider_mock, joserfc, authlib, requests" 2>/dev/null || python3 -m pip install -q $(BROWSER_PIP_PACKAGES)
 	@python3 -c "import axe_playwright_python" 2>/dev/null || python3 -m pip install -q --no-deps axe-playwright-python
 
 # Issue 11's standard scenarios (typing, saturation, idle sessions, 19,000 streams, the load

@@ -43,6 +43,21 @@ package struct SignInFunnel: Sendable {
         /// Whether the session opens sensitive changes at once (`authenticated_at`): every
         /// proof but a passkey that only showed it was there.
         package var provesThePerson: Bool { self != .passkey(userVerified: false) }
+
+        /// How it was proved, as RFC 8176 names methods: the `amr` of the ID tokens the
+        /// session's applications receive (issue 56). A new account's sign-up proof is not
+        /// known here, so it claims none; the second step's first factor is not carried
+        /// through the step, so it says the code and that there were two.
+        package var methods: [String] {
+            switch self {
+            case .password: ["pwd"]
+            case .passkey(let verified): verified ? ["hwk", "user", "mfa"] : ["hwk"]
+            case .provider: ["fed"]
+            case .mailbox: ["otp"]
+            case .newAccount: []
+            case .secondFactor: ["otp", "mfa"]
+            }
+        }
     }
 
     /// What the funnel did.
@@ -78,6 +93,6 @@ package struct SignInFunnel: Sendable {
             return .secondStep(gate.start(for: account, request, returnTo: returnTo ?? request.returnTarget))
         }
         return .signedIn(try signedIn.signIn(account, replacing: request.cookieHeader, from: request.signInOrigin,
-                                             verified: proof.provesThePerson))
+                                             verified: proof.provesThePerson, methods: proof.methods))
     }
 }

@@ -78,7 +78,8 @@ package final class SignedInUsers: Sendable {
     /// verification), so sensitive changes are open at once; a passkey that only showed it
     /// was there opens nothing until the account page's confirmation.
     /// Only `SignInFunnel` calls it: the one place that decides the second step first.
-    package func signIn(_ account: Account, replacing cookieHeader: String?, from origin: Origin, verified: Bool = true) throws -> [String] {
+    package func signIn(_ account: Account, replacing cookieHeader: String?, from origin: Origin, verified: Bool = true,
+                        methods: [String] = []) throws -> [String] {
         // The one session the cookie names, never more: two cookies were planted, and a header
         // of forty random ids must not cost forty writes (issue 52).
         if let previous = sessionID(in: cookieHeader) {
@@ -92,7 +93,7 @@ package final class SignedInUsers: Sendable {
             idHash: SignInSessionID.hash(id), accountID: account.id,
             createdAt: started, expiresAt: started.addingTimeInterval(lifetime),
             device: origin.device, network: origin.network,
-            authenticatedAt: verified ? started : Date(timeIntervalSince1970: 0)), keepingAtMost: sessionsPerAccount)
+            authenticatedAt: verified ? started : Date(timeIntervalSince1970: 0), methods: methods), keepingAtMost: sessionsPerAccount)
         for hash in ended { forget(hash) }
         return cookies(id)
     }

@@ -33,14 +33,16 @@ package struct SigningKeys: Sendable {
     /// both are published and every instance signs with the same (`SigningKeyRing.signer`).
     package func ensureKey() throws {
         guard try store.signingKeys().isEmpty else { return }
-        let time = now()
+        // Whole seconds, down: the store keeps what it is given to the millisecond at best,
+        // and a time rounded up would leave no key signing until the clock caught up.
+        let time = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
         try store.addSigningKey(Self.make(at: time, signsFrom: time))
     }
 
     /// Adds the next key: published now, signing from `publishLead` later.
     @discardableResult
     package func rotate(publishLead: TimeInterval) throws -> SigningKey {
-        let time = now()
+        let time = Date(timeIntervalSince1970: now().timeIntervalSince1970.rounded(.down))
         let key = Self.make(at: time, signsFrom: time.addingTimeInterval(publishLead))
         try store.addSigningKey(key)
         return key

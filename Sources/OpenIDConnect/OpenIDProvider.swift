@@ -347,7 +347,7 @@ public final class OpenIDProvider: @unchecked Sendable {
     }
 
     /// An async call's result, waited for on this (Dispatch) thread.
-    static func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    package static func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
         let semaphore = DispatchSemaphore(value: 0)
         let outcome = Locked<Result<T, any Error>?>(nil)
         Task {

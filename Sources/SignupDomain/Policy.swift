@@ -57,6 +57,8 @@ public struct Policy: Sendable {
     public var secondFactorLockout = SecondFactorLockout()
     /// OpenID Connect providers a person may sign up or sign in through (`providers`).
     public var providers: [ProviderDeclaration] = []
+    /// The applications LiveSignup is the OpenID provider of (`clients`, issue 56).
+    public var clients: [ClientDeclaration] = []
 
     /// Every language the policy gives wording of its own, its texts' and its fields'.
     public var languageTags: Set<String> {

@@ -30,7 +30,7 @@ public enum PolicyFile {
     ///   - baseDirectory: where relative `reserved_file` and `blocklist` paths start.
     public static func parse(_ text: String, file: String, baseDirectory: URL,
                              fallbackName: String = "custom") throws(PolicyFileError) -> Policy {
-        let reader = Reader(file: file, baseDirectory: baseDirectory)
+        let reader = PolicyFileReader(file: file, baseDirectory: baseDirectory)
         return try reader.policy(from: compose(text, file: file), fallbackName: fallbackName)
     }
 
@@ -46,7 +46,7 @@ public enum PolicyFile {
             }
             node = next
         }
-        return try Reader(file: file, baseDirectory: baseDirectory).policy(from: node, fallbackName: fallbackName)
+        return try PolicyFileReader(file: file, baseDirectory: baseDirectory).policy(from: node, fallbackName: fallbackName)
     }
 
     /// A settings file's text (policy files and language catalogs), or why it cannot be read.
@@ -106,7 +106,7 @@ public enum PolicyFile {
 }
 
 /// Walks the composed YAML nodes, so every complaint can name its line.
-private struct Reader {
+struct PolicyFileReader {
     let file: String
     let baseDirectory: URL
 
@@ -231,7 +231,7 @@ private struct Reader {
         policy.name = fallbackName
         let top = try settings(root, at: "", known: ["name", "summary", "service_name", "username", "password",
                                                      "email", "availability_debounce_ms", "texts", "texts_by_language", "fields",
-                                                     "second_factor", "second_factor_wrong_codes", "providers"])
+                                                     "second_factor", "second_factor_wrong_codes", "providers", "clients"])
         if let name = top["name"] {
             policy.name = try string(name.value, "name")
         }
@@ -260,6 +260,9 @@ private struct Reader {
         }
         if let providers = top["providers"] {
             policy.providers = try readProviders(providers.value)
+        }
+        if let clients = top["clients"] {
+            policy.clients = try readClients(clients.value)
         }
         if let debounce = top["availability_debounce_ms"] {
             policy.availabilityDebounceMilliseconds = try integer(debounce.value, "availability_debounce_ms", in: 0...10_000)

@@ -20,10 +20,15 @@ public struct NewSignInSession: Sendable, Equatable {
     /// that verified the person; never, for a passkey that only showed it was there (then the
     /// account page asks for the password before a sensitive change).
     public let authenticatedAt: Date
+    /// How the person proved who they are (RFC 8176 values: `pwd`, `otp`, `hwk`, `fed`,
+    /// `mfa`, …), for the ID tokens of applications signed in through it.
+    public let methods: [String]
 
     public init(idHash: String, accountID: Int64, createdAt: Date, expiresAt: Date, device: String = "",
-                network: String = "", publicID: String = SignInSessionID.makePublicID(), authenticatedAt: Date? = nil) {
+                network: String = "", publicID: String = SignInSessionID.makePublicID(), authenticatedAt: Date? = nil,
+                methods: [String] = []) {
         self.authenticatedAt = authenticatedAt ?? createdAt
+        self.methods = methods
         self.idHash = idHash
         self.accountID = accountID
         self.createdAt = createdAt
@@ -48,9 +53,12 @@ public struct SignInSessionSummary: Sendable, Equatable {
     public let expiresAt: Date
     public let device: String
     public let network: String
+    /// How it was proved (`NewSignInSession.methods`); empty for a session older than that record.
+    public let methods: [String]
 
     public init(publicID: String, idHash: String, createdAt: Date, lastSeenAt: Date, authenticatedAt: Date,
-                expiresAt: Date, device: String, network: String) {
+                expiresAt: Date, device: String, network: String, methods: [String] = []) {
+        self.methods = methods
         self.publicID = publicID
         self.idHash = idHash
         self.createdAt = createdAt

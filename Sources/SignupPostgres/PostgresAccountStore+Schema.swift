@@ -253,6 +253,62 @@ extension PostgresAccountStore {
             )
             """,
         ]),
+        // How a session was proved (issue 56): the ID token's amr, RFC 8176 values space-separated.
+        (21, "how a session was proved", [
+            "ALTER TABLE sign_in_sessions ADD COLUMN methods TEXT NOT NULL DEFAULT ''",
+        ]),
+        // The OpenID provider's grants (issue 56): what a person granted an application in one
+        // sign-in; its codes (spent ones kept until the grant goes, to catch a second use) and
+        // tokens (hashes only) go with it.
+        (22, "the OpenID provider's grants", [
+            """
+            CREATE TABLE oauth_grants (
+                id TEXT PRIMARY KEY,
+                client_id TEXT NOT NULL,
+                account_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                scopes TEXT NOT NULL,
+                session_id TEXT NOT NULL,
+                auth_time TIMESTAMPTZ NOT NULL,
+                methods TEXT NOT NULL,
+                created_at TIMESTAMPTZ NOT NULL,
+                expires_at TIMESTAMPTZ NOT NULL
+            )
+            """,
+            "CREATE INDEX oauth_grants_account_client ON oauth_grants (account_id, client_id)",
+            "CREATE INDEX oauth_grants_session ON oauth_grants (session_id)",
+            "CREATE INDEX oauth_grants_expiry ON oauth_grants (expires_at)",
+            """
+            CREATE TABLE oauth_codes (
+                code_hash TEXT PRIMARY KEY,
+                grant_id TEXT NOT NULL REFERENCES oauth_grants (id) ON DELETE CASCADE,
+                redirect_uri TEXT NOT NULL,
+                code_challenge TEXT,
+                nonce TEXT,
+                expires_at TIMESTAMPTZ NOT NULL,
+                spent_at TIMESTAMPTZ
+            )
+            """,
+            "CREATE INDEX oauth_codes_grant ON oauth_codes (grant_id)",
+            """
+            CREATE TABLE oauth_tokens (
+                token_hash TEXT PRIMARY KEY,
+                grant_id TEXT NOT NULL REFERENCES oauth_grants (id) ON DELETE CASCADE,
+                kind TEXT NOT NULL,
+                expires_at TIMESTAMPTZ NOT NULL,
+                spent_at TIMESTAMPTZ
+            )
+            """,
+            "CREATE INDEX oauth_tokens_grant ON oauth_tokens (grant_id)",
+            """
+            CREATE TABLE oauth_consents (
+                account_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                client_id TEXT NOT NULL,
+                scopes TEXT NOT NULL,
+                granted_at TIMESTAMPTZ NOT NULL,
+                PRIMARY KEY (account_id, client_id)
+            )
+            """,
+        ]),
     ]
 
     func migrate() throws {

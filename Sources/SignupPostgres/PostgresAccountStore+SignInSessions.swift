@@ -11,9 +11,10 @@ extension PostgresAccountStore {
         try run("start a signed-in session") { client in
             try await client.query("""
                 INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at, authenticated_at, device,
-                    network, public_id)
+                    network, public_id, methods)
                 VALUES (\(session.idHash), \(session.accountID), \(session.createdAt), \(session.expiresAt), \(session.createdAt),
-                    \(session.authenticatedAt), \(session.device), \(session.network), \(session.publicID))
+                    \(session.authenticatedAt), \(session.device), \(session.network), \(session.publicID),
+                    \(session.methods.joined(separator: " ")))
                 """)
         }
     }
@@ -24,9 +25,10 @@ extension PostgresAccountStore {
             try await client.withTransaction(logger: logger) { connection -> [String] in
                 try await connection.query("""
                     INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at, authenticated_at, device,
-                        network, public_id)
+                        network, public_id, methods)
                     VALUES (\(session.idHash), \(session.accountID), \(session.createdAt), \(session.expiresAt), \(session.createdAt),
-                        \(session.authenticatedAt), \(session.device), \(session.network), \(session.publicID))
+                        \(session.authenticatedAt), \(session.device), \(session.network), \(session.publicID),
+                        \(session.methods.joined(separator: " ")))
                     """, logger: logger)
                 // The least recently used go first; the new one always stays.
                 var ended: [String] = []
@@ -86,14 +88,14 @@ extension PostgresAccountStore {
         let idleSince = now.addingTimeInterval(-rules.idleTimeout)
         return try run("read an account's signed-in sessions") { client in
             var sessions: [SignInSessionSummary] = []
-            for try await (publicID, idHash, created, lastSeen, authenticated, expires, device, network) in try await client.query("""
-                SELECT public_id, id_hash, created_at, last_seen_at, authenticated_at, expires_at, device, network
+            for try await (publicID, idHash, created, lastSeen, authenticated, expires, device, network, methods) in try await client.query("""
+                SELECT public_id, id_hash, created_at, last_seen_at, authenticated_at, expires_at, device, network, methods
                 FROM sign_in_sessions WHERE user_id = \(id) AND expires_at > \(now) AND last_seen_at > \(idleSince)
                 ORDER BY last_seen_at DESC, created_at DESC
-                """).decode((String, String, Date, Date, Date, Date, String, String).self) {
+                """).decode((String, String, Date, Date, Date, Date, String, String, String).self) {
                 sessions.append(SignInSessionSummary(publicID: publicID, idHash: idHash, createdAt: created, lastSeenAt: lastSeen,
                                                      authenticatedAt: authenticated, expiresAt: expires, device: device,
-                                                     network: network))
+                                                     network: network, methods: methods.split(separator: " ").map(String.init)))
             }
             return sessions
         }

@@ -10,11 +10,12 @@ extension SQLiteAccountStore {
             try db.execute(
                 sql: """
                 INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at, authenticated_at, device,
-                    network, public_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    network, public_id, methods)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 arguments: [session.idHash, session.accountID, session.createdAt, session.expiresAt, session.createdAt,
-                            session.authenticatedAt, session.device, session.network, session.publicID])
+                            session.authenticatedAt, session.device, session.network, session.publicID,
+                            session.methods.joined(separator: " ")])
         }
     }
 
@@ -22,10 +23,11 @@ extension SQLiteAccountStore {
         try write { db -> [String] in
             try db.execute(sql: """
                 INSERT INTO sign_in_sessions (id_hash, user_id, created_at, expires_at, last_seen_at, authenticated_at, device,
-                    network, public_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    network, public_id, methods)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [session.idHash, session.accountID, session.createdAt, session.expiresAt, session.createdAt,
-                                  session.authenticatedAt, session.device, session.network, session.publicID])
+                                  session.authenticatedAt, session.device, session.network, session.publicID,
+                            session.methods.joined(separator: " ")])
             // The least recently used go first; the new one always stays.
             return try String.fetchAll(db, sql: """
                 DELETE FROM sign_in_sessions WHERE user_id = ? AND id_hash != ? AND id_hash NOT IN (
@@ -82,13 +84,14 @@ extension SQLiteAccountStore {
     public func signInSessions(ofAccount id: Int64, at now: Date, rules: SignInSessionRules) throws -> [SignInSessionSummary] {
         try read { db in
             try Row.fetchAll(db, sql: """
-                SELECT public_id, id_hash, created_at, last_seen_at, authenticated_at, expires_at, device, network
+                SELECT public_id, id_hash, created_at, last_seen_at, authenticated_at, expires_at, device, network, methods
                 FROM sign_in_sessions WHERE user_id = ? AND expires_at > ? AND last_seen_at > ?
                 ORDER BY last_seen_at DESC, created_at DESC
                 """, arguments: [id, now, now.addingTimeInterval(-rules.idleTimeout)]).map { row in
                 SignInSessionSummary(publicID: row["public_id"], idHash: row["id_hash"], createdAt: row["created_at"],
                                      lastSeenAt: row["last_seen_at"], authenticatedAt: row["authenticated_at"],
-                                     expiresAt: row["expires_at"], device: row["device"], network: row["network"])
+                                     expiresAt: row["expires_at"], device: row["device"], network: row["network"],
+                                     methods: (row["methods"] as String).split(separator: " ").map(String.init))
             }
         }
     }

@@ -294,6 +294,51 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 table.column("signs_from", .datetime).notNull()
             }
         }
+        migrator.registerMigration("v22: how a session was proved") { db in
+            // The ID token's amr (issue 56): RFC 8176 values, space-separated; older sessions: unknown.
+            try db.alter(table: "sign_in_sessions") { table in
+                table.add(column: "methods", .text).notNull().defaults(to: "")
+            }
+        }
+        migrator.registerMigration("v23: the OpenID provider's grants") { db in
+            // What a person granted an application in one sign-in; its codes and tokens go with it.
+            try db.create(table: "oauth_grants") { table in
+                table.primaryKey("id", .text)
+                table.column("client_id", .text).notNull()
+                table.column("account_id", .integer).notNull().references("users", onDelete: .cascade)
+                table.column("scopes", .text).notNull()
+                table.column("session_id", .text).notNull().indexed()
+                table.column("auth_time", .datetime).notNull()
+                table.column("methods", .text).notNull()
+                table.column("created_at", .datetime).notNull()
+                table.column("expires_at", .datetime).notNull().indexed()
+            }
+            try db.create(index: "oauth_grants_account_client", on: "oauth_grants", columns: ["account_id", "client_id"])
+            // Spent codes stay until their grant goes: a second use must find them.
+            try db.create(table: "oauth_codes") { table in
+                table.primaryKey("code_hash", .text)
+                table.column("grant_id", .text).notNull().indexed().references("oauth_grants", onDelete: .cascade)
+                table.column("redirect_uri", .text).notNull()
+                table.column("code_challenge", .text)
+                table.column("nonce", .text)
+                table.column("expires_at", .datetime).notNull()
+                table.column("spent_at", .datetime)
+            }
+            try db.create(table: "oauth_tokens") { table in
+                table.primaryKey("token_hash", .text)
+                table.column("grant_id", .text).notNull().indexed().references("oauth_grants", onDelete: .cascade)
+                table.column("kind", .text).notNull()
+                table.column("expires_at", .datetime).notNull()
+                table.column("spent_at", .datetime)
+            }
+            try db.create(table: "oauth_consents") { table in
+                table.column("account_id", .integer).notNull().references("users", onDelete: .cascade)
+                table.column("client_id", .text).notNull()
+                table.primaryKey(["account_id", "client_id"])
+                table.column("scopes", .text).notNull()
+                table.column("granted_at", .datetime).notNull()
+            }
+        }
         return migrator
     }
 

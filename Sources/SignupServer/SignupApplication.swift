@@ -60,6 +60,9 @@ public final class SignupApplication: Sendable {
         /// Each provider's client secret by its id, read from the environment variable its
         /// declaration names (`client_secret_env`); a provider without one stops the start.
         public var providerClientSecrets: [String: String] = [:]
+        /// Each confidential application's secret by its client id (issue 56), read from the
+        /// variable its declaration names; one without it stops the start.
+        public var clientSecrets: [String: String] = [:]
         /// Also speak the pseudo-locale `en-xa` (accented, 40 % longer English), for finding
         /// hard-coded texts and layouts that break on long words (`--pseudo-locale`).
         public var pseudoLocale = false

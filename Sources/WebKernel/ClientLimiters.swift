@@ -35,6 +35,7 @@ package final class ClientLimiters: Sendable {
     package let noJavaScriptRecoveries: RateLimiter
     package let passkeys: RateLimiter
     package let unknownSessions: RateLimiter
+    package let tokens: RateLimiter
     package let limits: SignupLimits
 
     /// `store` holds the limits that must hold across instances; without one (tests of the
@@ -80,6 +81,7 @@ package final class ClientLimiters: Sendable {
         noJavaScriptRecoveries = limiter(.noJavaScriptRecoveries)
         passkeys = limiter(.passkeysPerAddress)
         unknownSessions = limiter(.unknownSessionsPerAddress)
+        tokens = limiter(.tokenRequestsPerAddress)
     }
 }
 
@@ -132,6 +134,7 @@ extension ClientLimiters {
         case .passkeys: passkeys
         case .edits: editsPerAddress
         case .signups: signups
+        case .tokens: tokens
         default: nil
         }
     }

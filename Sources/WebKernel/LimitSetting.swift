@@ -30,6 +30,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
     case hashesPerAddress = "hashes-per-address"
     case hashQueueLength = "hash-queue-length"
     case signInSessionsPerAccount = "signin-sessions-per-account"
+    case tokenRequestsPerAddress = "token-requests-per-address"
 
     /// Where the value lives: a rate (`COUNT/UNIT[,burst=N]`) or a count.
     public enum Value: Sendable {
@@ -64,6 +65,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .hashesPerAddress: return .count(\.hashesPerAddress)
         case .hashQueueLength: return .count(\.hashQueueLength)
         case .signInSessionsPerAccount: return .count(\.signInSessionsPerAccount)
+        case .tokenRequestsPerAddress: return .rate(\.tokenRequestsPerAddress)
         }
     }
 
@@ -87,6 +89,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .hashQueueLength: return nil
         // Never refuses: a new sign-in ends the account's least recently used session.
         case .signInSessionsPerAccount: return nil
+        case .tokenRequestsPerAddress: return .tokens
         }
     }
 
@@ -115,6 +118,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .hashesPerAddress: return "Password hashes one address may have queued or running."
         case .hashQueueLength: return "Password hashes waiting per kind (sign-up, sign-in) before 503."
         case .signInSessionsPerAccount: return "Signed-in sessions one account keeps at once; a new sign-in ends the least recently used beyond it."
+        case .tokenRequestsPerAddress: return "Requests to the OpenID provider's token, userinfo, revocation and introspection endpoints per address: an application's server asks for everyone it signs in."
         }
     }
 

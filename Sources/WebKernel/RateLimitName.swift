@@ -24,4 +24,7 @@ package enum RateLimitName: String, CaseIterable, Sendable {
     case passkeys
     /// `/auth` asked about sign-in cookies that name no live session, per address.
     case unknownSessions = "unknown_sessions"
+    /// The OpenID provider's endpoints applications call (token, userinfo, revocation,
+    /// introspection), per address: an application's server signs many people in.
+    case tokens
 }

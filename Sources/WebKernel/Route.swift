@@ -63,6 +63,12 @@ package final class Route: Sendable {
     /// Every answer of this route carries `Referrer-Policy: no-referrer` (its URLs hold a
     /// secret or a token: `/verify?token=…`, `/verify?link=…`), whatever the handler sent.
     package let sendsNoReferrer: Bool
+    /// Whether posts from other sites are its purpose, not an attack on it: an endpoint whose
+    /// caller proves itself in the request (an application's secret, a token) and never by
+    /// the browser's cookies, so a page elsewhere gains nothing by posting to it (the OpenID
+    /// provider's token, revocation and introspection endpoints). Never on a row that reads
+    /// the signed-in session.
+    package let acceptsCrossSite: Bool
     /// Whether its handler acts for the signed-in person: the router looks the session up
     /// once (`RequestContext.signedIn`) and the handler answers a signed-out one in its own
     /// words (a redirect to `/signin`, a passkey refusal).
@@ -80,8 +86,10 @@ package final class Route: Sendable {
     package init(_ method: HTTPMethod, _ path: String, prefix: Bool = false, answers: Answers, reads: Reads = .query,
          limits: [RateLimitName] = [], spentFirst: [RateLimitName] = [], outcome: Outcome? = nil,
          sendsNoReferrer: Bool = false, signedIn: Bool = false, recentSignIn: SignInContinuation? = nil,
-         handler: @escaping Handler) {
+         acceptsCrossSite: Bool = false, handler: @escaping Handler) {
         precondition(spentFirst.allSatisfy(limits.contains), "\(path): a limit spent first is one of its limits")
+        precondition(!(acceptsCrossSite && (signedIn || recentSignIn != nil)), "\(path): a cross-site row reads no session")
+        self.acceptsCrossSite = acceptsCrossSite
         precondition(method != .head, "\(path): HEAD is answered by the GET row")
         self.method = method
         self.path = path

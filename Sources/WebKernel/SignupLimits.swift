@@ -31,6 +31,10 @@ public struct SignupLimits: Sendable {
     /// Passkey ceremonies (`/passkeys/register`, `/passkeys/signin`, `/account/passkeys`) per
     /// address: each decodes CBOR and checks a signature for a client nobody knows yet.
     public var passkeysPerAddress = Rate.per(second: 1, burst: 30)
+    /// The OpenID provider's token, userinfo, revocation and introspection endpoints per
+    /// address (issue 56): one application server asks for every person it signs in, so the
+    /// allowance is a busy server's, not a browser's.
+    public var tokenRequestsPerAddress = Rate.per(second: 20, burst: 400)
     /// `/auth` answers for a sign-in cookie that names no live session, per address (a known
     /// session never counts): random cookies cannot make each answer a database read.
     public var unknownSessionsPerAddress = Rate.per(second: 5, burst: 100)
@@ -87,6 +91,7 @@ public struct SignupLimits: Sendable {
         limits.noJavaScriptSignups = .unlimited
         limits.noJavaScriptRecoveries = .unlimited
         limits.passkeysPerAddress = .unlimited
+        limits.tokenRequestsPerAddress = .unlimited
         limits.unknownSessionsPerAddress = .unlimited
         limits.hashesPerAddress = 1_000_000
         limits.signInSessionsPerAccount = 1_000_000

@@ -76,7 +76,12 @@ struct AccountOptions: ParsableArguments {
         if let secondFactor, SecondFactorRule(rawValue: secondFactor) == nil {
             throw ValidationError("--second-factor must be off, optional or required, not '\(secondFactor)'.")
         }
-        _ = try ConfigurationSources.inlinePolicy() ?? Self.loadPolicy(policy)
+        let settings = try ConfigurationSources.inlinePolicy() ?? Self.loadPolicy(policy)
+        // Each application's secret (issue 56), so `config check` says what the start would.
+        for client in settings.clients {
+            let secret = try client.secretVariable.flatMap { try ConfigurationSources.secret($0) }
+            if let problem = client.problem(withSecret: secret) { throw ValidationError(problem) }
+        }
         _ = try breachLookup()
         try validateDNSCheck()
         guard Argon2Preset(rawValue: argon2Preset) != nil else {

@@ -153,6 +153,12 @@ struct Serve: ParsableCommand {
                 configuration.providerClientSecrets[provider.id] = secret
             }
         }
+        // Each confidential application's secret (issue 56), the same way.
+        for client in configuration.policy.settings.clients {
+            if let variable = client.secretVariable, let secret = try ConfigurationSources.secret(variable), !secret.isEmpty {
+                configuration.clientSecrets[client.id] = secret
+            }
+        }
         if let hex = try ConfigurationSources.secret(.formTokenKey), !hex.isEmpty {
             configuration.formTokenKey = try LimitOptions.key(fromHex: hex)
         }

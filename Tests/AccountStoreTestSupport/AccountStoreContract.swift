@@ -130,6 +130,115 @@ public struct AccountStoreContract {
         XCTAssertEqual(try store.signingKeys(), [second], file: file, line: line)
     }
 
+    /// The OpenID provider's grants (issue 56): a code is redeemed once, by whichever instance
+    /// asks first, and only when its redeemer matches; a second use, or a refresh token used
+    /// twice, ends the whole grant; an account holds a bounded number of grants per client;
+    /// consents widen, list and revoke with the grants.
+    public func openIDGrantsAreSpentOnceAndRevokedByReuse(file: StaticString = #filePath, line: UInt = #line) throws {
+        let account = try store.createAccount(Self.newAccount("Grace"))
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        func grant(_ id: String, client: String = "wiki", at time: Date = now) -> OpenIDGrant {
+            OpenIDGrant(id: id, clientID: client, accountID: account.id, scopes: ["openid", "email"], sessionID: "s1",
+                        authTime: time, methods: ["pwd", "otp", "mfa"], createdAt: time, expiresAt: time.addingTimeInterval(660))
+        }
+        func code(_ hash: String, _ grant: OpenIDGrant) -> AuthorizationCode {
+            AuthorizationCode(codeHash: hash, grant: grant, redirectURI: "https://wiki.example/cb", codeChallenge: "challenge",
+                              nonce: "n-1", expiresAt: grant.createdAt.addingTimeInterval(60))
+        }
+        func pair(_ name: String, at time: Date = now) -> TokenPair {
+            TokenPair(accessHash: "a-\(name)", accessExpiresAt: time.addingTimeInterval(600), refreshHash: "r-\(name)",
+                      refreshExpiresAt: time.addingTimeInterval(86_400))
+        }
+        try store.storeAuthorizationCode(code("c1", grant("g1")), keepingAtMost: 20)
+        // Another instance redeems it; the redeemer's check sees what was stored.
+        let other = try reopen()
+        XCTAssertEqual(try other.redeemAuthorizationCode(hash: "c1", at: now.addingTimeInterval(5), issuing: pair("1"), if: { _ in true }),
+                       .redeemed(code("c1", grant("g1"))),
+                       file: file, line: line)
+        let live = try XCTUnwrap(try store.accessToken(hash: "a-1", at: now.addingTimeInterval(10)), file: file, line: line)
+        XCTAssertEqual(live.grant.methods, ["pwd", "otp", "mfa"], file: file, line: line)
+        XCTAssertEqual(live.grant.expiresAt, now.addingTimeInterval(86_400), "the grant lives as long as its refresh token",
+                       file: file, line: line)
+        XCTAssertNil(try store.accessToken(hash: "a-1", at: now.addingTimeInterval(601)), "expired", file: file, line: line)
+        XCTAssertNil(try store.accessToken(hash: "r-1", at: now), "a refresh token is not an access token", file: file, line: line)
+        XCTAssertEqual(try store.token(hash: "r-1", clientID: "wiki", at: now)?.isRefresh, true, file: file, line: line)
+        XCTAssertNil(try store.token(hash: "r-1", clientID: "other", at: now), "another client's token", file: file, line: line)
+
+        // The second use: nothing issued, the first use's tokens revoked.
+        XCTAssertEqual(try store.redeemAuthorizationCode(hash: "c1", at: now.addingTimeInterval(6), issuing: pair("2"), if: { _ in true }),
+                       .reused(grantID: "g1"), file: file, line: line)
+        XCTAssertNil(try store.accessToken(hash: "a-1", at: now.addingTimeInterval(10)), file: file, line: line)
+        XCTAssertNil(try store.accessToken(hash: "a-2", at: now.addingTimeInterval(10)), file: file, line: line)
+        XCTAssertEqual(try store.redeemAuthorizationCode(hash: "nope", at: now, issuing: pair("3"), if: { _ in true }), .unknown,
+                       file: file, line: line)
+
+        // A redeemer that does not match spends the code and ends its grant, issuing nothing.
+        try store.storeAuthorizationCode(code("c2", grant("g2")), keepingAtMost: 20)
+        guard case .refused(let refused) = try store.redeemAuthorizationCode(hash: "c2", at: now, issuing: pair("4"), if: { _ in false })
+        else { return XCTFail("a refused redeemer", file: file, line: line) }
+        XCTAssertEqual(refused.redirectURI, "https://wiki.example/cb", file: file, line: line)
+        XCTAssertNil(try store.accessToken(hash: "a-4", at: now), file: file, line: line)
+        XCTAssertEqual(try store.redeemAuthorizationCode(hash: "c2", at: now, issuing: pair("5"), if: { _ in true }), .unknown,
+                       file: file, line: line)
+        // An expired code redeems nothing.
+        try store.storeAuthorizationCode(code("c3", grant("g3")), keepingAtMost: 20)
+        XCTAssertEqual(try store.redeemAuthorizationCode(hash: "c3", at: now.addingTimeInterval(61), issuing: pair("6"), if: { _ in true }),
+                       .unknown, file: file, line: line)
+
+        // Refresh rotation: once; a reuse ends the family, the rotated tokens included.
+        try store.storeAuthorizationCode(code("c4", grant("g4")), keepingAtMost: 20)
+        _ = try store.redeemAuthorizationCode(hash: "c4", at: now, issuing: pair("7"), if: { _ in true })
+        XCTAssertEqual(try store.rotateRefreshToken(hash: "r-7", clientID: "other", at: now, issuing: pair("x")), .unknown,
+                       "another client's refresh token", file: file, line: line)
+        guard case .rotated(let rotated) = try other.rotateRefreshToken(hash: "r-7", clientID: "wiki", at: now, issuing: pair("8"))
+        else { return XCTFail("rotated", file: file, line: line) }
+        XCTAssertEqual(rotated.id, "g4", file: file, line: line)
+        XCTAssertNotNil(try store.accessToken(hash: "a-8", at: now), file: file, line: line)
+        XCTAssertEqual(try store.rotateRefreshToken(hash: "r-7", clientID: "wiki", at: now, issuing: pair("9")), .reused(grantID: "g4"),
+                       file: file, line: line)
+        XCTAssertNil(try store.accessToken(hash: "a-8", at: now), "the family is revoked", file: file, line: line)
+        XCTAssertEqual(try store.rotateRefreshToken(hash: "r-8", clientID: "wiki", at: now, issuing: pair("10")), .unknown,
+                       file: file, line: line)
+
+        // Revocation: an access token alone, or a whole grant.
+        try store.storeAuthorizationCode(code("c5", grant("g5")), keepingAtMost: 20)
+        _ = try store.redeemAuthorizationCode(hash: "c5", at: now, issuing: pair("11"), if: { _ in true })
+        try store.revokeAccessToken(hash: "a-11")
+        XCTAssertNil(try store.accessToken(hash: "a-11", at: now), file: file, line: line)
+        XCTAssertNotNil(try store.token(hash: "r-11", clientID: "wiki", at: now), file: file, line: line)
+        XCTAssertTrue(try store.revokeGrant(id: "g5"), file: file, line: line)
+        XCTAssertNil(try store.token(hash: "r-11", clientID: "wiki", at: now), file: file, line: line)
+        XCTAssertFalse(try store.revokeGrant(id: "g5"), file: file, line: line)
+
+        // At most `keep` grants of one account at one client: the oldest go.
+        for index in 0..<4 {
+            let time = now.addingTimeInterval(Double(index))
+            try store.storeAuthorizationCode(code("k\(index)", grant("k\(index)", at: time)), keepingAtMost: 2)
+            _ = try store.redeemAuthorizationCode(hash: "k\(index)", at: time, issuing: pair("k\(index)", at: time), if: { _ in true })
+        }
+        XCTAssertNil(try store.accessToken(hash: "a-k1", at: now), file: file, line: line)
+        XCTAssertNotNil(try store.accessToken(hash: "a-k2", at: now), file: file, line: line)
+        XCTAssertNotNil(try store.accessToken(hash: "a-k3", at: now), file: file, line: line)
+
+        // Consents: recorded, widened, listed with the grants of clients without one, revoked
+        // with their grants.
+        try store.recordConsent(ofAccount: account.id, client: "blog", scopes: ["openid"], at: now)
+        try store.recordConsent(ofAccount: account.id, client: "blog", scopes: ["openid", "email"], at: now.addingTimeInterval(9))
+        XCTAssertEqual(try other.consent(ofAccount: account.id, client: "blog"),
+                       ClientConsent(clientID: "blog", scopes: ["openid", "email"], grantedAt: now), file: file, line: line)
+        XCTAssertEqual(try store.consents(ofAccount: account.id, at: now).map(\.clientID), ["blog", "wiki"], file: file, line: line)
+        XCTAssertEqual(try store.revokeClient("wiki", ofAccount: account.id), 2, file: file, line: line)
+        XCTAssertNil(try store.accessToken(hash: "a-k3", at: now), file: file, line: line)
+        XCTAssertEqual(try store.consents(ofAccount: account.id, at: now).map(\.clientID), ["blog"], file: file, line: line)
+        XCTAssertEqual(try store.revokeClient("blog", ofAccount: account.id), 0, file: file, line: line)
+        XCTAssertNil(try store.consent(ofAccount: account.id, client: "blog"), file: file, line: line)
+
+        // The sweep forgets grants past their last token.
+        try store.storeAuthorizationCode(code("c6", grant("g6")), keepingAtMost: 20)
+        XCTAssertEqual(try store.removeExpiredGrants(at: now.addingTimeInterval(600)), 0, file: file, line: line)
+        XCTAssertEqual(try store.removeExpiredGrants(at: now.addingTimeInterval(661)), 1, file: file, line: line)
+    }
+
     /// Opening an existing database again (a restart, a newer version) migrates nothing twice
     /// and keeps what is there.
     public func reopeningKeepsTheData(file: StaticString = #filePath, line: UInt = #line) throws {

@@ -165,6 +165,65 @@ final class PolicyFileTests: XCTestCase {
         }
     }
 
+    /// Issue 56: the applications LiveSignup is the OpenID provider of, each with its line
+    /// when refused.
+    func testClientsAreReadWithTheirURIsCheckedAndTheirSecretsLeftInTheEnvironment() throws {
+        let policy = try parse("""
+            name: a
+            clients:
+              - id: wiki
+                name: The Wiki
+                redirect_uris: [https://wiki.example.com/cb, http://127.0.0.1:8080/cb]
+                post_logout_redirect_uris: [https://wiki.example.com/]
+                scopes: [openid, email]
+                first_party: true
+                client_secret_env: WIKI_SECRET
+                backchannel_logout_uri: https://wiki.example.com/logout
+              - id: phone.app
+                name: Phone
+                redirect_uris: [http://localhost:9000/cb]
+                public: true
+            """)
+        var wiki = ClientDeclaration(id: "wiki", name: "The Wiki", redirectURIs: ["https://wiki.example.com/cb", "http://127.0.0.1:8080/cb"])
+        wiki.postLogoutRedirectURIs = ["https://wiki.example.com/"]
+        wiki.scopes = ["openid", "email"]
+        wiki.firstParty = true
+        wiki.secretVariable = "WIKI_SECRET"
+        wiki.backchannelLogoutURI = "https://wiki.example.com/logout"
+        let phone = ClientDeclaration(id: "phone.app", name: "Phone", redirectURIs: ["http://localhost:9000/cb"])
+        XCTAssertEqual(policy.clients, [wiki, phone])
+        XCTAssertTrue(policy.clients[1].isPublic)
+        XCTAssertEqual(try parse("name: a\n").clients, [])
+        let entry = "  - id: x\n    name: X\n    redirect_uris: [https://x.example/cb]\n    client_secret_env: X_SECRET\n"
+        let cases: [(yaml: String, reason: String)] = [
+            ("clients:\n  - id: x\n    name: X\n", "a client needs 'redirect_uris'"),
+            ("clients:\n" + entry.replacingOccurrences(of: "client_secret_env: X_SECRET", with: "client_secret: hunter2"),
+             "unknown setting 'clients.client_secret'"),
+            ("clients:\n" + entry.replacingOccurrences(of: "X_SECRET", with: "hunter2"),
+             "names an environment variable (A-Z, 0-9, '_'), not 'hunter2'; the secret itself never goes in the file"),
+            ("clients:\n" + entry.replacingOccurrences(of: "    client_secret_env: X_SECRET\n", with: ""),
+             "'clients.x' needs client_secret_env"),
+            ("clients:\n" + entry + "    public: true\n", "'clients.x' is public (no secret, PKCE instead) or has client_secret_env, not both"),
+            ("clients:\n" + entry.replacingOccurrences(of: "https://x.example/cb", with: "http://x.example/cb"),
+             "'http://x.example/cb' must be https (http only on loopback)"),
+            ("clients:\n" + entry.replacingOccurrences(of: "https://x.example/cb", with: "https://x.example/cb#top"),
+             "must not have a fragment"),
+            ("clients:\n" + entry.replacingOccurrences(of: "https://x.example/cb", with: "/cb"), "must be an absolute URL"),
+            ("clients:\n" + entry.replacingOccurrences(of: "https://x.example/cb", with: "https://x.example/" + String(repeating: "a", count: 2048)),
+             "is longer than 2048 bytes"),
+            ("clients:\n" + entry.replacingOccurrences(of: "[https://x.example/cb]", with: "[]"), "must list at least one URI"),
+            ("clients:\n" + entry.replacingOccurrences(of: "id: x", with: "id: two words"), "a client's 'id' must be 1 to 64"),
+            ("clients:\n" + entry + entry, "the client id 'x' is given twice"),
+            ("clients:\n" + entry + "    scopes: [email]\n", "'clients.x.scopes' must include openid"),
+            ("clients:\n" + entry + "    scopes: [openid, admin]\n", "may list openid, profile, email, offline_access, not 'admin'"),
+        ]
+        for (yaml, reason) in cases {
+            XCTAssertThrowsError(try parse("name: a\n" + yaml), yaml) { error in
+                XCTAssertTrue("\(error)".contains(reason), "\(error)")
+            }
+        }
+    }
+
     func testJSONWorksToo() throws {
         let path = try write("policy.json", #"{"name": "json-policy", "password": {"min_length": 10, "require_uppercase": false}}"#)
         let policy = try PolicyFile.load(path: path)

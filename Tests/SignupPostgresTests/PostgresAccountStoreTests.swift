@@ -26,6 +26,7 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testRaceForOneNameHasOneWinner() throws { try contract().raceForOneNameHasOneWinner() }
     func testASecretIsCreatedOnceAndShared() throws { try contract().aSecretIsCreatedOnceAndShared() }
     func testSigningKeysAreKeptSharedAndNeverReplaced() throws { try contract().signingKeysAreKeptSharedAndNeverReplaced() }
+    func testOpenIDGrantsAreSpentOnceAndRevokedByReuse() throws { try contract().openIDGrantsAreSpentOnceAndRevokedByReuse() }
     func testReopeningKeepsTheData() throws { try contract().reopeningKeepsTheData() }
     func testSignedInSessionsLiveEndAndAreSwept() throws { try contract().signedInSessionsLiveEndAndAreSwept() }
     func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }

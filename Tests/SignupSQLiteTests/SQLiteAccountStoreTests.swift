@@ -44,6 +44,21 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func signingKeys() throws -> [SigningKey] { throw Failure() }
         func addSigningKey(_ key: SigningKey) throws { throw Failure() }
         func removeSigningKeys(ids: [String]) throws { throw Failure() }
+        func storeAuthorizationCode(_ code: AuthorizationCode, keepingAtMost keep: Int) throws { throw Failure() }
+        func redeemAuthorizationCode(hash: String, at now: Date, issuing tokens: TokenPair,
+                                     if accepts: @escaping @Sendable (AuthorizationCode) -> Bool) throws -> GrantRedemption { throw Failure() }
+        func rotateRefreshToken(hash: String, clientID: String, at now: Date, issuing tokens: TokenPair) throws -> GrantRedemption {
+            throw Failure()
+        }
+        func accessToken(hash: String, at now: Date) throws -> LiveAccessToken? { throw Failure() }
+        func token(hash: String, clientID: String, at now: Date) throws -> (grant: OpenIDGrant, isRefresh: Bool)? { throw Failure() }
+        func revokeAccessToken(hash: String) throws { throw Failure() }
+        func revokeGrant(id: String) throws -> Bool { throw Failure() }
+        func removeExpiredGrants(at now: Date) throws -> Int { throw Failure() }
+        func consent(ofAccount id: Int64, client clientID: String) throws -> ClientConsent? { throw Failure() }
+        func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date) throws { throw Failure() }
+        func consents(ofAccount id: Int64, at now: Date) throws -> [ClientConsent] { throw Failure() }
+        func revokeClient(_ clientID: String, ofAccount id: Int64) throws -> Int { throw Failure() }
         func startSignInSession(_ session: NewSignInSession) throws { throw Failure() }
         func startSignInSession(_ session: NewSignInSession, keepingAtMost keep: Int) throws -> [String] { throw Failure() }
         func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? { throw Failure() }
@@ -149,6 +164,21 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func signingKeys() throws -> [SigningKey] { [] }
         func addSigningKey(_ key: SigningKey) throws {}
         func removeSigningKeys(ids: [String]) throws {}
+        func storeAuthorizationCode(_ code: AuthorizationCode, keepingAtMost keep: Int) throws {}
+        func redeemAuthorizationCode(hash: String, at now: Date, issuing tokens: TokenPair,
+                                     if accepts: @escaping @Sendable (AuthorizationCode) -> Bool) throws -> GrantRedemption { .unknown }
+        func rotateRefreshToken(hash: String, clientID: String, at now: Date, issuing tokens: TokenPair) throws -> GrantRedemption {
+            .unknown
+        }
+        func accessToken(hash: String, at now: Date) throws -> LiveAccessToken? { nil }
+        func token(hash: String, clientID: String, at now: Date) throws -> (grant: OpenIDGrant, isRefresh: Bool)? { nil }
+        func revokeAccessToken(hash: String) throws {}
+        func revokeGrant(id: String) throws -> Bool { false }
+        func removeExpiredGrants(at now: Date) throws -> Int { 0 }
+        func consent(ofAccount id: Int64, client clientID: String) throws -> ClientConsent? { nil }
+        func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date) throws {}
+        func consents(ofAccount id: Int64, at now: Date) throws -> [ClientConsent] { [] }
+        func revokeClient(_ clientID: String, ofAccount id: Int64) throws -> Int { 0 }
         func startSignInSession(_ session: NewSignInSession) throws {}
         func startSignInSession(_ session: NewSignInSession, keepingAtMost keep: Int) throws -> [String] { [] }
         func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? { nil }
@@ -294,6 +324,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testRaceForOneNameHasOneWinner() throws { try contract().raceForOneNameHasOneWinner() }
     func testASecretIsCreatedOnceAndShared() throws { try contract().aSecretIsCreatedOnceAndShared() }
     func testSigningKeysAreKeptSharedAndNeverReplaced() throws { try contract().signingKeysAreKeptSharedAndNeverReplaced() }
+    func testOpenIDGrantsAreSpentOnceAndRevokedByReuse() throws { try contract().openIDGrantsAreSpentOnceAndRevokedByReuse() }
     func testReopeningKeepsTheData() throws { try contract().reopeningKeepsTheData() }
 
     func testCanonicalFormFoldsCaseWidthAndComposition() {

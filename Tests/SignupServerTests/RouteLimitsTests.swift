@@ -329,7 +329,14 @@ final class RouteLimitsTests: XCTestCase {
 
     private func walkTheOperations() async {
         // Operations.
-        for path in ["/healthz", "/readyz", "/metrics", "/static/app.js", "/.well-known/jwks.json"] { await send("GET", path) }
+        for path in ["/healthz", "/readyz", "/metrics", "/static/app.js"] { await send("GET", path) }
+        // The OpenID provider (issue 56): pages for what a browser asks, tokens for what an
+        // application's server asks.
+        for path in ["/.well-known/jwks.json", "/.well-known/openid-configuration", "/oauth2/authorize?client_id=none",
+                     "/oauth2/userinfo"] { await send("GET", path) }
+        for path in ["/oauth2/token", "/oauth2/userinfo", "/oauth2/revoke", "/oauth2/introspect"] {
+            await send("POST", path, [("client_id", "none")])
+        }
     }
 
     /// A row as the walk records it: "POST /signin".

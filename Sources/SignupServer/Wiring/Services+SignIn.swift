@@ -18,8 +18,6 @@ struct SignInServices: Sendable {
     /// Wrong codes in a row before the app's codes are refused (the policy's).
     let secondFactorLockout: SecondFactorLockout
     let passkeyChallenges: PasskeyChallenges
-    /// The keys LiveSignup signs as an OpenID provider with, and publishes (issue 56).
-    let signingKeys: SigningKeys
 
     init(_ core: Services.Core, _ site: SiteServices) throws {
         let configuration = core.configuration, store = core.store
@@ -38,7 +36,5 @@ struct SignInServices: Sendable {
         passkeyChallenges = PasskeyChallenges(
             key: try core.key(nil, named: "passkey-challenge-key", saying: "passkey challenge", make: PasskeyChallenges.makeKey),
             store: store, lifetime: 300, now: core.now)
-        signingKeys = SigningKeys(store: store, tokenLifetime: SigningKeys.defaultTokenLifetime, now: core.now)
-        try signingKeys.ensureKey()
     }
 }

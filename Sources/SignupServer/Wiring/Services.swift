@@ -17,7 +17,9 @@ import Locking
 /// - `form` (Services+Form.swift): the live forms, their look-ups, hashing and proof of work;
 /// - `signIn` (Services+SignIn.swift): signed-in sessions, recent sign-in, second factors, passkeys;
 /// - `outbox` (Services+Outbox.swift): mail and webhooks, and the proofs of addresses;
-/// - `providerSignIn` (Services+Providers.swift): the OpenID providers people sign in through.
+/// - `providerSignIn` (Services+Providers.swift): the OpenID providers people sign in through;
+/// - `openID` (Services+OpenIDProvider.swift): LiveSignup as the OpenID provider of the
+///   operator's applications.
 ///
 /// A handler takes what it uses from here (`ServicesReader`, or its `init(_:)`), so a new
 /// dependency is one line in its area and one where it is used.
@@ -28,6 +30,7 @@ struct Services: Sendable {
     let signIn: SignInServices
     let outbox: OutboxServices
     let providerSignIn: ProviderServices
+    let openID: OpenIDProviderServices
 
     /// What every area is built from and most handlers read.
     struct Core: Sendable {
@@ -83,6 +86,7 @@ struct Services: Sendable {
         signIn = try SignInServices(core, site)
         outbox = try OutboxServices(core, site)
         providerSignIn = try ProviderServices(core, site, signIn)
+        openID = try OpenIDProviderServices(core, site, signIn)
     }
 
     // The core's names, read as `services.store` (the areas are read through their name:

@@ -191,7 +191,9 @@ struct SignInRoutes: Sendable, ServicesReader {
 
     /// `GET /signin`: the form, carrying a valid `return_to` along.
     func signInForm(_ request: RequestContext) -> HTTPResponse {
-        signInPage(request, username: "", error: nil, status: .ok)
+        // An application's `login_hint` (issue 56), passed on by the OpenID provider's
+        // authorize endpoint: the name filled in, never more than a name's length.
+        signInPage(request, username: String((request.http.queryValue("login_hint") ?? "").prefix(256)), error: nil, status: .ok)
     }
 
     // MARK: GET /welcome

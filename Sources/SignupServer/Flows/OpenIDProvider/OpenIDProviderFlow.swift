@@ -2,27 +2,59 @@ import Identity
 import MicroHTTPD
 import WebKernel
 
-/// LiveSignup as an OpenID provider for the operator's applications (issue 56). So far its
-/// published key set; the endpoints that sign with it come next.
+/// LiveSignup as the OpenID provider of the operator's applications (issue 56): discovery,
+/// the key set, the authorization endpoint (the person's side: LiveSignup's own sign-in and
+/// sign-up pages), and the endpoints applications and resource servers call.
 enum OpenIDProviderFlow: Flow {
     static let pages: [any PageView.Type] = []
 
+    /// Where each endpoint is; discovery names them from here.
+    enum Path {
+        static let discovery = "/.well-known/openid-configuration"
+        static let keySet = "/.well-known/jwks.json"
+        static let authorize = "/oauth2/authorize"
+        static let token = "/oauth2/token"
+        static let userinfo = "/oauth2/userinfo"
+        static let revoke = "/oauth2/revoke"
+        static let introspect = "/oauth2/introspect"
+    }
+
     static func routes(_ services: Services) -> [Route] {
-        let keys = services.signIn.signingKeys
+        let keys = services.openID.signingKeys
+        let authorize = AuthorizeRoutes(services)
+        let tokens = TokenRoutes(services)
+        let discovery = DiscoveryDocument(issuer: services.openID.issuer, languages: services.site.languages.all.map(\.tag))
         return [
+            Route(.get, Path.discovery, answers: .json, limits: [.pages], spentFirst: [.pages]) { _ in discovery.response() },
             // The key set relying parties verify ID tokens with: public, cached briefly (a
             // rotated key is published a day before it signs, so a cache never misses one).
-            Route(.get, "/.well-known/jwks.json", answers: .json, limits: [.pages], spentFirst: [.pages]) { _ in
+            Route(.get, Path.keySet, answers: .json, limits: [.pages], spentFirst: [.pages]) { _ in
                 var response = HTTPResponse(status: .ok, contentType: "application/json", body: try keys.keySet())
                 response.headers.add("Cache-Control", "public, max-age=300")
                 return response
             },
+            // The code travels back in the application's redirect: never in a Referer.
+            Route(.get, Path.authorize, answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true,
+                  signedIn: true) { try authorize.authorize($0) },
+            // Applications call these from their servers; each proves itself in the request.
+            Route(.post, Path.token, answers: .json, reads: .form, limits: [.tokens], spentFirst: [.tokens],
+                  acceptsCrossSite: true) { tokens.token($0) },
+            Route(.get, Path.userinfo, answers: .json, limits: [.tokens], spentFirst: [.tokens]) { try tokens.userinfo($0) },
+            Route(.post, Path.userinfo, answers: .json, reads: .form, limits: [.tokens], spentFirst: [.tokens],
+                  acceptsCrossSite: true) { try tokens.userinfo($0) },
+            Route(.post, Path.revoke, answers: .json, reads: .form, limits: [.tokens], spentFirst: [.tokens],
+                  acceptsCrossSite: true) { tokens.revoke($0) },
+            Route(.post, Path.introspect, answers: .json, reads: .form, limits: [.tokens], spentFirst: [.tokens],
+                  acceptsCrossSite: true) { tokens.introspect($0) },
         ]
     }
 
-    /// Keys no token alive names are forgotten.
+    /// Keys no token alive names are forgotten, and grants whose tokens have all expired.
     static func sweeps(_ services: Services) -> [Sweep] {
-        let keys = services.signIn.signingKeys
-        return [Sweep(what: "signing keys past their tokens") { _ in try keys.forgetExpired() }]
+        let keys = services.openID.signingKeys, store = services.store
+        return [
+            Sweep(what: "signing keys past their tokens") { _ in try keys.forgetExpired() },
+            Sweep(what: "expired OpenID grants") { time in try store.removeExpiredGrants(at: time) },
+        ]
     }
 }

@@ -1,0 +1,34 @@
+import Foundation
+import Identity
+import SignupDomain
+import WebKernel
+
+/// LiveSignup as the OpenID provider of the operator's applications (issue 56): the keys it
+/// signs with and publishes, the applications (the policy's `clients`, each confidential
+/// one's secret from its variable), and the codes and tokens it issues them.
+struct OpenIDProviderServices: Sendable {
+    let signingKeys: SigningKeys
+    let server: AuthorizationServer
+    /// This site as configured: the issuer in every token and in the discovery document.
+    let issuer: @Sendable () -> String
+
+    init(_ core: Services.Core, _ site: SiteServices, _ signIn: SignInServices) throws {
+        let configuration = core.configuration, store = core.store
+        signingKeys = SigningKeys(store: store, tokenLifetime: SigningKeys.defaultTokenLifetime, now: core.now)
+        try signingKeys.ensureKey()
+        var clients: [RegisteredClient] = []
+        for declaration in configuration.policy.settings.clients {
+            let secret = configuration.clientSecrets[declaration.id]
+            if let problem = declaration.problem(withSecret: secret) { throw ConfigurationError(problem) }
+            clients.append(RegisteredClient(declaration: declaration, secret: declaration.isPublic ? nil : secret))
+        }
+        // "This site" from configuration, never from a request's Host: the issuer is what
+        // every application compares tokens against.
+        issuer = site.ownOrigin(wildcardAs: "127.0.0.1")
+        server = AuthorizationServer(
+            store: store, signingKeys: signingKeys, clients: clients, issuer: issuer,
+            subjectKey: try core.key(nil, named: "openid-subject-key", saying: "OpenID subject", length: 32,
+                                     make: { (0..<32).map { _ in UInt8.random(in: 0...255) } }),
+            now: core.now)
+    }
+}

@@ -1,0 +1,298 @@
+import Clocks
+import Foundation
+import HTTPTestSupport
+import LiveSignupClient
+import OpenIDConnect
+import Locking
+import SignupDomain
+@testable import Identity
+@testable import SignupServer
+import XCTest
+
+/// Issue 56: LiveSignup as the OpenID provider of the operator's applications. Authlib's
+/// client (with joserfc checking the ID token against the published keys) signs a person in
+/// with code + PKCE, reads userinfo, rotates and reuses refresh tokens, introspects and
+/// revokes; every refusal is checked for what it says, what it stored (nothing), and that a
+/// control person's grant at the same application went on working.
+final class OpenIDProviderEndpointTests: XCTestCase {
+    private var server: TestServer!
+    private var clock: TestClock!
+    private let password = "Provider-Side-1984"
+    private let secret = "wiki-secret-0123456789-abcdefghijklmnop"
+    private let redirect = "http://127.0.0.1:9/callback"
+    private let hasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
+
+    override func setUpWithError() throws {
+        clock = TestClock(start: Date())
+        server = try TestServer { [clock, secret, redirect] configuration in
+            configuration.clock = clock!
+            var policy = Policy.classic
+            var wiki = ClientDeclaration(id: "wiki", name: "The Wiki", redirectURIs: [redirect])
+            wiki.firstParty = true
+            wiki.secretVariable = "WIKI_SECRET"
+            var phone = ClientDeclaration(id: "phone-app", name: "The Phone App", redirectURIs: [redirect])
+            phone.firstParty = true
+            policy.clients = [wiki, phone]
+            configuration.policy = FormPolicy(policy)
+            configuration.clientSecrets = ["wiki": secret]
+        }
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    // MARK: The person's side, as far as these tests need it
+
+    /// An account with a proved address, made the store's way.
+    @discardableResult
+    private func account(_ username: String) throws -> Account {
+        let token = "\(username)-form", now = clock.now
+        let pending = PendingSignup.starting(
+            formToken: token, username: username, email: "\(username.lowercased())@example.org",
+            passwordHash: try hasher.hash(password), profile: [:], language: "en", returnTo: "", codeHash: "unused",
+            linkHash: "unused-\(username)", at: now, lifetime: 600)
+        try server.store.startPendingSignup(pending, mail: OutboxEvent(id: OutboxEvent.makeID(), type: "mail.test", body: "",
+                                                                      createdAt: now, channel: .mail), at: now)
+        return try XCTUnwrap(try server.store.completePendingSignup(formToken: token, at: now, announce: false))
+    }
+
+    /// The cookie of a browser signed in as `username` with its password.
+    private func signedIn(_ username: String) async throws -> String {
+        let response = try await server.request("POST", "/signin", body: FormURLEncoder.encode([
+            ("username", username), ("password", password),
+        ]))
+        XCTAssertEqual(response.status, 303, response.body)
+        let cookie = response.headers["set-cookie"]?.components(separatedBy: ", ")
+            .first { $0.hasPrefix(SignedInUsers.plainCookieName + "=") && !$0.hasPrefix(SignedInUsers.plainCookieName + "=;") }?
+            .split(separator: ";").first.map(String.init)
+        return try XCTUnwrap(cookie)
+    }
+
+    private var issuer: String { server.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) }
+
+    // MARK: Code we did not write: Authlib's client and joserfc
+
+    func testAuthlibsClientSignsInReadsRefreshesIntrospectsAndRevokes() async throws {
+        try Prerequisite.python(module: "authlib")
+        try Prerequisite.python(module: "joserfc")
+        let person = try account("Grace")
+        let cookie = try await signedIn("Grace")
+        let seen = try runClient(clientID: "wiki", secret: secret, cookie: cookie)
+
+        XCTAssertEqual(seen["discovery_issuer"] as? String, issuer)
+        for trip in try XCTUnwrap(seen["authorize"] as? [[String: Any]]) {
+            XCTAssertEqual(trip["status"] as? Int, 303)
+            XCTAssertEqual(trip["to_redirect_uri"] as? Bool, true)
+            XCTAssertEqual(trip["iss"] as? String, issuer, "RFC 9207: the answer names its provider")
+            XCTAssertEqual(trip["state_kept"] as? Bool, true)
+        }
+        let idToken = try XCTUnwrap(seen["id_token"] as? [String: Any])
+        XCTAssertEqual(idToken["alg"] as? String, "ES256")
+        let claims = try XCTUnwrap(idToken["claims"] as? [String: Any])
+        let subject = try XCTUnwrap(claims["sub"] as? String)
+        XCTAssertEqual(subject, server.app.services.openID.server.subject(of: person.id))
+        XCTAssertFalse(subject.contains("grace") || subject == String(person.id), "sub is neither the address nor the number")
+        XCTAssertEqual(claims["email"] as? String, "grace@example.org")
+        XCTAssertEqual(claims["email_verified"] as? Bool, true)
+        XCTAssertEqual(claims["preferred_username"] as? String, "Grace")
+        XCTAssertEqual(claims["amr"] as? [String], ["pwd"])
+        XCTAssertEqual(claims["acr"] as? String, "1")
+        XCTAssertNotNil(claims["sid"] as? String)
+        XCTAssertNotNil(claims["auth_time"] as? Int)
+        XCTAssertEqual(seen["token_type"] as? String, "Bearer")
+        let userinfo = try XCTUnwrap(seen["userinfo"] as? [String: Any])
+        XCTAssertEqual(userinfo["sub"] as? String, subject)
+        XCTAssertEqual(userinfo["email"] as? String, "grace@example.org")
+
+        XCTAssertEqual(seen["rotated"] as? Bool, true, "a refresh gives a new pair")
+        XCTAssertEqual(seen["rotated_id_token_sub"] as? String, subject)
+        let reuse = try XCTUnwrap(seen["reused_refresh"] as? [String: Any])
+        XCTAssertEqual(reuse["status"] as? Int, 400)
+        XCTAssertEqual(reuse["error"] as? String, "invalid_grant")
+        XCTAssertEqual(seen["family_revoked"] as? Bool, true, "the reused token's family is revoked, the rotated pair with it")
+
+        let introspected = try XCTUnwrap(seen["introspected"] as? [String: Any])
+        XCTAssertEqual(introspected["active"] as? Bool, true)
+        XCTAssertEqual(introspected["client_id"] as? String, "wiki")
+        XCTAssertEqual(introspected["sub"] as? String, subject)
+        XCTAssertEqual(seen["revoke_status"] as? Int, 200)
+        XCTAssertEqual(seen["revoked_access_refused"] as? Int, 401)
+        XCTAssertEqual((seen["introspected_after"] as? [String: Any])?["active"] as? Bool, false)
+    }
+
+    func testAPublicClientSignsInWithPKCEAlone() async throws {
+        try Prerequisite.python(module: "authlib")
+        try account("Ada")
+        let seen = try runClient(clientID: "phone-app", secret: "", cookie: try await signedIn("Ada"))
+        XCTAssertEqual((seen["id_token"] as? [String: Any]).flatMap { ($0["claims"] as? [String: Any])?["aud"] as? String }, "phone-app")
+        XCTAssertEqual(seen["family_revoked"] as? Bool, true)
+        XCTAssertEqual(seen["revoked_access_refused"] as? Int, 401)
+    }
+
+    // MARK: Refused readably, storing nothing, disturbing no one else
+
+    private let verifier = "a-verifier-of-forty-three-or-more-characters-0123"
+
+    /// The query of an authorization request from the wiki (PKCE with `verifier`).
+    private func authorizeQuery(_ extra: [(String, String)] = [], client: String = "wiki", redirect: String? = nil) -> String {
+        let pairs = [("response_type", "code"), ("client_id", client), ("redirect_uri", redirect ?? self.redirect),
+                     ("scope", "openid email profile"), ("state", "the-state"), ("nonce", "the-nonce"),
+                     ("code_challenge", PKCE.challenge(for: verifier)), ("code_challenge_method", "S256")] + extra
+        return FormURLEncoder.encode(pairs)
+    }
+
+    /// The code the wiki receives for the browser signed in with `cookie`.
+    private func code(cookie: String, _ extra: [(String, String)] = []) async throws -> String {
+        let answer = try await server.request("GET", "/oauth2/authorize?" + authorizeQuery(extra), headers: ["Cookie": cookie])
+        XCTAssertEqual(answer.status, 303, answer.body)
+        let location = try XCTUnwrap(answer.headers["location"])
+        XCTAssertTrue(location.hasPrefix(redirect + "?"), location)
+        return try XCTUnwrap(URLComponents(string: location)?.queryItems?.first { $0.name == "code" }?.value)
+    }
+
+    private func redeem(_ code: String, verifier: String? = nil, secret: String? = nil, redirect: String? = nil)
+        async throws -> (status: Int, json: [String: Any]) {
+        let credentials = Data("wiki:\(secret ?? self.secret)".utf8).base64EncodedString()
+        let answer = try await server.request("POST", "/oauth2/token", body: FormURLEncoder.encode([
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect ?? self.redirect),
+            ("code_verifier", verifier ?? self.verifier),
+        ]), headers: ["Authorization": "Basic \(credentials)"])
+        XCTAssertEqual(answer.headers["cache-control"], "no-store")
+        return (answer.status, try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any]))
+    }
+
+    private func userinfo(_ token: Any?) async throws -> Int {
+        try await server.request("GET", "/oauth2/userinfo", headers: ["Authorization": "Bearer \(token as? String ?? "none")"]).status
+    }
+
+    func testCodesAreSpentOnceAndEveryWrongRedemptionIsRefusedWithoutTouchingAnotherGrant() async throws {
+        try account("Grace")
+        try account("Control")
+        let cookie = try await signedIn("Grace")
+        // A control person's grant at the same application, which nothing below may disturb.
+        let control = try await redeem(try await code(cookie: try await signedIn("Control")))
+        XCTAssertEqual(control.status, 200, "\(control.json)")
+
+        // A reused code: refused, and what its first use issued is revoked.
+        let code = try await self.code(cookie: cookie)
+        let first = try await redeem(code)
+        XCTAssertEqual(first.status, 200, "\(first.json)")
+        let again = try await redeem(code)
+        XCTAssertEqual(again.status, 400)
+        XCTAssertEqual(again.json["error"] as? String, "invalid_grant")
+        XCTAssertEqual(again.json["error_description"] as? String, "the code was used before; what it issued is revoked")
+        let firstAfter = try await userinfo(first.json["access_token"])
+        XCTAssertEqual(firstAfter, 401, "the first use's access token is revoked")
+
+        // A wrong verifier: refused, and the code cannot be tried again with the right one.
+        let guarded = try await self.code(cookie: cookie)
+        let wrong = try await redeem(guarded, verifier: String(repeating: "x", count: 43))
+        XCTAssertEqual(wrong.json["error"] as? String, "invalid_grant")
+        XCTAssertEqual(wrong.json["error_description"] as? String, "code_verifier does not match the code_challenge")
+        let retried = try await redeem(guarded)
+        XCTAssertEqual(retried.json["error"] as? String, "invalid_grant")
+
+        // Another redirect URI than the code was sent to.
+        let moved = try await redeem(try await self.code(cookie: cookie), redirect: "http://127.0.0.1:9/elsewhere")
+        XCTAssertEqual(moved.json["error_description"] as? String, "redirect_uri differs from the authorization request's")
+
+        // A wrong secret: 401 before the code is looked at; the code still works afterwards.
+        let kept = try await self.code(cookie: cookie)
+        let impostor = try await redeem(kept, secret: "not-the-secret")
+        XCTAssertEqual(impostor.status, 401)
+        XCTAssertEqual(impostor.json["error"] as? String, "invalid_client")
+        let honest = try await redeem(kept)
+        XCTAssertEqual(honest.status, 200)
+
+        // An expired code (a minute).
+        let late = try await self.code(cookie: cookie)
+        clock.advance(by: 61)
+        let expired = try await redeem(late)
+        XCTAssertEqual(expired.json["error_description"] as? String, "the code is unknown or expired")
+
+        let controlAfter = try await userinfo(control.json["access_token"])
+        XCTAssertEqual(controlAfter, 200, "the control's access token still works")
+        let refreshed = try await server.request("POST", "/oauth2/token", body: FormURLEncoder.encode([
+            ("grant_type", "refresh_token"), ("refresh_token", control.json["refresh_token"] as? String ?? ""),
+            ("client_id", "wiki"), ("client_secret", secret),
+        ]))
+        XCTAssertEqual(refreshed.status, 200, "the control's grant lives on: \(refreshed.body)")
+    }
+
+    func testAnUntrustedRequestIsAPageNeverARedirect() async throws {
+        try account("Grace")
+        let cookie = try await signedIn("Grace")
+        let unregistered = try await server.request("GET", "/oauth2/authorize?" + authorizeQuery(redirect: "https://evil.example/cb"),
+                                                    headers: ["Cookie": cookie, "Accept": "text/html"])
+        XCTAssertEqual(unregistered.status, 400)
+        XCTAssertNil(unregistered.headers["location"], "never redirected to an unregistered URI")
+        XCTAssertTrue(unregistered.body.contains("has not registered"), unregistered.body)
+        XCTAssertFalse(unregistered.body.contains("evil.example"), "the URI is not even shown as a link")
+
+        let unknown = try await server.request("GET", "/oauth2/authorize?" + authorizeQuery(client: "nobody"),
+                                               headers: ["Cookie": cookie])
+        XCTAssertEqual(unknown.status, 400)
+        XCTAssertNil(unknown.headers["location"])
+        XCTAssertTrue(unknown.body.contains("not one this site knows"), unknown.body)
+
+        let huge = try await server.request("GET", "/oauth2/authorize?" + authorizeQuery([("state", String(repeating: "s", count: 5000))]),
+                                            headers: ["Cookie": cookie])
+        XCTAssertEqual(huge.status, 400)
+        XCTAssertNil(huge.headers["location"])
+        XCTAssertEqual(try server.store.consents(ofAccount: try XCTUnwrap(try server.store.account(named: "Grace")).id, at: clock.now), [],
+                       "nothing granted")
+    }
+
+    func testTheApplicationIsToldWhatWentWrongAtItsOwnRedirect() async throws {
+        // prompt=none with nobody signed in: login_required, to the application.
+        let silent = try await server.request("GET", "/oauth2/authorize?" + authorizeQuery([("prompt", "none")]))
+        XCTAssertEqual(silent.status, 303)
+        let location = try XCTUnwrap(silent.headers["location"])
+        let items = try XCTUnwrap(URLComponents(string: location)?.queryItems)
+        XCTAssertTrue(location.hasPrefix(redirect + "?"), location)
+        XCTAssertEqual(items.first { $0.name == "error" }?.value, "login_required")
+        XCTAssertEqual(items.first { $0.name == "state" }?.value, "the-state")
+        XCTAssertEqual(items.first { $0.name == "iss" }?.value, issuer)
+
+        // A public client without PKCE.
+        let bare = try await server.request("GET", "/oauth2/authorize?" + FormURLEncoder.encode([
+            ("response_type", "code"), ("client_id", "phone-app"), ("redirect_uri", redirect), ("scope", "openid"),
+        ]))
+        XCTAssertEqual(URLComponents(string: bare.headers["location"] ?? "")?.queryItems?.first { $0.name == "error" }?.value,
+                       "invalid_request")
+        // Not signed in: to LiveSignup's sign-in, in the application's language, and back.
+        let signIn = try await server.request("GET", "/oauth2/authorize?" + authorizeQuery([("ui_locales", "fr-CA de"),
+                                                                                            ("login_hint", "Grace")]))
+        let to = try XCTUnwrap(signIn.headers["location"])
+        XCTAssertTrue(to.hasPrefix("/signin?lang=fr&login_hint=Grace&return_to=%2Foauth2%2Fauthorize%3F"), to)
+        // prompt=create: the live sign-up form instead.
+        let create = try await server.request("GET", "/oauth2/authorize?" + authorizeQuery([("prompt", "create")]))
+        XCTAssertTrue(create.headers["location"]?.hasPrefix("/?lang=en&return_to=") == true, create.headers["location"] ?? "")
+        let page = try await server.request("GET", try XCTUnwrap(create.headers["location"]))
+        XCTAssertEqual(page.status, 200)
+        XCTAssertTrue(page.body.contains("name=\"return_to\" value=\"/oauth2/authorize?"), "the form carries the way back")
+    }
+
+    /// Tests/Interop/openid_client.py's findings, as JSON.
+    private func runClient(clientID: String, secret: String, cookie: String) throws -> [String: Any] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", TestServer.repositoryRoot.appendingPathComponent("Tests/Interop/openid_client.py").path,
+                             issuer, clientID, secret, redirect, cookie]
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try ProcessLauncher.shared.run(process)
+        // Both pipes at once: one full pipe would stall the other (docs/DEVELOPMENT.md).
+        let problems = Locked(Data())
+        let reader = Thread { problems.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() } }
+        reader.start()
+        let text = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        XCTAssertTrue(Condition.wait(timeout: 10) { !reader.isExecuting })
+        let stderr = String(decoding: problems.withLock { $0 }, as: UTF8.self)
+        XCTAssertEqual(process.terminationStatus, 0, stderr)
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: text) as? [String: Any], stderr)
+    }
+}
