@@ -32,9 +32,12 @@ final class OpenIDProviderEndpointTests: XCTestCase {
             wiki.secretVariable = "WIKI_SECRET"
             var phone = ClientDeclaration(id: "phone-app", name: "The Phone App", redirectURIs: [redirect])
             phone.firstParty = true
-            policy.clients = [wiki, phone]
+            var blog = ClientDeclaration(id: "blog", name: "Someone's Blog", redirectURIs: [redirect])
+            blog.secretVariable = "BLOG_SECRET"
+            blog.scopes = ["openid", "profile", "email"]
+            policy.clients = [wiki, phone, blog]
             configuration.policy = FormPolicy(policy)
-            configuration.clientSecrets = ["wiki": secret]
+            configuration.clientSecrets = ["wiki": secret, "blog": secret]
         }
     }
 
@@ -272,6 +275,76 @@ final class OpenIDProviderEndpointTests: XCTestCase {
         let page = try await server.request("GET", try XCTUnwrap(create.headers["location"]))
         XCTAssertEqual(page.status, 200)
         XCTAssertTrue(page.body.contains("name=\"return_to\" value=\"/oauth2/authorize?"), "the form carries the way back")
+    }
+
+    // MARK: Consent, remembered and withdrawn
+
+    func testAnotherPartysApplicationAsksOnceRemembersAndIsWithdrawnOnTheAccountPage() async throws {
+        try account("Grace")
+        try account("Control")
+        let cookie = try await signedIn("Grace"), control = try await signedIn("Control")
+        let query = authorizeQuery(client: "blog")
+        func location(_ answer: (status: Int, headers: [String: String], body: String)) -> URLComponents? {
+            answer.headers["location"].flatMap(URLComponents.init(string:))
+        }
+        // Asked for nothing yet, silently: consent_required, to the application.
+        let silent = try await server.request("GET", "/oauth2/authorize?" + query + "&prompt=none", headers: ["Cookie": cookie])
+        XCTAssertEqual(location(silent)?.queryItems?.first { $0.name == "error" }?.value, "consent_required")
+
+        // The page says who asks and what it learns, in the person's language.
+        let page = try await server.request("GET", "/oauth2/authorize?" + query, headers: ["Cookie": cookie])
+        XCTAssertEqual(page.status, 200)
+        XCTAssertTrue(page.body.contains("Allow Someone&#39;s Blog to sign you in?") || page.body.contains("Allow Someone's Blog"), page.body)
+        for scope in ["openid", "email", "profile"] { XCTAssertTrue(page.body.contains("data-scope=\"\(scope)\""), scope) }
+        let request = try XCTUnwrap(page.body.firstMatch(of: #/name="request" value="([^"]+)"/#).map { String($0.1) })
+            .replacingOccurrences(of: "&amp;", with: "&")
+        let german = try await server.request("GET", "/oauth2/authorize?" + query + "&ui_locales=de", headers: ["Cookie": cookie])
+        XCTAssertTrue(german.body.contains("lang=\"de\""), "ui_locales chooses the page's language")
+
+        // Cancelled: access_denied, and nothing remembered.
+        let denied = try await server.request("POST", "/oauth2/consent", body: FormURLEncoder.encode([
+            ("request", request), ("decision", "deny")]), headers: ["Cookie": cookie])
+        XCTAssertEqual(location(denied)?.queryItems?.first { $0.name == "error" }?.value, "access_denied")
+        let grace = try XCTUnwrap(try server.store.account(named: "Grace"))
+        XCTAssertNil(try server.store.consent(ofAccount: grace.id, client: "blog"))
+
+        // Allowed: a code, and the next sign-in goes straight through.
+        let allowed = try await server.request("POST", "/oauth2/consent", body: FormURLEncoder.encode([
+            ("request", request), ("decision", "allow")]), headers: ["Cookie": cookie])
+        let code = try XCTUnwrap(location(allowed)?.queryItems?.first { $0.name == "code" }?.value, allowed.body)
+        let credentials = Data("blog:\(secret)".utf8).base64EncodedString()
+        let tokens = try await server.request("POST", "/oauth2/token", body: FormURLEncoder.encode([
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect), ("code_verifier", verifier),
+        ]), headers: ["Authorization": "Basic \(credentials)"])
+        XCTAssertEqual(tokens.status, 200, tokens.body)
+        let access = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(tokens.body.utf8)) as? [String: Any])?["access_token"])
+        let again = try await server.request("GET", "/oauth2/authorize?" + query, headers: ["Cookie": cookie])
+        XCTAssertNotNil(location(again)?.queryItems?.first { $0.name == "code" }, "remembered")
+        let asked = try await server.request("GET", "/oauth2/authorize?" + query + "&prompt=consent", headers: ["Cookie": cookie])
+        XCTAssertEqual(asked.status, 200, "prompt=consent asks again")
+
+        // The control person allows it too; withdrawing Grace's leaves theirs alone.
+        let controlPage = try await server.request("GET", "/oauth2/authorize?" + query, headers: ["Cookie": control])
+        let controlRequest = try XCTUnwrap(controlPage.body.firstMatch(of: #/name="request" value="([^"]+)"/#).map { String($0.1) })
+            .replacingOccurrences(of: "&amp;", with: "&")
+        _ = try await server.request("POST", "/oauth2/consent", body: FormURLEncoder.encode([
+            ("request", controlRequest), ("decision", "allow")]), headers: ["Cookie": control])
+
+        let listed = try await server.request("GET", "/account", headers: ["Cookie": cookie])
+        XCTAssertTrue(listed.body.contains("data-application=\"blog\""), listed.body)
+        XCTAssertTrue(listed.body.contains("data-application=\"wiki\"") == false, "only what it allowed or holds")
+        let withdrawn = try await server.request("POST", "/account/applications/revoke", body: FormURLEncoder.encode([
+            ("client", "blog")]), headers: ["Cookie": cookie])
+        XCTAssertEqual(withdrawn.status, 303)
+        XCTAssertEqual(withdrawn.headers["location"], "/account?application=revoked&client=blog#applications")
+        let after = try await server.request("GET", "/account?application=revoked&client=blog", headers: ["Cookie": cookie])
+        XCTAssertTrue(after.body.contains("can no longer sign you in"), after.body)
+        XCTAssertFalse(after.body.contains("data-application=\"blog\""))
+        let stopped = try await userinfo(access)
+        XCTAssertEqual(stopped, 401, "its tokens stop at once")
+        XCTAssertNil(try server.store.consent(ofAccount: grace.id, client: "blog"))
+        let controlAccount = try XCTUnwrap(try server.store.account(named: "Control"))
+        XCTAssertNotNil(try server.store.consent(ofAccount: controlAccount.id, client: "blog"), "the control's consent stays")
     }
 
     /// Tests/Interop/openid_client.py's findings, as JSON.

@@ -221,6 +221,9 @@ final class RouteLimitsTests: XCTestCase {
         await send("POST", "/account/passkeys/rename", [("passkey", "AAAA"), ("name", "Laptop")], cookie: session)
         await send("POST", "/account/passkeys/remove", [("passkey", "AAAA")], cookie: session)
         await send("GET", "/account/export", cookie: session)
+        // The OpenID provider's rows for a signed-in person (issue 56).
+        await send("POST", "/oauth2/consent", [("request", "client_id=none"), ("decision", "deny")], cookie: session)
+        await send("POST", "/account/applications/revoke", [("client", "none")], cookie: session)
         // A new address: its live form, a refused one (a fresh session), a code, a wrong code, an undo link.
         await send("GET", "/account/email", cookie: session)
         await send("POST", "/account/email/session", cookie: session)

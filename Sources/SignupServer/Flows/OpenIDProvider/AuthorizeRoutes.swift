@@ -1,5 +1,6 @@
 import Foundation
 import Identity
+import Logging
 import MicroHTTPD
 import SignupDomain
 import WebKernel
@@ -14,42 +15,33 @@ struct AuthorizeRoutes: Sendable {
     let server: AuthorizationServer
     let users: SignedInUsers
     let store: any AccountStore
+    let logger: Logger
     let now: @Sendable () -> Date
 
     init(_ services: Services) {
         server = services.openID.server
         users = services.signIn.users
         store = services.store
+        logger = services.logger
         now = services.now
     }
 
     func authorize(_ request: RequestContext) throws -> HTTPResponse {
         let pairs = request.http.query
-        let bytes = pairs.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 }
         let authorization: AuthorizationRequest
-        do {
-            authorization = try AuthorizationRequest.read(pairs, queryBytes: bytes, clients: server.declarations)
-        } catch .unknownClient {
-            throw Refused(status: .badRequest, code: "unknown_client", title: "oauth.refused_title", message: "oauth.unknown_client")
-        } catch .badRedirect {
-            throw Refused(status: .badRequest, code: "invalid_redirect_uri", title: "oauth.refused_title", message: "oauth.bad_redirect")
-        } catch .tooLarge {
-            throw Refused(status: .badRequest, code: "invalid_request", title: "oauth.refused_title", message: "oauth.bad_request")
-        } catch .toClient(let error, let description) {
-            return refuse(pairs, error: error, description: description)
+        switch try read(pairs) {
+        case .read(let read): authorization = read
+        case .toClient(let response): return response
         }
         // Where the person comes back to once signed in: this request, as it came (without
         // `prompt=login`, which is then done), within the bound of any `return_to`.
-        let again = Self.returnPath(pairs.filter { !($0.name == "prompt" && $0.value.split(separator: " ").contains("login")) })
-        guard again.utf8.count <= ReturnTo.maximumLength else {
-            throw Refused(status: .badRequest, code: "invalid_request", title: "oauth.refused_title", message: "oauth.bad_request")
-        }
+        let back = pairs.filter { !($0.name == "prompt" && $0.value.split(separator: " ").contains("login")) }
+        let again = Self.returnPath(back)
+        guard again.utf8.count <= ReturnTo.maximumLength else { throw Self.badRequest }
         let language = authorization.uiLocales.lazy.compactMap { request.languages.language($0) }.first ?? request.language
         guard case .account(let account) = request.signedIn else {
             if case .unavailable = request.signedIn { throw Refused.unavailable() }
-            if authorization.prompts.contains(.none) {
-                return Pages.redirect(to: authorization.redirect([("error", "login_required")], issuer: server.issuer()))
-            }
+            if authorization.prompts.contains(.none) { return toClient(authorization, error: "login_required") }
             return signIn(authorization, returningTo: again, in: language)
         }
         guard let session = try currentSession(of: account, request) else {
@@ -57,20 +49,89 @@ struct AuthorizeRoutes: Sendable {
         }
         let tooOld = authorization.maxAge.map { now().timeIntervalSince(session.authenticatedAt) > Double($0) } ?? false
         if authorization.prompts.contains(.login) || tooOld {
-            if authorization.prompts.contains(.none) {
-                return Pages.redirect(to: authorization.redirect([("error", "login_required")], issuer: server.issuer()))
-            }
+            if authorization.prompts.contains(.none) { return toClient(authorization, error: "login_required") }
             return signIn(authorization, returningTo: Self.returnPath(pairs.filter { $0.name != "prompt" && $0.name != "max_age" }),
                           in: language)
         }
-        guard authorization.client.firstParty else {
-            // The consent page comes with the next part of issue 56; until then an
-            // application that needs one is told so, and learns nothing.
-            return Pages.redirect(to: authorization.redirect(
-                [("error", "consent_required"), ("error_description", "this provider grants first-party applications only, for now")],
-                issuer: server.issuer()))
+        // An application that is not the operator's own asks the person first, unless they
+        // already let it learn as much (and it did not ask to be asked again).
+        if !authorization.client.firstParty {
+            let consent = try store.consent(ofAccount: account.id, client: authorization.client.id)
+            let covered = consent.map { Set(authorization.scopes).isSubset(of: $0.scopes) } ?? false
+            if !covered || authorization.prompts.contains(.consent) {
+                if authorization.prompts.contains(.none) { return toClient(authorization, error: "consent_required") }
+                return request.page(ConsentPage(client: authorization.client, username: account.username, scopes: authorization.scopes,
+                                                request: String(again.dropFirst(OpenIDProviderFlow.Path.authorize.count + 1))),
+                                    status: .ok)
+            }
         }
-        return Pages.redirect(to: try server.issueCode(for: authorization, account: account, session: session))
+        return try grant(authorization, account: account, session: session, request)
+    }
+
+    /// `POST /oauth2/consent`: the person's answer on the consent page, with the request it
+    /// answers, read and checked again from the start (the page proves nothing about it).
+    func consent(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
+        let raw = request.form["request"] ?? ""
+        guard raw.utf8.count <= AuthorizationRequest.maximumQueryBytes,
+              let pairs = try? URLEncodedForm(decoding: Array(raw.utf8)).fields else { throw Self.badRequest }
+        let authorization: AuthorizationRequest
+        switch try read(pairs) {
+        case .read(let read): authorization = read
+        case .toClient(let response): return response
+        }
+        guard let session = try currentSession(of: account, request) else { throw Refused.signedOut }
+        switch request.form["decision"] {
+        case "allow"?:
+            try store.recordConsent(ofAccount: account.id, client: authorization.client.id, scopes: authorization.scopes, at: now())
+            logger.notice("An application was allowed to sign a person in", metadata: [
+                "event": "openid_consent", "client_id": "\(authorization.client.id)", "account": "\(account.id)",
+                "scopes": "\(authorization.scopes.joined(separator: " "))", "client": "\(request.client)"])
+            return try grant(authorization, account: account, session: session, request)
+        case "deny"?:
+            return toClient(authorization, error: "access_denied", description: "the person did not allow it")
+        default:
+            throw Self.badRequest
+        }
+    }
+
+    /// The code, at the application's redirect URI.
+    private func grant(_ authorization: AuthorizationRequest, account: Account, session: SignInSessionSummary,
+                       _ request: RequestContext) throws -> HTTPResponse {
+        let redirect = try server.issueCode(for: authorization, account: account, session: session)
+        logger.notice("An application was given a code", metadata: [
+            "event": "openid_code", "client_id": "\(authorization.client.id)", "account": "\(account.id)", "client": "\(request.client)"])
+        return Pages.redirect(to: redirect)
+    }
+
+    private enum Reading {
+        case read(AuthorizationRequest)
+        /// The refusal, already at the application's redirect URI.
+        case toClient(HTTPResponse)
+    }
+
+    /// The request read against the registered clients: what cannot be trusted with an answer
+    /// is thrown as a page; the rest is the application's redirect.
+    private func read(_ pairs: [(name: String, value: String)]) throws -> Reading {
+        let bytes = pairs.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 }
+        do {
+            return .read(try AuthorizationRequest.read(pairs, queryBytes: bytes, clients: server.declarations))
+        } catch .unknownClient {
+            throw Refused(status: .badRequest, code: "unknown_client", title: "oauth.refused_title", message: "oauth.unknown_client")
+        } catch .badRedirect {
+            throw Refused(status: .badRequest, code: "invalid_redirect_uri", title: "oauth.refused_title", message: "oauth.bad_redirect")
+        } catch .tooLarge {
+            throw Self.badRequest
+        } catch .toClient(let error, let description) {
+            return .toClient(refuse(pairs, error: error, description: description))
+        }
+    }
+
+    private static let badRequest = Refused(status: .badRequest, code: "invalid_request", title: "oauth.refused_title",
+                                            message: "oauth.bad_request")
+
+    private func toClient(_ authorization: AuthorizationRequest, error: String, description: String? = nil) -> HTTPResponse {
+        Pages.redirect(to: authorization.redirect([("error", error)] + (description.map { [("error_description", $0)] } ?? []),
+                                                  issuer: server.issuer()))
     }
 
     /// The session this browser is signed in with, as the account's list has it (its handle,

@@ -6,13 +6,15 @@ import WebKernel
 /// the key set, the authorization endpoint (the person's side: LiveSignup's own sign-in and
 /// sign-up pages), and the endpoints applications and resource servers call.
 enum OpenIDProviderFlow: Flow {
-    static let pages: [any PageView.Type] = []
+    static let pages: [any PageView.Type] = [ConsentPage.self]
 
     /// Where each endpoint is; discovery names them from here.
     enum Path {
         static let discovery = "/.well-known/openid-configuration"
         static let keySet = "/.well-known/jwks.json"
         static let authorize = "/oauth2/authorize"
+        static let consent = "/oauth2/consent"
+        static let revokeApplication = "/account/applications/revoke"
         static let token = "/oauth2/token"
         static let userinfo = "/oauth2/userinfo"
         static let revoke = "/oauth2/revoke"
@@ -23,6 +25,7 @@ enum OpenIDProviderFlow: Flow {
         let keys = services.openID.signingKeys
         let authorize = AuthorizeRoutes(services)
         let tokens = TokenRoutes(services)
+        let applications = ApplicationRoutes(services)
         let discovery = DiscoveryDocument(issuer: services.openID.issuer, languages: services.site.languages.all.map(\.tag))
         return [
             Route(.get, Path.discovery, answers: .json, limits: [.pages], spentFirst: [.pages]) { _ in discovery.response() },
@@ -36,6 +39,12 @@ enum OpenIDProviderFlow: Flow {
             // The code travels back in the application's redirect: never in a Referer.
             Route(.get, Path.authorize, answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true,
                   signedIn: true) { try authorize.authorize($0) },
+            // The person's answer on the consent page: a same-site form, signed in.
+            Route(.post, Path.consent, answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
+                  forAccount: { try authorize.consent($0, $1) }),
+            // The account page's list of applications: one withdrawn, and signed out of.
+            Route(.post, Path.revokeApplication, answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
+                  forAccount: { try applications.revoke($0, $1) }),
             // Applications call these from their servers; each proves itself in the request.
             Route(.post, Path.token, answers: .json, reads: .form, limits: [.tokens], spentFirst: [.tokens],
                   acceptsCrossSite: true) { tokens.token($0) },

@@ -58,6 +58,14 @@ struct AccountPage {
     var linkedProviders: [ProviderEntry] = []
     /// Configured providers not linked yet: each a "Link <provider>" button.
     var linkableProviders: [(id: String, name: String)] = []
+    /// The applications the account lets sign it in (issue 56), and whether any is configured.
+    struct ApplicationEntry {
+        var clientID: String
+        var name: String
+        var scopes: [String]
+    }
+    var applications: [ApplicationEntry] = []
+    var offersApplications = false
     /// "Signed out on that device." after an ending.
     var notice: String?
     /// A refused request about the page as a whole.
@@ -151,6 +159,12 @@ extension AccountPage: PageView {
         context["passkeyNameMax"] = PasskeyName.maximumLength
         context["offersProviders"] = !page.linkedProviders.isEmpty || !page.linkableProviders.isEmpty
         context["hasLinkedProviders"] = !page.linkedProviders.isEmpty
+        context["offersApplications"] = page.offersApplications || !page.applications.isEmpty
+        context["hasApplications"] = !page.applications.isEmpty
+        context["applications"] = page.applications.map { entry -> [String: Any] in
+            ["clientID": entry.clientID, "name": entry.name,
+             "scopes": entry.scopes.map { ["scope": $0, "text": text("consent.scope.\($0)")] }]
+        }
         context["linkedProviders"] = page.linkedProviders.map { entry -> [String: Any] in
             ["id": entry.id, "name": entry.name, "email": entry.email, "issuer": entry.issuer, "subject": entry.subject,
              "linkedAt": text("account.provider_linked_at").replacingOccurrences(of: "{date}",

@@ -19,9 +19,12 @@ struct AccountRoutes: Sendable, ServicesReader {
     let announcer: AccountAnnouncer
     let streams: AccountStreams
     let retryMilliseconds: Int
+    /// The applications the account lets sign it in (the OpenID provider's flow keeps them).
+    let applications: ApplicationRoutes
 
     init(_ services: Services) {
         self.services = services
+        applications = ApplicationRoutes(services)
         recent = services.signIn.recent
         announcer = AccountAnnouncer(services)
         streams = services.signIn.accountStreams
@@ -58,6 +61,9 @@ struct AccountRoutes: Sendable, ServicesReader {
             notice = request.text("account.recovered")
         } else if let done = request.http.queryValue("passkey"), ["renamed", "removed", "added"].contains(done) {
             notice = request.text("account.passkey_\(done)")
+        } else if request.http.queryValue("application") == "revoked", let id = request.http.queryValue("client") {
+            let name = applications.server.clients[id]?.declaration.name ?? id
+            notice = request.text("account.apps_revoked").replacingOccurrences(of: "{client}", with: name)
         } else if let done = request.http.queryValue("provider"), ["linked", "unlinked"].contains(done),
                   let provider = request.http.queryValue("name").flatMap({ providers[$0] }) {
             notice = request.text("account.provider_\(done)").replacingOccurrences(of: "{provider}", with: provider.name)
@@ -256,7 +262,9 @@ struct AccountRoutes: Sendable, ServicesReader {
     private func accountPage(_ request: RequestContext, _ account: Account, notice: String? = nil, error: String? = nil,
                              continuation: RecentSignIn.Continuation? = nil, status: HTTPStatus) -> HTTPResponse {
         let sessions: [SignInSessionSummary], passkeys: [Passkey], hasSecondFactor: Bool, links: [ProviderLink]
+        let applications: [AccountPage.ApplicationEntry]
         do {
+            applications = try self.applications.entries(of: account)
             sessions = try store.signInSessions(ofAccount: account.id, at: now(), rules: signedIn.rules)
             passkeys = try store.passkeys(ofAccount: account.id)
             links = try store.providerLinks(ofAccount: account.id)
@@ -295,6 +303,8 @@ struct AccountRoutes: Sendable, ServicesReader {
         }
         page.linkableProviders = providers.values.filter { provider in !links.contains { $0.provider == provider.id } }
             .sorted { $0.id < $1.id }.map { ($0.id, $0.name) }
+        page.applications = applications
+        page.offersApplications = !self.applications.server.clients.isEmpty
         return request.page(page, status: status)
     }
 }
