@@ -122,6 +122,16 @@ final class OpenIDProviderEndpointTests: XCTestCase {
         XCTAssertEqual(seen["revoke_status"] as? Int, 200)
         XCTAssertEqual(seen["revoked_access_refused"] as? Int, 401)
         XCTAssertEqual((seen["introspected_after"] as? [String: Any])?["active"] as? Bool, false)
+
+        // A key rotation, followed by the client with the server running: the next key signs
+        // (published at once, signing at once here) and the client verifies it from the set.
+        let before = try XCTUnwrap(idToken["kid"] as? String)
+        let next = try server.app.services.openID.signingKeys.rotate(publishLead: 0)
+        clock.advance(by: 1)
+        let rotated = try runClient(clientID: "wiki", secret: secret, cookie: cookie)
+        let kid = try XCTUnwrap((rotated["id_token"] as? [String: Any])?["kid"] as? String)
+        XCTAssertNotEqual(kid, before)
+        XCTAssertEqual(kid, next.id, "the rotated key signs, and joserfc found it in the published set")
     }
 
     func testAPublicClientSignsInWithPKCEAlone() async throws {
