@@ -17,7 +17,7 @@ PREFIX ?= /usr/local
 # the shipped unit.
 TEST_APT_PACKAGES := nginx-light postgresql openssl iproute2 oathtool systemd
 
-BROWSER_APT_PACKAGES := chromium chromium-driver
+BROWSER_APT_PACKAGES := chromium chromium-driver apache2 libapache2-mod-auth-openidc
 BROWSER_PIP_PACKAGES := selenium pytest pytest-xdist standardwebhooks aiosmtpd dnslib altcha webauthn pyotp oidc-provider-mock joserfc authlib requests
 
 # Installs those of the listed Debian packages that are missing (with sudo unless root).

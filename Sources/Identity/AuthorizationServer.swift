@@ -231,12 +231,77 @@ package struct AuthorizationServer: Sendable {
         if !grant.methods.isEmpty { all["amr"] = .list(grant.methods) }
         all["acr"] = .text(grant.methods.contains("mfa") ? "2" : "1")
         if let nonce { all["nonce"] = .text(nonce) }
-        let pem = key.privateKeyPEM, kid = key.id, payload = IDTokenPayload(claims: all)
+        return try sign(all, with: key)
+    }
+
+    /// `claims` as a JWT signed by `key` (the ring's signer), its `kid` in the header.
+    private func sign(_ claims: [String: ClaimValue], with key: SigningKey) throws -> String {
+        let pem = key.privateKeyPEM, kid = key.id, payload = IDTokenPayload(claims: claims)
         return try OpenIDProvider.waitFor {
             let keys = JWTKeyCollection()
             await keys.add(ecdsa: try ES256PrivateKey(pem: pem), kid: JWKIdentifier(string: kid))
             return try await keys.sign(payload, kid: JWKIdentifier(string: kid))
         }
+    }
+
+    /// What an `id_token_hint` says, if it is an ID token this provider signed with a key it
+    /// still publishes (expired or not: RP-initiated logout §2 accepts an expired one): the
+    /// application it was issued to, and the session.
+    package func idTokenHint(_ token: String) -> (clientID: String, sessionID: String?)? {
+        guard token.utf8.count <= 8192, let ring = try? signingKeys.ring() else { return nil }
+        let keys = ring.published(at: now(), tokenLifetime: signingKeys.tokenLifetime)
+        let payload = try? OpenIDProvider.waitFor { () async throws -> IDTokenPayload in
+            let collection = JWTKeyCollection()
+            for key in keys {
+                await collection.add(ecdsa: try ES256PrivateKey(pem: key.privateKeyPEM).publicKey, kid: JWKIdentifier(string: key.id))
+            }
+            return try await collection.verify(token, as: IDTokenPayload.self)
+        }
+        guard let claims = payload?.claims, case .text(let issuer)? = claims["iss"], issuer == self.issuer(),
+              case .text(let audience)? = claims["aud"] else { return nil }
+        if case .text(let session)? = claims["sid"] { return (audience, session) }
+        return (audience, nil)
+    }
+
+    // MARK: Back-channel logout
+
+    /// What a back-channel logout event carries through the outbox; the token itself is made
+    /// at each attempt, so a retry an hour later is not refused as stale.
+    package struct BackchannelLogout: Codable, Sendable {
+        package let uri: String
+        package let clientID: String
+        package let subject: String
+        package let sessionID: String
+    }
+
+    /// The outbox event telling `grant`'s application that its session ended; nil when the
+    /// application did not register a `backchannel_logout_uri`.
+    package func backchannelLogoutEvent(for grant: OpenIDGrant, at time: Date) -> OutboxEvent? {
+        guard let uri = clients[grant.clientID]?.declaration.backchannelLogoutURI,
+              let body = try? JSONEncoder().encode(BackchannelLogout(uri: uri, clientID: grant.clientID,
+                                                                     subject: subject(of: grant.accountID), sessionID: grant.sessionID))
+        else { return nil }
+        return OutboxEvent(id: OutboxEvent.makeID(), type: "openid.backchannel_logout", body: String(decoding: body, as: UTF8.self),
+                           createdAt: time, channel: .backchannelLogout)
+    }
+
+    /// A logout token (OpenID Connect Back-Channel Logout 1.0 §2.4): who and which session,
+    /// the back-channel event, never a nonce; two minutes to live.
+    package func logoutToken(_ logout: BackchannelLogout) throws -> String {
+        guard let key = try signingKeys.ring().signer(at: now()) else { throw StorageFault("no signing key signs yet") }
+        let issued = Int(now().timeIntervalSince1970)
+        return try sign([
+            "iss": .text(issuer()), "aud": .text(logout.clientID), "iat": .number(issued), "exp": .number(issued + 120),
+            "jti": .text(PKCE.randomToken(bytes: 16)), "sub": .text(logout.subject), "sid": .text(logout.sessionID),
+            "events": .object(["http://schemas.openid.net/event/backchannel-logout": [:]]),
+        ], with: key)
+    }
+
+    /// Ends the grants whose session has ended, each application that asked told through
+    /// the outbox (the sweep, and right after a sign-out here); how many ended.
+    package func endGrantsOfEndedSessions() throws -> Int {
+        let server = self, time = now()
+        return try store.endGrantsOfEndedSessions { grant in server.backchannelLogoutEvent(for: grant, at: time) }
     }
 
     // MARK: Userinfo, introspection, revocation
@@ -308,6 +373,8 @@ package enum ClaimValue: Sendable, Equatable, Codable {
     case number(Int)
     case flag(Bool)
     case list([String])
+    /// A JSON object of objects (`events` in a logout token).
+    case object([String: [String: String]])
 
     package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
@@ -316,6 +383,7 @@ package enum ClaimValue: Sendable, Equatable, Codable {
         case .number(let value): try container.encode(value)
         case .flag(let value): try container.encode(value)
         case .list(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
         }
     }
 
@@ -324,7 +392,8 @@ package enum ClaimValue: Sendable, Equatable, Codable {
         if let value = try? container.decode(Bool.self) { self = .flag(value) }
         else if let value = try? container.decode(Int.self) { self = .number(value) }
         else if let value = try? container.decode(String.self) { self = .text(value) }
-        else { self = .list(try container.decode([String].self)) }
+        else if let value = try? container.decode([String].self) { self = .list(value) }
+        else { self = .object(try container.decode([String: [String: String]].self)) }
     }
 }
 

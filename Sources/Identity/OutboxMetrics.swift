@@ -26,6 +26,11 @@ package final class OutboxMetrics: Sendable {
         .accountMail: [.delivered: Counter(label: "livesignup_account_mails_total", dimensions: [("result", "sent")]),
                        .retried: Counter(label: "livesignup_account_mails_total", dimensions: [("result", "retried")]),
                        .parked: Counter(label: "livesignup_account_mails_total", dimensions: [("result", "failed")])],
+        .backchannelLogout: [
+            .delivered: Counter(label: "livesignup_backchannel_logouts_total", dimensions: [("result", "delivered")]),
+            .retried: Counter(label: "livesignup_backchannel_logouts_total", dimensions: [("result", "retried")]),
+            .parked: Counter(label: "livesignup_backchannel_logouts_total", dimensions: [("result", "parked")]),
+        ],
     ]
     /// Each channel's outbox at scrape time (`record`): pending, parked (failed for
     /// good) and the age of the oldest pending event.
@@ -36,6 +41,8 @@ package final class OutboxMetrics: Sendable {
                 Gauge(label: "livesignup_mails_oldest_pending_seconds")),
         .accountMail: (Gauge(label: "livesignup_account_mails_pending"), Gauge(label: "livesignup_account_mails_failed"),
                        Gauge(label: "livesignup_account_mails_oldest_pending_seconds")),
+        .backchannelLogout: (Gauge(label: "livesignup_backchannel_logouts_pending"), Gauge(label: "livesignup_backchannel_logouts_parked"),
+                             Gauge(label: "livesignup_backchannel_logouts_oldest_pending_seconds")),
     ]
 
     package func count(_ channel: OutboxChannel, _ outcome: DeliveryOutcome) {

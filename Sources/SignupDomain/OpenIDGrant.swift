@@ -191,4 +191,10 @@ public protocol OpenIDGrants: Sendable {
     /// Withdraws the account's consent to the client and ends every grant it holds there;
     /// how many grants ended.
     func revokeClient(_ clientID: String, ofAccount id: Int64) throws -> Int
+
+    /// Ends the grants whose sign-in session has ended (its row is gone: signed out, ended
+    /// from the account page, swept), writing in the same transaction each event `announce`
+    /// makes of one (the back-channel logout of its application); how many ended. An
+    /// application stays signed in as long as the person's session here lives.
+    func endGrantsOfEndedSessions(announcing announce: @escaping @Sendable (OpenIDGrant) -> OutboxEvent?) throws -> Int
 }

@@ -11,6 +11,9 @@ public enum OutboxChannel: String, Sendable, CaseIterable {
     /// the same way, on a lane of their own: a flood of recovery requests never delays the
     /// code a person signing up waits for.
     case accountMail = "account_mail"
+    /// OpenID Connect Back-Channel Logout to the applications that asked for it (issue 56):
+    /// a session they hold has ended.
+    case backchannelLogout = "backchannel_logout"
 }
 
 /// A message for the world outside (a webhook, a mail), written to the store's outbox in the

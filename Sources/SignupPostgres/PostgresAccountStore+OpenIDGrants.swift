@@ -193,6 +193,24 @@ extension PostgresAccountStore {
         }
     }
 
+    public func endGrantsOfEndedSessions(announcing announce: @escaping @Sendable (OpenIDGrant) -> OutboxEvent?) throws -> Int {
+        let logger = self.logger
+        return try run("end the grants of ended sessions") { client in
+            try await client.withTransaction(logger: logger) { connection -> Int in
+                var ended: [OpenIDGrant] = []
+                for try await (id, client, account, scopes, session, authTime, methods, created, expires) in try await connection.query("""
+                    DELETE FROM oauth_grants WHERE NOT EXISTS (SELECT 1 FROM sign_in_sessions WHERE public_id = oauth_grants.session_id)
+                    RETURNING id, client_id, account_id, scopes, session_id, auth_time, methods, created_at, expires_at
+                    """, logger: logger).decode((String, String, Int64, String, String, Date, String, Date, Date).self) {
+                    ended.append(OpenIDGrant(id: id, clientID: client, accountID: account, scopes: Self.words(scopes), sessionID: session,
+                                             authTime: authTime, methods: Self.words(methods), createdAt: created, expiresAt: expires))
+                }
+                for event in ended.compactMap(announce) { try await Self.enqueue(event, connection, logger) }
+                return ended.count
+            }
+        }
+    }
+
     // MARK: Rows
 
     private struct Found: Sendable {

@@ -150,6 +150,17 @@ extension SQLiteAccountStore {
         }
     }
 
+    public func endGrantsOfEndedSessions(announcing announce: @escaping @Sendable (OpenIDGrant) -> OutboxEvent?) throws -> Int {
+        try write { db in
+            let ended = try Row.fetchAll(db, sql: """
+                DELETE FROM oauth_grants WHERE NOT EXISTS (SELECT 1 FROM sign_in_sessions WHERE public_id = oauth_grants.session_id)
+                RETURNING id, client_id, account_id, scopes, session_id, auth_time, methods, created_at, expires_at
+                """).map(Self.grant)
+            for event in ended.compactMap(announce) { try Self.enqueue(event, db) }
+            return ended.count
+        }
+    }
+
     // MARK: Rows
 
     /// Stores a redeemed code's or a rotated token's pair; the grant lives as long as its
@@ -164,11 +175,13 @@ extension SQLiteAccountStore {
     private static func grant(id: String, _ db: Database) throws -> OpenIDGrant? {
         try Row.fetchOne(db, sql: """
             SELECT id, client_id, account_id, scopes, session_id, auth_time, methods, created_at, expires_at FROM oauth_grants WHERE id = ?
-            """, arguments: [id]).map { row in
-            OpenIDGrant(id: row["id"], clientID: row["client_id"], accountID: row["account_id"], scopes: words(row["scopes"]),
-                        sessionID: row["session_id"], authTime: row["auth_time"], methods: words(row["methods"]),
-                        createdAt: row["created_at"], expiresAt: row["expires_at"])
-        }
+            """, arguments: [id]).map(grant)
+    }
+
+    private static func grant(_ row: Row) -> OpenIDGrant {
+        OpenIDGrant(id: row["id"], clientID: row["client_id"], accountID: row["account_id"], scopes: words(row["scopes"]),
+                    sessionID: row["session_id"], authTime: row["auth_time"], methods: words(row["methods"]),
+                    createdAt: row["created_at"], expiresAt: row["expires_at"])
     }
 
     private static func consent(_ row: Row) -> ClientConsent {

@@ -233,7 +233,7 @@ public final class SignupApplication: Sendable {
 
     public func start() throws {
         try server.start()
-        for delivery in services.outbox.deliveries { delivery.start() }
+        for delivery in services.deliveries { delivery.start() }
         scheduleSweep(every: min(60, max(1, configuration.sessionIdleLifetime / 4)))
         let stopping = self.stopping
         services.signIn.accountStreams.start(on: configuration.clock, isStopping: { stopping.withLock { $0 } })
@@ -279,7 +279,7 @@ public final class SignupApplication: Sendable {
     public func stop(grace: TimeInterval? = nil) -> Bool {
         stopping.withLock { $0 = true }
         server.beginShutdown()
-        for delivery in services.outbox.deliveries { delivery.stop() }
+        for delivery in services.deliveries { delivery.stop() }
         services.form.hashing.shutDown()
         let stopped = server.finishShutdown(grace: grace ?? configuration.shutdownGrace)
         if stopped {

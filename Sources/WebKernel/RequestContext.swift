@@ -80,8 +80,11 @@ package struct RequestContext: Sendable {
     package var assets: StaticAssets { pages.assets }
 
     /// A flow's page in the request's language (never cached: each carries its own form or account).
-    package func page(_ view: some PageView, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders()) -> HTTPResponse {
-        Pages.html(renderer.render(view, language: language, assets: assets), status: status, headers: headers)
+    /// - Parameter language: another than the request's, when something the request carries
+    ///   chose it (an application's `ui_locales`).
+    package func page(_ view: some PageView, status: HTTPStatus, headers: HTTPHeaders = HTTPHeaders(),
+                      in language: Languages.Language? = nil) -> HTTPResponse {
+        Pages.html(renderer.render(view, language: language ?? self.language, assets: assets), status: status, headers: headers)
     }
 
     /// A text of the request's language (English's when it lacks one).

@@ -59,6 +59,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date) throws { throw Failure() }
         func consents(ofAccount id: Int64, at now: Date) throws -> [ClientConsent] { throw Failure() }
         func revokeClient(_ clientID: String, ofAccount id: Int64) throws -> Int { throw Failure() }
+        func endGrantsOfEndedSessions(announcing announce: @escaping @Sendable (OpenIDGrant) -> OutboxEvent?) throws -> Int {
+            throw Failure()
+        }
         func startSignInSession(_ session: NewSignInSession) throws { throw Failure() }
         func startSignInSession(_ session: NewSignInSession, keepingAtMost keep: Int) throws -> [String] { throw Failure() }
         func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? { throw Failure() }
@@ -179,6 +182,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date) throws {}
         func consents(ofAccount id: Int64, at now: Date) throws -> [ClientConsent] { [] }
         func revokeClient(_ clientID: String, ofAccount id: Int64) throws -> Int { 0 }
+        func endGrantsOfEndedSessions(announcing announce: @escaping @Sendable (OpenIDGrant) -> OutboxEvent?) throws -> Int { 0 }
         func startSignInSession(_ session: NewSignInSession) throws {}
         func startSignInSession(_ session: NewSignInSession, keepingAtMost keep: Int) throws -> [String] { [] }
         func signedInAccount(idHash: String, at now: Date, rules: SignInSessionRules) throws -> Account? { nil }

@@ -224,6 +224,8 @@ final class RouteLimitsTests: XCTestCase {
         // The OpenID provider's rows for a signed-in person (issue 56).
         await send("POST", "/oauth2/consent", [("request", "client_id=none"), ("decision", "deny")], cookie: session)
         await send("POST", "/account/applications/revoke", [("client", "none")], cookie: session)
+        await send("GET", "/oauth2/logout", cookie: session)
+        await send("POST", "/oauth2/logout", [("lang", "en")])
         // A new address: its live form, a refused one (a fresh session), a code, a wrong code, an undo link.
         await send("GET", "/account/email", cookie: session)
         await send("POST", "/account/email/session", cookie: session)

@@ -11,6 +11,8 @@ struct OpenIDProviderServices: Sendable {
     let server: AuthorizationServer
     /// This site as configured: the issuer in every token and in the discovery document.
     let issuer: @Sendable () -> String
+    /// Back-channel logouts to the applications that registered for them, through the outbox.
+    let backchannelLogouts: OutboxDelivery?
 
     init(_ core: Services.Core, _ site: SiteServices, _ signIn: SignInServices) throws {
         let configuration = core.configuration, store = core.store
@@ -30,5 +32,10 @@ struct OpenIDProviderServices: Sendable {
             subjectKey: try core.key(nil, named: "openid-subject-key", saying: "OpenID subject", length: 32,
                                      make: { (0..<32).map { _ in UInt8.random(in: 0...255) } }),
             now: core.now)
+        backchannelLogouts = clients.contains { $0.declaration.backchannelLogoutURI != nil }
+            ? OutboxDelivery(channel: .backchannelLogout, schedule: BackchannelLogoutCourier.schedule,
+                             courier: BackchannelLogoutCourier(server: server), store: store, metrics: core.metrics.outboxes,
+                             logger: core.logger, clock: core.clock)
+            : nil
     }
 }

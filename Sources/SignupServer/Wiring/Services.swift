@@ -98,6 +98,10 @@ struct Services: Sendable {
     var metrics: ServerMetrics { core.metrics }
     var now: @Sendable () -> Date { core.now }
 
+    /// Every outbox this app delivers from: mail and webhooks, and the applications'
+    /// back-channel logouts.
+    var deliveries: [OutboxDelivery] { outbox.deliveries + [openID.backchannelLogouts].compactMap { $0 } }
+
     /// The breached-password source's and the mail domains' failures, counted and logged (a
     /// broken source fails every look-up: one warning a minute per kind).
     private static func observe(_ configuration: SignupApplication.Configuration, metrics: ServerMetrics,

@@ -38,7 +38,10 @@ struct AuthorizeRoutes: Sendable {
         let back = pairs.filter { !($0.name == "prompt" && $0.value.split(separator: " ").contains("login")) }
         let again = Self.returnPath(back)
         guard again.utf8.count <= ReturnTo.maximumLength else { throw Self.badRequest }
-        let language = authorization.uiLocales.lazy.compactMap { request.languages.language($0) }.first ?? request.language
+        // The person's own choice (`?lang=`, the switcher) first, then the application's
+        // `ui_locales`, then the browser's.
+        let chosen = request.languages.language(request.http.queryValue("lang"))
+        let language = chosen ?? authorization.uiLocales.lazy.compactMap { request.languages.language($0) }.first ?? request.language
         guard case .account(let account) = request.signedIn else {
             if case .unavailable = request.signedIn { throw Refused.unavailable() }
             if authorization.prompts.contains(.none) { return toClient(authorization, error: "login_required") }
@@ -62,7 +65,7 @@ struct AuthorizeRoutes: Sendable {
                 if authorization.prompts.contains(.none) { return toClient(authorization, error: "consent_required") }
                 return request.page(ConsentPage(client: authorization.client, username: account.username, scopes: authorization.scopes,
                                                 request: String(again.dropFirst(OpenIDProviderFlow.Path.authorize.count + 1))),
-                                    status: .ok)
+                                    status: .ok, in: language)
             }
         }
         return try grant(authorization, account: account, session: session, request)

@@ -11,7 +11,9 @@ struct DiscoveryDocument: Sendable {
 
     private struct Document: Encodable {
         let issuer, authorization_endpoint, token_endpoint, userinfo_endpoint, jwks_uri: String
-        let revocation_endpoint, introspection_endpoint: String
+        let revocation_endpoint, introspection_endpoint, end_session_endpoint: String
+        let backchannel_logout_supported = true
+        let backchannel_logout_session_supported = true
         let response_types_supported = ["code"]
         let response_modes_supported = ["query"]
         let grant_types_supported = ["authorization_code", "refresh_token"]
@@ -38,7 +40,7 @@ struct DiscoveryDocument: Sendable {
             issuer: base, authorization_endpoint: base + OpenIDProviderFlow.Path.authorize,
             token_endpoint: base + OpenIDProviderFlow.Path.token, userinfo_endpoint: base + OpenIDProviderFlow.Path.userinfo,
             jwks_uri: base + OpenIDProviderFlow.Path.keySet, revocation_endpoint: base + OpenIDProviderFlow.Path.revoke,
-            introspection_endpoint: base + OpenIDProviderFlow.Path.introspect,
+            introspection_endpoint: base + OpenIDProviderFlow.Path.introspect, end_session_endpoint: base + OpenIDProviderFlow.Path.logout,
             ui_locales_supported: languages)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

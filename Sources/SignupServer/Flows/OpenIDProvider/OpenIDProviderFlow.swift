@@ -6,7 +6,7 @@ import WebKernel
 /// the key set, the authorization endpoint (the person's side: LiveSignup's own sign-in and
 /// sign-up pages), and the endpoints applications and resource servers call.
 enum OpenIDProviderFlow: Flow {
-    static let pages: [any PageView.Type] = [ConsentPage.self]
+    static let pages: [any PageView.Type] = [ConsentPage.self, LogoutPage.self]
 
     /// Where each endpoint is; discovery names them from here.
     enum Path {
@@ -14,6 +14,7 @@ enum OpenIDProviderFlow: Flow {
         static let keySet = "/.well-known/jwks.json"
         static let authorize = "/oauth2/authorize"
         static let consent = "/oauth2/consent"
+        static let logout = "/oauth2/logout"
         static let revokeApplication = "/account/applications/revoke"
         static let token = "/oauth2/token"
         static let userinfo = "/oauth2/userinfo"
@@ -26,6 +27,7 @@ enum OpenIDProviderFlow: Flow {
         let authorize = AuthorizeRoutes(services)
         let tokens = TokenRoutes(services)
         let applications = ApplicationRoutes(services)
+        let logout = LogoutRoutes(services)
         let discovery = DiscoveryDocument(issuer: services.openID.issuer, languages: services.site.languages.all.map(\.tag))
         return [
             Route(.get, Path.discovery, answers: .json, limits: [.pages], spentFirst: [.pages]) { _ in discovery.response() },
@@ -42,6 +44,12 @@ enum OpenIDProviderFlow: Flow {
             // The person's answer on the consent page: a same-site form, signed in.
             Route(.post, Path.consent, answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
                   forAccount: { try authorize.consent($0, $1) }),
+            // RP-initiated logout: asked (or, with this session's own ID token, done at once),
+            // then confirmed by a same-site form.
+            Route(.get, Path.logout, answers: .page, limits: [.pages], spentFirst: [.pages], signedIn: true) { try logout.ask($0) },
+            Route(.post, Path.logout, answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages], signedIn: true) {
+                try logout.confirm($0)
+            },
             // The account page's list of applications: one withdrawn, and signed out of.
             Route(.post, Path.revokeApplication, answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
                   forAccount: { try applications.revoke($0, $1) }),
@@ -60,10 +68,18 @@ enum OpenIDProviderFlow: Flow {
 
     /// Keys no token alive names are forgotten, and grants whose tokens have all expired.
     static func sweeps(_ services: Services) -> [Sweep] {
-        let keys = services.openID.signingKeys, store = services.store
+        let keys = services.openID.signingKeys, store = services.store, server = services.openID.server
+        let logouts = services.openID.backchannelLogouts
         return [
             Sweep(what: "signing keys past their tokens") { _ in try keys.forgetExpired() },
             Sweep(what: "expired OpenID grants") { time in try store.removeExpiredGrants(at: time) },
+            // After the signed-in sessions' sweep (the login flow's, earlier in the list): an
+            // application is signed out with the session it came through.
+            Sweep(what: "OpenID grants of ended sessions") { _ in
+                let ended = try server.endGrantsOfEndedSessions()
+                if ended > 0 { logouts?.nudge() }
+                return ended
+            },
         ]
     }
 }

@@ -12,7 +12,7 @@ struct OperationsRoutes: Sendable {
 
     init(_ services: Services) {
         let store = services.store, metrics = services.metrics, now = services.now
-        let sessions = services.form.sessions, server = services.core.server, deliveries = services.outbox.deliveries
+        let sessions = services.form.sessions, server = services.core.server, deliveries = services.deliveries
         // `/readyz` turns 503 once a stop begins.
         let stopping = services.core.stopping
         health = HealthChecks(store: store, isStopping: { stopping.withLock { $0 } })

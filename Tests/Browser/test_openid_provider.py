@@ -1,0 +1,228 @@
+"""LiveSignup as the OpenID provider of an operator's application (issue 56), proved with a
+relying party we did not write: Apache httpd with mod_auth_openidc (Debian's packages) on
+loopback, configured as docs/CONNECTING-APPLICATIONS.md says, protecting a page that shows
+what Apache hands the application (REMOTE_USER and every OIDC_CLAIM_*).
+
+In Chromium:
+
+1. A visitor opens the protected page, lands on LiveSignup's live sign-up form
+   (`prompt=create`), signs up, and is back on the page signed in: Apache took the code,
+   redeemed it with its secret and PKCE, verified the ES256 ID token (issuer, audience, nonce)
+   and sets REMOTE_USER to the username. An address nobody proved is not handed on (no
+   `email`, no `email_verified`); with mail verification on, the person proves it with the
+   mailed code on the way and Apache gets `email` and `email_verified`.
+2. An application that is not the operator's own (`first_party: false`) gets its code only
+   after the person allows it on the consent page; /account then lists it. axe finds nothing
+   on the consent page and on /account's list of applications, in English and in Arabic.
+3. `ui_locales` chooses the language of the sign-up form and of the consent page right after
+   it.
+"""
+import secrets
+import urllib.parse
+
+import pytest
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.common.by import By
+
+from apache_rp import ApacheRelyingParty, missing
+from conftest import STRONG_PASSWORD, Server, prerequisite_missing
+from test_accessibility import audit
+from test_email_verification import code_in
+from test_recovery import mails_in
+
+SECRET_VARIABLE = "LIVESIGNUP_CLIENT_WIKI"
+# What every ID token carries, whatever the scopes (docs/CONNECTING-APPLICATIONS.md, Claims);
+# `amr` is absent right after a sign-up.
+ID_TOKEN_CLAIMS = {"iss", "aud", "azp", "iat", "exp", "auth_time", "sid", "acr", "nonce", "sub"}
+
+
+@pytest.fixture
+def deployment(tmp_path):
+    """A factory: `deployment(first_party=..., server_args=..., auth_request_params=...)` starts
+    Apache's port first (its redirect URI is declared in the policy), LiveSignup with a policy
+    declaring the one client "wiki" and its secret in the environment, then Apache for it.
+    Returns (LiveSignup server, Apache)."""
+    if missing():
+        prerequisite_missing(missing())
+    started = []
+
+    def start(*, first_party, server_args=(), auth_request_params=None):
+        apache = ApacheRelyingParty(auth_request_params=auth_request_params)
+        started.append(apache)
+        policy = tmp_path / "policy.yaml"
+        policy.write_text(f"""name: openid-provider-test
+clients:
+  - id: wiki
+    name: Team wiki
+    redirect_uris: [{apache.redirect_uri}]
+    scopes: [openid, profile, email]
+    first_party: {"true" if first_party else "false"}
+    client_secret_env: {SECRET_VARIABLE}
+""")
+        secret = secrets.token_urlsafe(32)
+        server = Server(tmp_path, ["--policy", str(policy), *server_args], environment={SECRET_VARIABLE: secret},
+                        seed_demo=False, name="signup-server-provider")
+        started.append(server)
+        apache.start(server.url, "wiki", secret)
+        return server, apache
+
+    yield start
+    for running in reversed(started):
+        running.stop()
+
+
+def shown(page):
+    """What the protected page says: REMOTE_USER and each OIDC_CLAIM_* (without the prefix)."""
+    driver = page.driver
+    claims = {element.get_attribute("id").removeprefix("OIDC_CLAIM_"): element.text
+              for element in driver.find_elements(By.CSS_SELECTOR, "p.claim")}
+    return driver.find_element(By.ID, "REMOTE_USER").text, claims
+
+
+def until(page, condition, what, apache=None):
+    """`page.until`, failing with where the browser is and, given Apache, the end of its log."""
+    try:
+        page.until(condition, what)
+    except TimeoutException:
+        raise AssertionError(f"{what}: the browser is at {page.driver.current_url}"
+                             + (f"\nApache's log ends:\n{apache.log()[-3000:]}" if apache else "")) from None
+
+
+def until_on(page, url, what, apache=None):
+    until(page, lambda: page.driver.current_url == url, what, apache)
+
+
+def sent_to_sign_up(page, server, apache):
+    """Opens the protected page; checks that Apache sent the browser, through /oauth2/authorize,
+    to LiveSignup's live sign-up form with the request to come back to."""
+    page.open(apache.page)
+    until(page, lambda: page.driver.current_url.startswith(f"{server.url}/?"), "on LiveSignup's sign-up form", apache)
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(page.driver.current_url).query)
+    back = urllib.parse.urlsplit(query["return_to"][0])
+    assert back.path == "/oauth2/authorize", back
+    asked = urllib.parse.parse_qs(back.query)
+    assert asked["client_id"] == ["wiki"] and asked["redirect_uri"] == [apache.redirect_uri]
+    assert asked["code_challenge_method"] == ["S256"] and asked["prompt"] == ["create"]
+    page.until_live()
+
+
+def sign_up(page, username, address):
+    page.type("username", username)
+    page.type("email", address)
+    page.type("password", STRONG_PASSWORD)
+    page.type("confirm", STRONG_PASSWORD, leave=True)
+    page.until(page.button_enabled, "the form is ready")
+    page.button().click()
+
+
+def assert_apache_logged_no_error(apache):
+    errors = [line for line in apache.log().splitlines() if ":error]" in line or ":crit]" in line]
+    assert errors == [], "\n".join(errors)
+
+
+def test_apache_signs_a_new_person_up_through_the_live_form_without_an_unproved_address(deployment, browser):
+    server, apache = deployment(first_party=True, auth_request_params="prompt=create")
+    sent_to_sign_up(browser, server, apache)
+    sign_up(browser, "apache_person", "apache_person@example.org")
+    until_on(browser, apache.page, "back on the protected page, signed in", apache)
+    browser.screenshot("openid-apache-signed-in")
+
+    user, claims = shown(browser)
+    assert user == "apache_person", "REMOTE_USER is the username (OIDCRemoteUserClaim preferred_username)"
+    assert claims["preferred_username"] == "apache_person"
+    assert claims["iss"] == server.url and claims["aud"] == "wiki" and claims["azp"] == "wiki"
+    assert claims["acr"] == "1"
+    assert set(claims) == ID_TOKEN_CLAIMS | {"preferred_username"}, \
+        "nobody proved the address (this server mails nothing): no email, no email_verified"
+    assert claims["sub"] not in ("apache_person", "apache_person@example.org") and not claims["sub"].isdigit()
+    assert_apache_logged_no_error(apache)
+
+
+def test_apache_gets_the_address_once_the_person_proved_it_on_the_way(deployment, browser, tmp_path):
+    mail_dir = tmp_path / "mail"
+    server, apache = deployment(first_party=True, auth_request_params="prompt=create",
+                                server_args=["--mail-dir", str(mail_dir)])
+    sent_to_sign_up(browser, server, apache)
+    sign_up(browser, "proved_person", "proved@example.org")
+    until(browser, lambda: urllib.parse.urlsplit(browser.driver.current_url).path == "/verify", "asked for the mailed code")
+    browser.until(lambda: mails_in(mail_dir, "proved@example.org"), "the code was written to the mail folder")
+    code = code_in(mails_in(mail_dir, "proved@example.org")[0])
+    browser.type("code", code)
+    browser.driver.find_element(By.CSS_SELECTOR, ".verify-form button[type=submit]").click()
+    until_on(browser, apache.page, "back on the protected page, signed in, after proving the address", apache)
+
+    user, claims = shown(browser)
+    assert user == "proved_person"
+    assert claims["email"] == "proved@example.org"
+    # mod_auth_openidc writes a JSON true as "1".
+    assert claims["email_verified"] == "1"
+    assert set(claims) == ID_TOKEN_CLAIMS | {"preferred_username", "email", "email_verified"}
+    assert_apache_logged_no_error(apache)
+
+
+def audit_in(page, language, name):
+    html = page.driver.find_element(By.TAG_NAME, "html")
+    assert html.get_attribute("lang") == language
+    assert html.get_attribute("dir") == ("rtl" if language == "ar" else "ltr")
+    audit(page, name)
+
+
+def test_consent_page_and_the_account_list_of_applications(deployment, browser):
+    server, apache = deployment(first_party=False)
+    driver = browser.driver
+    browser.open(server.url)
+    browser.until_live()
+    sign_up(browser, "consenting", "consenting@example.org")
+    until(browser, lambda: urllib.parse.urlsplit(driver.current_url).path == "/welcome", "signed up and in")
+
+    # Apache sends the signed-in person to authorize: the consent page, not a code.
+    browser.open(apache.page)
+    until(browser, lambda: driver.find_elements(By.CSS_SELECTOR, "[data-consent-client=wiki]"), "the consent page", apache)
+    assert "Team wiki" in driver.find_element(By.TAG_NAME, "h1").text
+    assert {e.get_attribute("data-scope") for e in driver.find_elements(By.CSS_SELECTOR, "[data-scope]")} == \
+        {"openid", "profile", "email"}, "what it will learn, as Apache asked (OIDCScope)"
+    audit_in(browser, "en", "consent-en")
+
+    driver.find_element(By.CSS_SELECTOR, "[data-consent-allow]").click()
+    until_on(browser, apache.page, "back on the protected page once allowed", apache)
+    assert shown(browser)[0] == "consenting"
+
+    browser.open(f"{server.url}/account")
+    section = driver.find_element(By.ID, "applications")
+    assert section.find_element(By.CSS_SELECTOR, "[data-application=wiki]").text.startswith("Team wiki")
+    audit_in(browser, "en", "account-applications-en")
+    browser.open(f"{server.url}/account?lang=ar")
+    assert driver.find_elements(By.CSS_SELECTOR, "#applications [data-application=wiki]")
+    audit_in(browser, "ar", "account-applications-ar")
+
+    # Asked again (prompt=consent), in Arabic (`lang`, as every LiveSignup page takes it; see
+    # the test below for ui_locales); not allowed this time: the application is told so.
+    again = authorize_query(apache, state="again", prompt="consent", lang="ar")
+    browser.open(f"{server.url}/oauth2/authorize?{again}")
+    until(browser, lambda: driver.find_elements(By.CSS_SELECTOR, "[data-consent-client=wiki]"), "the consent page again")
+    audit_in(browser, "ar", "consent-ar")
+    driver.find_element(By.CSS_SELECTOR, "[data-consent-deny]").click()
+    until(browser, lambda: driver.current_url.startswith(apache.redirect_uri + "?"), "the refusal goes to the application")
+    answer = urllib.parse.parse_qs(urllib.parse.urlsplit(driver.current_url).query)
+    assert answer["error"] == ["access_denied"] and answer["state"] == ["again"] and answer["iss"] == [server.url]
+
+
+def authorize_query(apache, **parameters):
+    """An authorization request for "wiki" as Apache makes one (without PKCE: a confidential
+    client need not), with `parameters` added."""
+    return urllib.parse.urlencode({"response_type": "code", "client_id": "wiki", "redirect_uri": apache.redirect_uri,
+                                   "scope": "openid email profile", "nonce": secrets.token_urlsafe(16), **parameters})
+
+
+def test_ui_locales_choose_the_language_of_the_whole_authorization(deployment, browser):
+    """OpenID Connect's ui_locales names the languages of the provider's pages: the sign-up
+    form follows it, and so must the consent page that comes right after."""
+    server, apache = deployment(first_party=False)
+    driver = browser.driver
+    browser.open(f"{server.url}/oauth2/authorize?{authorize_query(apache, state='ar', prompt='create', ui_locales='ar')}")
+    until(browser, lambda: urllib.parse.urlsplit(driver.current_url).path == "/", "the sign-up form")
+    browser.until_live()
+    assert driver.find_element(By.TAG_NAME, "html").get_attribute("lang") == "ar", "the sign-up form is in Arabic"
+    sign_up(browser, "arabic_reader", "arabic_reader@example.org")
+    until(browser, lambda: driver.find_elements(By.CSS_SELECTOR, "[data-consent-client=wiki]"), "the consent page")
+    assert driver.find_element(By.TAG_NAME, "html").get_attribute("lang") == "ar", "and so is the consent page"
