@@ -130,6 +130,16 @@ final class ServerMetrics: Sendable {
     }
     func rateLimited(_ limit: RateLimitName) { rateLimitedByLimit[limit]?.increment() }
 
+    /// What LiveSignup as an OpenID provider did for an application (issue 56), by its
+    /// configured `client` id (`unknown` for any other: the labels stay a fixed set) and
+    /// `result`: `code` (a code given), `consent_allowed`, `consent_denied`, `tokens` (a code
+    /// redeemed), `refreshed`, or the token endpoint's refusal (`invalid_client`,
+    /// `invalid_grant`, `invalid_request`, `unsupported_grant_type`), `revoked` (withdrawn on
+    /// the account page), `logout` (signed out through it).
+    func openID(_ client: String, _ result: String) {
+        Counter(label: "livesignup_openid_total", dimensions: [("client", client), ("result", result)]).increment()
+    }
+
     /// Records one request's duration under its route (a fixed set, never the raw path) and status.
     func request(route: String, status: Int, seconds: Double) {
         let key = RequestTimerKey(route: route, status: status)

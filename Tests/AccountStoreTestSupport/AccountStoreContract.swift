@@ -239,6 +239,39 @@ public struct AccountStoreContract {
         XCTAssertEqual(try store.removeExpiredGrants(at: now.addingTimeInterval(661)), 1, file: file, line: line)
     }
 
+    /// A grant ends with the sign-in session it came through (issue 56), and the event that
+    /// tells its application is written in the same transaction; a live session's grant stays.
+    public func openIDGrantsEndWithTheirSession(file: StaticString = #filePath, line: UInt = #line) throws {
+        let account = try store.createAccount(Self.newAccount("Hedy"))
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        try store.startSignInSession(NewSignInSession(idHash: "live-hash", accountID: account.id, createdAt: now,
+                                                      expiresAt: now.addingTimeInterval(3600), publicID: "live-session"))
+        for (grant, session) in [("kept", "live-session"), ("ended", "gone-session"), ("quiet", "gone-session")] {
+            let stored = OpenIDGrant(id: grant, clientID: grant == "quiet" ? "no-backchannel" : "wiki", accountID: account.id,
+                                     scopes: ["openid"], sessionID: session, authTime: now, methods: ["pwd"], createdAt: now,
+                                     expiresAt: now.addingTimeInterval(86_400))
+            try store.storeAuthorizationCode(AuthorizationCode(codeHash: "code-\(grant)", grant: stored, redirectURI: "https://w/cb",
+                                                               codeChallenge: nil, nonce: nil, expiresAt: now.addingTimeInterval(60)),
+                                             keepingAtMost: 20)
+        }
+        let ended = try store.endGrantsOfEndedSessions { grant in
+            grant.clientID == "wiki"
+                ? OutboxEvent(id: "msg_\(grant.id)", type: "openid.backchannel_logout", body: grant.sessionID, createdAt: now,
+                              channel: .backchannelLogout)
+                : nil
+        }
+        XCTAssertEqual(ended, 2, "both grants of the ended session", file: file, line: line)
+        let events = try store.claimDueEvents(channel: .backchannelLogout, at: now.addingTimeInterval(1), limit: 10, lease: 30)
+        XCTAssertEqual(events.map(\.event.id), ["msg_ended"], "one event, for the application that asked", file: file, line: line)
+        XCTAssertEqual(events.first?.event.body, "gone-session", file: file, line: line)
+        XCTAssertEqual(try store.redeemAuthorizationCode(hash: "code-ended", at: now, issuing: TokenPair(
+            accessHash: "a", accessExpiresAt: now, refreshHash: "r", refreshExpiresAt: now), if: { _ in true }), .unknown,
+                       "its code went with it", file: file, line: line)
+        XCTAssertEqual(try store.endGrantsOfEndedSessions { _ in nil }, 0, "the live session's grant stays", file: file, line: line)
+        try store.endSignInSession(idHash: "live-hash")
+        XCTAssertEqual(try reopen().endGrantsOfEndedSessions { _ in nil }, 1, "until its session ends", file: file, line: line)
+    }
+
     /// Opening an existing database again (a restart, a newer version) migrates nothing twice
     /// and keeps what is there.
     public func reopeningKeepsTheData(file: StaticString = #filePath, line: UInt = #line) throws {

@@ -38,15 +38,16 @@ ID_TOKEN_CLAIMS = {"iss", "aud", "azp", "iat", "exp", "auth_time", "sid", "acr",
 
 @pytest.fixture
 def deployment(tmp_path):
-    """A factory: `deployment(first_party=..., server_args=..., auth_request_params=...)` starts
-    Apache's port first (its redirect URI is declared in the policy), LiveSignup with a policy
-    declaring the one client "wiki" and its secret in the environment, then Apache for it.
-    Returns (LiveSignup server, Apache)."""
+    """A factory: `deployment(first_party=..., server_args=..., auth_request_params=...,
+    backchannel=...)` starts Apache's port first (its redirect URI and the page signing out
+    returns to are declared in the policy, and with `backchannel` its back-channel logout URI),
+    LiveSignup with a policy declaring the one client "wiki" and its secret in the environment,
+    then Apache for it. Returns (LiveSignup server, Apache)."""
     if missing():
         prerequisite_missing(missing())
     started = []
 
-    def start(*, first_party, server_args=(), auth_request_params=None):
+    def start(*, first_party, server_args=(), auth_request_params=None, backchannel=False):
         apache = ApacheRelyingParty(auth_request_params=auth_request_params)
         started.append(apache)
         policy = tmp_path / "policy.yaml"
@@ -55,10 +56,11 @@ clients:
   - id: wiki
     name: Team wiki
     redirect_uris: [{apache.redirect_uri}]
+    post_logout_redirect_uris: [{apache.logged_out_page}]
     scopes: [openid, profile, email]
     first_party: {"true" if first_party else "false"}
     client_secret_env: {SECRET_VARIABLE}
-""")
+""" + (f"    backchannel_logout_uri: {apache.backchannel_logout_uri}\n" if backchannel else ""))
         secret = secrets.token_urlsafe(32)
         server = Server(tmp_path, ["--policy", str(policy), *server_args], environment={SECRET_VARIABLE: secret},
                         seed_demo=False, name="signup-server-provider")
@@ -226,3 +228,42 @@ def test_ui_locales_choose_the_language_of_the_whole_authorization(deployment, b
     sign_up(browser, "arabic_reader", "arabic_reader@example.org")
     until(browser, lambda: driver.find_elements(By.CSS_SELECTOR, "[data-consent-client=wiki]"), "the consent page")
     assert driver.find_element(By.TAG_NAME, "html").get_attribute("lang") == "ar", "and so is the consent page"
+
+
+def test_explore_logout(deployment, browser):
+    server, apache = deployment(first_party=True, backchannel=True, server_args=["--session-idle-minutes", "1"])
+    driver = browser.driver
+    browser.open(server.url)
+    browser.until_live()
+    sign_up(browser, "leaving", "leaving@example.org")
+    until(browser, lambda: urllib.parse.urlsplit(driver.current_url).path == "/welcome", "signed up and in")
+    browser.open(apache.page)
+    until_on(browser, apache.page, "signed in", apache)
+    import time, sqlite3
+    def dump(label):
+        db = sqlite3.connect(server.database)
+        for table in [r[0] for r in db.execute("select name from sqlite_master where type='table'")]:
+            if any(k in table for k in ("grant", "session", "outbox")):
+                print(label, table, db.execute(f"select * from {table}").fetchall())
+        db.close()
+    dump("BEFORE")
+    t = time.time()
+    browser.open(apache.logout_url(apache.logged_out_page))
+    until(browser, lambda: driver.current_url.startswith(apache.logged_out_page), "logged out", apache)
+    dump("AFTER")
+    print("logout took", time.time() - t, driver.current_url, driver.page_source)
+    from conftest import metric
+    t = time.time()
+    try:
+        browser.until(lambda: metric(server, "livesignup_backchannel_logouts_total") >= 1, "some attempt")
+    except Exception:
+        print("NO ATTEMPT")
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", server.port); c.request("GET", "/metrics"); print("\n".join(l for l in c.getresponse().read().decode().splitlines() if "backchannel" in l or "outbox" in l or "grant" in l))
+    print("bc took", time.time() - t, {r: metric(server, "livesignup_backchannel_logouts_total", result=r) for r in ("delivered", "retried", "parked")})
+    browser.open(f"{server.url}/welcome")
+    print("welcome ->", driver.current_url)
+    browser.open(apache.page)
+    print("protected ->", driver.current_url)
+    print(apache.log())
+    print(server.log())

@@ -27,6 +27,7 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testASecretIsCreatedOnceAndShared() throws { try contract().aSecretIsCreatedOnceAndShared() }
     func testSigningKeysAreKeptSharedAndNeverReplaced() throws { try contract().signingKeysAreKeptSharedAndNeverReplaced() }
     func testOpenIDGrantsAreSpentOnceAndRevokedByReuse() throws { try contract().openIDGrantsAreSpentOnceAndRevokedByReuse() }
+    func testOpenIDGrantsEndWithTheirSession() throws { try contract().openIDGrantsEndWithTheirSession() }
     func testReopeningKeepsTheData() throws { try contract().reopeningKeepsTheData() }
     func testSignedInSessionsLiveEndAndAreSwept() throws { try contract().signedInSessionsLiveEndAndAreSwept() }
     func testSharedBucketsAreSharedRefillAndAreSwept() throws { try contract().sharedBucketsAreSharedRefillAndAreSwept() }

@@ -329,6 +329,7 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testASecretIsCreatedOnceAndShared() throws { try contract().aSecretIsCreatedOnceAndShared() }
     func testSigningKeysAreKeptSharedAndNeverReplaced() throws { try contract().signingKeysAreKeptSharedAndNeverReplaced() }
     func testOpenIDGrantsAreSpentOnceAndRevokedByReuse() throws { try contract().openIDGrantsAreSpentOnceAndRevokedByReuse() }
+    func testOpenIDGrantsEndWithTheirSession() throws { try contract().openIDGrantsEndWithTheirSession() }
     func testReopeningKeepsTheData() throws { try contract().reopeningKeepsTheData() }
 
     func testCanonicalFormFoldsCaseWidthAndComposition() {

@@ -126,8 +126,9 @@ final class OpenIDProviderEndpointTests: XCTestCase {
         // A key rotation, followed by the client with the server running: the next key signs
         // (published at once, signing at once here) and the client verifies it from the set.
         let before = try XCTUnwrap(idToken["kid"] as? String)
-        let next = try server.app.services.openID.signingKeys.rotate(publishLead: 0)
+        // A second on: keys are made at whole seconds, and the newer must sign from later.
         clock.advance(by: 1)
+        let next = try server.app.services.openID.signingKeys.rotate(publishLead: 0)
         let rotated = try runClient(clientID: "wiki", secret: secret, cookie: cookie)
         let kid = try XCTUnwrap((rotated["id_token"] as? [String: Any])?["kid"] as? String)
         XCTAssertNotEqual(kid, before)

@@ -105,6 +105,17 @@ final class OpenIDProviderInstancesTests: XCTestCase {
             let statuses = try await [one, other].sorted()
             XCTAssertEqual(statuses, [200, 400], "one redemption, and the other refused")
         }
+        // The operator sees it, by application and result, summed over the instances.
+        func count(_ result: String) throws -> Int {
+            try [web1.port, web2.port].map { port in
+                let metrics = try RawExchange.send(port: port, from: "127.0.0.1", "GET", "/metrics").body
+                return metrics.firstMatch(of: try Regex("livesignup_openid_total\\{client=\"wiki\",result=\"\(result)\"\\} ([0-9]+)"))
+                    .flatMap { Int($0.output[1].substring ?? "") } ?? 0
+            }.reduce(0, +)
+        }
+        XCTAssertEqual(try count("code"), 6)
+        XCTAssertEqual(try count("tokens"), 6, "one redemption of each code")
+        XCTAssertEqual(try count("invalid_grant"), 6, "and one second use of each")
         for instance in instances { _ = await instance.stop(with: SIGTERM) }
     }
 }

@@ -12,12 +12,14 @@ struct ApplicationRoutes: Sendable {
     let server: AuthorizationServer
     let store: any AccountStore
     let logger: Logger
+    let metrics: ServerMetrics
     let now: @Sendable () -> Date
 
     init(_ services: Services) {
         server = services.openID.server
         store = services.store
         logger = services.logger
+        metrics = services.metrics
         now = services.now
     }
 
@@ -37,6 +39,7 @@ struct ApplicationRoutes: Sendable {
             throw Refused(status: .badRequest, code: "invalid_request", title: "problem.refused_title", message: "oauth.bad_request")
         }
         let ended = try store.revokeClient(clientID, ofAccount: account.id)
+        metrics.openID(server.clients[clientID] != nil ? clientID : "unknown", "revoked")
         logger.notice("An application's access withdrawn by its account's owner", metadata: [
             "event": "openid_revoked", "client_id": "\(clientID)", "account": "\(account.id)", "grants": "\(ended)",
             "client": "\(request.client)"])

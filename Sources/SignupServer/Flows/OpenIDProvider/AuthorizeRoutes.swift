@@ -16,6 +16,7 @@ struct AuthorizeRoutes: Sendable {
     let users: SignedInUsers
     let store: any AccountStore
     let logger: Logger
+    let metrics: ServerMetrics
     let now: @Sendable () -> Date
 
     init(_ services: Services) {
@@ -23,6 +24,7 @@ struct AuthorizeRoutes: Sendable {
         users = services.signIn.users
         store = services.store
         logger = services.logger
+        metrics = services.metrics
         now = services.now
     }
 
@@ -86,11 +88,13 @@ struct AuthorizeRoutes: Sendable {
         switch request.form["decision"] {
         case "allow"?:
             try store.recordConsent(ofAccount: account.id, client: authorization.client.id, scopes: authorization.scopes, at: now())
+            metrics.openID(authorization.client.id, "consent_allowed")
             logger.notice("An application was allowed to sign a person in", metadata: [
                 "event": "openid_consent", "client_id": "\(authorization.client.id)", "account": "\(account.id)",
                 "scopes": "\(authorization.scopes.joined(separator: " "))", "client": "\(request.client)"])
             return try grant(authorization, account: account, session: session, request)
         case "deny"?:
+            metrics.openID(authorization.client.id, "consent_denied")
             return toClient(authorization, error: "access_denied", description: "the person did not allow it")
         default:
             throw Self.badRequest
@@ -101,6 +105,7 @@ struct AuthorizeRoutes: Sendable {
     private func grant(_ authorization: AuthorizationRequest, account: Account, session: SignInSessionSummary,
                        _ request: RequestContext) throws -> HTTPResponse {
         let redirect = try server.issueCode(for: authorization, account: account, session: session)
+        metrics.openID(authorization.client.id, "code")
         logger.notice("An application was given a code", metadata: [
             "event": "openid_code", "client_id": "\(authorization.client.id)", "account": "\(account.id)", "client": "\(request.client)"])
         return Pages.redirect(to: redirect)

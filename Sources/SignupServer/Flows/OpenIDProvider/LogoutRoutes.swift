@@ -19,9 +19,11 @@ struct LogoutRoutes: Sendable {
     let store: any AccountStore
     let logouts: OutboxDelivery?
     let logger: Logger
+    let metrics: ServerMetrics
     let now: @Sendable () -> Date
 
     init(_ services: Services) {
+        metrics = services.metrics
         server = services.openID.server
         users = services.signIn.users
         limiters = services.site.limiters
@@ -99,6 +101,7 @@ struct LogoutRoutes: Sendable {
         case .cleared(let cookies):
             let ended = try server.endGrantsOfEndedSessions()
             if ended > 0 { logouts?.nudge() }
+            metrics.openID(logout.clientID.flatMap { server.clients[$0] != nil ? $0 : nil } ?? "unknown", "logout")
             logger.notice("Signed out through an application", metadata: [
                 "event": "openid_logout", "client_id": "\(logout.clientID ?? "")", "account": "\(account.id)", "grants": "\(ended)",
                 "client": "\(request.client)"])

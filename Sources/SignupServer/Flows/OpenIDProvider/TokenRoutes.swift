@@ -12,10 +12,26 @@ import WebKernel
 struct TokenRoutes: Sendable {
     let server: AuthorizationServer
     let logger: Logger
+    let metrics: ServerMetrics
 
     init(_ services: Services) {
         server = services.openID.server
         logger = services.logger
+        metrics = services.metrics
+    }
+
+    /// The metric's `client` label: a configured id, else `unknown` (a fixed set).
+    private func label(_ request: RequestContext) -> String {
+        let id = request.form["client_id"] ?? request.http.headers["Authorization"].flatMap(Self.basicID)
+        return id.flatMap { server.clients[$0] != nil ? $0 : nil } ?? "unknown"
+    }
+
+    /// The id half of an `Authorization: Basic` header, if it has one.
+    private static func basicID(_ header: String) -> String? {
+        guard header.lowercased().hasPrefix("basic "),
+              let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+              let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return nil }
+        return String(text[..<colon]).removingPercentEncoding
     }
 
     /// Signing an ID token is jwt-kit's async work: done on a Dispatch queue (`.later`),
@@ -26,7 +42,7 @@ struct TokenRoutes: Sendable {
 
     func token(_ request: RequestContext) -> HTTPResponse {
         .later { [self] respond in
-            Self.queue.async { respond(answer { try issue(request) }) }
+            Self.queue.async { respond(answer(counting: request) { try issue(request) }) }
         }
     }
 
@@ -38,8 +54,10 @@ struct TokenRoutes: Sendable {
         case "authorization_code"?:
             tokens = try server.redeem(code: form["code"], redirectURI: form["redirect_uri"], verifier: form["code_verifier"],
                                        client: client)
+            metrics.openID(client.id, "tokens")
         case "refresh_token"?:
             tokens = try server.refresh(token: form["refresh_token"], client: client)
+            metrics.openID(client.id, "refreshed")
         case nil:
             throw AuthorizationServer.TokenError.invalidRequest("grant_type is missing")
         case let other?:
@@ -103,10 +121,11 @@ struct TokenRoutes: Sendable {
 
     /// `body`'s answer, or its refusal as OAuth's JSON; a store that could not answer is the
     /// one 503.
-    private func answer(_ body: () throws -> HTTPResponse) -> HTTPResponse {
+    private func answer(counting request: RequestContext? = nil, _ body: () throws -> HTTPResponse) -> HTTPResponse {
         do {
             return try body()
         } catch let error as AuthorizationServer.TokenError {
+            if let request { metrics.openID(label(request), error.code) }
             var response = Self.json(["error": error.code, "error_description": error.description],
                                 status: error.status == 401 ? .unauthorized : .badRequest)
             if error.status == 401 { response.headers.add("WWW-Authenticate", "Basic realm=\"LiveSignup\"") }
