@@ -20,13 +20,14 @@ package struct AccountAnnouncer: Sendable {
 
     /// The events to write with the change (none when nothing is configured to carry them).
     package func events(_ notice: AccountNotice?, webhook type: String?, for account: Account, detail: String = "",
-                language: Languages.Language, at date: Date, by actor: OutboxEvent.Actor = .owner) throws -> [OutboxEvent] {
+                language: Languages.Language, at date: Date, by actor: OutboxEvent.Actor = .owner,
+                clientID: String? = nil) throws -> [OutboxEvent] {
         var events: [OutboxEvent] = []
         if let notice, let mails, account.emailVerifiedAt != nil {
             events.append(try mails.accountNotice(notice, to: account.email, username: account.username, detail: detail,
                                                   language: language, at: date))
         }
-        if let type, webhooks != nil { events.append(.accountChange(type, account, at: date, by: actor)) }
+        if let type, webhooks != nil { events.append(.accountChange(type, account, at: date, by: actor, clientID: clientID)) }
         return events
     }
 

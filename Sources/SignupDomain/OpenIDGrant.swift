@@ -181,8 +181,8 @@ public protocol OpenIDGrants: Sendable {
     /// The scopes the account let the client learn, if it did.
     func consent(ofAccount id: Int64, client clientID: String) throws -> ClientConsent?
 
-    /// Records (or widens) the account's consent to the client.
-    func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date) throws
+    /// Records (or widens) the account's consent to the client, with `events` (its webhook).
+    func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date, events: [OutboxEvent]) throws
 
     /// The applications the account consented to or holds a live grant of at `now`, one each
     /// (a grant's scopes and first date when there is no consent: a first-party application).
@@ -190,7 +190,7 @@ public protocol OpenIDGrants: Sendable {
 
     /// Withdraws the account's consent to the client and ends every grant it holds there;
     /// how many grants ended.
-    func revokeClient(_ clientID: String, ofAccount id: Int64) throws -> Int
+    func revokeClient(_ clientID: String, ofAccount id: Int64, events: [OutboxEvent]) throws -> Int
 
     /// Ends the grants whose sign-in session has ended (its row is gone: signed out, ended
     /// from the account page, swept), writing in the same transaction each event `announce`

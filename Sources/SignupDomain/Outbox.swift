@@ -81,12 +81,16 @@ public struct OutboxEvent: Sendable, Equatable {
     /// `account.passkey_removed`, `account.deleted`, `account.disabled`, `account.enabled`.
     /// The account's id, username and email, when, and who (`owner` or `operator`); never a
     /// password, a hash or a key.
-    public static func accountChange(_ type: String, _ account: Account, at date: Date, by actor: Actor) -> OutboxEvent {
+    /// - Parameter clientID: the application it is about (`account.application_allowed`,
+    ///   `account.application_removed`, issue 56), added to `data` as `client_id`.
+    public static func accountChange(_ type: String, _ account: Account, at date: Date, by actor: Actor,
+                                     clientID: String? = nil) -> OutboxEvent {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let at = formatter.string(from: date)
         let data = "{\"id\":\"\(account.id)\",\"username\":\(jsonString(account.username)),"
-            + "\"email\":\(jsonString(account.email)),\"at\":\"\(at)\",\"by\":\"\(actor.rawValue)\"}"
+            + "\"email\":\(jsonString(account.email)),\"at\":\"\(at)\",\"by\":\"\(actor.rawValue)\""
+            + (clientID.map { ",\"client_id\":\(jsonString($0))" } ?? "") + "}"
         let body = "{\"type\":\"\(type)\",\"timestamp\":\"\(at)\",\"data\":\(data)}"
         return OutboxEvent(id: makeID(), type: type, body: body, createdAt: date)
     }

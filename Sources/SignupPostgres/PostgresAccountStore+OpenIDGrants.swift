@@ -147,7 +147,8 @@ extension PostgresAccountStore {
         }
     }
 
-    public func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date) throws {
+    public func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date,
+                              events: [OutboxEvent]) throws {
         let logger = self.logger
         try run("record a consent") { client in
             try await client.withTransaction(logger: logger) { connection in
@@ -159,6 +160,7 @@ extension PostgresAccountStore {
                     INSERT INTO oauth_consents (account_id, client_id, scopes, granted_at) VALUES (\(id), \(clientID), \(widened), \(date))
                     ON CONFLICT (account_id, client_id) DO UPDATE SET scopes = EXCLUDED.scopes
                     """, logger: logger)
+                for event in events { try await Self.enqueue(event, connection, logger) }
             }
         }
     }
@@ -180,15 +182,19 @@ extension PostgresAccountStore {
         }
     }
 
-    public func revokeClient(_ clientID: String, ofAccount id: Int64) throws -> Int {
+    public func revokeClient(_ clientID: String, ofAccount id: Int64, events: [OutboxEvent]) throws -> Int {
         let logger = self.logger
         return try run("revoke an application") { client in
             try await client.withTransaction(logger: logger) { connection -> Int in
-                try await connection.query("DELETE FROM oauth_consents WHERE account_id = \(id) AND client_id = \(clientID)",
-                                           logger: logger)
-                return try await Self.count(connection.query("""
+                let consents = try await Self.count(connection.query("""
+                    DELETE FROM oauth_consents WHERE account_id = \(id) AND client_id = \(clientID) RETURNING client_id
+                    """, logger: logger))
+                let grants = try await Self.count(connection.query("""
                     DELETE FROM oauth_grants WHERE account_id = \(id) AND client_id = \(clientID) RETURNING id
                     """, logger: logger))
+                // Told only when there was something to withdraw.
+                if consents + grants > 0 { for event in events { try await Self.enqueue(event, connection, logger) } }
+                return grants
             }
         }
     }

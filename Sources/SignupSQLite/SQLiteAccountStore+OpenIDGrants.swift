@@ -119,7 +119,8 @@ extension SQLiteAccountStore {
         }
     }
 
-    public func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date) throws {
+    public func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date,
+                              events: [OutboxEvent]) throws {
         try write { db in
             let before = try String.fetchOne(db, sql: "SELECT scopes FROM oauth_consents WHERE account_id = ? AND client_id = ?",
                                              arguments: [id, clientID])
@@ -128,6 +129,7 @@ extension SQLiteAccountStore {
                 INSERT INTO oauth_consents (account_id, client_id, scopes, granted_at) VALUES (?, ?, ?, ?)
                 ON CONFLICT (account_id, client_id) DO UPDATE SET scopes = excluded.scopes
                 """, arguments: [id, clientID, widened.joined(separator: " "), date])
+            for event in events { try Self.enqueue(event, db) }
         }
     }
 
@@ -142,11 +144,15 @@ extension SQLiteAccountStore {
         }
     }
 
-    public func revokeClient(_ clientID: String, ofAccount id: Int64) throws -> Int {
+    public func revokeClient(_ clientID: String, ofAccount id: Int64, events: [OutboxEvent]) throws -> Int {
         try write { db in
             try db.execute(sql: "DELETE FROM oauth_consents WHERE account_id = ? AND client_id = ?", arguments: [id, clientID])
+            let consents = db.changesCount
             try db.execute(sql: "DELETE FROM oauth_grants WHERE account_id = ? AND client_id = ?", arguments: [id, clientID])
-            return db.changesCount
+            let grants = db.changesCount
+            // Told only when there was something to withdraw.
+            if consents + grants > 0 { for event in events { try Self.enqueue(event, db) } }
+            return grants
         }
     }
 

@@ -222,15 +222,20 @@ public struct AccountStoreContract {
 
         // Consents: recorded, widened, listed with the grants of clients without one, revoked
         // with their grants.
-        try store.recordConsent(ofAccount: account.id, client: "blog", scopes: ["openid"], at: now)
-        try store.recordConsent(ofAccount: account.id, client: "blog", scopes: ["openid", "email"], at: now.addingTimeInterval(9))
+        try store.recordConsent(ofAccount: account.id, client: "blog", scopes: ["openid"], at: now, events: [])
+        try store.recordConsent(ofAccount: account.id, client: "blog", scopes: ["openid", "email"], at: now.addingTimeInterval(9), events: [])
         XCTAssertEqual(try other.consent(ofAccount: account.id, client: "blog"),
                        ClientConsent(clientID: "blog", scopes: ["openid", "email"], grantedAt: now), file: file, line: line)
         XCTAssertEqual(try store.consents(ofAccount: account.id, at: now).map(\.clientID), ["blog", "wiki"], file: file, line: line)
-        XCTAssertEqual(try store.revokeClient("wiki", ofAccount: account.id), 2, file: file, line: line)
+        XCTAssertEqual(try store.revokeClient("wiki", ofAccount: account.id, events: []), 2, file: file, line: line)
         XCTAssertNil(try store.accessToken(hash: "a-k3", at: now), file: file, line: line)
         XCTAssertEqual(try store.consents(ofAccount: account.id, at: now).map(\.clientID), ["blog"], file: file, line: line)
-        XCTAssertEqual(try store.revokeClient("blog", ofAccount: account.id), 0, file: file, line: line)
+        let removed = OutboxEvent(id: "msg_removed", type: "account.application_removed", body: "{}", createdAt: now)
+        XCTAssertEqual(try store.revokeClient("blog", ofAccount: account.id, events: [removed]), 0, file: file, line: line)
+        XCTAssertEqual(try store.revokeClient("blog", ofAccount: account.id, events: [
+            OutboxEvent(id: "msg_nothing", type: "account.application_removed", body: "{}", createdAt: now)]), 0, file: file, line: line)
+        XCTAssertEqual(try store.claimDueEvents(channel: .webhook, at: now.addingTimeInterval(1), limit: 10, lease: 30).map(\.event.id),
+                       ["msg_removed"], "the withdrawal told with it; nothing to withdraw, nothing told", file: file, line: line)
         XCTAssertNil(try store.consent(ofAccount: account.id, client: "blog"), file: file, line: line)
 
         // The sweep forgets grants past their last token.

@@ -56,9 +56,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func revokeGrant(id: String) throws -> Bool { throw Failure() }
         func removeExpiredGrants(at now: Date) throws -> Int { throw Failure() }
         func consent(ofAccount id: Int64, client clientID: String) throws -> ClientConsent? { throw Failure() }
-        func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date) throws { throw Failure() }
+        func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date, events: [OutboxEvent]) throws { throw Failure() }
         func consents(ofAccount id: Int64, at now: Date) throws -> [ClientConsent] { throw Failure() }
-        func revokeClient(_ clientID: String, ofAccount id: Int64) throws -> Int { throw Failure() }
+        func revokeClient(_ clientID: String, ofAccount id: Int64, events: [OutboxEvent]) throws -> Int { throw Failure() }
         func endGrantsOfEndedSessions(announcing announce: @escaping @Sendable (OpenIDGrant) -> OutboxEvent?) throws -> Int {
             throw Failure()
         }
@@ -179,9 +179,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func revokeGrant(id: String) throws -> Bool { false }
         func removeExpiredGrants(at now: Date) throws -> Int { 0 }
         func consent(ofAccount id: Int64, client clientID: String) throws -> ClientConsent? { nil }
-        func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date) throws {}
+        func recordConsent(ofAccount id: Int64, client clientID: String, scopes: [String], at date: Date, events: [OutboxEvent]) throws {}
         func consents(ofAccount id: Int64, at now: Date) throws -> [ClientConsent] { [] }
-        func revokeClient(_ clientID: String, ofAccount id: Int64) throws -> Int { 0 }
+        func revokeClient(_ clientID: String, ofAccount id: Int64, events: [OutboxEvent]) throws -> Int { 0 }
         func endGrantsOfEndedSessions(announcing announce: @escaping @Sendable (OpenIDGrant) -> OutboxEvent?) throws -> Int { 0 }
         func startSignInSession(_ session: NewSignInSession) throws {}
         func startSignInSession(_ session: NewSignInSession, keepingAtMost keep: Int) throws -> [String] { [] }

@@ -13,9 +13,11 @@ struct ApplicationRoutes: Sendable {
     let store: any AccountStore
     let logger: Logger
     let metrics: ServerMetrics
+    let announcer: AccountAnnouncer
     let now: @Sendable () -> Date
 
     init(_ services: Services) {
+        announcer = AccountAnnouncer(services)
         server = services.openID.server
         store = services.store
         logger = services.logger
@@ -38,7 +40,10 @@ struct ApplicationRoutes: Sendable {
         guard ClientDeclaration.isValidID(clientID) else {
             throw Refused(status: .badRequest, code: "invalid_request", title: "problem.refused_title", message: "oauth.bad_request")
         }
-        let ended = try store.revokeClient(clientID, ofAccount: account.id)
+        let events = try announcer.events(nil, webhook: "account.application_removed", for: account, language: request.language,
+                                          at: now(), clientID: clientID)
+        let ended = try store.revokeClient(clientID, ofAccount: account.id, events: events)
+        announcer.nudge()
         metrics.openID(server.clients[clientID] != nil ? clientID : "unknown", "revoked")
         logger.notice("An application's access withdrawn by its account's owner", metadata: [
             "event": "openid_revoked", "client_id": "\(clientID)", "account": "\(account.id)", "grants": "\(ended)",

@@ -17,9 +17,11 @@ struct AuthorizeRoutes: Sendable {
     let store: any AccountStore
     let logger: Logger
     let metrics: ServerMetrics
+    let announcer: AccountAnnouncer
     let now: @Sendable () -> Date
 
     init(_ services: Services) {
+        announcer = AccountAnnouncer(services)
         server = services.openID.server
         users = services.signIn.users
         store = services.store
@@ -87,7 +89,12 @@ struct AuthorizeRoutes: Sendable {
         guard let session = try currentSession(of: account, request) else { throw Refused.signedOut }
         switch request.form["decision"] {
         case "allow"?:
-            try store.recordConsent(ofAccount: account.id, client: authorization.client.id, scopes: authorization.scopes, at: now())
+            let time = now()
+            let events = try announcer.events(nil, webhook: "account.application_allowed", for: account, language: request.language,
+                                              at: time, clientID: authorization.client.id)
+            try store.recordConsent(ofAccount: account.id, client: authorization.client.id, scopes: authorization.scopes, at: time,
+                                    events: events)
+            announcer.nudge()
             metrics.openID(authorization.client.id, "consent_allowed")
             logger.notice("An application was allowed to sign a person in", metadata: [
                 "event": "openid_consent", "client_id": "\(authorization.client.id)", "account": "\(account.id)",
