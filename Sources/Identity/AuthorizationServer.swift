@@ -136,7 +136,8 @@ package struct AuthorizationServer: Sendable {
             // Every reading compared, each in constant time, so the time says nothing of which.
             let matched = readings.map { OpenIDProvider.constantTimeEqual($0, expected) }.contains(true)
             guard matched else { throw .invalidClient(readings.isEmpty ? "the client secret is missing" : "wrong client secret") }
-        } else if secret != nil || secretReadings != nil {
+        } else if !(secret ?? "").isEmpty || secretReadings?.contains(where: { !$0.isEmpty }) == true {
+            // `client_id:` with nothing after it (some libraries' Basic for a public client) is no secret.
             throw .invalidClient("a public client has no secret")
         }
         return client

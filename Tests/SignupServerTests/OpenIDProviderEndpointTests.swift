@@ -358,6 +358,35 @@ final class OpenIDProviderEndpointTests: XCTestCase {
         XCTAssertNotNil(try server.store.consent(ofAccount: controlAccount.id, client: "blog"), "the control's consent stays")
     }
 
+    /// RFC 6749 §2.3.1 form-encodes the Basic header's halves; many clients do not. Either
+    /// reading of a secret counts, a wrong one never, and a public client sends none.
+    func testClientsProveThemselvesWithBasicEitherEncodedOrNotAndPublicOnesWithout() throws {
+        let authority = server.app.services.openID.server
+        func basic(_ text: String) -> String { "Basic " + Data(text.utf8).base64EncodedString() }
+        XCTAssertEqual(try authority.authenticate(authorization: basic("wiki:\(secret)"), form: { _ in nil }).id, "wiki")
+        let encoded = secret.replacingOccurrences(of: "-", with: "%2D")
+        XCTAssertEqual(try authority.authenticate(authorization: basic("wiki:\(encoded)"), form: { _ in nil }).id, "wiki")
+        XCTAssertEqual(try authority.authenticate(authorization: nil, form: { ["client_id": "wiki", "client_secret": self.secret][$0] }).id,
+                       "wiki")
+        for (header, form, expected) in [
+            (basic("wiki:nope"), [String: String](), "wrong client secret"),
+            (nil, ["client_id": "wiki"], "the client secret is missing"),
+            (basic("nobody:\(secret)"), [:], "unknown client"),
+            (basic("phone-app:something"), [:], "a public client has no secret"),
+            ("Basic not-base64!", [:], "the Authorization header is not Basic client_id:client_secret"),
+        ] as [(String?, [String: String], String)] {
+            XCTAssertThrowsError(try authority.authenticate(authorization: header, form: { form[$0] })) { error in
+                XCTAssertEqual((error as? AuthorizationServer.TokenError)?.description, expected)
+                XCTAssertEqual((error as? AuthorizationServer.TokenError)?.status, 401)
+            }
+        }
+        XCTAssertEqual(try authority.authenticate(authorization: basic("phone-app:"), form: { _ in nil }).id, "phone-app")
+        XCTAssertThrowsError(try authority.authenticate(authorization: basic("wiki:\(secret)"),
+                                                        form: { ["client_secret": self.secret][$0] })) { error in
+            XCTAssertEqual((error as? AuthorizationServer.TokenError)?.code, "invalid_request", "one way at a time")
+        }
+    }
+
     /// Tests/Interop/openid_client.py's findings, as JSON.
     private func runClient(clientID: String, secret: String, cookie: String) throws -> [String: Any] {
         let process = Process()
