@@ -73,9 +73,9 @@ class ApacheRelyingParty:
 
     def logout_url(self, return_to):
         """Where an application sends the browser to sign out with mod_auth_openidc: its redirect
-        URI with `logout=` the page to end on (on this host). It ends its own session, then
-        sends the browser to the provider's end_session_endpoint with the ID token as hint and
-        `return_to` as post_logout_redirect_uri."""
+        URI with `logout=` the page to end on (on this host). It ends its own session and revokes
+        its tokens, then sends the browser to the provider's end_session_endpoint with the ID
+        token as hint and `return_to` as post_logout_redirect_uri."""
         return f"{self.redirect_uri}?logout={urllib.parse.quote(return_to, safe='')}"
 
     def start(self, issuer, client_id, client_secret):

@@ -1,7 +1,8 @@
 """LiveSignup as the OpenID provider of an operator's application (issue 56), proved with a
 relying party we did not write: Apache httpd with mod_auth_openidc (Debian's packages) on
 loopback, configured as docs/CONNECTING-APPLICATIONS.md says, protecting a page that shows
-what Apache hands the application (REMOTE_USER and every OIDC_CLAIM_*).
+what Apache hands the application (REMOTE_USER and every OIDC_CLAIM_*), with a plain page of
+its own to end on after signing out.
 
 In Chromium:
 
@@ -16,6 +17,18 @@ In Chromium:
    on the consent page and on /account's list of applications, in English and in Arabic.
 3. `ui_locales` chooses the language of the sign-up form and of the consent page right after
    it.
+4. Signing out through the application (RP-initiated logout): mod_auth_openidc's
+   `OIDCRedirectURI?logout=<its signed-out page>` ends Apache's session, revokes its tokens and
+   sends the browser to `end_session_endpoint` with its ID token as `id_token_hint`; LiveSignup
+   signs the person out at once (no confirmation page) and sends the browser to that page,
+   registered in `post_logout_redirect_uris`. LiveSignup's /welcome then sends to sign in, and
+   the protected page sends the browser to LiveSignup's sign-in page; signing in there brings
+   the person back.
+5. Signing out on LiveSignup's own /welcome page (back-channel logout, `backchannel_logout_uri`
+   = `OIDCRedirectURI?logout=backchannel`): Apache keeps its session until the logout token
+   comes with the periodic sweep (every 15 s with `--session-idle-minutes 1`; waited on for at
+   most 20 s through `livesignup_backchannel_logouts_total`), taken at the first attempt; then
+   the protected page sends the browser to LiveSignup's sign-in page.
 """
 import secrets
 import urllib.parse
@@ -25,7 +38,8 @@ from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 
 from apache_rp import ApacheRelyingParty, missing
-from conftest import STRONG_PASSWORD, Server, prerequisite_missing
+from conftest import STRONG_PASSWORD, Server, metric, prerequisite_missing
+from instances import poll
 from test_accessibility import audit
 from test_email_verification import code_in
 from test_recovery import mails_in
@@ -230,40 +244,90 @@ def test_ui_locales_choose_the_language_of_the_whole_authorization(deployment, b
     assert driver.find_element(By.TAG_NAME, "html").get_attribute("lang") == "ar", "and so is the consent page"
 
 
-def test_explore_logout(deployment, browser):
-    server, apache = deployment(first_party=True, backchannel=True, server_args=["--session-idle-minutes", "1"])
+def path_of(url):
+    return urllib.parse.urlsplit(url).path
+
+
+def signed_in_on_apache(page, server, apache, username):
+    """Signs `username` up on LiveSignup itself, then opens the protected page: a first-party
+    application, so Apache gets its code straight away and shows the person."""
+    page.open(server.url)
+    page.until_live()
+    sign_up(page, username, f"{username}@example.org")
+    until(page, lambda: path_of(page.driver.current_url) == "/welcome", "signed up and in")
+    page.open(apache.page)
+    until_on(page, apache.page, "on the protected page, signed in", apache)
+    assert shown(page)[0] == username
+
+
+def sent_to_sign_in(page, server, apache):
+    """Opens the protected page; checks that Apache sent the browser, through /oauth2/authorize,
+    to LiveSignup's sign-in page: nobody is signed in to either any more."""
+    page.open(apache.page)
+    until(page, lambda: page.driver.current_url.startswith(f"{server.url}/signin?"), "on LiveSignup's sign-in page", apache)
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(page.driver.current_url).query)
+    back = urllib.parse.urlsplit(query["return_to"][0])
+    assert back.path == "/oauth2/authorize" and urllib.parse.parse_qs(back.query)["client_id"] == ["wiki"], back
+
+
+def test_signing_out_of_apache_signs_out_of_livesignup_and_comes_back_to_apache(deployment, browser):
+    server, apache = deployment(first_party=True)
     driver = browser.driver
-    browser.open(server.url)
-    browser.until_live()
-    sign_up(browser, "leaving", "leaving@example.org")
-    until(browser, lambda: urllib.parse.urlsplit(driver.current_url).path == "/welcome", "signed up and in")
-    browser.open(apache.page)
-    until_on(browser, apache.page, "signed in", apache)
-    import time, sqlite3
-    def dump(label):
-        db = sqlite3.connect(server.database)
-        for table in [r[0] for r in db.execute("select name from sqlite_master where type='table'")]:
-            if any(k in table for k in ("grant", "session", "outbox")):
-                print(label, table, db.execute(f"select * from {table}").fetchall())
-        db.close()
-    dump("BEFORE")
-    t = time.time()
+    signed_in_on_apache(browser, server, apache, "leaving")
+
+    # mod_auth_openidc ends its own session, revokes its tokens and sends the browser to
+    # end_session_endpoint with its ID token as id_token_hint: this browser's own session, so
+    # LiveSignup signs out at once (no confirmation page) and sends it to the registered page.
     browser.open(apache.logout_url(apache.logged_out_page))
-    until(browser, lambda: driver.current_url.startswith(apache.logged_out_page), "logged out", apache)
-    dump("AFTER")
-    print("logout took", time.time() - t, driver.current_url, driver.page_source)
-    from conftest import metric
-    t = time.time()
-    try:
-        browser.until(lambda: metric(server, "livesignup_backchannel_logouts_total") >= 1, "some attempt")
-    except Exception:
-        print("NO ATTEMPT")
-    import http.client
-    c = http.client.HTTPConnection("127.0.0.1", server.port); c.request("GET", "/metrics"); print("\n".join(l for l in c.getresponse().read().decode().splitlines() if "backchannel" in l or "outbox" in l or "grant" in l))
-    print("bc took", time.time() - t, {r: metric(server, "livesignup_backchannel_logouts_total", result=r) for r in ("delivered", "retried", "parked")})
+    until(browser, lambda: driver.current_url.split("?")[0] == apache.logged_out_page, "on Apache's signed-out page", apache)
+    assert driver.find_element(By.ID, "logged-out").text == "You are signed out of the wiki"
+    browser.screenshot("openid-apache-signed-out")
+
     browser.open(f"{server.url}/welcome")
-    print("welcome ->", driver.current_url)
+    until(browser, lambda: path_of(driver.current_url) == "/signin", "LiveSignup's session is gone: /welcome sends to sign in")
+    sent_to_sign_in(browser, server, apache)
+    # And a sign-in there brings the person back to the application.
+    browser.type("username", "leaving")
+    browser.type("password", STRONG_PASSWORD)
+    driver.find_element(By.CSS_SELECTOR, ".signin-form button[type=submit]").click()
+    until_on(browser, apache.page, "back on the protected page after signing in again", apache)
+    assert shown(browser)[0] == "leaving"
+    assert_apache_logged_no_error(apache)
+
+
+# A sign-out on LiveSignup's own pages reaches applications with the periodic sweep, every
+# min(60, form-session idle time / 4) seconds: 15 s with --session-idle-minutes 1.
+SWEEP_ARGS = ["--session-idle-minutes", "1"]
+BACKCHANNEL_SECONDS = 20
+
+
+def backchannel_logouts(server, result="delivered"):
+    return metric(server, "livesignup_backchannel_logouts_total", result=result)
+
+
+def test_signing_out_of_livesignup_ends_apaches_session_through_the_back_channel(deployment, browser):
+    server, apache = deployment(first_party=True, backchannel=True, server_args=SWEEP_ARGS)
+    driver = browser.driver
+    signed_in_on_apache(browser, server, apache, "everywhere")
+    told = backchannel_logouts(server)
+
+    browser.open(f"{server.url}/welcome")
+    driver.find_element(By.CSS_SELECTOR, "[data-signout]").click()
+    until(browser, lambda: path_of(driver.current_url) == "/signin", "signed out of LiveSignup")
+    # Apache's session is its own: until the logout token comes, the page still shows the person.
     browser.open(apache.page)
-    print("protected ->", driver.current_url)
-    print(apache.log())
-    print(server.log())
+    if backchannel_logouts(server) == told:   # (the sweep rarely comes this soon)
+        assert driver.current_url == apache.page and shown(browser)[0] == "everywhere", \
+            "Apache keeps its session until it is told"
+
+    try:
+        poll(lambda: backchannel_logouts(server) > told, BACKCHANNEL_SECONDS, "the logout token delivered to Apache", 0.2)
+    except TimeoutException:
+        raise AssertionError(
+            f"no logout token delivered within {BACKCHANNEL_SECONDS} s (retried "
+            f"{backchannel_logouts(server, 'retried'):.0f}, parked {backchannel_logouts(server, 'parked'):.0f})"
+            f"\nApache's log ends:\n{apache.log()[-3000:]}") from None
+    assert backchannel_logouts(server, "retried") == 0 and backchannel_logouts(server, "parked") == 0, \
+        "Apache took the first logout token"
+    sent_to_sign_in(browser, server, apache)
+    assert_apache_logged_no_error(apache)
