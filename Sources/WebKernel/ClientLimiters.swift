@@ -36,6 +36,8 @@ package final class ClientLimiters: Sendable {
     package let passkeys: RateLimiter
     package let unknownSessions: RateLimiter
     package let tokens: RateLimiter
+    /// Shared by every instance: one application's token requests, wherever it calls from.
+    package let tokensPerClient: SharedRateLimiter
     package let limits: SignupLimits
 
     /// `store` holds the limits that must hold across instances; without one (tests of the
@@ -82,6 +84,9 @@ package final class ClientLimiters: Sendable {
         passkeys = limiter(.passkeysPerAddress)
         unknownSessions = limiter(.unknownSessionsPerAddress)
         tokens = limiter(.tokenRequestsPerAddress)
+        tokensPerClient = SharedRateLimiter(
+            .tokens, bucket: LimitSetting.tokenRequestsPerClient.flag, rate: limits.tokenRequestsPerClient,
+            store: store ?? InMemoryTokenBuckets(), logger: logger, now: now, consulted: consulted)
     }
 }
 

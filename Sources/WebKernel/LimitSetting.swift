@@ -31,6 +31,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
     case hashQueueLength = "hash-queue-length"
     case signInSessionsPerAccount = "signin-sessions-per-account"
     case tokenRequestsPerAddress = "token-requests-per-address"
+    case tokenRequestsPerClient = "token-requests-per-client"
 
     /// Where the value lives: a rate (`COUNT/UNIT[,burst=N]`) or a count.
     public enum Value: Sendable {
@@ -66,6 +67,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .hashQueueLength: return .count(\.hashQueueLength)
         case .signInSessionsPerAccount: return .count(\.signInSessionsPerAccount)
         case .tokenRequestsPerAddress: return .rate(\.tokenRequestsPerAddress)
+        case .tokenRequestsPerClient: return .rate(\.tokenRequestsPerClient)
         }
     }
 
@@ -89,7 +91,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .hashQueueLength: return nil
         // Never refuses: a new sign-in ends the account's least recently used session.
         case .signInSessionsPerAccount: return nil
-        case .tokenRequestsPerAddress: return .tokens
+        case .tokenRequestsPerAddress, .tokenRequestsPerClient: return .tokens
         }
     }
 
@@ -119,6 +121,7 @@ public enum LimitSetting: String, CaseIterable, Sendable {
         case .hashQueueLength: return "Password hashes waiting per kind (sign-up, sign-in) before 503."
         case .signInSessionsPerAccount: return "Signed-in sessions one account keeps at once; a new sign-in ends the least recently used beyond it."
         case .tokenRequestsPerAddress: return "Requests to the OpenID provider's token, userinfo, revocation and introspection endpoints per address: an application's server asks for everyone it signs in."
+        case .tokenRequestsPerClient: return "Tokens (codes redeemed, refreshes), revocations and introspections per application, across instances, counted once it has proved itself: a compromised or runaway application is bounded wherever it calls from."
         }
     }
 

@@ -35,6 +35,9 @@ public struct SignupLimits: Sendable {
     /// address (issue 56): one application server asks for every person it signs in, so the
     /// allowance is a busy server's, not a browser's.
     public var tokenRequestsPerAddress = Rate.per(second: 20, burst: 400)
+    /// The same per application, once it has proved itself (its secret, or PKCE's code),
+    /// shared by every instance: only the application can spend its own allowance.
+    public var tokenRequestsPerClient = Rate.per(second: 50, burst: 1000)
     /// `/auth` answers for a sign-in cookie that names no live session, per address (a known
     /// session never counts): random cookies cannot make each answer a database read.
     public var unknownSessionsPerAddress = Rate.per(second: 5, burst: 100)
@@ -92,6 +95,7 @@ public struct SignupLimits: Sendable {
         limits.noJavaScriptRecoveries = .unlimited
         limits.passkeysPerAddress = .unlimited
         limits.tokenRequestsPerAddress = .unlimited
+        limits.tokenRequestsPerClient = .unlimited
         limits.unknownSessionsPerAddress = .unlimited
         limits.hashesPerAddress = 1_000_000
         limits.signInSessionsPerAccount = 1_000_000

@@ -68,6 +68,7 @@ struct LimitOptions: ParsableArguments {
     @Option(help: help(.hashQueueLength)) var hashQueueLength = defaults.limits.hashQueueLength
     @Option(help: help(.signInSessionsPerAccount)) var signinSessionsPerAccount = defaults.limits.signInSessionsPerAccount
     @Option(help: help(.tokenRequestsPerAddress)) var tokenRequestsPerAddress = LimitSetting.tokenRequestsPerAddress.defaultText
+    @Option(help: help(.tokenRequestsPerClient)) var tokenRequestsPerClient = LimitSetting.tokenRequestsPerClient.defaultText
 
     /// Each limit's option value by its declaration: the one place an option meets its
     /// `LimitSetting` (a case without a line here stops every start, so tests catch it).
@@ -86,7 +87,7 @@ struct LimitOptions: ParsableArguments {
             .passkeysPerAddress: passkeysPerAddress, .unknownSessionsPerAddress: unknownSessionsPerAddress,
             .hashesPerAddress: String(hashesPerAddress), .hashQueueLength: String(hashQueueLength),
             .signInSessionsPerAccount: String(signinSessionsPerAccount),
-            .tokenRequestsPerAddress: tokenRequestsPerAddress,
+            .tokenRequestsPerAddress: tokenRequestsPerAddress, .tokenRequestsPerClient: tokenRequestsPerClient,
         ]
         precondition(values.count == LimitSetting.allCases.count, "every LimitSetting needs its option in LimitOptions")
         return values

@@ -27,7 +27,9 @@ final class OpenIDLogoutTests: XCTestCase {
 
     override func setUp() async throws {
         try Prerequisite.python(module: "joserfc")
-        clock = TestClock(start: Date())
+        // In the past: the test moves this clock on faster than real time passes, and a token
+        // issued in the future would be refused.
+        clock = TestClock(start: Date().addingTimeInterval(-300))
         // The receiver first: its port is the client's back-channel URI. It needs the key set's
         // address, which is the server's, known only once the server runs: read from a file.
         let jwksFile = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString)")

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTestSupport
 import LiveSignupClient
 import OpenIDConnect
+import WebKernel
 import Locking
 import SignupDomain
 @testable import Identity
@@ -23,7 +24,9 @@ final class OpenIDProviderEndpointTests: XCTestCase {
     private let hasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
 
     override func setUpWithError() throws {
-        clock = TestClock(start: Date())
+        // A little in the past: joserfc refuses a token issued in the future, and the test moves
+        // this clock on (a key rotation) faster than real time passes.
+        clock = TestClock(start: Date().addingTimeInterval(-30))
         server = try TestServer { [clock, secret, redirect] configuration in
             configuration.clock = clock!
             var policy = Policy.classic
@@ -385,6 +388,39 @@ final class OpenIDProviderEndpointTests: XCTestCase {
                                                         form: { ["client_secret": self.secret][$0] })) { error in
             XCTAssertEqual((error as? AuthorizationServer.TokenError)?.code, "invalid_request", "one way at a time")
         }
+    }
+
+    /// Each application has its own allowance, across instances, spent only once it has
+    /// proved itself: a stranger naming it (a wrong secret) spends none of it.
+    func testAnApplicationsOwnAllowanceIsSpentOnlyByItself() async throws {
+        let limited = try TestServer { [clock, secret, redirect] configuration in
+            configuration.clock = clock!
+            var policy = Policy.classic
+            var wiki = ClientDeclaration(id: "wiki", name: "The Wiki", redirectURIs: [redirect])
+            wiki.firstParty = true
+            wiki.secretVariable = "WIKI_SECRET"
+            policy.clients = [wiki]
+            configuration.policy = FormPolicy(policy)
+            configuration.clientSecrets = ["wiki": secret]
+            configuration.limits.tokenRequestsPerClient = Rate(burst: 2, perSecond: 1.0 / 3600)
+        }
+        defer { limited.stop() }
+        func revoke(secret: String) async throws -> (status: Int, headers: [String: String], body: String) {
+            try await limited.request("POST", "/oauth2/revoke", body: FormURLEncoder.encode([
+                ("token", "anything"), ("client_id", "wiki"), ("client_secret", secret)]))
+        }
+        for _ in 0..<5 {
+            let stranger = try await revoke(secret: "not-the-secret-at-all")
+            XCTAssertEqual(stranger.status, 401)
+        }
+        for _ in 0..<2 {
+            let own = try await revoke(secret: secret)
+            XCTAssertEqual(own.status, 200, "the strangers spent none of it")
+        }
+        let over = try await revoke(secret: secret)
+        XCTAssertEqual(over.status, 429, over.body)
+        XCTAssertTrue(over.body.contains("\"limit\":\"tokens\""), over.body)
+        XCTAssertNotNil(over.headers["retry-after"])
     }
 
     /// Tests/Interop/openid_client.py's findings, as JSON.

@@ -13,8 +13,14 @@ struct TokenRoutes: Sendable {
     let server: AuthorizationServer
     let logger: Logger
     let metrics: ServerMetrics
+    /// Each application's allowance, spent once it has proved itself (a stranger naming it
+    /// cannot spend it; failed proofs draw from the address's `tokens`, spent first).
+    let perClient: SharedRateLimiter
+    let refusals: Refusals
 
     init(_ services: Services) {
+        perClient = services.site.limiters.tokensPerClient
+        refusals = services.site.refusals
         server = services.openID.server
         logger = services.logger
         metrics = services.metrics
@@ -49,6 +55,7 @@ struct TokenRoutes: Sendable {
     private func issue(_ request: RequestContext) throws -> HTTPResponse {
         let form = try Self.singleValues(request.form)
         let client = try server.authenticate(authorization: request.http.headers["Authorization"], form: { form[$0] })
+        try perClient.admit(client.id)
         let tokens: AuthorizationServer.Tokens
         switch form["grant_type"] {
         case "authorization_code"?:
@@ -86,6 +93,7 @@ struct TokenRoutes: Sendable {
         answer {
             let form = try Self.singleValues(request.form)
             let client = try server.authenticate(authorization: request.http.headers["Authorization"], form: { form[$0] })
+            try perClient.admit(client.id)
             guard let token = form["token"] else { throw AuthorizationServer.TokenError.invalidRequest("token is missing") }
             try server.revoke(token: token, client: client)
             // The same answer whether it was live, another's or unknown (RFC 7009 §2.2).
@@ -101,6 +109,7 @@ struct TokenRoutes: Sendable {
             let client = try server.authenticate(authorization: request.http.headers["Authorization"], form: { form[$0] })
             // A resource server proves itself with a secret; a public client could be anyone.
             guard client.secret != nil else { throw AuthorizationServer.TokenError.invalidClient("a public client cannot introspect") }
+            try perClient.admit(client.id)
             guard let token = form["token"] else { throw AuthorizationServer.TokenError.invalidRequest("token is missing") }
             return Self.json(try server.introspect(token: token))
         }
@@ -130,6 +139,10 @@ struct TokenRoutes: Sendable {
                                 status: error.status == 401 ? .unauthorized : .badRequest)
             if error.status == 401 { response.headers.add("WWW-Authenticate", "Basic realm=\"LiveSignup\"") }
             return response
+        } catch let exceeded as LimitExceeded {
+            // The application's allowance: the router's 429, counted under `tokens`.
+            if let request { metrics.openID(label(request), "rate_limited") }
+            return refusals.limited(exceeded)
         } catch {
             logger.error("The OpenID provider could not answer", metadata: ["error": "\(error)"])
             var response = Self.json(["error": "temporarily_unavailable", "error_description": "the account store could not answer"],
