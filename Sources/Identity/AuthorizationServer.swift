@@ -219,7 +219,7 @@ package struct AuthorizationServer: Sendable {
     }
 
     private func idToken(_ grant: OpenIDGrant, account: Account, nonce: String?) throws -> String {
-        guard let key = try signingKeys.ring().signer(at: now()) else { throw StorageFault("no signing key signs yet") }
+        let key = try signer(for: grant.clientID)
         let issued = Int(now().timeIntervalSince1970)
         var all = claims(of: account, scopes: grant.scopes)
         all["iss"] = .text(issuer())
@@ -235,13 +235,36 @@ package struct AuthorizationServer: Sendable {
         return try sign(all, with: key)
     }
 
+    /// The key that signs for `clientID` now: of the algorithm it registered.
+    private func signer(for clientID: String) throws -> SigningKey {
+        let algorithm = clients[clientID]?.declaration.idTokenAlgorithm ?? "ES256"
+        guard let key = try signingKeys.ring(algorithm).signer(at: now()) else {
+            throw StorageFault("no \(algorithm) signing key signs yet")
+        }
+        return key
+    }
+
     /// `claims` as a JWT signed by `key` (the ring's signer), its `kid` in the header.
     private func sign(_ claims: [String: ClaimValue], with key: SigningKey) throws -> String {
-        let pem = key.privateKeyPEM, kid = key.id, payload = IDTokenPayload(claims: claims)
+        let payload = IDTokenPayload(claims: claims), kid = JWKIdentifier(string: key.id)
         return try OpenIDProvider.waitFor {
             let keys = JWTKeyCollection()
-            await keys.add(ecdsa: try ES256PrivateKey(pem: pem), kid: JWKIdentifier(string: kid))
-            return try await keys.sign(payload, kid: JWKIdentifier(string: kid))
+            try await Self.add(key, to: keys, privately: true)
+            return try await keys.sign(payload, kid: kid)
+        }
+    }
+
+    /// `key` in `keys`: its private half to sign with, else its public half to verify with.
+    private static func add(_ key: SigningKey, to keys: JWTKeyCollection, privately: Bool) async throws {
+        let kid = JWKIdentifier(string: key.id)
+        switch key.algorithm {
+        case "RS256":
+            let rsa = try Insecure.RSA.PrivateKey(pem: key.privateKeyPEM)
+            if privately { await keys.add(rsa: rsa, digestAlgorithm: .sha256, kid: kid) }
+            else { await keys.add(rsa: rsa.publicKey, digestAlgorithm: .sha256, kid: kid) }
+        default:
+            let ecdsa = try ES256PrivateKey(pem: key.privateKeyPEM)
+            if privately { await keys.add(ecdsa: ecdsa, kid: kid) } else { await keys.add(ecdsa: ecdsa.publicKey, kid: kid) }
         }
     }
 
@@ -249,13 +272,10 @@ package struct AuthorizationServer: Sendable {
     /// still publishes (expired or not: RP-initiated logout §2 accepts an expired one): the
     /// application it was issued to, and the session.
     package func idTokenHint(_ token: String) -> (clientID: String, sessionID: String?)? {
-        guard token.utf8.count <= 8192, let ring = try? signingKeys.ring() else { return nil }
-        let keys = ring.published(at: now(), tokenLifetime: signingKeys.tokenLifetime)
+        guard token.utf8.count <= 8192, let keys = try? signingKeys.published() else { return nil }
         let payload = try? OpenIDProvider.waitFor { () async throws -> IDTokenPayload in
             let collection = JWTKeyCollection()
-            for key in keys {
-                await collection.add(ecdsa: try ES256PrivateKey(pem: key.privateKeyPEM).publicKey, kid: JWKIdentifier(string: key.id))
-            }
+            for key in keys { try await Self.add(key, to: collection, privately: false) }
             return try await collection.verify(token, as: IDTokenPayload.self)
         }
         guard let claims = payload?.claims, case .text(let issuer)? = claims["iss"], issuer == self.issuer(),
@@ -289,7 +309,7 @@ package struct AuthorizationServer: Sendable {
     /// A logout token (OpenID Connect Back-Channel Logout 1.0 §2.4): who and which session,
     /// the back-channel event, never a nonce; two minutes to live.
     package func logoutToken(_ logout: BackchannelLogout) throws -> String {
-        guard let key = try signingKeys.ring().signer(at: now()) else { throw StorageFault("no signing key signs yet") }
+        let key = try signer(for: logout.clientID)
         let issued = Int(now().timeIntervalSince1970)
         return try sign([
             "iss": .text(issuer()), "aud": .text(logout.clientID), "iat": .number(issued), "exp": .number(issued + 120),

@@ -25,6 +25,9 @@ public struct ClientDeclaration: Sendable, Equatable {
     /// Where it is told, server to server, that a session it holds has ended (OpenID
     /// Connect Back-Channel Logout 1.0).
     public var backchannelLogoutURI: String?
+    /// What its ID tokens (and logout tokens) are signed with: ES256, or RS256 for an
+    /// application that cannot verify anything else (`id_token_signed_response_alg`).
+    public var idTokenAlgorithm = "ES256"
 
     public init(id: String, name: String, redirectURIs: [String]) {
         self.id = id

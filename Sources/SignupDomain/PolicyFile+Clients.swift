@@ -11,7 +11,7 @@ extension PolicyFileReader {
         for item in sequence {
             let entry = try settings(item, at: "clients", known: [
                 "id", "name", "redirect_uris", "post_logout_redirect_uris", "scopes", "first_party", "client_secret_env",
-                "public", "backchannel_logout_uri",
+                "public", "backchannel_logout_uri", "id_token_signed_response_alg",
             ])
             for required in ["id", "name", "redirect_uris"] where entry[required] == nil {
                 throw fail(item, "a client needs '\(required)'")
@@ -68,6 +68,13 @@ extension PolicyFileReader {
                     throw fail(logout.value, "'\(path).backchannel_logout_uri' \(problem), not '\(uri)'")
                 }
                 client.backchannelLogoutURI = uri
+            }
+            if let algorithm = entry["id_token_signed_response_alg"] {
+                let name = try string(algorithm.value, "\(path).id_token_signed_response_alg")
+                guard ["ES256", "RS256"].contains(name) else {
+                    throw fail(algorithm.value, "'\(path).id_token_signed_response_alg' must be ES256 or RS256, not '\(name)'")
+                }
+                client.idTokenAlgorithm = name
             }
             clients.append(client)
         }

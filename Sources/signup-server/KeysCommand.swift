@@ -25,14 +25,16 @@ struct Keys: ParsableCommand {
 
         func run() throws {
             let keys = try Keys.signingKeys(database)
-            let now = keys.now(), ring = try keys.ring()
-            let published = Set(ring.published(at: now, tokenLifetime: keys.tokenLifetime).map(\.id))
-            let signer = ring.signer(at: now)?.id
-            let format = ISO8601DateFormatter()
-            for key in ring.keys {
-                let state = key.id == signer ? "signing" : key.signsFrom > now ? "published, signs later"
-                    : published.contains(key.id) ? "published, retired" : "expired"
-                print("\(key.id)  \(key.algorithm)  made \(format.string(from: key.createdAt))  signs from \(format.string(from: key.signsFrom))  \(state)")
+            let now = keys.now(), format = ISO8601DateFormatter()
+            for algorithm in SigningKeys.algorithms {
+                let ring = try keys.ring(algorithm)
+                let published = Set(ring.published(at: now, tokenLifetime: keys.tokenLifetime).map(\.id))
+                let signer = ring.signer(at: now)?.id
+                for key in ring.keys {
+                    let state = key.id == signer ? "signing" : key.signsFrom > now ? "published, signs later"
+                        : published.contains(key.id) ? "published, retired" : "expired"
+                    print("\(key.id)  \(key.algorithm)  made \(format.string(from: key.createdAt))  signs from \(format.string(from: key.signsFrom))  \(state)")
+                }
             }
         }
     }
@@ -52,8 +54,9 @@ struct Keys: ParsableCommand {
         }
 
         func run() throws {
-            let key = try Keys.signingKeys(database).rotate(publishLead: TimeInterval(publishHours * 3600))
-            print("Added key \(key.id): published now, signing from \(ISO8601DateFormatter().string(from: key.signsFrom)).")
+            for key in try Keys.signingKeys(database).rotate(publishLead: TimeInterval(publishHours * 3600)) {
+                print("Added key \(key.id) (\(key.algorithm)): published now, signing from \(ISO8601DateFormatter().string(from: key.signsFrom)).")
+            }
         }
     }
 }

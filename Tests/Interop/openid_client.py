@@ -20,6 +20,7 @@ from joserfc.jwk import KeySet
 os.environ["AUTHLIB_INSECURE_TRANSPORT"] = "1"  # loopback http, for the test only
 
 issuer, client_id, secret, redirect_uri, cookie = sys.argv[1:6]
+algorithm = sys.argv[6] if len(sys.argv) > 6 else "ES256"  # what the client registered
 seen = {}
 
 discovery = requests.get(issuer + "/.well-known/openid-configuration", timeout=10).json()
@@ -35,7 +36,7 @@ def client():
 def verified_claims(id_token, nonce=None):
     """The ID token's claims, its signature checked against the key set as published now."""
     keys = KeySet.import_key_set(requests.get(discovery["jwks_uri"], timeout=10).json())
-    token = jwt.decode(id_token, keys, algorithms=["ES256"])
+    token = jwt.decode(id_token, keys, algorithms=[algorithm])
     options = {"iss": {"essential": True, "value": issuer}, "aud": {"essential": True, "value": client_id}}
     if nonce is not None:
         options["nonce"] = {"essential": True, "value": nonce}

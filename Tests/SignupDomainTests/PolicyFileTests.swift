@@ -216,6 +216,7 @@ final class PolicyFileTests: XCTestCase {
             ("clients:\n" + entry + entry, "the client id 'x' is given twice"),
             ("clients:\n" + entry + "    scopes: [email]\n", "'clients.x.scopes' must include openid"),
             ("clients:\n" + entry + "    scopes: [openid, admin]\n", "may list openid, profile, email, offline_access, not 'admin'"),
+            ("clients:\n" + entry + "    id_token_signed_response_alg: HS256\n", "must be ES256 or RS256, not 'HS256'"),
         ]
         for (yaml, reason) in cases {
             XCTAssertThrowsError(try parse("name: a\n" + yaml), yaml) { error in

@@ -38,9 +38,13 @@ final class OpenIDProviderEndpointTests: XCTestCase {
             var blog = ClientDeclaration(id: "blog", name: "Someone's Blog", redirectURIs: [redirect])
             blog.secretVariable = "BLOG_SECRET"
             blog.scopes = ["openid", "profile", "email"]
-            policy.clients = [wiki, phone, blog]
+            var legacy = ClientDeclaration(id: "legacy", name: "An Old Application", redirectURIs: [redirect])
+            legacy.firstParty = true
+            legacy.secretVariable = "LEGACY_SECRET"
+            legacy.idTokenAlgorithm = "RS256"
+            policy.clients = [wiki, phone, blog, legacy]
             configuration.policy = FormPolicy(policy)
-            configuration.clientSecrets = ["wiki": secret, "blog": secret]
+            configuration.clientSecrets = ["wiki": secret, "blog": secret, "legacy": secret]
         }
     }
 
@@ -131,9 +135,11 @@ final class OpenIDProviderEndpointTests: XCTestCase {
         let before = try XCTUnwrap(idToken["kid"] as? String)
         // A second on: keys are made at whole seconds, and the newer must sign from later.
         clock.advance(by: 1)
-        let next = try server.app.services.openID.signingKeys.rotate(publishLead: 0)
-        let rotated = try runClient(clientID: "wiki", secret: secret, cookie: cookie)
-        let kid = try XCTUnwrap((rotated["id_token"] as? [String: Any])?["kid"] as? String)
+        let rotated = try server.app.services.openID.signingKeys.rotate(publishLead: 0)
+        XCTAssertEqual(rotated.map(\.algorithm).sorted(), ["ES256", "RS256"], "every algorithm in use rotates")
+        let next = try XCTUnwrap(rotated.first { $0.algorithm == "ES256" })
+        let after = try runClient(clientID: "wiki", secret: secret, cookie: cookie)
+        let kid = try XCTUnwrap((after["id_token"] as? [String: Any])?["kid"] as? String)
         XCTAssertNotEqual(kid, before)
         XCTAssertEqual(kid, next.id, "the rotated key signs, and joserfc found it in the published set")
     }
@@ -423,12 +429,27 @@ final class OpenIDProviderEndpointTests: XCTestCase {
         XCTAssertNotNil(over.headers["retry-after"])
     }
 
+    /// An application that can only verify RS256 registers so, and its ID tokens are RS256,
+    /// verified by joserfc against the same published set (which now holds an RSA key too).
+    func testAnApplicationThatNeedsRS256GetsRS256() async throws {
+        try Prerequisite.python(module: "authlib")
+        try account("Ada")
+        let seen = try runClient(clientID: "legacy", secret: secret, cookie: try await signedIn("Ada"), algorithm: "RS256")
+        XCTAssertEqual((seen["id_token"] as? [String: Any])?["alg"] as? String, "RS256")
+        XCTAssertEqual(seen["family_revoked"] as? Bool, true)
+        let discovery = try await server.request("GET", "/.well-known/openid-configuration").body
+        XCTAssertTrue(discovery.contains("\"id_token_signing_alg_values_supported\":[\"ES256\",\"RS256\"]"), discovery)
+        // The other applications still get ES256.
+        let wiki = try runClient(clientID: "wiki", secret: secret, cookie: try await signedIn("Ada"))
+        XCTAssertEqual((wiki["id_token"] as? [String: Any])?["alg"] as? String, "ES256")
+    }
+
     /// Tests/Interop/openid_client.py's findings, as JSON.
-    private func runClient(clientID: String, secret: String, cookie: String) throws -> [String: Any] {
+    private func runClient(clientID: String, secret: String, cookie: String, algorithm: String = "ES256") throws -> [String: Any] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", TestServer.repositoryRoot.appendingPathComponent("Tests/Interop/openid_client.py").path,
-                             issuer, clientID, secret, redirect, cookie]
+                             issuer, clientID, secret, redirect, cookie, algorithm]
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output
         process.standardError = errors

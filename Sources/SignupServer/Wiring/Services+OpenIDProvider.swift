@@ -17,7 +17,9 @@ struct OpenIDProviderServices: Sendable {
     init(_ core: Services.Core, _ site: SiteServices, _ signIn: SignInServices) throws {
         let configuration = core.configuration, store = core.store
         signingKeys = SigningKeys(store: store, tokenLifetime: SigningKeys.defaultTokenLifetime, now: core.now)
-        try signingKeys.ensureKey()
+        // RS256 keys only while an application asks for them (an RSA key costs a moment to make).
+        try signingKeys.ensureKeys(["ES256"] + (configuration.policy.settings.clients.contains { $0.idTokenAlgorithm == "RS256" }
+                                                    ? ["RS256"] : []))
         var clients: [RegisteredClient] = []
         for declaration in configuration.policy.settings.clients {
             let secret = configuration.clientSecrets[declaration.id]

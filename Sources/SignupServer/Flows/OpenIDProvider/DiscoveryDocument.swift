@@ -8,6 +8,8 @@ struct DiscoveryDocument: Sendable {
     let issuer: @Sendable () -> String
     /// The languages the pages speak (`ui_locales`).
     let languages: [String]
+    /// What ID tokens are signed with: ES256, and RS256 when an application asked for it.
+    let algorithms: [String]
 
     private struct Document: Encodable {
         let issuer, authorization_endpoint, token_endpoint, userinfo_endpoint, jwks_uri: String
@@ -18,7 +20,7 @@ struct DiscoveryDocument: Sendable {
         let response_modes_supported = ["query"]
         let grant_types_supported = ["authorization_code", "refresh_token"]
         let subject_types_supported = ["public"]
-        let id_token_signing_alg_values_supported = ["ES256"]
+        let id_token_signing_alg_values_supported: [String]
         let scopes_supported = ClientDeclaration.supportedScopes
         let claims_supported = ["sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "acr", "amr", "azp", "sid",
                                 "preferred_username", "email", "email_verified"]
@@ -41,7 +43,7 @@ struct DiscoveryDocument: Sendable {
             token_endpoint: base + OpenIDProviderFlow.Path.token, userinfo_endpoint: base + OpenIDProviderFlow.Path.userinfo,
             jwks_uri: base + OpenIDProviderFlow.Path.keySet, revocation_endpoint: base + OpenIDProviderFlow.Path.revoke,
             introspection_endpoint: base + OpenIDProviderFlow.Path.introspect, end_session_endpoint: base + OpenIDProviderFlow.Path.logout,
-            ui_locales_supported: languages)
+            id_token_signing_alg_values_supported: algorithms, ui_locales_supported: languages)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var response = HTTPResponse(status: .ok, contentType: "application/json", body: Array((try? encoder.encode(document)) ?? Data()))

@@ -28,7 +28,9 @@ enum OpenIDProviderFlow: Flow {
         let tokens = TokenRoutes(services)
         let applications = ApplicationRoutes(services)
         let logout = LogoutRoutes(services)
-        let discovery = DiscoveryDocument(issuer: services.openID.issuer, languages: services.site.languages.all.map(\.tag))
+        let discovery = DiscoveryDocument(issuer: services.openID.issuer, languages: services.site.languages.all.map(\.tag),
+                                          algorithms: ["ES256"] + (services.openID.server.clients.values.contains {
+                                              $0.declaration.idTokenAlgorithm == "RS256" } ? ["RS256"] : []))
         return [
             Route(.get, Path.discovery, answers: .json, limits: [.pages], spentFirst: [.pages]) { _ in discovery.response() },
             // The key set relying parties verify ID tokens with: public, cached briefly (a
