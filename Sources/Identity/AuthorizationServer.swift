@@ -118,13 +118,11 @@ package struct AuthorizationServer: Sendable {
         var secretReadings: [String]?
         if let authorization, authorization.lowercased().hasPrefix("basic ") {
             guard secret == nil else { throw .invalidRequest("one way of client authentication at a time") }
-            guard let decoded = Data(base64Encoded: String(authorization.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
-                  let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else {
+            guard let (rawID, rawSecret) = Self.basic(authorization) else {
                 throw .invalidClient("the Authorization header is not Basic client_id:client_secret")
             }
             // RFC 6749 §2.3.1 form-encodes both halves before Basic; many clients do not. The
             // id is an id either way; the secret counts if either reading of it matches.
-            let rawID = String(text[..<colon]), rawSecret = String(text[text.index(after: colon)...])
             let basicID = Self.formDecoded(rawID) ?? rawID
             if let id, id != basicID { throw .invalidRequest("client_id differs from the Authorization header's") }
             id = basicID
@@ -367,9 +365,17 @@ package struct AuthorizationServer: Sendable {
 
     package static func hash(_ value: String) -> String { SignInSessionID.hash(value) }
 
+    /// The two halves of an `Authorization: Basic` header, as sent; nil when it is not one.
+    package static func basic(_ authorization: String) -> (id: String, secret: String)? {
+        guard authorization.lowercased().hasPrefix("basic "),
+              let decoded = Data(base64Encoded: String(authorization.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+              let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return nil }
+        return (String(text[..<colon]), String(text[text.index(after: colon)...]))
+    }
+
     /// `text` read as `application/x-www-form-urlencoded` ('+' a space, then %XX); nil when
     /// it is not valid encoding.
-    static func formDecoded(_ text: String) -> String? {
+    package static func formDecoded(_ text: String) -> String? {
         text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
     }
 

@@ -28,16 +28,9 @@ struct TokenRoutes: Sendable {
 
     /// The metric's `client` label: a configured id, else `unknown` (a fixed set).
     private func label(_ request: RequestContext) -> String {
-        let id = request.form["client_id"] ?? request.http.headers["Authorization"].flatMap(Self.basicID)
+        let basic = request.http.headers["Authorization"].flatMap(AuthorizationServer.basic)
+        let id = request.form["client_id"] ?? basic.map { AuthorizationServer.formDecoded($0.id) ?? $0.id }
         return id.flatMap { server.clients[$0] != nil ? $0 : nil } ?? "unknown"
-    }
-
-    /// The id half of an `Authorization: Basic` header, if it has one.
-    private static func basicID(_ header: String) -> String? {
-        guard header.lowercased().hasPrefix("basic "),
-              let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
-              let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return nil }
-        return String(text[..<colon]).removingPercentEncoding
     }
 
     /// Signing an ID token is jwt-kit's async work: done on a Dispatch queue (`.later`),
