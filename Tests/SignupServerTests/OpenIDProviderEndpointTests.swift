@@ -297,6 +297,26 @@ final class OpenIDProviderEndpointTests: XCTestCase {
         XCTAssertTrue(page.body.contains("name=\"return_to\" value=\"/oauth2/authorize?"), "the form carries the way back")
     }
 
+    /// `prompt=login` and `max_age` send a signed-in person to sign in again, and back to a
+    /// request without them (else it would ask forever); `prompt=consent` stays.
+    func testASignInAgainComesBackWithoutWhatItDid() async throws {
+        try account("Grace")
+        let cookie = try await signedIn("Grace")
+        let login = try await server.request("GET", "/oauth2/authorize?" + authorizeQuery([("prompt", "login consent")]),
+                                             headers: ["Cookie": cookie])
+        let to = try XCTUnwrap(login.headers["location"])
+        XCTAssertTrue(to.hasPrefix("/signin?lang=en&return_to="), to)
+        let back = try XCTUnwrap(to.components(separatedBy: "return_to=").last?.removingPercentEncoding)
+        XCTAssertTrue(back.contains("prompt=consent") && !back.contains("login"), back)
+        clock.advance(by: 120)
+        let old = try await server.request("GET", "/oauth2/authorize?" + authorizeQuery([("max_age", "60")]), headers: ["Cookie": cookie])
+        let again = try XCTUnwrap(old.headers["location"])
+        XCTAssertTrue(again.hasPrefix("/signin?"), "signed in longer ago than max_age: \(again)")
+        XCTAssertFalse(again.removingPercentEncoding?.contains("max_age") ?? true, again)
+        let fresh = try await server.request("GET", "/oauth2/authorize?" + authorizeQuery([("max_age", "600")]), headers: ["Cookie": cookie])
+        XCTAssertTrue(fresh.headers["location"]?.hasPrefix(redirect + "?code=") == true, "recent enough: a code")
+    }
+
     // MARK: Consent, remembered and withdrawn
 
     func testAnotherPartysApplicationAsksOnceRemembersAndIsWithdrawnOnTheAccountPage() async throws {

@@ -37,9 +37,15 @@ struct AuthorizeRoutes: Sendable {
         case .read(let read): authorization = read
         case .toClient(let response): return response
         }
-        // Where the person comes back to once signed in: this request, as it came (without
-        // `prompt=login`, which is then done), within the bound of any `return_to`.
-        let back = pairs.filter { !($0.name == "prompt" && $0.value.split(separator: " ").contains("login")) }
+        // Where the person comes back to once signed in: this request, as it came, without
+        // what the sign-in then did (`prompt=login`, `max_age`: a loop otherwise), within the
+        // bound of any `return_to`. `consent` and `create` stay.
+        let back = pairs.compactMap { pair -> (name: String, value: String)? in
+            if pair.name == "max_age" { return nil }
+            guard pair.name == "prompt" else { return pair }
+            let rest = pair.value.split(separator: " ").filter { $0 != "login" }
+            return rest.isEmpty ? nil : (pair.name, rest.joined(separator: " "))
+        }
         let again = Self.returnPath(back)
         guard again.utf8.count <= ReturnTo.maximumLength else { throw Self.badRequest }
         // The person's own choice (`?lang=`, the switcher) first, then the application's
@@ -57,8 +63,7 @@ struct AuthorizeRoutes: Sendable {
         let tooOld = authorization.maxAge.map { now().timeIntervalSince(session.authenticatedAt) > Double($0) } ?? false
         if authorization.prompts.contains(.login) || tooOld {
             if authorization.prompts.contains(.none) { return toClient(authorization, error: "login_required") }
-            return signIn(authorization, returningTo: Self.returnPath(pairs.filter { $0.name != "prompt" && $0.name != "max_age" }),
-                          in: language)
+            return signIn(authorization, returningTo: again, in: language)
         }
         // An application that is not the operator's own asks the person first, unless they
         // already let it learn as much (and it did not ask to be asked again).
