@@ -50,12 +50,14 @@ package struct AuthorizationServer: Sendable {
         self.store = store
         self.signingKeys = signingKeys
         self.clients = Dictionary(clients.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        declarations = self.clients.mapValues(\.declaration)
         self.issuer = issuer
         self.subjectKey = SymmetricKey(data: subjectKey)
         self.now = now
     }
 
-    package var declarations: [String: ClientDeclaration] { clients.mapValues(\.declaration) }
+    /// The clients as the policy declared them, by id (what an authorization request is read against).
+    package let declarations: [String: ClientDeclaration]
 
     /// The account's `sub`.
     package func subject(of accountID: Int64) -> String {

@@ -157,6 +157,13 @@ package final class SignedInUsers: Sendable {
         sessionID(in: cookieHeader).map(SignInSessionID.hash)
     }
 
+    /// The live session the request's cookie names, as the account's list has it: its handle,
+    /// when and how it was proved (an application's `sid`, `auth_time` and `amr`).
+    package func session(of account: Account, cookieHeader: String?) throws -> SignInSessionSummary? {
+        guard let hash = sessionHash(in: cookieHeader) else { return nil }
+        return try store.signInSessions(ofAccount: account.id, at: now(), rules: rules).first { $0.idHash == hash }
+    }
+
     /// Forgets what this instance remembered of one session (ended in the store), so it is
     /// refused here at once.
     package func forget(idHash: String) {

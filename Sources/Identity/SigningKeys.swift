@@ -32,6 +32,12 @@ package struct SigningKeys: Sendable {
     /// cannot verify anything else (`id_token_signed_response_alg`).
     package static let algorithms = ["ES256", "RS256"]
 
+    /// The algorithms `clients` need keys of: ES256 always, RS256 when one asks for it (an
+    /// RSA key costs a moment to make, so it is made only then).
+    package static func algorithms(for clients: [ClientDeclaration]) -> [String] {
+        algorithms.filter { algorithm in algorithm == "ES256" || clients.contains { $0.idTokenAlgorithm == algorithm } }
+    }
+
     /// The stored keys of one algorithm as a ring.
     package func ring(_ algorithm: String = "ES256") throws -> SigningKeyRing {
         SigningKeyRing(try store.signingKeys().filter { $0.algorithm == algorithm })

@@ -36,8 +36,23 @@ public struct AuthorizationRequest: Sendable, Equatable {
         case unknownClient
         case badRedirect
         case tooLarge
-        /// Said to the application at its redirect URI (`error`, `error_description`).
-        case toClient(error: String, description: String)
+        /// Said to the application at its redirect URI.
+        case toClient(ClientError)
+    }
+
+    /// A refusal the application is told (`error`, `error_description`) at the redirect URI
+    /// already checked against its registration, with the request's `state`.
+    public struct ClientError: Equatable, Sendable {
+        public let error: String
+        public let description: String
+        public let redirectURI: String
+        public let state: String?
+
+        /// Where it is sent, with `iss` (RFC 9207).
+        public func redirect(issuer: String) -> String {
+            AuthorizationRequest.answer(at: redirectURI, [("error", error), ("error_description", description)]
+                                                         + (state.map { [("state", $0)] } ?? []) + [("iss", issuer)])
+        }
     }
 
     /// Reads the pairs of an authorization request's query against the registered clients.
@@ -55,7 +70,9 @@ public struct AuthorizationRequest: Sendable, Equatable {
               redirectURI.utf8.count <= ClientDeclaration.maximumURILength,
               client.redirectURIs.contains(where: { Array($0.utf8) == Array(redirectURI.utf8) }) else { throw .badRedirect }
         // From here on the application is who it says and is told what went wrong.
-        func refuse(_ error: String, _ description: String) -> Refusal { .toClient(error: error, description: description) }
+        func refuse(_ error: String, _ description: String) -> Refusal {
+            .toClient(ClientError(error: error, description: description, redirectURI: redirectURI, state: values["state"]))
+        }
         if let name = repeated.sorted().first { throw refuse("invalid_request", "\(name) is given more than once") }
         if values["request"] != nil { throw refuse("request_not_supported", "request objects are not supported") }
         if values["request_uri"] != nil { throw refuse("request_uri_not_supported", "request_uri is not supported") }
@@ -110,11 +127,15 @@ public struct AuthorizationRequest: Sendable, Equatable {
     /// The redirect URI with `parameters` added to its query (after any it has), each
     /// percent-encoded, and `iss` (RFC 9207: the application knows which provider answered).
     public func redirect(_ parameters: [(String, String)], issuer: String) -> String {
-        var all = parameters
-        if let state { all.append(("state", state)) }
-        all.append(("iss", issuer))
-        let query = all.map { "\($0.0)=\(Self.encode($0.1))" }.joined(separator: "&")
-        return redirectURI + (redirectURI.contains("?") ? "&" : "?") + query
+        Self.answer(at: redirectURI, parameters + (state.map { [("state", $0)] } ?? []) + [("iss", issuer)])
+    }
+
+    /// `uri` with `parameters` added to its query (after any it has), each percent-encoded:
+    /// every answer sent back to an application (a code, an error, a logout's `state`).
+    public static func answer(at uri: String, _ parameters: [(String, String)]) -> String {
+        guard !parameters.isEmpty else { return uri }
+        let query = parameters.map { "\($0.0)=\(encode($0.1))" }.joined(separator: "&")
+        return uri + (uri.contains("?") ? "&" : "?") + query
     }
 
     /// Percent-encodes everything but RFC 3986's unreserved characters.

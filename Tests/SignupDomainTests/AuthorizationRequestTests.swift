@@ -69,12 +69,19 @@ final class AuthorizationRequestTests: XCTestCase {
         ]
         for (pairs, error, description) in cases {
             XCTAssertThrowsError(try read(pairs), "\(pairs)") { thrown in
-                guard case .toClient(let code, let said)? = thrown as? AuthorizationRequest.Refusal else {
+                guard case .toClient(let refusal)? = thrown as? AuthorizationRequest.Refusal else {
                     return XCTFail("\(thrown)")
                 }
-                XCTAssertEqual(code, error, said)
-                XCTAssertTrue(said.contains(description), said)
+                XCTAssertEqual(refusal.error, error, refusal.description)
+                XCTAssertTrue(["https://wiki.example/cb", "http://127.0.0.1:9/cb?x=1"].contains(refusal.redirectURI), refusal.redirectURI)
+                XCTAssertTrue(refusal.description.contains(description), refusal.description)
             }
+        }
+        XCTAssertThrowsError(try read(wiki.map { $0.0 == "response_type" ? ($0.0, "token") : $0 })) { thrown in
+            guard case .toClient(let refusal)? = thrown as? AuthorizationRequest.Refusal else { return XCTFail("\(thrown)") }
+            XCTAssertEqual(refusal.redirect(issuer: "https://id.example"), "https://wiki.example/cb?error=unsupported_response_type"
+                           + "&error_description=only%20the%20code%20flow%20is%20supported%20%28response_type%3Dcode%29&state=s"
+                           + "&iss=https%3A%2F%2Fid.example", "at the checked URI, with the state and the issuer")
         }
         let good = try? read(phone + [("code_challenge", challenge), ("code_challenge_method", "S256")])
         XCTAssertEqual(good?.redirect([("code", "c")], issuer: "i"), "http://127.0.0.1:9/cb?x=1&code=c&iss=i",

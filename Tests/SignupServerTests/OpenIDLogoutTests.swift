@@ -19,7 +19,6 @@ final class OpenIDLogoutTests: XCTestCase {
     private var clock: TestClock!
     private var receiver: Process!
     private let received = Locked<[String]>([])
-    private let password = "Logging-Out-1066"
     private let secret = "logout-secret-0123456789-abcdefghijklmn"
     private let redirect = "http://127.0.0.1:9/callback"
     private let goodbye = "http://127.0.0.1:9/goodbye"
@@ -88,26 +87,6 @@ final class OpenIDLogoutTests: XCTestCase {
 
     // MARK: Helpers
 
-    @discardableResult
-    private func account(_ username: String) throws -> Account {
-        let token = "\(username)-form", now = clock.now
-        let pending = PendingSignup.starting(
-            formToken: token, username: username, email: "\(username.lowercased())@example.org",
-            passwordHash: try Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 << 20).hash(password), profile: [:],
-            language: "en", returnTo: "", codeHash: "unused", linkHash: "unused-\(username)", at: now, lifetime: 600)
-        try server.store.startPendingSignup(pending, mail: OutboxEvent(id: OutboxEvent.makeID(), type: "mail.test", body: "",
-                                                                      createdAt: now, channel: .mail), at: now)
-        return try XCTUnwrap(try server.store.completePendingSignup(formToken: token, at: now, announce: false))
-    }
-
-    private func signedIn(_ username: String) async throws -> String {
-        let response = try await server.request("POST", "/signin", body: FormURLEncoder.encode([
-            ("username", username), ("password", password)]))
-        XCTAssertEqual(response.status, 303, response.body)
-        return try XCTUnwrap(response.headers["set-cookie"]?.components(separatedBy: ", ")
-            .first { $0.hasPrefix(SignedInUsers.plainCookieName + "=") && !$0.hasPrefix(SignedInUsers.plainCookieName + "=;") }?
-            .split(separator: ";").first.map(String.init))
-    }
 
     /// The wiki's tokens for the browser signed in with `cookie`.
     private func tokens(cookie: String) async throws -> [String: Any] {
@@ -145,9 +124,9 @@ final class OpenIDLogoutTests: XCTestCase {
     // MARK: The tests
 
     func testAnApplicationSignsThePersonOutEverywhereItsOwnHintProves() async throws {
-        try account("Grace")
-        try account("Control")
-        let cookie = try await signedIn("Grace"), control = try await signedIn("Control")
+        try server.provedAccount("Grace", at: clock.now)
+        try server.provedAccount("Control", at: clock.now)
+        let cookie = try await server.signedInCookie("Grace"), control = try await server.signedInCookie("Control")
         let grace = try await tokens(cookie: cookie), other = try await tokens(cookie: control)
 
         // Somewhere the application did not register: a page, never a redirect.
@@ -190,8 +169,8 @@ final class OpenIDLogoutTests: XCTestCase {
     }
 
     func testSigningOutHereOrFromTheAccountPageReachesTheApplicationsThroughTheBackChannel() async throws {
-        try account("Grace")
-        let cookie = try await signedIn("Grace")
+        try server.provedAccount("Grace", at: clock.now)
+        let cookie = try await server.signedInCookie("Grace")
         let grace = try await tokens(cookie: cookie)
         let signedOut = try await server.request("POST", "/signout", headers: ["Cookie": cookie])
         XCTAssertEqual(signedOut.status, 303)

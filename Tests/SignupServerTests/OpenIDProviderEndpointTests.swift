@@ -18,10 +18,8 @@ import XCTest
 final class OpenIDProviderEndpointTests: XCTestCase {
     private var server: TestServer!
     private var clock: TestClock!
-    private let password = "Provider-Side-1984"
     private let secret = "wiki-secret-0123456789-abcdefghijklmnop"
     private let redirect = "http://127.0.0.1:9/callback"
-    private let hasher = Argon2idPasswordHasher(opsLimit: 1, memLimitBytes: 8 * 1024 * 1024)
 
     override func setUpWithError() throws {
         // A little in the past: joserfc refuses a token issued in the future, and the test moves
@@ -55,29 +53,6 @@ final class OpenIDProviderEndpointTests: XCTestCase {
     // MARK: The person's side, as far as these tests need it
 
     /// An account with a proved address, made the store's way.
-    @discardableResult
-    private func account(_ username: String) throws -> Account {
-        let token = "\(username)-form", now = clock.now
-        let pending = PendingSignup.starting(
-            formToken: token, username: username, email: "\(username.lowercased())@example.org",
-            passwordHash: try hasher.hash(password), profile: [:], language: "en", returnTo: "", codeHash: "unused",
-            linkHash: "unused-\(username)", at: now, lifetime: 600)
-        try server.store.startPendingSignup(pending, mail: OutboxEvent(id: OutboxEvent.makeID(), type: "mail.test", body: "",
-                                                                      createdAt: now, channel: .mail), at: now)
-        return try XCTUnwrap(try server.store.completePendingSignup(formToken: token, at: now, announce: false))
-    }
-
-    /// The cookie of a browser signed in as `username` with its password.
-    private func signedIn(_ username: String) async throws -> String {
-        let response = try await server.request("POST", "/signin", body: FormURLEncoder.encode([
-            ("username", username), ("password", password),
-        ]))
-        XCTAssertEqual(response.status, 303, response.body)
-        let cookie = response.headers["set-cookie"]?.components(separatedBy: ", ")
-            .first { $0.hasPrefix(SignedInUsers.plainCookieName + "=") && !$0.hasPrefix(SignedInUsers.plainCookieName + "=;") }?
-            .split(separator: ";").first.map(String.init)
-        return try XCTUnwrap(cookie)
-    }
 
     private var issuer: String { server.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) }
 
@@ -86,8 +61,8 @@ final class OpenIDProviderEndpointTests: XCTestCase {
     func testAuthlibsClientSignsInReadsRefreshesIntrospectsAndRevokes() async throws {
         try Prerequisite.python(module: "authlib")
         try Prerequisite.python(module: "joserfc")
-        let person = try account("Grace")
-        let cookie = try await signedIn("Grace")
+        let person = try server.provedAccount("Grace", at: clock.now)
+        let cookie = try await server.signedInCookie("Grace")
         let seen = try runClient(clientID: "wiki", secret: secret, cookie: cookie)
 
         XCTAssertEqual(seen["discovery_issuer"] as? String, issuer)
@@ -146,8 +121,8 @@ final class OpenIDProviderEndpointTests: XCTestCase {
 
     func testAPublicClientSignsInWithPKCEAlone() async throws {
         try Prerequisite.python(module: "authlib")
-        try account("Ada")
-        let seen = try runClient(clientID: "phone-app", secret: "", cookie: try await signedIn("Ada"))
+        try server.provedAccount("Ada", at: clock.now)
+        let seen = try runClient(clientID: "phone-app", secret: "", cookie: try await server.signedInCookie("Ada"))
         XCTAssertEqual((seen["id_token"] as? [String: Any]).flatMap { ($0["claims"] as? [String: Any])?["aud"] as? String }, "phone-app")
         XCTAssertEqual(seen["family_revoked"] as? Bool, true)
         XCTAssertEqual(seen["revoked_access_refused"] as? Int, 401)
@@ -190,11 +165,11 @@ final class OpenIDProviderEndpointTests: XCTestCase {
     }
 
     func testCodesAreSpentOnceAndEveryWrongRedemptionIsRefusedWithoutTouchingAnotherGrant() async throws {
-        try account("Grace")
-        try account("Control")
-        let cookie = try await signedIn("Grace")
+        try server.provedAccount("Grace", at: clock.now)
+        try server.provedAccount("Control", at: clock.now)
+        let cookie = try await server.signedInCookie("Grace")
         // A control person's grant at the same application, which nothing below may disturb.
-        let control = try await redeem(try await code(cookie: try await signedIn("Control")))
+        let control = try await redeem(try await code(cookie: try await server.signedInCookie("Control")))
         XCTAssertEqual(control.status, 200, "\(control.json)")
 
         // A reused code: refused, and what its first use issued is revoked.
@@ -244,8 +219,8 @@ final class OpenIDProviderEndpointTests: XCTestCase {
     }
 
     func testAnUntrustedRequestIsAPageNeverARedirect() async throws {
-        try account("Grace")
-        let cookie = try await signedIn("Grace")
+        try server.provedAccount("Grace", at: clock.now)
+        let cookie = try await server.signedInCookie("Grace")
         let unregistered = try await server.request("GET", "/oauth2/authorize?" + authorizeQuery(redirect: "https://evil.example/cb"),
                                                     headers: ["Cookie": cookie, "Accept": "text/html"])
         XCTAssertEqual(unregistered.status, 400)
@@ -300,8 +275,8 @@ final class OpenIDProviderEndpointTests: XCTestCase {
     /// `prompt=login` and `max_age` send a signed-in person to sign in again, and back to a
     /// request without them (else it would ask forever); `prompt=consent` stays.
     func testASignInAgainComesBackWithoutWhatItDid() async throws {
-        try account("Grace")
-        let cookie = try await signedIn("Grace")
+        try server.provedAccount("Grace", at: clock.now)
+        let cookie = try await server.signedInCookie("Grace")
         let login = try await server.request("GET", "/oauth2/authorize?" + authorizeQuery([("prompt", "login consent")]),
                                              headers: ["Cookie": cookie])
         let to = try XCTUnwrap(login.headers["location"])
@@ -320,9 +295,9 @@ final class OpenIDProviderEndpointTests: XCTestCase {
     // MARK: Consent, remembered and withdrawn
 
     func testAnotherPartysApplicationAsksOnceRemembersAndIsWithdrawnOnTheAccountPage() async throws {
-        try account("Grace")
-        try account("Control")
-        let cookie = try await signedIn("Grace"), control = try await signedIn("Control")
+        try server.provedAccount("Grace", at: clock.now)
+        try server.provedAccount("Control", at: clock.now)
+        let cookie = try await server.signedInCookie("Grace"), control = try await server.signedInCookie("Control")
         let query = authorizeQuery(client: "blog")
         func location(_ answer: (status: Int, headers: [String: String], body: String)) -> URLComponents? {
             answer.headers["location"].flatMap(URLComponents.init(string:))
@@ -453,14 +428,14 @@ final class OpenIDProviderEndpointTests: XCTestCase {
     /// verified by joserfc against the same published set (which now holds an RSA key too).
     func testAnApplicationThatNeedsRS256GetsRS256() async throws {
         try Prerequisite.python(module: "authlib")
-        try account("Ada")
-        let seen = try runClient(clientID: "legacy", secret: secret, cookie: try await signedIn("Ada"), algorithm: "RS256")
+        try server.provedAccount("Ada", at: clock.now)
+        let seen = try runClient(clientID: "legacy", secret: secret, cookie: try await server.signedInCookie("Ada"), algorithm: "RS256")
         XCTAssertEqual((seen["id_token"] as? [String: Any])?["alg"] as? String, "RS256")
         XCTAssertEqual(seen["family_revoked"] as? Bool, true)
         let discovery = try await server.request("GET", "/.well-known/openid-configuration").body
         XCTAssertTrue(discovery.contains("\"id_token_signing_alg_values_supported\":[\"ES256\",\"RS256\"]"), discovery)
         // The other applications still get ES256.
-        let wiki = try runClient(clientID: "wiki", secret: secret, cookie: try await signedIn("Ada"))
+        let wiki = try runClient(clientID: "wiki", secret: secret, cookie: try await server.signedInCookie("Ada"))
         XCTAssertEqual((wiki["id_token"] as? [String: Any])?["alg"] as? String, "ES256")
     }
 

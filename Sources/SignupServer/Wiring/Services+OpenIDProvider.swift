@@ -9,28 +9,23 @@ import WebKernel
 struct OpenIDProviderServices: Sendable {
     let signingKeys: SigningKeys
     let server: AuthorizationServer
-    /// This site as configured: the issuer in every token and in the discovery document.
-    let issuer: @Sendable () -> String
     /// Back-channel logouts to the applications that registered for them, through the outbox.
     let backchannelLogouts: OutboxDelivery?
 
     init(_ core: Services.Core, _ site: SiteServices, _ signIn: SignInServices) throws {
         let configuration = core.configuration, store = core.store
         signingKeys = SigningKeys(store: store, tokenLifetime: SigningKeys.defaultTokenLifetime, now: core.now)
-        // RS256 keys only while an application asks for them (an RSA key costs a moment to make).
-        try signingKeys.ensureKeys(["ES256"] + (configuration.policy.settings.clients.contains { $0.idTokenAlgorithm == "RS256" }
-                                                    ? ["RS256"] : []))
+        try signingKeys.ensureKeys(SigningKeys.algorithms(for: configuration.policy.settings.clients))
         var clients: [RegisteredClient] = []
         for declaration in configuration.policy.settings.clients {
             let secret = configuration.clientSecrets[declaration.id]
             if let problem = declaration.problem(withSecret: secret) { throw ConfigurationError(problem) }
             clients.append(RegisteredClient(declaration: declaration, secret: declaration.isPublic ? nil : secret))
         }
-        // "This site" from configuration, never from a request's Host: the issuer is what
-        // every application compares tokens against.
-        issuer = site.ownOrigin(wildcardAs: "127.0.0.1")
         server = AuthorizationServer(
-            store: store, signingKeys: signingKeys, clients: clients, issuer: issuer,
+            // "This site" from configuration, never from a request's Host: the issuer is what
+            // every application compares tokens against.
+            store: store, signingKeys: signingKeys, clients: clients, issuer: site.ownOrigin(wildcardAs: "127.0.0.1"),
             subjectKey: try core.key(nil, named: "openid-subject-key", saying: "OpenID subject", length: 32,
                                      make: { (0..<32).map { _ in UInt8.random(in: 0...255) } }),
             now: core.now)

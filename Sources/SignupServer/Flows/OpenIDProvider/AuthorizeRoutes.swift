@@ -47,7 +47,7 @@ struct AuthorizeRoutes: Sendable {
             return rest.isEmpty ? nil : (pair.name, rest.joined(separator: " "))
         }
         let again = Self.returnPath(back)
-        guard again.utf8.count <= ReturnTo.maximumLength else { throw Self.badRequest }
+        guard again.utf8.count <= ReturnTo.maximumLength else { throw Refused.badOAuthRequest }
         // The person's own choice (`?lang=`, the switcher) first, then the application's
         // `ui_locales`, then the browser's.
         let chosen = request.languages.language(request.http.queryValue("lang"))
@@ -57,7 +57,7 @@ struct AuthorizeRoutes: Sendable {
             if authorization.prompts.contains(.none) { return toClient(authorization, error: "login_required") }
             return signIn(authorization, returningTo: again, in: language)
         }
-        guard let session = try currentSession(of: account, request) else {
+        guard let session = try users.session(of: account, cookieHeader: request.cookieHeader) else {
             return signIn(authorization, returningTo: again, in: language)
         }
         let tooOld = authorization.maxAge.map { now().timeIntervalSince(session.authenticatedAt) > Double($0) } ?? false
@@ -85,13 +85,13 @@ struct AuthorizeRoutes: Sendable {
     func consent(_ request: RequestContext, _ account: Account) throws -> HTTPResponse {
         let raw = request.form["request"] ?? ""
         guard raw.utf8.count <= AuthorizationRequest.maximumQueryBytes,
-              let pairs = try? URLEncodedForm(decoding: Array(raw.utf8)).fields else { throw Self.badRequest }
+              let pairs = try? URLEncodedForm(decoding: Array(raw.utf8)).fields else { throw Refused.badOAuthRequest }
         let authorization: AuthorizationRequest
         switch try read(pairs) {
         case .read(let read): authorization = read
         case .toClient(let response): return response
         }
-        guard let session = try currentSession(of: account, request) else { throw Refused.signedOut }
+        guard let session = try users.session(of: account, cookieHeader: request.cookieHeader) else { throw Refused.signedOut }
         switch request.form["decision"] {
         case "allow"?:
             let time = now()
@@ -109,7 +109,7 @@ struct AuthorizeRoutes: Sendable {
             metrics.openID(authorization.client.id, "consent_denied")
             return toClient(authorization, error: "access_denied", description: "the person did not allow it")
         default:
-            throw Self.badRequest
+            throw Refused.badOAuthRequest
         }
     }
 
@@ -136,30 +136,19 @@ struct AuthorizeRoutes: Sendable {
         do {
             return .read(try AuthorizationRequest.read(pairs, queryBytes: bytes, clients: server.declarations))
         } catch .unknownClient {
-            throw Refused(status: .badRequest, code: "unknown_client", title: "oauth.refused_title", message: "oauth.unknown_client")
+            throw Refused.unknownClient
         } catch .badRedirect {
-            throw Refused(status: .badRequest, code: "invalid_redirect_uri", title: "oauth.refused_title", message: "oauth.bad_redirect")
+            throw Refused.unregisteredRedirect
         } catch .tooLarge {
-            throw Self.badRequest
-        } catch .toClient(let error, let description) {
-            return .toClient(refuse(pairs, error: error, description: description))
+            throw Refused.badOAuthRequest
+        } catch .toClient(let refusal) {
+            return .toClient(Pages.redirect(to: refusal.redirect(issuer: server.issuer())))
         }
     }
-
-    private static let badRequest = Refused(status: .badRequest, code: "invalid_request", title: "oauth.refused_title",
-                                            message: "oauth.bad_request")
 
     private func toClient(_ authorization: AuthorizationRequest, error: String, description: String? = nil) -> HTTPResponse {
         Pages.redirect(to: authorization.redirect([("error", error)] + (description.map { [("error_description", $0)] } ?? []),
                                                   issuer: server.issuer()))
-    }
-
-    /// The session this browser is signed in with, as the account's list has it (its handle,
-    /// when it was proved and how).
-    private func currentSession(of account: Account, _ request: RequestContext) throws -> SignInSessionSummary? {
-        guard let id = users.sessionID(in: request.cookieHeader) else { return nil }
-        let hash = SignInSessionID.hash(id)
-        return try store.signInSessions(ofAccount: account.id, at: now(), rules: users.rules).first { $0.idHash == hash }
     }
 
     /// To LiveSignup's sign-in (or the live sign-up form for `prompt=create`), in the
@@ -172,15 +161,6 @@ struct AuthorizeRoutes: Sendable {
         // `return_to` last: it runs to the end of the query (`ReturnTo.requested`).
         query += "&return_to=" + AuthorizationRequest.encode(path)
         return Pages.redirect(to: (authorization.prompts.contains(.create) ? "/" : "/signin") + "?" + query)
-    }
-
-    /// An error for the application, at its (already checked) redirect URI.
-    private func refuse(_ pairs: [(name: String, value: String)], error: String, description: String) -> HTTPResponse {
-        let query = pairs.first { $0.name == "state" }.map { [("state", $0.value)] } ?? []
-        let redirect = pairs.first { $0.name == "redirect_uri" }!.value
-        let parameters = [("error", error), ("error_description", description)] + query + [("iss", server.issuer())]
-        return Pages.redirect(to: redirect + (redirect.contains("?") ? "&" : "?")
-                                  + parameters.map { "\($0.0)=\(AuthorizationRequest.encode($0.1))" }.joined(separator: "&"))
     }
 
     /// This endpoint with `pairs` as its query, each encoded.

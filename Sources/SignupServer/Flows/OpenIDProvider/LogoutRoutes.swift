@@ -16,11 +16,9 @@ struct LogoutRoutes: Sendable {
     let users: SignedInUsers
     let limiters: ClientLimiters
     let refusals: Refusals
-    let store: any AccountStore
     let logouts: OutboxDelivery?
     let logger: Logger
     let metrics: ServerMetrics
-    let now: @Sendable () -> Date
 
     init(_ services: Services) {
         metrics = services.metrics
@@ -28,10 +26,8 @@ struct LogoutRoutes: Sendable {
         users = services.signIn.users
         limiters = services.site.limiters
         refusals = services.site.refusals
-        store = services.store
         logouts = services.openID.backchannelLogouts
         logger = services.logger
-        now = services.now
     }
 
     /// What a logout request asks, checked: where to go back to (registered, or nowhere),
@@ -43,17 +39,14 @@ struct LogoutRoutes: Sendable {
         var hintSession: String?
     }
 
-    private static let refused = Refused(status: .badRequest, code: "invalid_request", title: "oauth.refused_title",
-                                         message: "oauth.bad_redirect")
-
     private func read(_ value: (String) -> String?) throws -> Logout {
         var logout = Logout(state: value("state").map { String($0.prefix(AuthorizationRequest.maximumValueBytes)) })
         var clientID = value("client_id")
         if let hint = value("id_token_hint") {
             guard let (audience, session) = server.idTokenHint(hint) else {
-                throw Refused(status: .badRequest, code: "invalid_request", title: "oauth.refused_title", message: "oauth.bad_request")
+                throw Refused.badOAuthRequest
             }
-            if let clientID, clientID != audience { throw Self.refused }
+            if let clientID, clientID != audience { throw Refused.unregisteredLogoutRedirect }
             clientID = audience
             logout.hintSession = session
         }
@@ -62,7 +55,7 @@ struct LogoutRoutes: Sendable {
             // Only to a URI the application registered for this, byte for byte.
             guard let clientID, let client = server.clients[clientID],
                   client.declaration.postLogoutRedirectURIs.contains(where: { Array($0.utf8) == Array(redirect.utf8) })
-            else { throw Self.refused }
+            else { throw Refused.unregisteredLogoutRedirect }
             logout.redirect = redirect
         }
         return logout
@@ -76,9 +69,8 @@ struct LogoutRoutes: Sendable {
             return finished(logout, request, cookies: [])
         }
         // The application's own ID token for this very session: nothing left to confirm.
-        if let session = logout.hintSession, let current = users.sessionHash(in: request.cookieHeader),
-           try store.signInSessions(ofAccount: account.id, at: now(), rules: users.rules)
-               .contains(where: { $0.idHash == current && $0.publicID == session }) {
+        if let session = logout.hintSession,
+           try users.session(of: account, cookieHeader: request.cookieHeader)?.publicID == session {
             return try signOut(logout, request, account)
         }
         let fields = [("post_logout_redirect_uri", logout.redirect), ("state", logout.state), ("client_id", logout.clientID)]
@@ -118,7 +110,6 @@ struct LogoutRoutes: Sendable {
             for cookie in cookies { response.headers.add("Set-Cookie", cookie) }
             return response
         }
-        let query = logout.state.map { (redirect.contains("?") ? "&" : "?") + "state=" + AuthorizationRequest.encode($0) } ?? ""
-        return Pages.redirect(to: redirect + query, cookies: cookies)
+        return Pages.redirect(to: AuthorizationRequest.answer(at: redirect, logout.state.map { [("state", $0)] } ?? []), cookies: cookies)
     }
 }

@@ -28,9 +28,9 @@ enum OpenIDProviderFlow: Flow {
         let tokens = TokenRoutes(services)
         let applications = ApplicationRoutes(services)
         let logout = LogoutRoutes(services)
-        let discovery = DiscoveryDocument(issuer: services.openID.issuer, languages: services.site.languages.all.map(\.tag),
-                                          algorithms: ["ES256"] + (services.openID.server.clients.values.contains {
-                                              $0.declaration.idTokenAlgorithm == "RS256" } ? ["RS256"] : []))
+        let server = services.openID.server
+        let discovery = DiscoveryDocument(issuer: server.issuer, languages: services.site.languages.all.map(\.tag),
+                                          algorithms: SigningKeys.algorithms(for: Array(server.declarations.values)))
         return [
             Route(.get, Path.discovery, answers: .json, limits: [.pages], spentFirst: [.pages]) { _ in discovery.response() },
             // The key set relying parties verify ID tokens with: public, cached briefly (a
