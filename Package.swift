@@ -307,6 +307,22 @@ let package = Package(
             path: "Benchmarks/EditPath"
         ),
 
+        // libFuzzer targets (issue 57): every parser a stranger's bytes reach, one executable
+        // that fuzzes the target it is started as. `make fuzz` builds it with
+        // -sanitize=fuzzer,address in .build-fuzz (never the test build); the ordinary build
+        // replays inputs through a target once each (Tests/Fuzz/README.md).
+        .executableTarget(
+            name: "signup-fuzz",
+            dependencies: [
+                "MicroHTTPD", "FormWire", "SignupWire", "SignupDomain", "SignupLookups", "WebKernel", "Identity",
+                "OpenIDConnect", "OutsideDNS", "WebAuthn", "CBORDecoder", "UsernameSafety", "OperatorSettings",
+                "LiveSignupClient",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/Fuzz/Targets"
+        ),
+
         // A client for programs: form sessions, edits, typed SSE events, the proof of work.
         // swift-crypto for the proof of work's SHA-256 (CryptoKit's API on every platform).
         .target(

@@ -9,14 +9,14 @@
 /// `maximumItems`, and nesting against `maximumDepth`. Only bytes that pass reach libcbor,
 /// so what it allocates is bounded by what was sent. Nothing is decoded here: a head's
 /// argument is read, and strings are stepped over.
-struct CBORHeads {
+package struct CBORHeads {
     private let bytes: UnsafeBufferPointer<UInt8>
     private let limits: CBORLimits
     private var offset = 0
     private var itemsLeft: Int
 
     /// The length of the one well-formed data item at the start of `bytes`, within `limits`.
-    static func measure(_ bytes: UnsafeBufferPointer<UInt8>, limits: CBORLimits) throws(CBORDecodingError) -> Int {
+    package static func measure(_ bytes: UnsafeBufferPointer<UInt8>, limits: CBORLimits) throws(CBORDecodingError) -> Int {
         var walk = CBORHeads(bytes: bytes, limits: limits, itemsLeft: limits.maximumItems)
         try walk.item(depth: 0)
         return walk.offset

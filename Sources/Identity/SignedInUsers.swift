@@ -239,17 +239,22 @@ package final class SignedInUsers: Sendable {
     /// The session id a `Cookie` header carries, if it carries exactly one of ours: two
     /// session cookies (under one name or both) mean one was planted, and neither is believed.
     package func sessionID(in cookieHeader: String?) -> String? {
-        let ids = sessionIDs(in: cookieHeader)
-        return ids.count == 1 ? ids[0] : nil
+        Self.sessionID(in: cookieHeader, names: cookieNamesRead)
     }
 
-    /// Every well-formed session id in the header, under the names read now.
-    private func sessionIDs(in cookieHeader: String?) -> [String] {
+    /// The names a session cookie is read under now: ours, and for one lifetime after
+    /// `__Host-` was turned on, the plain name too.
+    private var cookieNamesRead: [String] {
         let readsPlainName = cookieName != Self.plainCookieName && plainNameReadUntil.map { now() < $0 } == true
-        let values = HTTPRequest.cookieValues(named: cookieName, in: cookieHeader)
-            + (readsPlainName ? HTTPRequest.cookieValues(named: Self.plainCookieName, in: cookieHeader) : [])
+        return readsPlainName ? [cookieName, Self.plainCookieName] : [cookieName]
+    }
+
+    /// The one well-formed session id under `names` in the header, or nil when there is none
+    /// or more than one. A function of its arguments alone, so the fuzzer reads headers with it.
+    package static func sessionID(in cookieHeader: String?, names: [String]) -> String? {
         // 43 URL-safe base64 characters (256 bits); anything else is not ours.
-        return values.filter(\.isRandomToken)
+        let ids = names.flatMap { HTTPRequest.cookieValues(named: $0, in: cookieHeader) }.filter(\.isRandomToken)
+        return ids.count == 1 ? ids[0] : nil
     }
 }
 

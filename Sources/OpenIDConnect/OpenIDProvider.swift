@@ -49,6 +49,17 @@ public final class OpenIDProvider: @unchecked Sendable {
         /// `authorization_response_iss_parameter_supported` (RFC 9207): its answers name it in
         /// `iss`, so an answer without one did not come from it.
         public var namesItselfInAnswers = false
+
+        package init(issuer: String, authorizationEndpoint: URL, tokenEndpoint: URL, jwksURI: URL, sendsSecretInBody: Bool,
+                     signingAlgorithms: [String]?, namesItselfInAnswers: Bool = false) {
+            self.issuer = issuer
+            self.authorizationEndpoint = authorizationEndpoint
+            self.tokenEndpoint = tokenEndpoint
+            self.jwksURI = jwksURI
+            self.sendsSecretInBody = sendsSecretInBody
+            self.signingAlgorithms = signingAlgorithms
+            self.namesItselfInAnswers = namesItselfInAnswers
+        }
     }
 
     /// How long a discovery document or key set is kept when its answer says nothing, and
@@ -130,7 +141,7 @@ public final class OpenIDProvider: @unchecked Sendable {
     /// `allowsHTTP`: endpoints may be plain http (only for an http issuer, which the policy
     /// file allows on loopback alone); otherwise https, so the code and the secret never go
     /// in clear.
-    static func parseMetadata(_ body: Data, allowsHTTP: Bool) -> Metadata? {
+    package static func parseMetadata(_ body: Data, allowsHTTP: Bool) -> Metadata? {
         func webURL(_ text: String) -> URL? { Self.webURL(text, allowsHTTP: allowsHTTP) }
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
               let issuer = object["issuer"] as? String,
@@ -245,23 +256,38 @@ public final class OpenIDProvider: @unchecked Sendable {
     /// The ID token's claims once its signature (by a key of the provider's set), `iss`,
     /// `aud`, `azp`, `exp`, `iat` and `nonce` are all checked.
     public func verifyIDToken(_ token: String, nonce: String) throws(OpenIDError) -> IDTokenClaims {
-        guard token.utf8.count <= Self.maxTokenBytes else { throw .malformedToken("longer than \(Self.maxTokenBytes) bytes") }
-        let header = try Self.header(of: token)
         let metadata = try metadata()
-        guard let algorithm = header["alg"] as? String, Self.acceptedAlgorithms.contains(algorithm),
-              metadata.signingAlgorithms.map({ $0.contains(algorithm) }) ?? true else {
-            throw .unsupportedAlgorithm((header["alg"] as? String) ?? "none given")
-        }
-        let kid = header["kid"] as? String
+        let kid = try Self.keyID(ofToken: token, metadata: metadata)
         var keys = try keySet(needing: kid, forceRefresh: false)
         if let kid, !keys.kids.contains(kid) {
             // A key the cached set lacks: the provider may have rotated. Fetch again, once a minute at most.
             keys = try keySet(needing: kid, forceRefresh: true)
         }
+        return try Self.checkedClaims(token, keys: keys.keys, metadata: metadata, clientID: settings.clientID,
+                                      nonce: nonce, now: now())
+    }
+
+    /// The id of the key a token says signed it, once its size and its algorithm (which the
+    /// provider's discovery must list, when it lists any) are acceptable: refused before any
+    /// key is fetched or used.
+    package static func keyID(ofToken token: String, metadata: Metadata) throws(OpenIDError) -> String? {
+        guard token.utf8.count <= Self.maxTokenBytes else { throw .malformedToken("longer than \(Self.maxTokenBytes) bytes") }
+        let header = try Self.header(of: token)
+        guard let algorithm = header["alg"] as? String, Self.acceptedAlgorithms.contains(algorithm),
+              metadata.signingAlgorithms.map({ $0.contains(algorithm) }) ?? true else {
+            throw .unsupportedAlgorithm((header["alg"] as? String) ?? "none given")
+        }
+        return header["kid"] as? String
+    }
+
+    /// The token's claims once its signature (jwt-kit, by one of `keys`), issuer, audience,
+    /// authorized party, times, nonce and subject are checked: everything but the fetching,
+    /// so the checks run the same on the server and under the fuzzer.
+    package static func checkedClaims(_ token: String, keys collection: JWTKeyCollection, metadata: Metadata,
+                                      clientID: String, nonce: String, now moment: Date) throws(OpenIDError) -> IDTokenClaims {
         let claims: IDTokenClaims
         do {
-            let collection = keys.keys, audience = settings.clientID
-            claims = try Self.waitFor { try await collection.verify(token, as: IDTokenClaims.self, expectedAudience: audience) }
+            claims = try Self.waitFor { try await collection.verify(token, as: IDTokenClaims.self, expectedAudience: clientID) }
         } catch let error as JWTError {
             switch error.errorType {
             case .claimVerificationFailure: throw .wrongAudience
@@ -274,9 +300,8 @@ public final class OpenIDProvider: @unchecked Sendable {
         guard claims.iss.value == metadata.issuer else { throw .wrongIssuer(claims.iss.value) }
         // OIDC Core §3.1.3.7: several audiences need an authorized party, and it must be us.
         if claims.aud.value.count > 1 || claims.azp != nil {
-            guard claims.azp == settings.clientID else { throw .wrongAuthorizedParty }
+            guard claims.azp == clientID else { throw .wrongAuthorizedParty }
         }
-        let moment = now()
         guard claims.exp.value.addingTimeInterval(Self.leeway) > moment else { throw .expired }
         guard claims.iat.value <= moment.addingTimeInterval(Self.leeway),
               moment.timeIntervalSince(claims.iat.value) <= Self.maxTokenAge else { throw .issuedAtWrongTime }
@@ -335,7 +360,7 @@ public final class OpenIDProvider: @unchecked Sendable {
 
     /// The set's signing keys jwt-kit can use (RSA and EC, not marked for encryption), as
     /// a JWKS again, and their ids. Keys of other kinds are skipped, not fatal.
-    static func usableKeys(_ body: Data) -> (json: String, kids: Set<String>)? {
+    package static func usableKeys(_ body: Data) -> (json: String, kids: Set<String>)? {
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
               let keys = object["keys"] as? [[String: Any]] else { return nil }
         let usable = keys.filter { key in

@@ -282,23 +282,11 @@ public final class CAresMailDomainResolver: MailDomainResolving, @unchecked Send
         case (_, ARES_ENOTFOUND):
             finish(question, .success(.noSuchDomain))
         case (.mx, ARES_SUCCESS):
-            var replies: UnsafeMutablePointer<ares_mx_reply>?
-            let parsed = ares_parse_mx_reply(answer, length, &replies)
-            defer { if let replies { ares_free_data(replies) } }
-            guard parsed == ARES_SUCCESS else {
-                // An answer with no MX in it (e.g. only a CNAME) is "no MX".
-                if parsed == ARES_ENODATA { return next(question, .a) }
-                return finish(question, .failure(Self.failure(parsed, question)))
+            switch Self.readMX(answer, length) {
+            case .verdict(let verdict): finish(question, .success(verdict))
+            case .askForAddress: next(question, .a)
+            case .failure(let status): finish(question, .failure(Self.failure(status, question)))
             }
-            var hosts: [String] = []
-            var reply = replies
-            while let current = reply {
-                hosts.append(current.pointee.host.map { String(cString: $0) } ?? "")
-                reply = current.pointee.next
-            }
-            // RFC 7505: a single MX whose exchange is the root says "no mail here".
-            let isNull = hosts.allSatisfy { $0.isEmpty || $0 == "." }
-            finish(question, .success(isNull ? .refusesMail : .acceptsMail))
         case (.mx, ARES_ENODATA):
             next(question, .a)
         case (.a, ARES_SUCCESS), (.aaaa, ARES_SUCCESS):
@@ -320,8 +308,37 @@ public final class CAresMailDomainResolver: MailDomainResolving, @unchecked Send
         ask(question, channel: channel)
     }
 
+    /// What an MX answer, as c-ares hands it over, says.
+    package enum MXReading: Equatable {
+        case verdict(MailDomainVerdict)
+        /// No MX in it (e.g. only a CNAME): RFC 5321 §5.1 falls back to the domain's address.
+        case askForAddress
+        /// c-ares could not read it (its status).
+        case failure(Int32)
+    }
+
+    /// The MX answer's bytes read by c-ares (which bounds and checks them), then judged:
+    /// a null MX (RFC 7505: the root as the exchange) says the domain takes no mail.
+    /// Separate from the channel's state so a fuzz target can feed it any bytes.
+    package static func readMX(_ answer: UnsafePointer<UInt8>?, _ length: Int32) -> MXReading {
+        var replies: UnsafeMutablePointer<ares_mx_reply>?
+        let parsed = ares_parse_mx_reply(answer, length, &replies)
+        defer { if let replies { ares_free_data(replies) } }
+        guard parsed == ARES_SUCCESS else {
+            return parsed == ARES_ENODATA ? .askForAddress : .failure(parsed)
+        }
+        var hosts: [String] = []
+        var reply = replies
+        while let current = reply {
+            hosts.append(current.pointee.host.map { String(cString: $0) } ?? "")
+            reply = current.pointee.next
+        }
+        let isNull = hosts.allSatisfy { $0.isEmpty || $0 == "." }
+        return .verdict(isNull ? .refusesMail : .acceptsMail)
+    }
+
     /// Whether an A or AAAA answer holds an address (not only a CNAME chain).
-    private static func hasAddress(_ answer: UnsafeMutablePointer<UInt8>?, _ length: Int32, v6: Bool) -> Bool {
+    package static func hasAddress(_ answer: UnsafePointer<UInt8>?, _ length: Int32, v6: Bool) -> Bool {
         var count: Int32 = 4
         if v6 {
             var addresses = [ares_addr6ttl](repeating: ares_addr6ttl(), count: 4)

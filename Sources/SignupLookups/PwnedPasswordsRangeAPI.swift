@@ -83,7 +83,7 @@ public final class PwnedPasswordsRangeAPI: BreachedPasswordLookup, @unchecked Se
     /// `SUFFIX:COUNT` lines (35 hex digits, a colon, a count), or nil if any line is not one
     /// or there are none (every prefix has hundreds of hashes): a proxy's error page or a
     /// wrong URL must not read as "never seen".
-    static func parse(_ body: Data) -> [String: Int]? {
+    package static func parse(_ body: Data) -> [String: Int]? {
         var counts: [String: Int] = [:]
         var lines = 0
         for line in body.split(separator: UInt8(ascii: "\n")) {

@@ -122,51 +122,20 @@ struct LiveFormRoutes: Sendable, ServicesReader {
 
     func fieldEdit(_ context: RequestContext) throws -> HTTPResponse {
         let request = context.http, client = context.client
-        let form = try decodeForm(request)
-        // The token may come in the URL as well (`/fields?token=…`, so a proxy can route by
-        // it); if both carry one they must agree. Each parameter is looked up once.
-        let queryToken = request.queryValue("token"), bodyToken = form["token"]
-        if let queryToken, let bodyToken, queryToken != bodyToken {
-            throw APIError(status: .badRequest, code: "token_mismatch",
-                           message: "The token in the URL and the token in the body differ; send one token.")
+        let edit = try FieldEdit.read(try decodeForm(request), queryToken: request.queryValue("token"), policy: policy)
+        // A provider's sign-in is chosen by its answer, not typed: only a browser holding that
+        // answer (the sealed cookie) may say it again (after a lost session, say).
+        if edit.change == .credential(.provider), providerCookies.identity(in: request, for: .signup) == nil {
+            throw APIError(status: .forbidden, code: "no_provider_signin",
+                           message: "This browser holds no sign-in with a provider; continue with the provider first.")
         }
-        guard let token = bodyToken ?? queryToken else { throw APIError.missingParameter("token") }
-        guard let fieldName = form["field"] else { throw APIError.missingParameter("field") }
-        guard let value = form["value"] else { throw APIError.missingParameter("value") }
-        guard let seqText = form["seq"] else { throw APIError.missingParameter("seq") }
-        // A field's value, or the credential the person chose (password or passkey).
-        let field: SignupField?, credential: CredentialMethod?
-        if fieldName == CredentialMethod.fieldName {
-            guard let method = CredentialMethod(rawValue: value) else {
-                let known = CredentialMethod.allCases.map(\.rawValue).joined(separator: " or ")
-                throw APIError(status: .badRequest, code: "invalid_credential",
-                               message: "The credential must be \(known), not '\(value)'.")
-            }
-            // A provider's sign-in is chosen by its answer, not typed: only a browser holding
-            // that answer (the sealed cookie) may say it again (after a lost session, say).
-            if method == .provider, providerCookies.identity(in: request, for: .signup) == nil {
-                throw APIError(status: .forbidden, code: "no_provider_signin",
-                               message: "This browser holds no sign-in with a provider; continue with the provider first.")
-            }
-            (field, credential) = (nil, method)
-        } else {
-            guard let named = policy.field(named: fieldName) else {
-                let known = (policy.fieldOrder.map(\.rawValue) + [CredentialMethod.fieldName]).joined(separator: ", ")
-                throw APIError(status: .badRequest, code: "unknown_field",
-                               message: "Unknown field '\(fieldName)'. Expected one of: \(known).")
-            }
-            (field, credential) = (named, nil)
-        }
-        guard let seq = UInt64(seqText) else {
-            throw APIError(status: .badRequest, code: "invalid_seq",
-                           message: "'seq' must be a non-negative whole number, counting up with each edit of a field.")
-        }
-        let session = try lookUpSession(token, client: client, language: request.queryValue("lang"))
+        let session = try lookUpSession(edit.token, client: client, language: request.queryValue("lang"))
         // Per form only once the token is known genuine, so made-up tokens fill no table.
-        try limiters.editsPerSession.admit(token)
-        let touched = form["touched"].map { $0 == "1" || $0 == "true" } ?? false
-        let result = field.map { session.apply(field: $0, value: value, seq: seq, touched: touched) }
-            ?? session.chooseCredential(credential!, seq: seq)
+        try limiters.editsPerSession.admit(edit.token)
+        let result = switch edit.change {
+        case .value(let field, let value): session.apply(field: field, value: value, seq: edit.seq, touched: edit.touched)
+        case .credential(let method): session.chooseCredential(method, seq: edit.seq)
+        }
         if result.applied { metrics.edits.increment() }
         // The headers in one array: one per keystroke, built without a look-up or a copy.
         return HTTPResponse(
