@@ -314,9 +314,11 @@ let package = Package(
         .executableTarget(
             name: "signup-fuzz",
             dependencies: [
-                "MicroHTTPD", "FormWire", "SignupWire", "SignupDomain", "SignupLookups", "WebKernel", "Identity",
-                "OpenIDConnect", "OutsideDNS", "WebAuthn", "CBORDecoder", "UsernameSafety", "OperatorSettings",
-                "LiveSignupClient",
+                "MicroHTTPD", "FormWire", "SignupWire", "ReactiveValidation", "SignupDomain", "SignupLookups",
+                "SignupSQLite", "WebKernel", "Identity", "SignupServer", "OpenIDConnect", "OutsideDNS", "WebAuthn",
+                "CBORDecoder", "UsernameSafety", "OperatorSettings", "LiveSignupClient",
+                .product(name: "OpenCombineShim", package: "OpenCombine"),
+                .product(name: "CombineSchedulers", package: "combine-schedulers"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

@@ -31,7 +31,7 @@ public struct UsernameSafetyChecker: Sendable {
     }
 
     /// ICU's verdict alone, for a username already free of bidi and invisible characters.
-    func icuProblem(in username: String) -> UsernameSafetyProblem? {
+    package func icuProblem(in username: String) -> UsernameSafetyProblem? {
         let failed = Self.check(username)
         if failed < 0 { return .mixedScripts }  // ICU could not judge it: refuse rather than guess
         if failed & Self.invisible != 0 { return .invisibleCharacter }
@@ -46,7 +46,7 @@ public struct UsernameSafetyChecker: Sendable {
         var capacity = text.utf8.count * 4 + 16
         while true {
             var buffer = [CChar](repeating: 0, count: capacity)
-            let length = text.withCString { unicode_spoof_skeleton($0, -1, &buffer, Int32(capacity)) }
+            let length = Self.withUTF8(text) { unicode_spoof_skeleton($0, $1, &buffer, Int32(capacity)) }
             if length < 0 { return text }
             if Int(length) < capacity {
                 return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
@@ -56,7 +56,17 @@ public struct UsernameSafetyChecker: Sendable {
     }
 
     private static func check(_ text: String) -> Int32 {
-        text.withCString { unicode_spoof_check($0, -1) }
+        withUTF8(text) { unicode_spoof_check($0, $1) }
+    }
+
+    /// The text's bytes and their count for ICU: with the length given, a NUL inside is a
+    /// character ICU judges, not the end (found by fuzzing: "a\0pаypal" was judged as "a").
+    private static func withUTF8<R>(_ text: String, _ body: (UnsafePointer<CChar>, Int32) -> R) -> R {
+        let bytes = Array(text.utf8).map { CChar(bitPattern: $0) }
+        return bytes.withUnsafeBufferPointer { buffer in
+            // An empty array may have no storage: ICU is given a valid pointer with length 0.
+            withUnsafePointer(to: CChar(0)) { empty in body(buffer.baseAddress ?? empty, Int32(clamping: buffer.count)) }
+        }
     }
 
     // USpoofChecks bits (uspoof.h).

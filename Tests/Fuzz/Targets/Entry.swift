@@ -54,22 +54,34 @@ enum Fuzz {
 #else
 @main
 enum Replay {
-    /// `signup-fuzz TARGET FILE-OR-FOLDER…`: every file once through the target.
+    /// `signup-fuzz list`: the targets. `signup-fuzz TARGET FILE-OR-FOLDER…`: every file once
+    /// through the target. `signup-fuzz seed TARGET FOLDER`: writes the target's made seeds
+    /// (minted tokens, recorded passkeys cut into parts) into its corpus folder.
     static func main() {
-        let arguments = CommandLine.arguments
-        guard arguments.count >= 2 else {
-            print("usage: signup-fuzz TARGET FILE-OR-FOLDER…   (targets: \(FuzzTarget.all.map(\.name).joined(separator: ", ")))")
-            exit(2)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "list" {
+            for target in FuzzTarget.all { print("\(target.name)\t\(target.summary)") }
+            return
         }
-        setenv("LIVESIGNUP_FUZZ_TARGET", arguments[1], 1)
-        let target = chosenTarget(program: arguments[0])
-        var count = 0
-        for path in arguments.dropFirst(2) {
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
-                FileHandle.standardError.write(Data("No such file: \(path)\n".utf8))
-                exit(2)
+        if arguments.first == "seed", arguments.count == 3 {
+            let target = named(arguments[1])
+            var written = 0
+            for (name, bytes) in target.seeds() {
+                let url = URL(fileURLWithPath: arguments[2]).appendingPathComponent("seed-" + name)
+                guard (try? Data(bytes).write(to: url)) != nil else { fail("cannot write \(url.path)") }
+                written += 1
             }
+            print("\(target.name): \(written) seeds written to \(arguments[2])")
+            return
+        }
+        guard arguments.count >= 2 else {
+            fail("usage: signup-fuzz list | TARGET FILE-OR-FOLDER… | seed TARGET FOLDER")
+        }
+        let target = named(arguments[0])
+        var count = 0
+        for path in arguments.dropFirst() {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { fail("No such file: \(path)") }
             let files = isFolder.boolValue
                 ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted().map { path + "/" + $0 }
                 : [path]
@@ -80,6 +92,18 @@ enum Replay {
             }
         }
         print("\(target.name): \(count) inputs, no property failed")
+    }
+
+    private static func named(_ name: String) -> FuzzTarget {
+        guard let target = FuzzTarget.named(name) else {
+            fail("No fuzz target named \"\(name)\"; `signup-fuzz list` names them.")
+        }
+        return target
+    }
+
+    private static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+        exit(2)
     }
 }
 #endif

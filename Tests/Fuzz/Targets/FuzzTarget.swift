@@ -12,11 +12,47 @@ struct FuzzTarget: Sendable {
     /// Called once per input. Must not keep state between inputs that changes what an input
     /// does: a crash must reproduce from its input alone.
     let run: @Sendable (FuzzInput) -> Void
+    /// Inputs the target makes for its corpus (`signup-fuzz seed`): minted with the fixed
+    /// keys the target checks with, or cut from recorded real traffic. Most targets have none
+    /// and are seeded by hand-written files.
+    var seeds: @Sendable () -> [(name: String, bytes: [UInt8])] = { [] }
+
+    init(name: String, summary: String, seeds: @escaping @Sendable () -> [(name: String, bytes: [UInt8])] = { [] },
+         run: @escaping @Sendable (FuzzInput) -> Void) {
+        self.name = name
+        self.summary = summary
+        self.seeds = seeds
+        self.run = run
+    }
 
     /// Every target, in the order `make fuzz` runs them.
     static let all: [FuzzTarget] = [
         .formBody,
+        .fieldEdit,
         .cookie,
+        .languageNegotiation,
+        .returnTarget,
+        .eventStream,
+        .cbor,
+        .authenticatorData,
+        .attestationObject,
+        .clientDataJSON,
+        .webauthnRegistration,
+        .webauthnAssertion,
+        .altcha,
+        .policyFile,
+        .settingsFile,
+        .openIDDiscovery,
+        .openIDKeys,
+        .idToken,
+        .pwnedRange,
+        .dnsAnswer,
+        .mailAddress,
+        .username,
+        .linkCode,
+        .messageFormat,
+        .authorizeRequest,
+        .tokenRequest,
     ]
 
     static func named(_ name: String) -> FuzzTarget? {

@@ -1,0 +1,12 @@
+import Foundation
+
+/// Files of the repository a target reads once at start (catalogs, recorded passkeys): found
+/// from this source file's place, so a target runs from any working directory.
+enum FuzzResources {
+    static let repository = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static func url(_ path: String) -> URL {
+        repository.appendingPathComponent(path)
+    }
+}

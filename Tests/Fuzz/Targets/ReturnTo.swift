@@ -1,0 +1,50 @@
+import MicroHTTPD
+import WebKernel
+
+private let site = "https://signup.example.com", application = "https://app.example.com"
+private let returnTo = ReturnTo(allowedOrigins: [application],
+                                sameOrigin: SameOriginPolicy(publicOrigins: [site], addresses: ClientAddressResolver()))
+
+extension FuzzTarget {
+    /// `?return_to=`: where a person is sent after signing in. An open redirect here would let
+    /// anyone send people from this trusted page to a look-alike.
+    static let returnTarget = FuzzTarget(
+        name: "return-to",
+        summary: "?return_to= targets and Origin checks: ReturnTo.validated, SameOriginPolicy.check"
+    ) { input in
+        let parts = input.texts(3)
+        let raw = parts[0]
+        let request = HTTPRequest(method: "POST", path: "/signin", query: [("return_to", raw)],
+                                  headers: HTTPHeaders([("Host", "signup.example.com"), ("Origin", parts[1]),
+                                                        ("Sec-Fetch-Site", parts[2])]))
+        if let target = returnTo.validated(raw, for: request) {
+            fuzzCheck(target == raw, "a target changed on its way through")
+            fuzzCheck(target.utf8.count <= ReturnTo.maximumLength, "a target over the length limit")
+            fuzzCheck(!target.unicodeScalars.contains { $0.value <= 0x20 || $0.value == 0x7F || $0 == "\\" || $0.properties.isWhitespace },
+                      "a target with a space, control character or backslash: unsafe in a Location header")
+            if target.hasPrefix("/") {
+                fuzzCheck(!target.hasPrefix("//"), "a protocol-relative target")
+                var decoded = target
+                for _ in 0..<3 { decoded = decoded.removingPercentEncoding ?? decoded }
+                fuzzCheck(!decoded.hasPrefix("//"), "a target that decodes to a protocol-relative one")
+            } else {
+                // Read as a browser reads the authority, byte by byte: this site or the one
+                // allowed application, and nothing after the host but a path, query or fragment.
+                let lower = target.lowercased()
+                let sameSite = [site, application].contains { origin in
+                    for prefix in [origin, origin + ":443"] where lower.hasPrefix(prefix) {
+                        let rest = lower.dropFirst(prefix.count)
+                        if rest.isEmpty || ["/", "?", "#"].contains(rest.first!) { return true }
+                    }
+                    return false
+                }
+                fuzzCheck(sameSite, "an absolute target off the site: \(target)")
+            }
+        }
+        if case .allowed = returnTo.sameOrigin.check(request) {
+            let origin = parts[1].lowercased(), fetchSite = parts[2].lowercased()
+            fuzzCheck(origin == site || (origin == "null" || origin.isEmpty) && fetchSite != "cross-site",
+                      "a request allowed from origin \(parts[1]) (Sec-Fetch-Site \(parts[2]))")
+        }
+    }
+}
