@@ -30,7 +30,7 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
-.PHONY: bench bench-tests deps test-deps browser-deps build release run install test test-browser browser-tests clean screenshot
+.PHONY: bench bench-tests deps test-deps browser-deps build release run install test test-browser browser-tests clean screenshot fuzz fuzz-build fuzz-check fuzz-seeds
 
 # Installs the system libraries the build needs, only when something is missing.
 deps:
@@ -82,6 +82,7 @@ test: deps test-deps browser-deps
 		grep -E "^Test Case .* started" .build/xctest.log | tail -n 1; \
 		grep -E "error: |Fatal error|Crash|signal" .build/xctest.log | head -n 40; exit $$status; }
 	$(MAKE) --no-print-directory browser-tests
+	$(MAKE) --no-print-directory fuzz-check
 
 # Only the real-browser tests (headless Chromium + Selenium under pytest).
 test-browser: deps test-deps browser-deps
@@ -133,3 +134,32 @@ clean:
 # Regenerates docs/screenshot.png (needs chromium, chromium-driver and pip's selenium).
 screenshot: build
 	python3 docs/screenshot.py .build/debug/signup-server docs/screenshot.png
+
+# Fuzzing (issue 57, Tests/Fuzz/README.md): every parser a stranger's bytes reach, under
+# libFuzzer with AddressSanitizer, built in its own scratch path (never the test build), in
+# release mode (six times the executions of a debug build).
+FUZZ_SCRATCH := .build-fuzz
+FUZZ_BUILD_FLAGS := -c release --scratch-path $(FUZZ_SCRATCH) -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING
+FUZZ_BINARY = "$$(swift build $(FUZZ_BUILD_FLAGS) --show-bin-path)/signup-fuzz"
+TARGET ?=
+FUZZ_TIME ?=
+fuzz-build: deps
+	swift build $(FUZZ_BUILD_FLAGS) --product signup-fuzz $(SWIFT_BUILD_FLAGS) 2>&1 | grep -v "Cannot export local symbol '__asan_" ; exit $${PIPESTATUS[0]}
+
+# make fuzz: every target for FUZZ_TIME seconds each (default 60), or RUNS executions each; TARGET=name
+# for one (make fuzz TARGET=cookie RUNS=1000000). New coverage is merged into the corpus.
+fuzz: fuzz-build
+	python3 Tests/Fuzz/fuzz.py $(FUZZ_BINARY) --merge $(if $(TARGET),--targets $(TARGET)) \
+		$(if $(filter command line,$(origin RUNS)),--runs $(RUNS)) $(if $(FUZZ_TIME),--seconds $(FUZZ_TIME))
+
+# In make test: every target runs its corpus (the regression inputs) and fuzzes briefly; all
+# together stay within two minutes on two cores.
+fuzz-check: fuzz-build
+	timeout --kill-after=30 5m python3 Tests/Fuzz/fuzz.py $(FUZZ_BINARY) --seconds 6 --jobs 2
+
+# The seeds: the hand-made ones and those the targets mint (minted tokens, recorded passkeys).
+fuzz-seeds:
+	swift build --product signup-fuzz $(SWIFT_BUILD_FLAGS)
+	python3 Tests/Fuzz/write_seeds.py
+	@for target in $$("$$(swift build --show-bin-path)/signup-fuzz" list | cut -f1); do \
+		"$$(swift build --show-bin-path)/signup-fuzz" seed $$target Tests/Fuzz/corpus/$$target; done

@@ -50,12 +50,21 @@ public struct HTTPRequest: Sendable {
     /// The value of every cookie named `name` in `header` (a `Cookie` header's `a=b; c=d`,
     /// RFC 6265 §5.4), in the order sent: a name may come more than once (a cookie set for
     /// this host and one set for its parent domain, or a planted one).
+    ///
+    /// Read on bytes, as browsers and proxies read it: split at the byte ';', spaces and tabs
+    /// trimmed, the name compared byte for byte. Swift's `Character` comparison would also
+    /// split at U+037E GREEK QUESTION MARK (canonically equal to ';') and trim other spaces,
+    /// so a value inside one cookie could pass for another cookie of ours (found by fuzzing).
     public static func cookieValues(named name: String, in header: String?) -> [String] {
         guard let header else { return [] }
+        let wanted = Array(name.utf8)
         var values: [String] = []
-        for pair in header.split(separator: ";") {
-            let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if parts.count == 2, parts[0] == name { values.append(String(parts[1])) }
+        for pair in header.utf8.split(separator: UInt8(ascii: ";")) {
+            var pair = pair[...]
+            while let first = pair.first, first == 0x20 || first == 0x09 { pair = pair.dropFirst() }
+            while let last = pair.last, last == 0x20 || last == 0x09 { pair = pair.dropLast() }
+            guard let equals = pair.firstIndex(of: UInt8(ascii: "=")), pair[..<equals].elementsEqual(wanted) else { continue }
+            values.append(String(decoding: pair[pair.index(after: equals)...], as: UTF8.self))
         }
         return values
     }

@@ -157,8 +157,10 @@ public final class OpenIDProvider: @unchecked Sendable {
     }
 
     private static func webURL(_ text: String, allowsHTTP: Bool) -> URL? {
+        // A host that is there and not empty: "https://provider.example@/token" has a host of ""
+        // to Foundation, and nothing good to connect to (found by fuzzing).
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "https" || (allowsHTTP && scheme == "http"),
-              url.host != nil else { return nil }
+              url.host?.isEmpty == false else { return nil }
         return url
     }
 

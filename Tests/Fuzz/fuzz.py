@@ -31,7 +31,7 @@ ASAN_OPTIONS = "quarantine_size_mb=32:detect_leaks=1:allocator_may_return_null=0
 
 
 def target_names(binary):
-    out = subprocess.run([binary], env=dict(os.environ, LIVESIGNUP_FUZZ_LIST="1"), capture_output=True, text=True, check=True)
+    out = subprocess.run([binary], env=dict(os.environ, LIVESIGNUP_FUZZ_LIST="1", ASAN_OPTIONS="detect_leaks=0"), capture_output=True, text=True, check=True)
     return [line.split("\t")[0] for line in out.stdout.splitlines() if line.strip()]
 
 
@@ -57,7 +57,8 @@ def run_target(binary, name, seconds, runs, work_root, findings_root, merge):
     if seconds is not None:
         command.append(f"-max_total_time={seconds}")
     command += [str(work), str(corpus)]
-    env = dict(os.environ, ASAN_OPTIONS=ASAN_OPTIONS)
+    # Swift's own crash reporter would hold the output open and race libFuzzer's handler.
+    env = dict(os.environ, ASAN_OPTIONS=ASAN_OPTIONS, SWIFT_BACKTRACE="enable=no")
     started = time.monotonic()
     process = subprocess.run(command, env=env, capture_output=True, text=True, errors="replace")
     elapsed = time.monotonic() - started

@@ -11,6 +11,17 @@ import XCTest
 /// jwt-kit signs here and whose clock the test moves. (The browser suite runs the whole flow
 /// against oidc-provider-mock, a provider we did not write.)
 final class OpenIDProviderTests: XCTestCase {
+    /// Found by fuzzing (Tests/Fuzz/corpus/openid-discovery/finding-empty-host-after-userinfo):
+    /// an endpoint whose host is empty ("https://provider.example@/authorize") is no endpoint.
+    func testADiscoveryDocumentWithAnEmptyHostIsRefused() {
+        func document(authorization: String) -> Data {
+            Data(#"{"issuer":"https://p.example","authorization_endpoint":"\#(authorization)","token_endpoint":"https://p.example/t","jwks_uri":"https://p.example/k"}"#.utf8)
+        }
+        XCTAssertNotNil(OpenIDProvider.parseMetadata(document(authorization: "https://p.example/a"), allowsHTTP: false))
+        XCTAssertNil(OpenIDProvider.parseMetadata(document(authorization: "https://p.example@/a"), allowsHTTP: false))
+        XCTAssertNil(OpenIDProvider.parseMetadata(document(authorization: "https:///a"), allowsHTTP: false))
+    }
+
     private var provider: FakeProvider!
     private var server: HTTPServer!
     private var clock: TestClock!

@@ -10,6 +10,8 @@ import WebKernel
 
 /// The policy every edit is read against: built once (it loads word lists), read only.
 private let policy = FormPolicy(.classic)
+/// Every English text, as one string: what the page may say whatever was typed.
+private let catalogText = TextCatalog.builtInEnglish.texts.values.joined(separator: "\n")
 
 /// Every name free, answered at once: the look-up is not what is fuzzed here.
 private struct NoNameTaken: UsernameAvailabilityChecking {
@@ -40,8 +42,10 @@ extension FuzzTarget {
                                     scheduler: DispatchQueue.immediate.eraseToAnyScheduler())
         model.setValue(value, for: field)
         fuzzCheck(model.value(of: field) == value, "the view model did not keep the value it was given")
-        // A password is never said back: not in the snapshot, not in any event.
-        if field.isSecret, value.utf8.count >= 4 {
+        // A password is never said back: not in the snapshot, not in any event. (A value
+        // that is part of a text anyway, "password" in "The password is too short", is no
+        // evidence either way.)
+        if field.isSecret, value.utf8.count >= 8, !catalogText.contains(value) {
             let evaluation = model.form
             let said = evaluation.snapshot(rev: 1).messages.values.joined()
                 + evaluation.changes(since: policy.initialEvaluation, rev: 1, policy: policy).map(\.data).joined()

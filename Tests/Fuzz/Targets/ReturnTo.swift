@@ -32,11 +32,15 @@ extension FuzzTarget {
                 // allowed application, and nothing after the host but a path, query or fragment.
                 let lower = target.lowercased()
                 let sameSite = [site, application].contains { origin in
-                    for prefix in [origin, origin + ":443"] where lower.hasPrefix(prefix) {
-                        let rest = lower.dropFirst(prefix.count)
-                        if rest.isEmpty || ["/", "?", "#"].contains(rest.first!) { return true }
+                    guard lower.hasPrefix(origin) else { return false }
+                    var rest = lower.dropFirst(origin.count)
+                    if rest.first == ":" {
+                        // A port, empty or with leading zeros, is the default one or another site.
+                        let digits = rest.dropFirst().prefix { $0.isASCII && $0.isNumber }
+                        guard digits.isEmpty || Int(digits) == 443 else { return false }
+                        rest = rest.dropFirst(1 + digits.count)
                     }
-                    return false
+                    return rest.isEmpty || ["/", "?", "#"].contains(rest.first!)
                 }
                 fuzzCheck(sameSite, "an absolute target off the site: \(target)")
             }

@@ -146,8 +146,10 @@ extension FuzzTarget {
         let response = RegistrationResponse(clientDataJSON: input.bytes, attestationObject: passkey.registration.attestationObject)
         guard (try? WebAuthnCeremony.verifyRegistration(response, expectedChallenge: passkey.challenge,
                                                         relyingParty: passkey.relyingParty)) != nil else { return }
-        // Accepted client data says what the ceremony asked, as any JSON reader reads it.
-        let object = (try? JSONSerialization.jsonObject(with: Data(input.bytes))) as? [String: Any]
+        // Accepted client data says what the ceremony asked, read as WebAuthn §7.1 step 5 reads
+        // it (UTF-8 decode, invalid bytes replaced, then JSON) by another JSON reader.
+        let text = String(decoding: input.bytes, as: UTF8.self)
+        let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
         fuzzCheck(object?["type"] as? String == "webauthn.create", "accepted client data of another type")
         fuzzCheck((object?["origin"] as? String).map(passkey.relyingParty.origins.contains) == true,
                   "accepted client data from another origin")
