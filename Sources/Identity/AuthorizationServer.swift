@@ -371,8 +371,10 @@ package struct AuthorizationServer: Sendable {
     package static func basic(_ authorization: String) -> (id: String, secret: String)? {
         guard authorization.lowercased().hasPrefix("basic "),
               let decoded = Data(base64Encoded: String(authorization.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
-              let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return nil }
-        return (String(text[..<colon]), String(text[text.index(after: colon)...]))
+              let text = String(data: decoded, encoding: .utf8), let colon = text.utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        // The first colon byte (RFC 7617: the user-id has none), not the first Character that
+        // is a colon: ":\u{301}" is one Character, and the split would move past it.
+        return (String(text[..<colon]), String(text[text.utf8.index(after: colon)...]))
     }
 
     /// `text` read as `application/x-www-form-urlencoded` ('+' a space, then %XX); nil when

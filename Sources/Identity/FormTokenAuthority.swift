@@ -57,8 +57,11 @@ package struct FormTokenAuthority: Sendable {
         let utf8 = token.utf8
         guard utf8.count <= InstanceID.maximumLength + 1 + Self.signedLength,
               let dot = utf8.lastIndex(of: UInt8(ascii: ".")) else { return nil }
+        // Cut on bytes: stepping over the dot by Character would also step over a combining
+        // mark written after it, and "web1.\u{301}…" would pass as a second spelling of one
+        // token, with its own session and limits (found by fuzzing).
         let instance = String(token[..<dot])
-        let signed = token[token.index(after: dot)...]
+        let signed = token[utf8.index(after: dot)...]
         guard InstanceID.isValid(instance), signed.utf8.count == Self.signedLength,
               let bytes = Hex.decode(signed) else { return nil }
         let payload = Array(bytes[0..<Self.payloadLength])

@@ -15,6 +15,18 @@ public struct ServerSentEventParser: Sendable {
     public private(set) var lastEventID: String
     /// The latest valid `retry:` value in milliseconds, `nil` until the stream sends one.
     public private(set) var reconnectionTime: Int?
+    /// Events dropped for being larger than `maximumEventBytes`.
+    public private(set) var droppedEvents = 0
+
+    /// What one event (all its lines) may hold. The format sets no bound; a program reading a
+    /// server it does not control needs one, or a stream that never ends a line takes all its
+    /// memory. LiveSignup's largest event (a snapshot) is under 8 KiB.
+    public let maximumEventBytes: Int
+    public static let defaultMaximumEventBytes = 1 << 20
+    // A line past the bound keeps its beginning only (enough to know a comment), and the event
+    // it belongs to is dropped when it ends; so is one whose data grows past the bound.
+    private var lineTooLong = false
+    private var eventTooLarge = false
 
     private var lineBuffer: [UInt8] = []
     // A CR ends a line at once; remembering it lets an LF at the start of the next chunk be
@@ -29,9 +41,10 @@ public struct ServerSentEventParser: Sendable {
 
     /// - Parameter lastEventID: the ID to carry over from an earlier connection, so events
     ///   without their own `id:` line still report it.
-    public init(lastEventID: String = "") {
+    public init(lastEventID: String = "", maximumEventBytes: Int = ServerSentEventParser.defaultMaximumEventBytes) {
         self.lastEventID = lastEventID
         self.lastEventIDBuffer = lastEventID
+        self.maximumEventBytes = maximumEventBytes
     }
 
     /// Feeds the next chunk of the response body and returns the events it completed, in order.
@@ -52,7 +65,11 @@ public struct ServerSentEventParser: Sendable {
                 previousByteWasCR = true
             default:
                 previousByteWasCR = false
-                lineBuffer.append(byte)
+                if lineBuffer.count < maximumEventBytes {
+                    lineBuffer.append(byte)
+                } else {
+                    lineTooLong = true
+                }
             }
         }
         return events
@@ -61,6 +78,12 @@ public struct ServerSentEventParser: Sendable {
     private mutating func endLine(into events: inout [ServerSentEvent]) {
         var line = lineBuffer[...]
         lineBuffer.removeAll(keepingCapacity: true)
+        if lineTooLong {
+            lineTooLong = false
+            // A comment may be as long as it likes: nothing of it is kept.
+            if line.first != UInt8(ascii: ":") { eventTooLarge = true }
+            return
+        }
         if atStreamStart {
             atStreamStart = false
             // The spec's UTF-8 decode strips one leading BOM, and only at the start of the stream.
@@ -101,6 +124,10 @@ public struct ServerSentEventParser: Sendable {
         case "event":
             eventTypeBuffer = String(decoding: value, as: UTF8.self)
         case "data":
+            guard dataBuffer.utf8.count + value.count + 1 <= maximumEventBytes else {
+                eventTooLarge = true
+                return
+            }
             dataBuffer += String(decoding: value, as: UTF8.self)
             dataBuffer += "\n"
         case "id":
@@ -129,6 +156,12 @@ public struct ServerSentEventParser: Sendable {
             dataBuffer = ""
             eventTypeBuffer = ""
             retryInBlock = nil
+            eventTooLarge = false
+        }
+        // Cut short, its data would be wrong: not dispatched at all.
+        if eventTooLarge {
+            droppedEvents += 1
+            return
         }
         // No `data:` line at all: nothing to dispatch (a lone `data` line gives "\n", not "").
         guard !dataBuffer.isEmpty else { return }

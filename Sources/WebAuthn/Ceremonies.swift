@@ -180,7 +180,11 @@ public enum WebAuthnCeremony {
 
     private static func checkClientData(_ json: [UInt8], type: String, challenge: [UInt8],
                                         relyingParty: RelyingParty) throws(WebAuthnError) {
-        guard json.count <= 4096, let client = try? JSONDecoder().decode(ClientData.self, from: Data(json)) else {
+        // No byte below 0x20: JSON forbids them unescaped in a string, and browsers serialize
+        // client data without whitespace (§5.8.1.1). Foundation's JSONDecoder lets them through
+        // in strings, where every other JSON reader refuses the text (found by fuzzing).
+        guard json.count <= 4096, !json.contains(where: { $0 < 0x20 }),
+              let client = try? JSONDecoder().decode(ClientData.self, from: Data(json)) else {
             throw WebAuthnError("bad_client_data", "the client data is not the JSON WebAuthn defines")
         }
         guard client.type == type else {

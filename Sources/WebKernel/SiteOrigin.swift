@@ -13,6 +13,11 @@ public enum SiteOrigin {
               let host = url.host?.lowercased(), !host.isEmpty, url.user == nil, url.password == nil,
               text.lowercased().hasPrefix(scheme + "://")
         else { return nil }
+        // A port browsers would refuse (over 65535) is no origin: Foundation reads it as no
+        // port at all, which made "https://site:4430000…" pass for this site (found by fuzzing).
+        if let range = url.rangeOfPort, !range.isEmpty {
+            guard let port = url.port, (0...65535).contains(port) else { return nil }
+        }
         let defaultPort = scheme == "https" ? 443 : 80
         return ("\(scheme)://\(host)" + (url.port.map { $0 == defaultPort ? "" : ":\($0)" } ?? ""), url)
     }

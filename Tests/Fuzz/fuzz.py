@@ -10,6 +10,7 @@ out-of-memory, naming the input kept and the command that reproduces it.
 (libFuzzer's -merge=1 keeps only inputs that add coverage)."""
 import argparse
 import concurrent.futures
+import hashlib
 import os
 import pathlib
 import re
@@ -74,8 +75,34 @@ def run_target(binary, name, seconds, runs, work_root, findings_root, merge):
     artifacts = sorted(p for p in findings.iterdir() if p.is_file())
     result["artifacts"] = artifacts
     if merge and process.returncode == 0:
-        subprocess.run([str(link), "-merge=1", *LIMITS[:2], str(corpus), str(work)], env=env, capture_output=True)
+        # Only inputs that reach code no corpus input reaches (edges, not hit counts), so the
+        # corpus kept in git grows by what matters.
+        subprocess.run([str(link), "-merge=1", "-use_counters=0", *LIMITS[:2], f"-artifact_prefix={findings}/", str(corpus), str(work)], env=env,
+                       capture_output=True)
     return result
+
+
+def minimize(binary, name, work_root):
+    """Rewrites corpus/<name> as the smallest set libFuzzer finds that reaches every edge the
+    corpus reaches, plus every seed-* and finding-* file (kept whatever they cover)."""
+    link = work_root / "targets" / name
+    corpus = CORPUS / name
+    kept = {p.name for p in corpus.iterdir() if p.name.startswith(("seed-", "finding-"))}
+    (work_root / "findings" / name).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as folder:
+        smallest = pathlib.Path(folder)
+        env = dict(os.environ, ASAN_OPTIONS=ASAN_OPTIONS, SWIFT_BACKTRACE="enable=no")
+        subprocess.run([str(link), "-merge=1", "-use_counters=0", *LIMITS[:2], f"-artifact_prefix={work_root}/findings/{name}/",
+                        str(smallest), str(corpus)], env=env,
+                       capture_output=True, check=True)
+        chosen = {p.read_bytes() for p in smallest.iterdir()}
+        kept_bytes = {(corpus / k).read_bytes() for k in kept}
+        for path in corpus.iterdir():
+            if path.name not in kept:
+                path.unlink()
+        for data in chosen - kept_bytes:
+            (corpus / hashlib.sha1(data).hexdigest()).write_bytes(data)
+    return sum(1 for _ in corpus.iterdir())
 
 
 def describe_failure(result):
@@ -119,6 +146,7 @@ def main():
     parser.add_argument("--work", default=None, help="where found inputs, findings and links go (default .build-fuzz)")
     parser.add_argument("--merge", action="store_true", help="add new coverage to the repository's corpus")
     parser.add_argument("--table", help="also write the table to this file")
+    parser.add_argument("--minimize", action="store_true", help="only rewrite each corpus as its smallest covering set")
     args = parser.parse_args()
     if args.seconds is None and args.runs is None:
         args.seconds = 60
@@ -133,6 +161,11 @@ def main():
     if orphans:
         sys.exit(f"Corpus folders without a target: {', '.join(orphans)}")
     work_root = pathlib.Path(args.work) if args.work else HERE.parents[1] / ".build-fuzz"
+    if args.minimize:
+        for name in wanted or names:
+            run_target(args.binary, name, None, 0, work_root, work_root / "findings", False)  # makes the link
+            print(f"{name:24} {minimize(args.binary, name, work_root):>6} inputs", flush=True)
+        return
     findings_root = work_root / "findings"
     if findings_root.exists():
         shutil.rmtree(findings_root)

@@ -162,6 +162,21 @@ final class ServerSentEventParserTests: XCTestCase {
         XCTAssertEqual(parse(chunks: ["data: a\r", "\r", "\n"]), [event("a")])
     }
 
+    // MARK: Bounds
+
+    /// A server that never ends a line, or sends one endless event, cannot take the reader's
+    /// memory: past `maximumEventBytes` the event is dropped, counted, and the stream goes on.
+    func testAnEventOverTheBoundIsDroppedAndTheStreamGoesOn() {
+        var parser = ServerSentEventParser(maximumEventBytes: 16)
+        let long = String(repeating: "x", count: 100)
+        XCTAssertEqual(parser.feed(Array("data: \(long)\n\ndata: ok\n\n".utf8)), [event("ok")])
+        XCTAssertEqual(parser.feed(Array("data: 0123456\ndata: 0123456\ndata: 0\n\ndata: fits\n\n".utf8)), [event("fits")])
+        XCTAssertEqual(parser.droppedEvents, 2)
+        // A comment may be long: it is not kept, and the event after it arrives.
+        XCTAssertEqual(parser.feed(Array(":\(long)\ndata: after\n\n".utf8)), [event("after")])
+        XCTAssertEqual(parser.droppedEvents, 2)
+    }
+
     // MARK: Chunking
 
     func testLineSplitAcrossChunks() {

@@ -54,6 +54,8 @@ final class ReturnToTests: XCTestCase {
             "https:evil.example", "https:/evil.example", "http:\\\\evil.example",
             "evil.example", " /dashboard", "/dash board", "/a\u{0}b", "/a\nLocation: https://evil.example",
             "/a\u{2028}b", "https://evil.example\u{3002}com/", "", String(repeating: "a", count: 3000),
+            // Found by fuzzing: a port no browser accepts was read as no port at all.
+            "https://app.example.com:4430000000000000000000/", "https://app.example.com:65536/",
         ]
         for url in refused {
             XCTAssertNil(policy.validated(url, for: request), url.debugDescription)

@@ -26,6 +26,11 @@ extension FuzzTarget {
         fuzzCheck(split.lastEventID == whole.lastEventID && split.reconnectionTime == whole.reconnectionTime,
                   "the last event id or retry depends on where the stream was cut")
         fuzzCheck(!whole.lastEventID.contains("\u{0}"), "an id holding NUL was taken")
+        // Bounded: with a small bound, no event holds more than it, whatever the stream.
+        var bounded = ServerSentEventParser(maximumEventBytes: 64)
+        for event in bounded.feed(input.bytes) {
+            fuzzCheck(event.data.utf8.count <= 64 && event.type.utf8.count <= 64, "an event over the parser's bound")
+        }
         for event in events {
             fuzzCheck(!event.type.isEmpty, "an event without a type")
             guard let decoded = try? SignupEvent(event) else { continue }
