@@ -187,6 +187,16 @@ public enum WebAuthnCeremony {
               let client = try? JSONDecoder().decode(ClientData.self, from: Data(json)) else {
             throw WebAuthnError("bad_client_data", "the client data is not the JSON WebAuthn defines")
         }
+        // A member named twice is read as its first by JSONDecoder and as its last by other
+        // readers (JSONSerialization, most libraries): which origin was checked would depend
+        // on the reader (found by fuzzing). Browsers never repeat one; the second reading must
+        // say the same for every member checked, or the client data is refused.
+        let members = (try? JSONSerialization.jsonObject(with: Data(json))) as? [String: Any]
+        guard members?["type"] as? String == client.type, members?["challenge"] as? String == client.challenge,
+              members?["origin"] as? String == client.origin, members?["crossOrigin"] as? Bool == client.crossOrigin
+        else {
+            throw WebAuthnError("bad_client_data", "the client data names a member twice")
+        }
         guard client.type == type else {
             throw WebAuthnError("wrong_type", "the client data says '\(client.type)', not '\(type)'")
         }

@@ -77,6 +77,10 @@ final class CeremonyTests: XCTestCase {
         // Foundation's JSONDecoder let through; and whitespace no browser writes there.
         XCTAssertEqual(refusal(registration(clientData: Array(#"{"type":"webauthn.create","challenge":"\#(Base64URL.encode(challenge))","origin":"http://localhost:8080","x":"\#u{2}"}"#.utf8))), "bad_client_data")
         XCTAssertEqual(refusal(registration(clientData: Array("\n".utf8) + clientData(type: "webauthn.create"))), "bad_client_data")
+        // Found by fuzzing: "origin" twice, the first this site's (what JSONDecoder reads), the
+        // last another's (what most JSON readers read).
+        XCTAssertEqual(refusal(registration(clientData: Array(clientData(type: "webauthn.create").dropLast())
+                                            + Array(#","origin":"https://evil.example"}"#.utf8))), "bad_client_data")
         XCTAssertEqual(refusal(registration(rpID: "evil.example")), "wrong_rp_id")
         XCTAssertEqual(refusal(registration(flags: 0x44)), "user_not_present", "UP cleared")
         XCTAssertEqual(refusal(registration(flags: 0x41), requireUV: true), "user_not_verified")
