@@ -124,11 +124,13 @@ public struct ServerSentEventParser: Sendable {
         case "event":
             eventTypeBuffer = String(decoding: value, as: UTF8.self)
         case "data":
-            guard dataBuffer.utf8.count + value.count + 1 <= maximumEventBytes else {
+            // Counted as decoded: an invalid byte becomes U+FFFD, three bytes (found by fuzzing).
+            let text = String(decoding: value, as: UTF8.self)
+            guard dataBuffer.utf8.count + text.utf8.count + 1 <= maximumEventBytes else {
                 eventTooLarge = true
                 return
             }
-            dataBuffer += String(decoding: value, as: UTF8.self)
+            dataBuffer += text
             dataBuffer += "\n"
         case "id":
             // An id containing NULL is ignored entirely (it could not be sent back in a header).

@@ -14,7 +14,15 @@ public enum DeclaredFieldRules {
 
     /// Why `pattern` does not compile, or nil when it does.
     static func patternProblem(_ pattern: String) -> String? {
-        guard (try? NSRegularExpression(pattern: pattern)) == nil else { return nil }
+        if (try? NSRegularExpression(pattern: pattern)) != nil {
+            // It is used anchored inside a group (WholeMatch): a \Q without its \E, or a
+            // comment in (?x) mode, runs on over the closing ")\z" and breaks the whole, and
+            // the field's rule would be left out without a word (seen while writing the policy
+            // file's fuzz target, whose property now holds it).
+            return WholeMatch(pattern) == nil
+                ? "it does not compile once anchored to the whole value; close every \\Q with \\E, and end a (?x) comment with a new line"
+                : nil
+        }
         // Foundation says only "the value is invalid"; Swift's own parser says where and why.
         do {
             _ = try Regex(pattern)

@@ -48,8 +48,12 @@ package struct ReturnTo: Sendable {
             if next == decoded { break }
             decoded = next
         }
-        if raw.hasPrefix("/") {
-            return raw.hasPrefix("//") || decoded.hasPrefix("//") ? nil : raw
+        // On bytes: as Characters, "/" followed by a mark that extends it (U+FE0F, U+0301) is
+        // not "/", so "//\u{FE0F}evil.example" did not start with "//" here, while a browser
+        // reads a protocol-relative URL and drops U+FE0F from the host (found by fuzzing).
+        let slash = UInt8(ascii: "/")
+        if raw.utf8.first == slash {
+            return raw.utf8.starts(with: [slash, slash]) || decoded.utf8.starts(with: [slash, slash]) ? nil : raw
         }
         guard let (origin, _) = SiteOrigin.of(raw) else { return nil }
         let site = Set(sameOrigin.siteOrigins(for: request))

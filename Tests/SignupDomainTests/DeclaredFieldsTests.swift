@@ -78,6 +78,12 @@ final class DeclaredFieldsTests: XCTestCase {
                       startsWith: "policy.yaml:6: field name 'Nick' must be 1 to 32 lower-case letters")
         expectRefusal(builtIn + "\n  - name: code_id\n    kind: text\n    label: C\n    pattern: \"[A-Z\"\n    texts: {pattern.text: a, pattern.message: b}",
                       startsWith: "policy.yaml:9: 'fields.code_id.pattern' does not compile as a regular expression: expected ']'")
+        // It compiles alone but not anchored to the whole value, as the rule uses it: refused,
+        // where before the field's pattern rule was silently left out.
+        for pattern in [#"abc\Q"#, #"(?x)[a-z]+ # letters"#] {
+            expectRefusal(builtIn + "\n  - name: code_id\n    kind: text\n    label: C\n    pattern: '\(pattern)'\n    texts: {pattern.text: a, pattern.message: b}",
+                          startsWith: "policy.yaml:9: 'fields.code_id.pattern' does not compile as a regular expression: it does not compile once anchored")
+        }
         expectRefusal(builtIn + "\n  - name: terms\n    kind: checkbox\n    label: T\n    min_length: 3",
                       startsWith: "policy.yaml:9: 'min_length' does not fit a checkbox field ('terms')")
         expectRefusal(builtIn + "\n  - name: terms\n    kind: checkbox\n    label: T\n    required: true",

@@ -18,7 +18,13 @@ extension FuzzTarget {
         do throws(PolicyFileError) {
             let policy = try PolicyFile.parse(input.text, file: "fuzz.yaml", baseDirectory: emptyFolder)
             // An accepted policy makes a form: every rule it declares can be evaluated.
-            _ = FormPolicy(policy).initialEvaluation
+            let form = FormPolicy(policy)
+            _ = form.initialEvaluation
+            // What the file declares, the form enforces: every pattern is a rule.
+            for field in policy.fields where field.pattern != nil {
+                fuzzCheck(form.allRequirements.contains { $0.id == "\(field.name).pattern" },
+                          "the pattern of field \(field.name) was accepted and then left out")
+            }
         } catch {
             // Refused with a place and a reason an operator can act on.
             fuzzCheck(!error.description.isEmpty, "a policy refused without a reason")

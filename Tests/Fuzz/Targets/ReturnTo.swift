@@ -22,25 +22,26 @@ extension FuzzTarget {
             fuzzCheck(target.utf8.count <= ReturnTo.maximumLength, "a target over the length limit")
             fuzzCheck(!target.unicodeScalars.contains { $0.value <= 0x20 || $0.value == 0x7F || $0 == "\\" || $0.properties.isWhitespace },
                       "a target with a space, control character or backslash: unsafe in a Location header")
-            if target.hasPrefix("/") {
-                fuzzCheck(!target.hasPrefix("//"), "a protocol-relative target")
+            // On bytes, as a browser reads a URL: a Character "/" with a mark on it is still '/'.
+            if target.utf8.first == UInt8(ascii: "/") {
+                fuzzCheck(!target.utf8.starts(with: "//".utf8), "a protocol-relative target: \(Array(target.utf8))")
                 var decoded = target
                 for _ in 0..<3 { decoded = decoded.removingPercentEncoding ?? decoded }
-                fuzzCheck(!decoded.hasPrefix("//"), "a target that decodes to a protocol-relative one")
+                fuzzCheck(!decoded.utf8.starts(with: "//".utf8), "a target that decodes to a protocol-relative one")
             } else {
                 // Read as a browser reads the authority, byte by byte: this site or the one
                 // allowed application, and nothing after the host but a path, query or fragment.
-                let lower = target.lowercased()
+                let lower = Array(target.utf8).map { (65...90).contains($0) ? $0 + 32 : $0 }
                 let sameSite = [site, application].contains { origin in
-                    guard lower.hasPrefix(origin) else { return false }
-                    var rest = lower.dropFirst(origin.count)
-                    if rest.first == ":" {
+                    guard lower.starts(with: origin.utf8) else { return false }
+                    var rest = lower.dropFirst(origin.utf8.count)
+                    if rest.first == UInt8(ascii: ":") {
                         // A port, empty or with leading zeros, is the default one or another site.
-                        let digits = rest.dropFirst().prefix { $0.isASCII && $0.isNumber }
-                        guard digits.isEmpty || Int(digits) == 443 else { return false }
+                        let digits = rest.dropFirst().prefix { (48...57).contains($0) }
+                        guard digits.isEmpty || Int(String(decoding: digits, as: UTF8.self)) == 443 else { return false }
                         rest = rest.dropFirst(1 + digits.count)
                     }
-                    return rest.isEmpty || ["/", "?", "#"].contains(rest.first!)
+                    return rest.first.map { "/?#".utf8.contains($0) } ?? true
                 }
                 fuzzCheck(sameSite, "an absolute target off the site: \(target)")
             }
