@@ -59,6 +59,13 @@ package struct AuthorizationServer: Sendable {
     /// The clients as the policy declared them, by id (what an authorization request is read against).
     package let declarations: [String: ClientDeclaration]
 
+    /// How metrics name the application `id` (as a request spelled it): its configured id, or
+    /// `unknown`. One fixed label per client: a spelling Swift's String finds the client under
+    /// (canonically equal, "\u{212A}" for "K") is never a new label.
+    package func metricLabel(clientID id: String?) -> String {
+        id.flatMap { clients[$0]?.id } ?? "unknown"
+    }
+
     /// The account's `sub`.
     package func subject(of accountID: Int64) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Data("account:\(accountID)".utf8), using: subjectKey)

@@ -9,4 +9,7 @@ enum FuzzResources {
     static func url(_ path: String) -> URL {
         repository.appendingPathComponent(path)
     }
+
+    /// The one moment every target's clock reads (2027-01-15), inside every minted seed's life.
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
 }

@@ -2,8 +2,9 @@ import Foundation
 import SignupDomain
 import WebKernel
 
-/// The twelve languages the server speaks, loaded from Templates/i18n as the server loads them.
-private let languages: Languages = {
+/// The twelve languages the server speaks, loaded from Templates/i18n as the server loads them
+/// (for negotiation here, and for the catalogs' texts in message-format).
+let languages: Languages = {
     do {
         return try Languages(directory: FuzzResources.url("Templates/i18n"), policy: FormPolicy(.classic))
     } catch {

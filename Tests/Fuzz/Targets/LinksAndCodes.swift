@@ -7,7 +7,7 @@ enum FuzzKeys {
     static let formTokens = FormTokenAuthority(key: [UInt8](repeating: 5, count: 32), instance: "web1")
     static let seal = SecondFactorSeal(key: [UInt8](repeating: 6, count: 32))
     static let totp = TOTP(secret: Array("12345678901234567890".utf8))
-    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+    static let now = FuzzResources.now
 }
 
 extension FuzzTarget {

@@ -10,7 +10,7 @@ enum FuzzProvider {
     static let clientID = "livesignup"
     static let nonce = "n-0S6_WzA2Mj"
     /// 2027-01-15T08:00:00Z: inside the seeds' validity.
-    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+    static let now = FuzzResources.now
     static let privateKey = try! P256.Signing.PrivateKey(rawRepresentation: [UInt8](repeating: 0x42, count: 32))
     static let metadata = OpenIDProvider.Metadata(
         issuer: issuer, authorizationEndpoint: URL(string: issuer + "/authorize")!, tokenEndpoint: URL(string: issuer + "/token")!,

@@ -19,7 +19,7 @@ private let secret = "s3cret-s3cret-s3cret-s3cret-s3cret"
 private let server: AuthorizationServer = {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("livesignup-fuzz-\(getpid()).sqlite").path
     guard let store = try? SQLiteAccountStore(path: path) else { fatalError("cannot open \(path)") }
-    let now: @Sendable () -> Date = { Date(timeIntervalSince1970: 1_800_000_000) }
+    let now: @Sendable () -> Date = { FuzzResources.now }
     return AuthorizationServer(
         store: store, signingKeys: SigningKeys(store: store, tokenLifetime: SigningKeys.defaultTokenLifetime, now: now),
         clients: clients.values.map { RegisteredClient(declaration: $0, secret: $0.isPublic ? nil : secret) },

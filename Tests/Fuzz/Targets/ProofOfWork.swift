@@ -7,7 +7,7 @@ import SignupDomain
 let proofOfWorkKey = [UInt8](repeating: 7, count: 32)
 private let authority = ProofOfWorkAuthority(key: proofOfWorkKey)
 private let formToken = "web1.fuzz"
-private let now = Date(timeIntervalSince1970: 1_800_000_000)
+private let now = FuzzResources.now
 
 extension FuzzTarget {
     /// The `altcha` field a browser posts with a sign-up, sign-in or code: ALTCHA's payload.

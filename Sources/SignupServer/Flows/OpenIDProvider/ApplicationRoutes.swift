@@ -44,7 +44,7 @@ struct ApplicationRoutes: Sendable {
                                           at: now(), clientID: clientID)
         let ended = try store.revokeClient(clientID, ofAccount: account.id, events: events)
         announcer.nudge()
-        metrics.openID(server.clients[clientID] != nil ? clientID : "unknown", "revoked")
+        metrics.openID(server.metricLabel(clientID: clientID), "revoked")
         logger.notice("An application's access withdrawn by its account's owner", metadata: [
             "event": "openid_revoked", "client_id": "\(clientID)", "account": "\(account.id)", "grants": "\(ended)",
             "client": "\(request.client)"])

@@ -93,7 +93,7 @@ struct LogoutRoutes: Sendable {
         case .cleared(let cookies):
             let ended = try server.endGrantsOfEndedSessions()
             if ended > 0 { logouts?.nudge() }
-            metrics.openID(logout.clientID.flatMap { server.clients[$0] != nil ? $0 : nil } ?? "unknown", "logout")
+            metrics.openID(server.metricLabel(clientID: logout.clientID), "logout")
             logger.notice("Signed out through an application", metadata: [
                 "event": "openid_logout", "client_id": "\(logout.clientID ?? "")", "account": "\(account.id)", "grants": "\(ended)",
                 "client": "\(request.client)"])

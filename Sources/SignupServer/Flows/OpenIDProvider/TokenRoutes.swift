@@ -30,7 +30,7 @@ struct TokenRoutes: Sendable {
     private func label(_ request: RequestContext) -> String {
         let basic = request.http.headers["Authorization"].flatMap(AuthorizationServer.basic)
         let id = request.form["client_id"] ?? basic.map { AuthorizationServer.formDecoded($0.id) ?? $0.id }
-        return id.flatMap { server.clients[$0] != nil ? $0 : nil } ?? "unknown"
+        return server.metricLabel(clientID: id)
     }
 
     /// Signing an ID token is jwt-kit's async work: done on a Dispatch queue (`.later`),
