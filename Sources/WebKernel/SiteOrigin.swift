@@ -15,11 +15,22 @@ public enum SiteOrigin {
         else { return nil }
         // A port browsers would refuse (over 65535) is no origin: Foundation reads it as no
         // port at all, which made "https://site:4430000…" pass for this site (found by fuzzing).
-        if let range = url.rangeOfPort, !range.isEmpty {
+        // Read on the text's own bytes: Foundation's ranges are nil once it percent-encoded
+        // anything (a non-ASCII query), which let the same port through again (found by the
+        // fuzz check in CI).
+        if hasPort(afterScheme: text.utf8.dropFirst(scheme.utf8.count + 3)) {
             guard let port = url.port, (0...65535).contains(port) else { return nil }
         }
         let defaultPort = scheme == "https" ? 443 : 80
         return ("\(scheme)://\(host)" + (url.port.map { $0 == defaultPort ? "" : ":\($0)" } ?? ""), url)
+    }
+
+    /// Whether the authority (up to the first '/', '?' or '#') names a port: a ':' after the
+    /// host, past an IPv6 literal's ']'.
+    private static func hasPort(afterScheme rest: Substring.UTF8View) -> Bool {
+        let authority = rest.prefix { !"/?#".utf8.contains($0) }
+        let host = authority.lastIndex(of: UInt8(ascii: "]")).map { authority[$0...] } ?? authority[...]
+        return host.contains(UInt8(ascii: ":"))
     }
 
     /// The normalized origin, or why `text` is not one.

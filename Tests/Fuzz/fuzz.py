@@ -36,7 +36,7 @@ def target_names(binary):
     return [line.split("\t")[0] for line in out.stdout.splitlines() if line.strip()]
 
 
-def run_target(binary, name, seconds, runs, work_root, findings_root, merge):
+def run_target(binary, name, seconds, runs, work_root, findings_root, merge, seed=None):
     links = work_root / "targets"
     links.mkdir(parents=True, exist_ok=True)
     link = links / name
@@ -57,6 +57,8 @@ def run_target(binary, name, seconds, runs, work_root, findings_root, merge):
         command.append(f"-runs={runs}")
     if seconds is not None:
         command.append(f"-max_total_time={seconds}")
+    if seed is not None:
+        command.append(f"-seed={seed}")
     command += [str(work), str(corpus)]
     # Swift's own crash reporter would hold the output open and race libFuzzer's handler.
     env = dict(os.environ, ASAN_OPTIONS=ASAN_OPTIONS, SWIFT_BACKTRACE="enable=no")
@@ -146,6 +148,8 @@ def main():
     parser.add_argument("--work", default=None, help="where found inputs, findings and links go (default .build-fuzz)")
     parser.add_argument("--merge", action="store_true", help="add new coverage to the repository's corpus")
     parser.add_argument("--table", help="also write the table to this file")
+    parser.add_argument("--seed", type=int, help="libFuzzer's random seed (default: a new one each run); "
+                        "make test fixes it so the same commit fuzzes the same way every time")
     parser.add_argument("--minimize", action="store_true", help="only rewrite each corpus as its smallest covering set")
     args = parser.parse_args()
     if args.seconds is None and args.runs is None:
@@ -171,7 +175,7 @@ def main():
         shutil.rmtree(findings_root)
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(run_target, args.binary, name, args.seconds, args.runs, work_root, findings_root, args.merge)
+        futures = [pool.submit(run_target, args.binary, name, args.seconds, args.runs, work_root, findings_root, args.merge, args.seed)
                    for name in (wanted or names)]
         results = []
         for future in futures:

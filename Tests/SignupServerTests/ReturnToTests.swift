@@ -56,6 +56,9 @@ final class ReturnToTests: XCTestCase {
             "/a\u{2028}b", "https://evil.example\u{3002}com/", "", String(repeating: "a", count: 3000),
             // Found by fuzzing: a port no browser accepts was read as no port at all.
             "https://app.example.com:4430000000000000000000/", "https://app.example.com:65536/",
+            // Found by CI's fuzz check: the same port, with non-ASCII after it, which Foundation
+            // percent-encodes and then reports no port range at all.
+            "https://app.example.com:44300000000000000000?q=\u{FFFD}", "https://app.example.com:4430000000000000000000/é",
             // Found by fuzzing: a second '/' carrying a mark is one Character, not "/", but a
             // browser reads "//" and a host it drops U+FE0F from: an open redirect.
             "//\u{FE0F}evil.example/", "//\u{301}evil.example", "/%2F\u{FE0F}evil.example",
