@@ -66,7 +66,8 @@
     var li = element("li", "device");
     li.setAttribute("data-device", device.handle);
     var name = element("p", "device-name");
-    name.appendChild(element("strong", "", device.device));
+    // The device's name keeps its own direction beside the page's words (issue 58).
+    name.appendChild(element("strong")).appendChild(element("bdi", "", device.device));
     if (device.this_browser) {
       li.setAttribute("data-this-browser", "");
       name.appendChild(document.createTextNode(" "));
@@ -82,7 +83,7 @@
       form.appendChild(hidden(main.getAttribute("data-session-field"), device.handle));
       var button = element("button", "secondary", main.getAttribute("data-text-end"));
       button.type = "submit";
-      button.setAttribute("aria-label", main.getAttribute("data-text-end") + ": " + device.device);
+      button.setAttribute("aria-label", device.end_label);
       form.appendChild(button);
       li.appendChild(form);
     }

@@ -19,7 +19,7 @@ package struct AccountAnnouncer: Sendable {
     }
 
     /// The events to write with the change (none when nothing is configured to carry them).
-    package func events(_ notice: AccountNotice?, webhook type: String?, for account: Account, detail: String = "",
+    package func events(_ notice: AccountNotice?, webhook type: String?, for account: Account, detail: MessageValue = .text(""),
                 language: Languages.Language, at date: Date, by actor: OutboxEvent.Actor = .owner,
                 clientID: String? = nil) throws -> [OutboxEvent] {
         var events: [OutboxEvent] = []

@@ -158,9 +158,9 @@ package struct VerificationMails: Sendable {
         func words(_ name: String) -> String { text("mail.\(kind.prefix)_\(name)", language) }
         let minutes = String(Int(expiresAt.timeIntervalSince(now) / 60))
         let content = MailContent(
-            subject: words("subject").replacingOccurrences(of: "{code}", with: code),
+            subject: fill(words("subject"), ["code": .text(code)], language),
             heading: words("heading"),
-            lead: words("lead").replacingOccurrences(of: "{username}", with: username),
+            lead: fill(words("lead"), ["username": .name(username)], language),
             code: code,
             linkLead: words("link"),
             linkURL: "\(linkOrigin())\(kind.path)?link=\(link)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
@@ -177,7 +177,7 @@ package struct VerificationMails: Sendable {
         let content = MailContent(
             subject: text("mail.changed_subject", language),
             heading: text("mail.changed_heading", language),
-            lead: text("mail.changed_lead", language).replacingOccurrences(of: "{username}", with: username),
+            lead: fill(text("mail.changed_lead", language), ["username": .name(username)], language),
             code: nil,
             linkLead: text("mail.changed_not_you", language),
             linkURL: "\(linkOrigin())/recover" + PageRenderer.languageQuery(language),
@@ -192,7 +192,7 @@ package struct VerificationMails: Sendable {
     /// address: what changed and when, where to see the account, and what to do if it was
     /// not them. The texts are `mail.notice_<kind>_subject` and `_lead` ({username},
     /// {detail}: a passkey's name), with the shared `mail.notice_*` words around them.
-    package func accountNotice(_ kind: AccountNotice, to address: String, username: String, detail: String = "",
+    package func accountNotice(_ kind: AccountNotice, to address: String, username: String, detail: MessageValue = .text(""),
                        language: Languages.Language, at now: Date) throws -> OutboxEvent {
         func words(_ name: String) -> String { text("mail.notice_\(kind.rawValue)_\(name)", language) }
         // A deleted or disabled account has no page to go to: the link leads to getting back in.
@@ -200,7 +200,7 @@ package struct VerificationMails: Sendable {
         let content = MailContent(
             subject: words("subject"),
             heading: words("subject"),
-            lead: words("lead").replacingOccurrences(of: "{username}", with: username).replacingOccurrences(of: "{detail}", with: detail),
+            lead: fill(words("lead"), ["username": .name(username), "detail": detail], language),
             code: nil,
             linkLead: text(leadsToAccount ? "mail.notice_see_account" : "mail.notice_questions", language),
             linkURL: "\(linkOrigin())" + (leadsToAccount ? "/account" : "/signin") + PageRenderer.languageQuery(language),
@@ -217,9 +217,9 @@ package struct VerificationMails: Sendable {
                          expiresAt: Date) throws -> OutboxEvent {
         let minutes = String(Int(expiresAt.timeIntervalSince(now) / 60))
         let content = MailContent(
-            subject: text("mail.email_change_subject", language).replacingOccurrences(of: "{code}", with: code),
+            subject: fill(text("mail.email_change_subject", language), ["code": .text(code)], language),
             heading: text("mail.email_change_heading", language),
-            lead: text("mail.email_change_lead", language).replacingOccurrences(of: "{username}", with: username),
+            lead: fill(text("mail.email_change_lead", language), ["username": .name(username)], language),
             code: code,
             linkLead: text("mail.email_change_page", language),
             linkURL: "\(linkOrigin())/account/email/code" + PageRenderer.languageQuery(language),
@@ -255,8 +255,7 @@ package struct VerificationMails: Sendable {
         let content = MailContent(
             subject: text("mail.email_changed_subject", language),
             heading: text("mail.email_changed_subject", language),
-            lead: text("mail.email_changed_lead", language).replacingOccurrences(of: "{username}", with: username)
-                .replacingOccurrences(of: "{email}", with: newAddress),
+            lead: fill(text("mail.email_changed_lead", language), ["username": .name(username), "email": .name(newAddress)], language),
             code: nil,
             linkLead: text("mail.email_changed_undo", language).filled(["days": .number(days)], in: language),
             linkURL: "\(linkOrigin())/account/email/undo?link=\(undoLink)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
@@ -278,7 +277,18 @@ package struct VerificationMails: Sendable {
         return try mail.sealed(type: type, key: SymmetricKey(data: sealingKey), channel: channel)
     }
 
+    /// A text of the mail's language, the service's name filled in (isolated for direction:
+    /// FSI…PDI, which plain-text mail and every HTML mail client keep).
     private func text(_ key: String, _ language: Languages.Language) -> String {
-        (language.catalog[key] ?? key).replacingOccurrences(of: "{service}", with: renderer.serviceName)
+        let text = language.catalog[key] ?? key
+        // Only the name: a plural filled in later needs its ICU syntax left whole.
+        return text.replacingOccurrences(of: "{service}", with: MessageFormat.isolated(renderer.serviceName))
+    }
+
+    /// `text` filled in: names someone supplied isolated for direction (`MessageValue.name`).
+    private func fill(_ text: String, _ values: [String: MessageValue], _ language: Languages.Language) -> String {
+        var values = values
+        if values["service"] == nil { values["service"] = .name(renderer.serviceName) }
+        return language.filled(text, values)
     }
 }

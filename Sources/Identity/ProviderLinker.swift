@@ -34,7 +34,7 @@ package struct ProviderLinker: Sendable {
     /// Links `link` to `account` with its security event and webhook, told and counted.
     package func link(_ link: NewProviderLink, _ provider: ConfiguredProvider, to account: Account, _ request: RequestContext) throws {
         let time = now()
-        let events = try announcer.events(.providerLinked, webhook: "account.provider_linked", for: account, detail: provider.name,
+        let events = try announcer.events(.providerLinked, webhook: "account.provider_linked", for: account, detail: .name(provider.name),
                                           language: request.language, at: time)
         try store.linkProvider(link, toAccount: account.id, at: time, events: events)
         announcer.nudge()
@@ -76,7 +76,6 @@ package struct ProviderLinker: Sendable {
         guard let identity = cookies.identity(in: request.http, for: .link), let provider = providers[identity.provider] else {
             return nil
         }
-        return request.text("provider.link_lead").replacingOccurrences(of: "{provider}", with: provider.name)
-            .replacingOccurrences(of: "{email}", with: identity.email)
+        return request.text("provider.link_lead", ["provider": .name(provider.name), "email": .name(identity.email)])
     }
 }

@@ -87,8 +87,7 @@ package struct SecondFactorCheck: Sendable {
             if isAppCode {
                 switch TOTP(secret: secret).match(typed, at: time) {
                 case .wrong:
-                    return refused(request, account, request.text("second_factor.wrong")
-                        .replacingOccurrences(of: "{service}", with: request.policy.settings.serviceName))
+                    return refused(request, account, request.text("second_factor.wrong"))
                 case .clockOff(let matched, let seconds):
                     // The hint names a code from the future: its step is spent now, so the code
                     // it names is never accepted later (a guesser learns nothing usable).
@@ -145,11 +144,11 @@ package struct SecondFactorCheck: Sendable {
         var notices: [Int: [OutboxEvent]] = [:]
         if let warnAt = lockout.warnAt, failures < warnAt {
             notices[warnAt] = try announcer.events(.secondFactorWrongCodes, webhook: nil, for: account,
-                                                   detail: String(warnAt), language: request.language, at: time)
+                                                   detail: .text(String(warnAt)), language: request.language, at: time)
         }
         if failures < lockout.wrongCodes {
             notices[lockout.wrongCodes] = try announcer.events(.secondFactorLocked, webhook: "account.second_factor_locked",
-                                                               for: account, detail: String(lockout.wrongCodes),
+                                                               for: account, detail: .text(String(lockout.wrongCodes)),
                                                                language: request.language, at: time)
         }
         return notices

@@ -3,10 +3,17 @@
 #include "MessageFormatShims.h"
 
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include <unicode/dtptngen.h>
 #include <unicode/fmtable.h>
+#include <unicode/listformatter.h>
+#include <unicode/smpdtfmt.h>
+#include <unicode/timezone.h>
 #include <unicode/locid.h>
 #include <unicode/msgfmt.h>
 #include <unicode/uenum.h>
@@ -76,5 +83,50 @@ extern "C" int32_t message_plural_category(const char *locale, double number, ch
     if (U_FAILURE(status)) return -1;
     std::string utf8;
     icu::UnicodeString(keyword, length).toUTF8String(utf8);
+    return copy_out(utf8, out, capacity);
+}
+
+// Making a date format means loading the locale's data and running the pattern generator
+// (about a millisecond); using one is microseconds. One per locale and zone, made on first use
+// and kept (bounded by the languages the server speaks); ICU formats are not documented as
+// safe to share between threads, so each is used under the lock.
+static std::mutex date_formats_lock;
+static std::map<std::string, std::unique_ptr<icu::SimpleDateFormat>> date_formats;
+
+extern "C" int32_t message_format_date(double milliseconds, const char *locale, const char *zone, char *out, int32_t capacity) {
+    std::lock_guard<std::mutex> guard(date_formats_lock);
+    std::string key = std::string(locale) + "|" + zone;
+    auto found = date_formats.find(key);
+    if (found == date_formats.end()) {
+        UErrorCode status = U_ZERO_ERROR;
+        icu::Locale where(locale);
+        std::unique_ptr<icu::DateTimePatternGenerator> generator(icu::DateTimePatternGenerator::createInstance(where, status));
+        if (U_FAILURE(status)) return -1;
+        icu::UnicodeString pattern = generator->getBestPattern(icu::UnicodeString("yMMMdjmmz"), status);
+        if (U_FAILURE(status)) return -1;
+        auto format = std::make_unique<icu::SimpleDateFormat>(pattern, where, status);
+        if (U_FAILURE(status)) return -1;
+        format->adoptTimeZone(icu::TimeZone::createTimeZone(icu::UnicodeString::fromUTF8(zone)));
+        found = date_formats.emplace(key, std::move(format)).first;
+    }
+    icu::UnicodeString result;
+    found->second->format((UDate) milliseconds, result);
+    std::string utf8;
+    result.toUTF8String(utf8);
+    return copy_out(utf8, out, capacity);
+}
+
+extern "C" int32_t message_format_list(const char *locale, const char *const *items, int32_t count, char *out, int32_t capacity) {
+    UErrorCode status = U_ZERO_ERROR;
+    std::unique_ptr<icu::ListFormatter> formatter(icu::ListFormatter::createInstance(icu::Locale(locale), status));
+    if (U_FAILURE(status)) return -1;
+    std::vector<icu::UnicodeString> strings;
+    strings.reserve((size_t) count);
+    for (int32_t index = 0; index < count; index++) strings.push_back(icu::UnicodeString::fromUTF8(items[index]));
+    icu::UnicodeString result;
+    formatter->format(strings.data(), count, result, status);
+    if (U_FAILURE(status)) return -1;
+    std::string utf8;
+    result.toUTF8String(utf8);
     return copy_out(utf8, out, capacity);
 }

@@ -1,20 +1,31 @@
 import Foundation
 import MessageFormatShims
 
-/// One value a catalog text is filled in with: a count (plurals choose by it) or words.
+/// One value a catalog text is filled in with: a count (plurals choose by it), words of the
+/// same language, a name someone supplied, or a moment.
 public enum MessageValue: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
     case number(Int)
+    /// Words that belong to the sentence's language (another catalog text, a code).
     case text(String)
+    /// A value a person or an operator supplied: a username, an address, the service's, a
+    /// provider's, a device's or a passkey's name. Its direction is its own, so it is isolated
+    /// (FSI…PDI in text, `<bdi>` in pages): a Latin name stays whole and in place inside an
+    /// Arabic sentence, and an Arabic name cannot reorder the English around it.
+    case name(String)
+    /// A moment, written as the language writes a date and time (ICU), in UTC.
+    case date(Date)
 
     public init(stringLiteral value: String) { self = .text(value) }
     public init(integerLiteral value: Int) { self = .number(value) }
 
-    /// As a simple `{name}` placeholder shows it (digits as they are: texts that group or
-    /// choose by a number say so in ICU's syntax).
-    var plain: String {
+    /// As a simple `{name}` placeholder shows it in `language` (digits as they are: texts
+    /// that group or choose by a number say so in ICU's syntax).
+    func plain(language tag: String) -> String {
         switch self {
         case .number(let number): return String(number)
         case .text(let text): return text
+        case .name(let name): return MessageFormat.isolated(name)
+        case .date(let date): return MessageFormat.date(date, language: tag)
         }
     }
 }
@@ -30,8 +41,73 @@ public enum MessageFormat {
     public static func fill(_ template: String, _ values: [String: MessageValue], language tag: String) -> String {
         // Nothing to fill in: the text as written (a policy's own wording is compared so).
         guard template.contains("{"), !values.isEmpty else { return template }
-        guard usesICU(template) else { return plainFill(template, values) }
-        return format(template, values, locale: icuLocale(tag)) ?? plainFill(template, values)
+        guard usesICU(template) else { return plainFill(template, values, language: tag) }
+        // ICU is given names and dates as the words they become: its own `{d, date}` would
+        // use the process's zone and the language's default digits.
+        let words = values.mapValues { value -> MessageValue in
+            switch value {
+            case .name, .date: return .text(value.plain(language: tag))
+            case .number, .text: return value
+            }
+        }
+        return format(template, words, locale: icuLocale(tag)) ?? plainFill(template, values, language: tag)
+    }
+
+    /// The first strong character's direction, kept to itself: U+2068 FIRST STRONG ISOLATE
+    /// before, U+2069 POP DIRECTIONAL ISOLATE after (Unicode's bidirectional algorithm, UAX #9).
+    /// Direction controls inside the value are dropped first: an unmatched PDI in a name would
+    /// end its isolation early and let the rest reorder the sentence.
+    public static func isolated(_ name: String) -> String {
+        let kept = name.unicodeScalars.filter { !directionControls.contains($0.value) }
+        guard !kept.isEmpty else { return "" }
+        return "\u{2068}" + String(String.UnicodeScalarView(kept)) + "\u{2069}"
+    }
+
+    /// LRM, RLM, ALM, the embeddings and overrides (U+202A–U+202E) and the isolates (U+2066–U+2069).
+    private static let directionControls: Set<UInt32> = [0x200E, 0x200F, 0x061C, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
+                                                           0x2066, 0x2067, 0x2068, 0x2069]
+
+    /// `date` as `language` writes a date and time: ICU's pattern for day, month, year, hour
+    /// and minute in that language ("Nov 3, 2026, 10:00 AM UTC", "3. Nov. 2026, 10:00 UTC",
+    /// "2026年11月3日 10:00 UTC"), in UTC (the server does not know the reader's zone, so the
+    /// zone is written where the language puts it), with the language's digits as
+    /// `icuLocale` chooses them (Western in Arabic, as the counts beside it).
+    public static func date(_ date: Date, language tag: String) -> String {
+        self.date(date, locale: icuLocale(tag))
+    }
+
+    static func date(_ date: Date, locale: String) -> String {
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        return readICU { buffer, capacity in message_format_date(milliseconds, locale, "UTC", buffer, capacity) }
+            ?? ISO8601DateFormatter().string(from: date)
+    }
+
+    /// `items` joined as `language` joins a list of things that all hold ("a, b, and c",
+    /// "a, b und c", "a、b和c"): ICU's list formatting. Items are used as given (isolate names
+    /// first).
+    public static func list(_ items: [String], language tag: String) -> String {
+        guard items.count > 1 else { return items.first ?? "" }
+        var copies = items.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        return copies.withUnsafeMutableBufferPointer { pointers in
+            pointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { items in
+                readICU { buffer, capacity in
+                    message_format_list(icuLocale(tag), items.baseAddress, Int32(items.count), buffer, capacity)
+                }
+            }
+        } ?? items.joined(separator: ", ")
+    }
+
+    /// What an ICU shim writes into a buffer it may ask to be larger; nil when it fails.
+    private static func readICU(_ write: (UnsafeMutablePointer<CChar>, Int32) -> Int32) -> String? {
+        var capacity: Int32 = 256
+        while true {
+            var buffer = [CChar](repeating: 0, count: Int(capacity))
+            let length = buffer.withUnsafeMutableBufferPointer { write($0.baseAddress!, capacity) }
+            if length < 0 { return nil }
+            if length < capacity { return String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+            capacity = length + 1
+        }
     }
 
     /// Whether a text uses MessageFormat's own syntax (a plural, a select, a number format).
@@ -40,9 +116,11 @@ public enum MessageFormat {
             || template.contains(", number")
     }
 
-    static func plainFill(_ template: String, _ values: [String: MessageValue]) -> String {
+    static func plainFill(_ template: String, _ values: [String: MessageValue], language tag: String) -> String {
         var result = template
-        for (name, value) in values { result = result.replacingOccurrences(of: "{\(name)}", with: value.plain) }
+        for (name, value) in values where result.contains("{\(name)}") {
+            result = result.replacingOccurrences(of: "{\(name)}", with: value.plain(language: tag))
+        }
         return result
     }
 
@@ -58,6 +136,14 @@ public enum MessageFormat {
             switch values[name]! {
             case .number(let number):
                 arguments.append(message_argument(name: key, is_number: 1, number: Int64(number), text: nil))
+            case .name(let text):
+                let copy = strdup(isolated(text))
+                strings.append(copy)
+                arguments.append(message_argument(name: key, is_number: 0, number: 0, text: copy))
+            case .date(let date):
+                let copy = strdup(self.date(date, locale: locale))
+                strings.append(copy)
+                arguments.append(message_argument(name: key, is_number: 0, number: 0, text: copy))
             case .text(let text):
                 let copy = strdup(text)
                 strings.append(copy)

@@ -19,6 +19,19 @@ package struct Languages: Sendable {
     }
 
     package static let fallback = "en"
+
+    /// Keys English no longer has, and the whole sentence that replaced each (issue 58: a word
+    /// glued before a date or a name, or a separator put between texts, read wrong in other
+    /// languages), for the message that stops a start with an older catalog.
+    package static let retiredKeys: [String: String] = [
+        "page.error_prefix": "page.error_title (\"Error: {title}\")",
+        "account.network": "account.device_details_network",
+        "account.began": "account.device_details and account.device_details_network",
+        "account.last_used": "account.device_details, account.passkey_details and account.end_label",
+        "account.passkey_created": "account.passkey_details and account.passkey_details_unused",
+        "account.passkey_never_used": "account.passkey_details_unused",
+        "account.provider_linked_at": "account.provider_details",
+    ]
     /// In the switcher's order (English first, then by tag).
     package let all: [Language]
     private let byTag: [String: Language]
@@ -33,7 +46,11 @@ package struct Languages: Sendable {
         package var description: String {
             switch self {
             case .unknownKeys(let file, let keys):
+                // A key an upgrade retired says what took its place: an operator's copy of an
+                // older catalog is the likeliest reason, not a typo.
+                let retired = keys.compactMap { key in Languages.retiredKeys[key].map { "\(key) is now \($0)" } }
                 return "\(file): texts English does not have (a typo?): \(keys.joined(separator: ", "))"
+                    + (retired.isEmpty ? "" : " (an older catalog: \(retired.joined(separator: "; ")))")
             case .catalog(let error):
                 return "\(error)"
             case .sameLanguageTwice(let tag, let files):

@@ -36,9 +36,10 @@ package struct PageContext {
     /// The language's texts, for pages that assemble their own.
     package var text: PageTexts { PageTexts(catalog: language.catalog, serviceName: renderer.serviceName) }
 
-    /// "Error: " before the title when the page reports a problem (screen readers hear it first).
+    /// "Error: {title}" when the page reports a problem (screen readers hear it first): the
+    /// language's own pattern, not a prefix glued on.
     package func title(_ title: String, failed: Bool) -> String {
-        failed ? text("page.error_prefix") + title : title
+        failed ? text("page.error_title", ["title": .text(title)]) : title
     }
 }
 
@@ -50,7 +51,22 @@ package struct PageTexts {
 
     package func callAsFunction(_ key: String) -> String {
         let text = catalog[key] ?? key
-        return text.contains("{service}") ? text.replacingOccurrences(of: "{service}", with: serviceName) : text
+        // Plainly, not through ICU: a plural in the same text is filled in later, whole.
+        return text.contains("{service}") ? text.replacingOccurrences(of: "{service}", with: MessageFormat.isolated(serviceName)) : text
+    }
+
+    /// A text filled in by the language's rules (plurals, dates, names isolated for direction).
+    package func callAsFunction(_ key: String, _ values: [String: MessageValue]) -> String {
+        var values = values
+        if values["service"] == nil { values["service"] = .name(serviceName) }
+        return MessageFormat.fill(catalog[key] ?? key, values, language: catalog.language)
+    }
+
+    /// The same, as HTML for a page (`HTMLSentence`): words escaped, names in `<bdi>`, dates in `<time>`.
+    package func html(_ key: String, _ values: [String: MessageValue]) -> String {
+        var values = values
+        if values["service"] == nil { values["service"] = .name(serviceName) }
+        return HTMLSentence.fill(catalog[key] ?? key, values, language: catalog.language)
     }
 }
 
@@ -103,6 +119,10 @@ package struct PageRenderer: Sendable {
     package func render(_ view: some PageView, language: Languages.Language, assets: StaticAssets) -> String {
         var context = PageContext(language: language, assets: assets, renderer: self, values: shared(language, assets: assets))
         view.fill(&context)
+        // "Page – Service" in the language's own pattern, the service's name isolated: a
+        // Latin brand keeps its place in an Arabic tab title.
+        let pageTitle = context["pageTitle"] as? String ?? context["title"] as? String ?? ""
+        context["documentTitle"] = context.text("page.document_title", ["page": .text(pageTitle)])
         return render(template: type(of: view).template, context.values)
     }
 
@@ -136,10 +156,11 @@ package struct PageRenderer: Sendable {
                              "href": "\(path)?\(query)lang=\($0.tag)"] }
     }
 
-    /// Each provider's button in `language` ("Continue with …").
+    /// Each provider's button in `language` ("Continue with …"), as HTML: the provider's
+    /// name in `<bdi>`.
     package func providerButtons(_ language: Languages.Language) -> [[String: String]] {
         let words = language.catalog["provider.continue"] ?? "{provider}"
-        return providers.map { ["id": $0.id, "label": words.replacingOccurrences(of: "{provider}", with: $0.name)] }
+        return providers.map { ["id": $0.id, "labelHTML": HTMLSentence.fill(words, ["provider": .name($0.name)], language: language.tag)] }
     }
 
     /// "?lang=de" for links that keep a language other than English; "" for English.

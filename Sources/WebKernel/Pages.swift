@@ -32,13 +32,17 @@ package final class Pages: Sendable {
 
     /// A text of the request's language (English's when it lacks one).
     package func text(_ key: String) -> String {
-        language.catalog[key] ?? languages.english.catalog[key] ?? key
+        let text = language.catalog[key] ?? languages.english.catalog[key] ?? key
+        // Plainly, not through ICU: a plural in the same text is filled in later, whole.
+        return text.contains("{service}") ? text.replacingOccurrences(of: "{service}", with: MessageFormat.isolated(renderer.serviceName)) : text
     }
 
     /// A text of the request's language filled in by its own rules: a count chooses the
     /// plural form the language has for it (`MessageFormat`).
     package func text(_ key: String, _ values: [String: MessageValue]) -> String {
-        language.filled(text(key), values)
+        var values = values
+        if values["service"] == nil { values["service"] = .name(renderer.serviceName) }
+        return language.filled(language.catalog[key] ?? languages.english.catalog[key] ?? key, values)
     }
 
     /// "2 seconds", "a minute" in the request's language (as `APIError.wait` in English).

@@ -33,8 +33,7 @@ package struct Refusals: Sendable {
     /// The page 429 where a person is looking ("Slow down… try again in N seconds"), counted.
     package func slowDownPage(_ exceeded: LimitExceeded, in pages: Pages) -> HTTPResponse {
         count(exceeded)
-        let message = pages.text("problem.slow_message")
-            .replacingOccurrences(of: "{wait}", with: pages.waitPhrase(exceeded.retryAfterSeconds))
+        let message = pages.text("problem.slow_message", ["wait": .text(pages.waitPhrase(exceeded.retryAfterSeconds))])
         return pages.problem(title: pages.text("problem.slow_title"), message: message, code: "rate_limited",
                              linkText: pages.text("problem.slow_link"), status: .tooManyRequests,
                              headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))

@@ -165,7 +165,7 @@ package struct Router: HTTPResponder {
             if let outcome = route?.outcome { metrics.refusedCrossSite(outcome) }
             return crossSite(request, answers: route?.answers ?? rows?.any.answers ?? .json)
         }
-        guard let rows else { return APIError.notFound.response }
+        guard let rows else { return notFound(request) }
         guard let route, let method else { return methodNotAllowed(allow: rows.allow) }
         let clientKey = ClientKey.of(client)
         // What every request of the route costs, spent before any of its work, in one place.
@@ -285,6 +285,18 @@ package struct Router: HTTPResponder {
         let pages = page(for: request)
         return pages.problem(title: pages.text("problem.refused_title"), message: pages.text("problem.refused_message"),
                              code: APIError.crossSite.code, status: .forbidden)
+    }
+
+    /// A path nothing serves. A person who mistyped or followed a broken link reads a page in
+    /// their language with the way back; a program (anything not asking for HTML: `curl`'s
+    /// `*/*`, `application/json`) keeps the JSON it reads the `error` code of.
+    private func notFound(_ request: HTTPRequest) -> HTTPResponse {
+        let asksForHTML = (request.method == "GET" || request.method == "HEAD")
+            && (request.headers["accept"] ?? "").lowercased().contains("text/html")
+        guard asksForHTML else { return APIError.notFound.response }
+        let pages = page(for: request)
+        return pages.problem(title: pages.text("problem.not_found_title"), message: pages.text("problem.not_found_message"),
+                             code: APIError.notFound.code, linkText: pages.text("problem.back"), status: .notFound)
     }
 
     /// The pages in the visitor's language (`?lang=`, else `Accept-Language`, else English).

@@ -50,7 +50,7 @@ PROOF_SETTINGS = {
 WAIT = 10  # seconds anything the page does by itself may take to show
 
 REFUSED = "This form's browser check did not pass, so nothing was saved. Please submit again."
-STALE = "This form's browser check had run out, so nothing was saved. Please submit again: the page has a new one."
+STALE = "This form's browser check had expired, so nothing was saved. Please submit again; a new check is ready."
 NO_JAVASCRIPT = "This form needs JavaScript just now: many sign-ups are arriving without it."
 CHECKING = "Checking this browser…"
 CHECKING_DE = "Dieser Browser wird geprüft…"

@@ -56,6 +56,74 @@ return bad;
 """
 
 
+# Issue 58: what a page says is whole catalog sentences. Under the pseudo-locale each catalog
+# text is one bracketed group ("[Šíğñ úƥ ···]"), with what fills it in inside. For every
+# element, its own text (its text nodes; a <bdi> or <time> child stands in as ⟦⟧, other
+# children are checked on their own) must be at most one group (two side by side are a prefix
+# glued on) with nothing outside it: not a separator (": ", " · ", " – "), not a value. An
+# element whose own text has no group is data standing alone (a name in <strong>, a language's
+# name in the switcher). The same holds for the document's title and every aria-label. And a
+# person's or operator's value (the `names` passed in) inside any longer text must be isolated
+# for direction: in a <bdi>, or between FSI (U+2068) and PDI (U+2069).
+ASSEMBLED = r"""
+const names = arguments[0], problems = [];
+const FSI = '\u2068', PDI = '\u2069';
+function outside(text) {
+  let rest = text.replace(/\u2068[^\u2068\u2069]*\u2069/g, '⟦⟧');
+  let groups = 0, before;
+  do {
+    before = rest;
+    rest = rest.replace(/\[[^\[\]]*\]/, () => { groups += 1; return '\u0000'; });
+  } while (rest !== before);
+  // Nested groups (a label inside a pattern) count as the one they are inside.
+  const top = (rest.match(/\u0000/g) || []).length;
+  return {top, rest: rest.replace(/\u0000/g, '')};
+}
+function check(text, where) {
+  if (!text || !text.trim()) return;
+  const {top, rest} = outside(text);
+  if (top === 0) return;  // data standing alone
+  if (top > 1) problems.push(where + ': ' + top + ' catalog texts side by side: ' + JSON.stringify(text));
+  if (rest.trim() !== '') problems.push(where + ': assembled outside a catalog text (' + JSON.stringify(rest.trim()) + '): ' + JSON.stringify(text));
+}
+function isolated(text, name) {
+  // Every occurrence between FSI and PDI.
+  let index = text.indexOf(name);
+  while (index >= 0) {
+    const open = text.lastIndexOf(FSI, index), close = text.lastIndexOf(PDI, index);
+    if (open < 0 || close > open) return false;
+    index = text.indexOf(name, index + name.length);
+  }
+  return true;
+}
+for (const el of document.querySelectorAll('body *')) {
+  if (el.closest('template, script, style, [hidden], bdi, time, select, textarea')) continue;
+  let own = '';
+  for (const child of el.childNodes) {
+    if (child.nodeType === Node.TEXT_NODE) own += child.textContent;
+    else if (child.nodeType === Node.ELEMENT_NODE) own += ['BDI', 'TIME'].includes(child.tagName) ? '⟦⟧' : ' ';
+  }
+  const where = el.tagName.toLowerCase() + (el.className && typeof el.className === 'string' ? '.' + el.className.split(' ')[0] : '');
+  check(own, where);
+  for (const name of names) {
+    if (own.includes(name) && own.trim() !== name && !isolated(own, name)) problems.push(where + ': ' + name + ' not isolated in ' + JSON.stringify(own));
+  }
+  const label = el.getAttribute('aria-label');
+  if (label) {
+    check(label, where + '[aria-label]');
+    for (const name of names) {
+      if (label.includes(name) && label.trim() !== name && !isolated(label, name)) problems.push(where + '[aria-label]: ' + name + ' not isolated');
+    }
+  }
+}
+check(document.title, 'title');
+for (const name of names) {
+  if (document.title.includes(name) && !isolated(document.title, name)) problems.push('title: ' + name + ' not isolated');
+}
+return problems;
+"""
+
+
 def english_left(text, allowed=()):
     """Words of four or more plain ASCII letters that are not names: English left untranslated."""
     words = re.findall(r"[^\W\d_]{4,}", text)
@@ -86,9 +154,15 @@ def test_the_pseudo_locale_leaves_no_english_on_any_page(pseudo_server):
         # What the person typed (and its suggested correction) is theirs, not a text of the page.
         assert english_left(driver.execute_script(VISIBLE_TEXT), allowed={"someone", "gmial", "gmail"}) == [], \
             "the sign-up form, live messages included"
+        # Tried to sign up while still unmet: the list of what is missing, each "label: rule"
+        # one catalog sentence.
+        page.button().click()
+        page.until(lambda: driver.find_elements(By.CSS_SELECTOR, "[data-missing-list] li"), "the missing list")
+        assert driver.execute_script(ASSEMBLED, ["LiveSignup"]) == [], "the sign-up form"
         for path in ["/signin?lang=en-xa", "/signin/provider/callback?lang=en-xa"]:
             page.open(server.url + path)
             assert english_left(driver.execute_script(VISIBLE_TEXT)) == [], path
+            assert driver.execute_script(ASSEMBLED, ["LiveSignup"]) == [], path
         # Signed in: the welcome and account pages.
         page.open(f"{server.url}/?lang=en-xa")
         page.until_live()
@@ -101,7 +175,12 @@ def test_the_pseudo_locale_leaves_no_english_on_any_page(pseudo_server):
             page.open(server.url + path)
             # The person's own name and their browser's (a device's label) are data, not texts of the page.
             assert english_left(driver.execute_script(VISIBLE_TEXT), allowed={"pseudo", "person", "chrome", "linux", "headless"}) == [], path
+            assert driver.execute_script(ASSEMBLED, ["pseudo_person", "LiveSignup"]) == [], path
         page.screenshot("pseudo-locale-account")
+        # A wrong address is a page in the person's language too.
+        page.open(f"{server.url}/no/such/page?lang=en-xa")
+        assert english_left(driver.execute_script(VISIBLE_TEXT)) == [], "the 404 page"
+        assert driver.execute_script(ASSEMBLED, ["LiveSignup"]) == [], "the 404 page"
     finally:
         driver.quit()
 
@@ -137,6 +216,69 @@ def test_arabic_japanese_and_polish_pages_pass_axe_and_nothing_overflows(server,
             page.screenshot(f"languages-{tag}-{path.strip('/').replace('/', '-')}")
     finally:
         driver.quit()
+
+
+# Where a name stands in the sentence that holds it: the rectangles of the name, of its first
+# and last letters, and of the sentence's words before it, and the element's direction.
+NAME_POSITION = r"""
+const name = arguments[0];
+const el = [...document.querySelectorAll('main p, main h1, main h2')].find(e => e.textContent.includes(name) && e.textContent.trim() !== name);
+if (!el) return null;
+const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+let node = null;
+while (walker.nextNode()) { if (walker.currentNode.textContent.includes(name)) { node = walker.currentNode; break; } }
+const at = node.textContent.indexOf(name);
+function rect(start, end) { const r = document.createRange(); r.setStart(node, start); r.setEnd(node, end); return r.getBoundingClientRect().toJSON(); }
+// The words before the name in the sentence: in its own text node, or the text before the <bdi>.
+let before = null;
+const leading = node.textContent.slice(0, at).replace(/[\s\u2068]+$/, '');
+if (leading.trim()) before = rect(0, leading.length);
+return {dir: getComputedStyle(el).direction, name: rect(at, at + name.length), first: rect(at, at + 1),
+        last: rect(at + name.length - 1, at + name.length), before, text: el.textContent};
+"""
+
+
+def test_latin_names_keep_their_place_in_arabic_and_every_page_passes_axe_in_arabic_and_japanese(server):
+    """Issue 58. In Arabic, a Latin username inside a sentence stays whole, reads left to right
+    and stands where the sentence puts it (after the Arabic words before it: to their left);
+    the service's Latin name is isolated in the title. axe finds nothing in Arabic or Japanese
+    on any page this suite visits, the 404 page included."""
+    for tag in ["ar", "ja"]:
+        driver = make_driver(javascript=True)
+        page = Page(driver)
+        username = f"grace_hopper_{tag}"
+        try:
+            for path in ["/", "/signin", "/signin/provider/callback", "/recover", "/no/such/page"]:
+                page.open(f"{server.url}{path}?lang={tag}")
+                assert f'lang="{tag}"' in driver.page_source, path
+                audit(page, f"issue58-{tag}-{path.strip('/').replace('/', '-') or 'signup'}")
+                assert driver.execute_script(ASSEMBLED, ["LiveSignup"]) == [], path
+            page.open(f"{server.url}/?lang={tag}")
+            page.until_live()
+            page.fill_valid(username)
+            page.until(lambda: page.submit_enabled() == "true", "the form is complete")
+            page.button().click()
+            page.until(lambda: "/welcome" in driver.current_url, "signed up")
+            for path in ["/welcome", "/account", "/account/delete", "/account/password", "/account/second-factor",
+                         "/account/email"]:
+                page.open(f"{server.url}{path}?lang={tag}")
+                audit(page, f"issue58-{tag}-{path.strip('/').replace('/', '-')}")
+                assert driver.execute_script(ASSEMBLED, [username, "LiveSignup"]) == [], path
+            if tag == "ar":
+                page.open(f"{server.url}/account?lang=ar")
+                assert "\u2068LiveSignup\u2069" in driver.title, driver.title
+                where = driver.execute_script(NAME_POSITION, username)
+                assert where is not None, "the account page names the person in a sentence"
+                assert where["dir"] == "rtl", where
+                assert where["first"]["x"] < where["last"]["x"], ("the name reads left to right, whole", where)
+                assert where["before"] is not None, where
+                same_line = abs(where["before"]["top"] - where["name"]["top"]) < where["name"]["height"]
+                if same_line:
+                    assert where["name"]["right"] <= where["before"]["left"] + 1, \
+                        ("the Arabic words before the name stand to its right", where)
+                page.screenshot("issue58-arabic-account-latin-name")
+        finally:
+            driver.quit()
 
 
 def test_counts_take_each_languages_plural_form(server):
@@ -181,3 +323,11 @@ def test_mails_in_every_language_are_valid_mime_with_their_content_language(mail
         assert re.search(r"^\s+\d{6}\s*$", text, re.M), f"{tag}: the code"
         assert not re.search(r"\{[a-z_]+[,}]", text), f"{tag}: every placeholder filled in"
         assert str(parsed["Subject"]).strip(), tag
+        html = next(part.get_content() for part in parsed.walk() if part.get_content_type() == "text/html")
+        direction = "rtl" if tag == "ar" else "ltr"
+        # Issue 58: mail clients keep the body's elements, not <html>: each says its direction.
+        assert f'<div dir="{direction}" lang="{tag}"' in html, tag
+        for block in re.findall(r"<(?:p|h1)\b[^>]*>", html):
+            assert f'dir="{direction}"' in block or "data-code" in block, (tag, block)
+        # The service's name, isolated for direction in the plain text.
+        assert "\u2068LiveSignup\u2069" in text, tag

@@ -201,7 +201,7 @@ final class AccountChangeTests: XCTestCase {
         XCTAssertEqual(new.status, 303)
 
         let notices = try await mails(to: "mover@example.org", count: 1)
-        XCTAssertEqual(notices.last?.subject, "Your LiveSignup password was changed")
+        XCTAssertEqual(notices.last?.subject, "Your \u{2068}LiveSignup\u{2069} password was changed", "the name isolated for direction")
         XCTAssertTrue(notices.last?.text.contains("changed on its account page") == true)
         XCTAssertFalse(notices.last?.text.contains("Brand-New") == true, "never the password")
         XCTAssertEqual(try webhooks(), ["account.password_changed"])

@@ -91,7 +91,7 @@ final class AccountPageTests: XCTestCase {
         XCTAssertEqual(handles.count, 2, "a sign-out button for each other browser, none for this one")
 
         // The phone's handle: the entry that names Safari.
-        let phoneEntry = try XCTUnwrap(page.body.firstMatch(of: #/data-device="([0-9a-f]{16})">\s*<p class="device-name"><strong>Safari/#))
+        let phoneEntry = try XCTUnwrap(page.body.firstMatch(of: #/data-device="([0-9a-f]{16})">\s*<p class="device-name"><strong><bdi>Safari/#))
         let ended = try await server.request("POST", "/account/sessions/end",
                                              body: FormURLEncoder.encode([("session", String(phoneEntry.1))]),
                                              headers: ["Cookie": laptop])

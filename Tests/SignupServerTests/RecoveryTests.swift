@@ -214,7 +214,7 @@ final class RecoveryTests: XCTestCase {
         let answer6 = try await signIn("forgetful", "Another-Cobol-1960").status
         XCTAssertEqual(answer6, 303)
         let notice = try await mailed(to: "forgetful@example.org", count: 3)
-        XCTAssertEqual(notice.message.subject, "Your LiveSignup password was changed")
+        XCTAssertEqual(notice.message.subject, "Your \u{2068}LiveSignup\u{2069} password was changed")
         XCTAssertEqual(notice.code, "", "a notice carries no code")
 
         // Used once: the code and the form's secret both lead nowhere now.

@@ -147,8 +147,8 @@ final class SecondFactorGuessingTests: XCTestCase {
 
         // The owner was warned at three wrong codes in a row and told at the lock.
         let told = await mails(to: "target@example.org", count: 2)
-        XCTAssertEqual(told.map(\.subject), ["Wrong sign-in codes for your LiveSignup account",
-                                             "Codes from your app are blocked for your LiveSignup account"], "\(told.map(\.subject))")
+        XCTAssertEqual(told.map(\.subject), ["Wrong sign-in codes for your \u{2068}LiveSignup\u{2069} account",
+                                             "Codes from your app are blocked for your \u{2068}LiveSignup\u{2069} account"], "\(told.map(\.subject))")
         XCTAssertTrue(told[1].text.contains("10 wrong codes in a row"), told[1].text)
         XCTAssertTrue(mail.messages(to: "bystander@example.org").isEmpty, "nothing to the bystander")
         let webhooks = try server.store.claimDueEvents(channel: .webhook, at: clock.now.addingTimeInterval(86_400 * 2), limit: 100,

@@ -33,7 +33,7 @@ final class SignInTests: XCTestCase {
         XCTAssertEqual(response.headers["location"], "/welcome")
         let cookie = try XCTUnwrap(response.headers["set-cookie"]?.split(separator: ";").first.map(String.init))
         let welcome = try await server.request("GET", "/welcome", headers: ["Cookie": cookie])
-        XCTAssertTrue(welcome.body.contains("Welcome, Grace!"))
+        XCTAssertTrue(welcome.body.contains("Welcome, <bdi>Grace</bdi>!"), "the name isolated for direction")
     }
 
     func testWrongPasswordUnknownNameAndReservedNameAllFailAlike() async throws {

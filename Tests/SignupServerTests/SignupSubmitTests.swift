@@ -44,7 +44,7 @@ final class SignupSubmitTests: XCTestCase {
 
         let welcome = try await server.request("GET", "/welcome", headers: ["Cookie": cookie])
         XCTAssertEqual(welcome.status, 200)
-        XCTAssertTrue(welcome.body.contains("Welcome, Ada_Lovelace!"))
+        XCTAssertTrue(welcome.body.contains("Welcome, <bdi>Ada_Lovelace</bdi>!"))
 
         let stored = try XCTUnwrap(try server.store.account(named: "ada_lovelace"))
         XCTAssertEqual(stored.username, "Ada_Lovelace")

@@ -29,6 +29,15 @@ int32_t message_plural_categories(const char *locale, char *out, int32_t capacit
 /// The plural category of `number` in `locale` ("one", "few", …) into `out`; the length, or -1.
 int32_t message_plural_category(const char *locale, double number, char *out, int32_t capacity);
 
+/// `milliseconds` since 1970 as the language writes a date and time: ICU's own pattern for
+/// the skeleton "yMMMdjmmz" in `locale` (day, abbreviated month, year, the language's hour
+/// cycle, the zone where the language puts it), in `zone` ("UTC"). The length, or -1.
+int32_t message_format_date(double milliseconds, const char *locale, const char *zone, char *out, int32_t capacity);
+
+/// `items` (UTF-8) joined as the language joins a list ("a, b, and c", "a、b和c"): ICU's
+/// ListFormatter for `locale`. The length, or -1.
+int32_t message_format_list(const char *locale, const char *const *items, int32_t count, char *out, int32_t capacity);
+
 #ifdef __cplusplus
 }
 #endif

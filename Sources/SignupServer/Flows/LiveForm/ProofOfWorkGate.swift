@@ -129,8 +129,7 @@ extension RequestContext {
         switch refusal {
         case .overBudget(let exceeded):
             refusals.count(exceeded)
-            return text(signingIn ? "signin.no_javascript" : "error.no_javascript")
-                .replacingOccurrences(of: "{wait}", with: waitPhrase(exceeded.retryAfterSeconds))
+            return text(signingIn ? "signin.no_javascript" : "error.no_javascript", ["wait": .text(waitPhrase(exceeded.retryAfterSeconds))])
         case .storeUnavailable:
             return text(signingIn ? "signin.unavailable" : "error.unavailable")
         case .proof(let reason):

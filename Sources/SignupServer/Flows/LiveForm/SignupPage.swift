@@ -98,8 +98,8 @@ extension SignupPage: PageView {
         // Through a provider: its step where the passkey's would be, and no password fields.
         let providerStep: [String: Any]? = page.provider.map { name in
             let state = page.requirementStates[policy.providerSignedIn.id] ?? .met
-            return ["label": text("provider.step_label").replacingOccurrences(of: "{provider}", with: name),
-                    "hint": text("provider.step_hint").replacingOccurrences(of: "{provider}", with: name),
+            return ["labelHTML": text.html("provider.step_label", ["provider": .name(name)]),
+                    "hintHTML": text.html("provider.step_hint", ["provider": .name(name)]),
                     "requirement": ["id": policy.providerSignedIn.id, "text": policy.providerSignedIn.text,
                                     "state": state.rawValue, "stateText": text("state.\(state.rawValue)")]]
         }
@@ -182,7 +182,7 @@ extension SignupPage: PageView {
             // The switcher leads to the form's own page (a page sent back after a post is at /signup).
             "languageLinks": context.renderer.languageLinks(language, path: accountForm?.action ?? "/"),
             "title": title,
-            "pageTitle": page.hasErrors ? text("page.error_prefix") + title : title,
+            "pageTitle": page.hasErrors ? text("page.error_title", ["title": .text(title)]) : title,
             "hasErrors": page.hasErrors,
             "errors": page.errors.map { ["field": $0.field.rawValue, "message": $0.message] },
             "selectPlaceholder": text("field.select.placeholder"),
@@ -199,8 +199,7 @@ extension SignupPage: PageView {
             // the page's script asks for a fresh live session.
             "accountForm": accountForm.map { form -> [String: Any] in
                 ["username": form.username,
-                 "lead": text(form.lead).replacingOccurrences(of: "{username}", with: form.username)
-                    .replacingOccurrences(of: "{email}", with: form.currentEmail),
+                 "leadHTML": text.html(form.lead, ["username": .name(form.username), "email": .name(form.currentEmail)]),
                  "asksCurrentPassword": form.asksCurrentPassword,
                  "currentPasswordMessage": form.currentPasswordMessage,
                  "currentPasswordInvalid": !form.currentPasswordMessage.isEmpty,

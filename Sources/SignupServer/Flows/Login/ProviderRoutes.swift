@@ -130,7 +130,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
             let cancelled = error == "access_denied"
             metrics.provider(provider.id, cancelled ? "cancelled" : "refused")
             let message = cancelled ? request.text("provider.error.cancelled")
-                : request.text("provider.error.refused").replacingOccurrences(of: "{error}", with: String(error.prefix(60)))
+                : request.text("provider.error.refused", ["error": .name(String(error.prefix(60)))])
             return problem(request, provider, message: message, code: cancelled ? "cancelled" : "provider_error",
                            status: cancelled ? .forbidden : .badGateway, cookies: [clearFlow])
         }
@@ -361,10 +361,10 @@ struct ProviderRoutes: Sendable, ServicesReader {
             return problem(request, provider, "provider.error.unreachable", code: "provider_unreachable", status: .badGateway,
                            cookies: extra)
         case .codeRefused(let code):
-            let message = request.text("provider.error.refused").replacingOccurrences(of: "{error}", with: code)
+            let message = request.text("provider.error.refused", ["error": .name(code)])
             return problem(request, provider, message: message, code: "code_refused", status: .badRequest, cookies: extra)
         default:
-            let message = request.text("provider.error.untrusted").replacingOccurrences(of: "{reason}", with: error.reason)
+            let message = request.text("provider.error.untrusted", ["reason": .name(error.reason)])
             return problem(request, provider, message: message, code: error.reason, status: .badRequest, cookies: extra)
         }
     }
@@ -384,8 +384,8 @@ struct ProviderRoutes: Sendable, ServicesReader {
         let name = provider?.name ?? request.text("provider.generic_name")
         var headers = HTTPHeaders()
         for cookie in extra { headers.add("Set-Cookie", cookie) }
-        return request.pages.problem(title: request.text("provider.error_title").replacingOccurrences(of: "{provider}", with: name),
-                                     message: message.replacingOccurrences(of: "{provider}", with: name),
+        return request.pages.problem(title: request.text("provider.error_title", ["provider": .name(name)]),
+                                     message: request.language.filled(message, ["provider": .name(name)]),
                                      code: code, linkURL: "/signin" + PageRenderer.languageQuery(request.language),
                                      linkText: request.text("provider.back"), status: status, headers: headers)
     }

@@ -44,7 +44,7 @@ extension SecondFactorPage: PageView {
             title = text("second_factor.signin_title")
             context["signIn"] = true
         }
-        context["pageTitle"] = page.error == nil ? title : text("page.error_prefix") + title
+        context["pageTitle"] = context.title(title, failed: page.error != nil)
         context["heading"] = title
         context["hasError"] = page.error != nil
         context["errorMessage"] = page.error ?? ""

@@ -179,14 +179,14 @@ struct SecondFactorRoutes: Sendable, ServicesReader {
     /// 429 in the page's words, with when to try again.
     func tooManyCodes(_ request: RequestContext, _ exceeded: LimitExceeded, page: SecondFactorPage.Mode) -> HTTPResponse {
         refusals.count(exceeded)
-        let message = request.text("signin.too_many").replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds))
+        let message = request.text("signin.too_many", ["wait": .text(request.waitPhrase(exceeded.retryAfterSeconds))])
         var response = render(request, .init(mode: page, error: message), status: .tooManyRequests)
         response.headers.add("Retry-After", String(exceeded.retryAfterSeconds))
         return response
     }
 
     func wrongCodeText(_ request: RequestContext) -> String {
-        request.text("second_factor.wrong").replacingOccurrences(of: "{service}", with: request.policy.settings.serviceName)
+        request.text("second_factor.wrong")
     }
 
     /// "Your device's clock is about 120 seconds ahead…": what no identity server says.

@@ -46,7 +46,7 @@ struct WelcomePage: PageView {
     func fill(_ context: inout PageContext) {
         let text = context.text
         context["pageTitle"] = text("welcome.title")
-        context["heading"] = text("welcome.heading").replacingOccurrences(of: "{name}", with: username)
+        context["headingHTML"] = text.html("welcome.heading", ["name": .name(username)])
         context["passkeyScriptURL"] = context.assets.url(for: "passkey.js")
         context["passkeys"] = passkeys ?? -1
         context["hasPasskeys"] = (passkeys ?? 0) > 0

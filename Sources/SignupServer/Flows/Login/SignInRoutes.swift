@@ -172,8 +172,7 @@ struct SignInRoutes: Sendable, ServicesReader {
         }
         refusals.count(exceeded)
         return signInPage(request, username: username,
-                          error: request.text("signin.too_many")
-                            .replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds)),
+                          error: request.text("signin.too_many", ["wait": .text(request.waitPhrase(exceeded.retryAfterSeconds))]),
                           status: .tooManyRequests,
                           headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds))]))
     }
@@ -220,8 +219,7 @@ struct SignInRoutes: Sendable, ServicesReader {
                 // sign-out it refuses (a rendered page cost a debug build 3 ms, the read 0.4),
                 // and the dead cookie is cleared all the same.
                 refusals.count(exceeded)
-                let message = request.text("error.slow_down")
-                    .replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds))
+                let message = request.text("error.slow_down", ["wait": .text(request.waitPhrase(exceeded.retryAfterSeconds))])
                 var response = HTTPResponse(status: .tooManyRequests, contentType: "text/plain; charset=utf-8",
                                             body: Array(message.utf8),
                                             headers: HTTPHeaders([("Retry-After", String(exceeded.retryAfterSeconds)),

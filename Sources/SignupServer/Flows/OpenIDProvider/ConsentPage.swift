@@ -14,11 +14,10 @@ struct ConsentPage: PageView {
 
     func fill(_ context: inout PageContext) {
         let text = context.text
-        let title = text("consent.title").replacingOccurrences(of: "{client}", with: client.name)
+        let title = text("consent.title", ["client": .name(client.name)])
         context["pageTitle"] = title
-        context["heading"] = title
-        context["lead"] = text("consent.lead").replacingOccurrences(of: "{username}", with: username)
-            .replacingOccurrences(of: "{client}", with: client.name)
+        context["headingHTML"] = text.html("consent.title", ["client": .name(client.name)])
+        context["leadHTML"] = text.html("consent.lead", ["username": .name(username), "client": .name(client.name)])
         context["clientID"] = client.id
         context["scopes"] = scopes.map { ["scope": $0, "text": text("consent.scope.\($0)")] }
         context["request"] = request

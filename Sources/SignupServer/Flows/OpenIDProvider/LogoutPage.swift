@@ -12,6 +12,7 @@ struct LogoutPage: PageView {
     var fields: [(name: String, value: String)] = []
 
     func fill(_ context: inout PageContext) {
+        context["pageTitle"] = context.text("logout.title")
         context["done"] = done
         context["fields"] = fields.map { ["name": $0.name, "value": $0.value] }
     }

@@ -27,7 +27,7 @@ extension RecoverPage: PageView {
         let text = context.text
         let heading = page.recoveryToken == nil ? text("recover.title") : text("recover.code_title")
         let error = page.fieldError.isEmpty ? page.formError : page.fieldError
-        context["pageTitle"] = error.isEmpty ? heading : text("page.error_prefix") + heading
+        context["pageTitle"] = context.title(heading, failed: !error.isEmpty)
         context["heading"] = heading
         context["hasError"] = !error.isEmpty
         context["errorMessage"] = error

@@ -400,8 +400,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
             return asked(message, status)
         case .limited(let exceeded):
             refusals.count(exceeded)
-            var response = newPasswordPage(request, account: account, codeMessage: request.text("signin.too_many")
-                .replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds)), status: .tooManyRequests)
+            var response = newPasswordPage(request, account: account, codeMessage: request.text("signin.too_many", ["wait": .text(request.waitPhrase(exceeded.retryAfterSeconds))]), status: .tooManyRequests)
             response.headers.add("Retry-After", String(exceeded.retryAfterSeconds))
             return .answer(response)
         case .unavailable(let error):
@@ -506,8 +505,7 @@ struct RecoveryRoutes: Sendable, ServicesReader {
         switch refusal {
         case .overBudget(let exceeded):
             refusals.count(exceeded)
-            return request.text("recover.no_javascript")
-                .replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds))
+            return request.text("recover.no_javascript", ["wait": .text(request.waitPhrase(exceeded.retryAfterSeconds))])
         case .storeUnavailable:
             return request.text("error.unavailable")
         case .proof(let reason):

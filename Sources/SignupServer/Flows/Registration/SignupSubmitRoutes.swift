@@ -55,8 +55,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
                 metrics.signup(.invalid)
                 return rerender(Submission(request), values: Self.typedValues(request), evaluation: nil, token: form["token"],
                                 status: .unprocessableContent,
-                                formError: request.text("provider.error.expired_signup")
-                                    .replacingOccurrences(of: "{provider}", with: request.text("provider.generic_name")))
+                                formError: request.text("provider.error.expired_signup", ["provider": .text(request.text("provider.generic_name"))]))
             }
             submission.identity = (identity, provider)
         }
@@ -190,8 +189,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
             guard provedByProvider || proofs == nil else {
                 metrics.signup(.invalid)
                 return rerender(submission, values: values, evaluation: evaluation, token: token, status: .forbidden,
-                                formError: submission.request.text("provider.error.needs_proof")
-                                    .replacingOccurrences(of: "{provider}", with: submission.identity?.provider.name ?? ""))
+                                formError: submission.request.text("provider.error.needs_proof", ["provider": .name(submission.identity?.provider.name ?? "")]))
             }
             return finishSignup(submission, .success(Account.unusablePasswordHash), values: values, token: token,
                                 session: session, passkey: nil, provedAt: provedByProvider ? now() : nil)
@@ -288,8 +286,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
         } catch ProviderLinkError.linkedElsewhere {
             metrics.signup(.invalid)
             return rerender(submission, values: values, evaluation: nil, token: token, status: .conflict,
-                            formError: request.text("provider.error.linked_elsewhere")
-                                .replacingOccurrences(of: "{provider}", with: submission.identity?.provider.name ?? ""))
+                            formError: request.text("provider.error.linked_elsewhere", ["provider": .name(submission.identity?.provider.name ?? "")]))
         } catch PasskeyError.credentialExists {
             metrics.signup(.invalid)
             return rerender(submission, values: values, evaluation: nil, token: token, status: .conflict,
@@ -338,8 +335,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
                                                  code: "other_browser", status: .forbidden)
                 }
                 values[.username] = pending.username
-                errors = [(.email, request.text("verify.change_hint")
-                    .replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email)))]
+                errors = [(.email, request.text("verify.change_hint", ["address": .name(EmailAddress.masked(pending.email))]))]
                 try store.cancelPendingSignup(formToken: token)
                 submission.returnTarget = returnTo.validated(pending.returnTo, for: request.http)
             }
@@ -408,8 +404,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
         return rerender(submission, values: values, evaluation: nil,
                         token: token.flatMap { sessions.isGenuine($0) ? $0 : nil },
                         status: .tooManyRequests, retryAfter: exceeded.retryAfterSeconds,
-                        formError: request.text("error.slow_down")
-                            .replacingOccurrences(of: "{wait}", with: request.waitPhrase(exceeded.retryAfterSeconds)))
+                        formError: request.text("error.slow_down", ["wait": .text(request.waitPhrase(exceeded.retryAfterSeconds))]))
     }
 
     /// The sign-up page again, with the person's username and email (never passwords), an

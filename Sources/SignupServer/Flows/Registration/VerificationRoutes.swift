@@ -97,8 +97,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
         guard let pending else { return expired(request) }
         let page = VerifyPage(
             heading: request.text("verify.link_title"),
-            lead: request.text("verify.link_lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email))
-                .replacingOccurrences(of: "{username}", with: pending.username),
+            lead: request.text("verify.link_lead", ["address": .name(EmailAddress.masked(pending.email)), "username": .name(pending.username)]),
             token: nil, confirmsLink: true)
         return verifyPage(request, page, status: .ok)
     }
@@ -239,15 +238,14 @@ struct VerificationRoutes: Sendable, ServicesReader {
             if waited < settings.resendCooldown {
                 let wait = Int((settings.resendCooldown - waited).rounded(.up))
                 refusals.count(LimitExceeded(limit: .mails, retryAfter: TimeInterval(wait)))
-                return codePage(request, pending, formError: text("verify.resend_wait").replacingOccurrences(of: "{wait}", with: waitPhrase(wait)),
+                return codePage(request, pending, formError: request.text("verify.resend_wait", ["wait": .text(waitPhrase(wait))]),
                                 status: .tooManyRequests, retryAfter: wait)
             }
             do throws(LimitExceeded) {
                 try proofs.admitMail(to: pending.email, client: request.clientKey)
             } catch {
                 refusals.count(error)
-                return codePage(request, pending, formError: text("verify.too_many_mails")
-                                    .replacingOccurrences(of: "{wait}", with: waitPhrase(error.retryAfterSeconds)),
+                return codePage(request, pending, formError: request.text("verify.too_many_mails", ["wait": .text(waitPhrase(error.retryAfterSeconds))]),
                                 status: .tooManyRequests, retryAfter: error.retryAfterSeconds)
             }
             guard try proofs.renew(pending, language: language) else { return expired(request) }
@@ -283,7 +281,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
         let clientKey = request.clientKey
         var page = VerifyPage(
             heading: request.text("verify.title"),
-            lead: request.text("verify.lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(pending.email)),
+            lead: request.text("verify.lead", ["address": .name(EmailAddress.masked(pending.email))]),
             token: pending.formToken)
         page.code = code
         page.notice = notice

@@ -27,9 +27,8 @@ extension VerifyPage: PageView {
 
     func fill(_ context: inout PageContext) {
         let page = self, language = context.language, assets = context.assets
-        let text = context.text
         let error = page.fieldError.isEmpty ? page.formError : page.fieldError
-        context["pageTitle"] = error.isEmpty ? page.heading : text("page.error_prefix") + page.heading
+        context["pageTitle"] = context.title(page.heading, failed: !error.isEmpty)
         context["heading"] = page.heading
         context["lead"] = page.lead
         // Absent, not "", where a section is not shown: Mustache shows one for any string.

@@ -86,8 +86,7 @@ struct AccountChangeRoutes: Sendable, ServicesReader {
             return respond(refusals.storeUnavailable(request, StorageFault("the shared limit on password guesses could not be read")))
         } catch {
             refusals.count(error)
-            var response = newPasswordPage(request, account, currentPasswordMessage: request.text("signin.too_many")
-                .replacingOccurrences(of: "{wait}", with: request.waitPhrase(error.retryAfterSeconds)), status: .tooManyRequests)
+            var response = newPasswordPage(request, account, currentPasswordMessage: request.text("signin.too_many", ["wait": .text(request.waitPhrase(error.retryAfterSeconds))]), status: .tooManyRequests)
             response.headers.add("Retry-After", String(error.retryAfterSeconds))
             return respond(response)
         }

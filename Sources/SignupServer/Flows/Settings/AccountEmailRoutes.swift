@@ -88,8 +88,7 @@ struct AccountEmailRoutes: Sendable, ServicesReader {
             try limiters.mailsPerAddress.admit(request.clientKey)
         } catch {
             refusals.count(error)
-            var response = addressPage(request, account, formError: request.text("recover.too_many")
-                .replacingOccurrences(of: "{wait}", with: request.waitPhrase(error.retryAfterSeconds)), status: .tooManyRequests)
+            var response = addressPage(request, account, formError: request.text("recover.too_many", ["wait": .text(request.waitPhrase(error.retryAfterSeconds))]), status: .tooManyRequests)
             response.headers.add("Retry-After", String(error.retryAfterSeconds))
             return response
         }

@@ -73,36 +73,18 @@ struct AccountPage {
 }
 
 extension AccountPage {
-    /// A time as the account page shows it: in UTC, in the language's own order of day,
-    /// month and time (the server does not know the person's zone, and says which one it shows).
-    static func time(_ date: Date, language: Languages.Language) -> String {
-        // One formatter per language, made once (making one costs far more than using it: the
-        // account page's stream formatted two new ones per device line, issue 52), used under
-        // a lock because Foundation's formatters are not documented as thread-safe here.
-        timeFormatters.withLock { formatters in
-            let formatter = formatters[language.tag] ?? {
-                let made = DateFormatter()
-                made.locale = Locale(identifier: language.tag)
-                made.timeZone = TimeZone(identifier: "UTC")
-                made.dateStyle = .medium
-                made.timeStyle = .short
-                formatters[language.tag] = made
-                return made
-            }()
-            return formatter.string(from: date) + " UTC"
-        }
+    /// A device's line on the account page, and in its stream's `devices` events: one sentence
+    /// of the language's (`account.device_details…`), the network and dates filled in. As HTML
+    /// for the page (the dates in `<time>`, the network in `<bdi>`), as text for the stream.
+    static func deviceDetails(network: String, began: Date, lastUsed: Date, language: Languages.Language, html: Bool) -> String {
+        let text = language.catalog[network.isEmpty ? "account.device_details" : "account.device_details_network"] ?? ""
+        let values: [String: MessageValue] = ["network": .name(network), "began": .date(began), "last_used": .date(lastUsed)]
+        return html ? HTMLSentence.fill(text, values, language: language.tag) : language.filled(text, values)
     }
 
-    /// By language tag; bounded by the languages the server has.
-    private static let timeFormatters = Locked<[String: DateFormatter]>([:])
-
-    /// "Network 203.0.113.0/24 · signed in … · last used …": a device's line on the account
-    /// page, and in its stream's `devices` events.
-    static func deviceDetails(network: String, began: Date, lastUsed: Date, language: Languages.Language) -> String {
-        func text(_ key: String) -> String { language.catalog[key] ?? key }
-        return (network.isEmpty ? "" : "\(text("account.network")) \(network) · ")
-            + "\(text("account.began")) \(time(began, language: language)) · "
-            + "\(text("account.last_used")) \(time(lastUsed, language: language))"
+    /// The sign-out button's name for a screen reader: which device, and when it was last used.
+    static func endLabel(device: String, lastUsed: Date, language: Languages.Language) -> String {
+        language.filled(language.catalog["account.end_label"] ?? "", ["device": .name(device), "last_used": .date(lastUsed)])
     }
 }
 
@@ -112,38 +94,33 @@ extension AccountPage: PageView {
     func fill(_ context: inout PageContext) {
         let page = self, language = context.language, assets = context.assets
         let text = context.text
-        let iso = ISO8601DateFormatter()
-        func when(_ date: Date) -> [String: String] { ["iso": iso.string(from: date), "text": Self.time(date, language: language)] }
         let title = text("account.title")
-        context["pageTitle"] = page.error == nil ? title : text("page.error_prefix") + title
+        context["pageTitle"] = context.title(title, failed: page.error != nil)
         context["heading"] = title
-        context["lead"] = text("account.lead").replacingOccurrences(of: "{name}", with: page.username)
+        context["leadHTML"] = text.html("account.lead", ["name": .name(page.username)])
         context["notice"] = page.notice
         context["hasError"] = page.error != nil
         context["errorMessage"] = page.error ?? ""
         context["sessionField"] = AccountRoutes.sessionField
         if let openUntil = page.openUntil {
-            let time = when(openUntil)
             // The countdown's words for each minute left, in the language's plural forms (the
             // page's script picks one; it has no plural rules of its own).
             let byMinute = (0...60).map { text("account.unlocked_remaining").filled(["minutes": .number($0)], in: language) }
             let json = (try? JSONSerialization.data(withJSONObject: byMinute)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
-            context["openUntil"] = ["iso": time["iso"]!, "text": text("account.unlocked").replacingOccurrences(of: "{time}", with: time["text"]!),
+            context["openUntil"] = ["iso": ISO8601DateFormatter().string(from: openUntil), "text": text("account.unlocked", ["time": .date(openUntil)]),
                                     "remaining": text("account.unlocked_remaining"), "remainingByMinute": json]
         }
         context["asksToConfirm"] = page.openUntil == nil
         context["username"] = page.username
         context["confirmsWithPassword"] = page.confirmsWithPassword
         context["devices"] = page.devices.map { device -> [String: Any] in
-            [
+            let name = device.device.isEmpty ? text("account.unknown_device") : device.device
+            return [
                 "handle": device.handle,
-                "device": device.device.isEmpty ? text("account.unknown_device") : device.device,
-                "network": device.network,
-                "hasNetwork": !device.network.isEmpty,
-                "began": when(device.began),
-                "lastUsed": when(device.lastUsed),
-                "details": Self.deviceDetails(network: device.network, began: device.began, lastUsed: device.lastUsed,
-                                              language: language),
+                "device": name,
+                "detailsHTML": Self.deviceDetails(network: device.network, began: device.began, lastUsed: device.lastUsed,
+                                                  language: language, html: true),
+                "endLabel": Self.endLabel(device: name, lastUsed: device.lastUsed, language: language),
                 "isThisBrowser": device.isThisBrowser,
             ]
         }
@@ -151,7 +128,7 @@ extension AccountPage: PageView {
         context["hasPassword"] = page.hasPassword
         context["offersEmailChange"] = page.offersEmailChange
         context["offersSecondFactor"] = page.offersSecondFactor
-        context["emailNow"] = text("account.email_now").replacingOccurrences(of: "{email}", with: page.email)
+        context["emailNowHTML"] = text.html("account.email_now", ["email": .name(page.email)])
         context["continuation"] = page.continuation?.rawValue ?? ""
         context["continueField"] = RecentSignIn.Continuation.field
         context["passkeyField"] = AccountRoutes.passkeyField
@@ -167,16 +144,15 @@ extension AccountPage: PageView {
         }
         context["linkedProviders"] = page.linkedProviders.map { entry -> [String: Any] in
             ["id": entry.id, "name": entry.name, "email": entry.email, "issuer": entry.issuer, "subject": entry.subject,
-             "linkedAt": text("account.provider_linked_at").replacingOccurrences(of: "{date}",
-                                                                                 with: Self.time(entry.linked, language: language)),
+             "detailsHTML": text.html("account.provider_details", ["email": .name(entry.email), "date": .date(entry.linked)]),
              "isLastWayIn": entry.isLastWayIn]
         }
         context["linkableProviders"] = page.linkableProviders.map { provider -> [String: String] in
-            ["id": provider.id, "label": text("account.provider_link").replacingOccurrences(of: "{provider}", with: provider.name)]
+            ["id": provider.id, "labelHTML": text.html("account.provider_link", ["provider": .name(provider.name)])]
         }
         // An account without a password confirms who it is with a provider it has linked.
         context["confirmProviders"] = page.linkedProviders.map { entry -> [String: String] in
-            ["id": entry.id, "label": text("provider.continue").replacingOccurrences(of: "{provider}", with: entry.name)]
+            ["id": entry.id, "labelHTML": text.html("provider.continue", ["provider": .name(entry.name)])]
         }
         context["hasPasskeys"] = !page.passkeys.isEmpty
         context["passkeyCount"] = page.passkeys.count
@@ -186,8 +162,9 @@ extension AccountPage: PageView {
             [
                 "handle": passkey.handle,
                 "name": passkey.name,
-                "created": when(passkey.created),
-                "lastUsed": passkey.lastUsed.map(when) ?? false,
+                "detailsHTML": passkey.lastUsed.map { text.html("account.passkey_details", ["created": .date(passkey.created), "last_used": .date($0)]) }
+                    ?? text.html("account.passkey_details_unused", ["created": .date(passkey.created)]),
+                "removeLabel": text("account.passkey_remove_label", ["name": .name(passkey.name)]),
                 "kind": text(passkey.isSynced ? "account.passkey_synced" : "account.passkey_device_bound"),
                 "isLastWayIn": passkey.isLastWayIn,
             ]

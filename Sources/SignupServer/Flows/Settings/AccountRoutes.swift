@@ -63,10 +63,10 @@ struct AccountRoutes: Sendable, ServicesReader {
             notice = request.text("account.passkey_\(done)")
         } else if request.http.queryValue("application") == "revoked", let id = request.http.queryValue("client") {
             let name = applications.server.clients[id]?.declaration.name ?? id
-            notice = request.text("account.apps_revoked").replacingOccurrences(of: "{client}", with: name)
+            notice = request.text("account.apps_revoked", ["client": .name(name)])
         } else if let done = request.http.queryValue("provider"), ["linked", "unlinked"].contains(done),
                   let provider = request.http.queryValue("name").flatMap({ providers[$0] }) {
-            notice = request.text("account.provider_\(done)").replacingOccurrences(of: "{provider}", with: provider.name)
+            notice = request.text("account.provider_\(done)", ["provider": .name(provider.name)])
         } else {
             notice = nil
         }
@@ -148,8 +148,7 @@ struct AccountRoutes: Sendable, ServicesReader {
             return refusals.storeUnavailable(request, StorageFault("the shared limit on password guesses could not be read"))
         } catch {
             refusals.count(error)
-            var response = accountPage(request, account, error: request.text("signin.too_many")
-                .replacingOccurrences(of: "{wait}", with: request.waitPhrase(error.retryAfterSeconds)), continuation: continuation,
+            var response = accountPage(request, account, error: request.text("signin.too_many", ["wait": .text(request.waitPhrase(error.retryAfterSeconds))]), continuation: continuation,
                 status: .tooManyRequests)
             response.headers.add("Retry-After", String(error.retryAfterSeconds))
             return response
@@ -225,7 +224,7 @@ struct AccountRoutes: Sendable, ServicesReader {
         }
         let time = now()
         let name = Self.displayName(of: passkey, among: passkeys, request)
-        let events = try announcer.events(.passkeyRemoved, webhook: "account.passkey_removed", for: account, detail: name,
+        let events = try announcer.events(.passkeyRemoved, webhook: "account.passkey_removed", for: account, detail: .name(name),
                                           language: request.language, at: time)
         let removal = try store.removePasskey(credentialID: id, ofAccount: account.id, events: events)
         switch removal {
@@ -245,7 +244,7 @@ struct AccountRoutes: Sendable, ServicesReader {
     static func displayName(of passkey: Passkey, among passkeys: [Passkey], _ request: RequestContext) -> String {
         if !passkey.name.isEmpty { return passkey.name }
         let number = (passkeys.firstIndex { $0.credentialID == passkey.credentialID } ?? 0) + 1
-        return request.text("account.passkey_unnamed").replacingOccurrences(of: "{n}", with: String(number))
+        return request.text("account.passkey_unnamed", ["n": .text(String(number))])
     }
 
     // MARK: Pages

@@ -169,24 +169,28 @@ final class AccountStreams: @unchecked Sendable {
         let handle: String
         let device: String
         let details: String
+        let endLabel: String
     }
 
     static func lines(_ sessions: [SignInSessionSummary], language: Languages.Language) -> [DeviceLine] {
         sessions.map { session in
-            DeviceLine(idHash: session.idHash, handle: session.publicID,
-                       device: session.device.isEmpty ? language.catalog["account.unknown_device"] ?? "" : session.device,
-                       details: AccountPage.deviceDetails(network: session.network, began: session.createdAt,
-                                                           lastUsed: session.lastSeenAt, language: language))
+            let device = session.device.isEmpty ? language.catalog["account.unknown_device"] ?? "" : session.device
+            return DeviceLine(idHash: session.idHash, handle: session.publicID, device: device,
+                              details: AccountPage.deviceDetails(network: session.network, began: session.createdAt,
+                                                                 lastUsed: session.lastSeenAt, language: language, html: false),
+                              endLabel: AccountPage.endLabel(device: device, lastUsed: session.lastSeenAt, language: language))
         }
     }
 
-    /// `{"devices": [{"details","device","handle","this_browser"}], "open_until": ISO or null}`:
+    /// `{"devices": [{"details","device","end_label","handle","this_browser"}], "open_until": ISO or null}`:
     /// the words as the page shows them, in the tab's language.
     static func payload(_ lines: [DeviceLine], own: SignInSessionSummary, recentSignIn: TimeInterval, now: Date) -> String {
         struct Device: Encodable {
             let handle: String
             let device: String
             let details: String
+            /// The sign-out button's accessible name: which device, last used when (issue 58).
+            let end_label: String
             let this_browser: Bool
         }
         struct Payload: Encodable {
@@ -202,7 +206,7 @@ final class AccountStreams: @unchecked Sendable {
         let openUntil = own.authenticatedAt.addingTimeInterval(recentSignIn)
         let payload = Payload(
             devices: lines.map { line in
-                Device(handle: line.handle, device: line.device, details: line.details, this_browser: line.idHash == own.idHash)
+                Device(handle: line.handle, device: line.device, details: line.details, end_label: line.endLabel, this_browser: line.idHash == own.idHash)
             },
             openUntil: openUntil > now ? isoFormatter.withLock { $0.string(from: openUntil) } : nil)
         let encoder = JSONEncoder()

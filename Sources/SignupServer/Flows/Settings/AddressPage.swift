@@ -30,7 +30,7 @@ extension AddressPage: PageView {
         switch page.mode {
         case .code(let address):
             title = text("account.email_code_title")
-            context["code"] = ["lead": text("account.email_code_lead").replacingOccurrences(of: "{address}", with: EmailAddress.masked(address)),
+            context["code"] = ["leadHTML": text.html("account.email_code_lead", ["address": .name(EmailAddress.masked(address))]),
                                "field": AccountEmailRoutes.codeField]
         case .undo(let link):
             title = text("account.email_undo_title")
@@ -42,7 +42,7 @@ extension AddressPage: PageView {
             context["restored"] = restored
             context["cleaned"] = cleaned ? text("account.email_restored_cleaned") : false
         }
-        context["pageTitle"] = page.error == nil ? title : text("page.error_prefix") + title
+        context["pageTitle"] = context.title(title, failed: page.error != nil)
         context["heading"] = title
         context["hasError"] = page.error != nil
         context["errorMessage"] = page.error ?? ""

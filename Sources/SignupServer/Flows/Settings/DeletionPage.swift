@@ -23,7 +23,7 @@ extension DeletionPage: PageView {
         let page = self, language = context.language, assets = context.assets
         let text = context.text
         let title = text("account.delete_title")
-        context["pageTitle"] = page.error == nil ? title : text("page.error_prefix") + title
+        context["pageTitle"] = context.title(title, failed: page.error != nil)
         context["heading"] = title
         context["username"] = page.username
         context["hasError"] = page.error != nil
@@ -32,10 +32,9 @@ extension DeletionPage: PageView {
         // Each line on its own: the sessions' count is kept current by the page's stream.
         context["sessionsLine"] = text("account.delete_sessions").filled(["n": .number(page.sessions)], in: language)
         context["passkeysLine"] = text("account.delete_passkeys").filled(["n": .number(page.passkeys)], in: language)
-        context["profileLine"] = page.profileFields.isEmpty ? "" : text("account.delete_profile")
-            .replacingOccurrences(of: "{fields}", with: page.profileFields.joined(separator: ", "))
+        context["profileLine"] = page.profileFields.isEmpty ? "" : text("account.delete_profile", ["fields": .text(MessageFormat.list(page.profileFields, language: language.tag))])
         context["accountScriptURL"] = assets.url(for: "account.js")
-        context["typeLabel"] = text("account.delete_type_label").replacingOccurrences(of: "{username}", with: page.username)
+        context["typeLabelHTML"] = text.html("account.delete_type_label", ["username": .name(page.username)])
         context["reserved"] = text("account.delete_reserved").filled(["days": .number(page.reservedDays)], in: language)
     }
 }

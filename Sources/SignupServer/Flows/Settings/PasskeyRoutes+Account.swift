@@ -70,7 +70,7 @@ extension PasskeyRoutes {
                 // The owner is told in the same transaction: a passkey added by someone else
                 // with a stolen session and a recent sign-in does not go unnoticed.
                 let events = try announcer.events(.passkeyAdded, webhook: "account.passkey_added", for: account,
-                                                  detail: name.isEmpty ? request.text("account.unknown_device") : name,
+                                                  detail: name.isEmpty ? .text(request.text("account.unknown_device")) : .name(name),
                                                   language: request.language, at: time)
                 try store.addPasskey(Passkey(
                     credentialID: made.credentialID, accountID: account.id, publicKey: made.publicKey,

@@ -19,7 +19,7 @@ extension ProviderRoutes {
             else { return page(request, account, request.text("provider.error.unknown"), .notFound) }
             let name = providers[existing.provider]?.name ?? existing.provider
             let time = now()
-            let events = try announcer.events(.providerUnlinked, webhook: "account.provider_unlinked", for: account, detail: name,
+            let events = try announcer.events(.providerUnlinked, webhook: "account.provider_unlinked", for: account, detail: .name(name),
                                               language: request.language, at: time)
             switch try store.unlinkProvider(issuer: issuer, subject: subject, fromAccount: account.id, events: events) {
             case .removed:
