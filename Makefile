@@ -14,8 +14,9 @@ PREFIX ?= /usr/local
 # certificate for its SMTP server's STARTTLS; iproute2: `ip`, with which the plain-SMTP test
 # finds (or adds) an address of this machine that is not loopback; oathtool: a TOTP we did
 # not write, which the second factor's codes are held to; systemd: systemd-analyze, which checks
-# the shipped unit.
-TEST_APT_PACKAGES := nginx-light postgresql openssl iproute2 oathtool systemd
+# the shipped unit; python3-icu: ICU through PyICU, the reference the dates and lists are held
+# to (Tests/Reference/icu_reference.py).
+TEST_APT_PACKAGES := nginx-light postgresql openssl iproute2 oathtool systemd python3-icu
 
 BROWSER_APT_PACKAGES := chromium chromium-driver apache2 libapache2-mod-auth-openidc
 BROWSER_PIP_PACKAGES := selenium pytest pytest-xdist standardwebhooks aiosmtpd dnslib altcha webauthn pyotp oidc-provider-mock joserfc authlib requests

@@ -117,10 +117,8 @@ function showMissing() {
     // Each item remembers what it stands for, so it can leave the list once that is fixed.
     var items = slot.textContent ? [[slot.textContent, field, ""]] : open.map(function (el) {
       var text = el.querySelector(".requirement-text");
-      // The language's own pattern (a no-break space before the colon in French, a
-      // full-width colon in Japanese): nothing is joined here.
+      // The language's pattern joins them (issue 58); functions, so "$&" in a label stays text.
       var requirement = text ? text.textContent : "";
-      // (Functions as replacements: a "$&" in a label is then text, not a pattern.)
       return [label ? pageText("missing-item").replace("{label}", function () { return label.textContent.trim(); })
         .replace("{requirement}", function () { return requirement; }) : requirement, field, el.getAttribute("data-requirement")];
     });

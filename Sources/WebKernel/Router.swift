@@ -191,11 +191,17 @@ package struct Router: HTTPResponder {
         if route.needsRecentSignIn, case .account(let account) = signedIn, let refusal = notRecent(context, account, route: route) {
             return Self.spoken(refusal, of: route, in: context)
         }
-        let answer: HTTPResponse
+        var answer: HTTPResponse
         do {
             answer = try route.handler(context)
         } catch {
             answer = self.answer(thrown: error, by: route, in: context)
+        }
+        // A page of a flow this server does not offer (recovery without mail) is, to a person,
+        // an address nothing serves: the same page as for an unknown path.
+        if route.answers == .page, answer.status == .notFound,
+           answer.headers["Content-Type"]?.hasPrefix("application/json") == true {
+            answer = notFound(request)
         }
         return Self.spoken(answer, of: route, in: context)
     }

@@ -206,7 +206,7 @@ def test_in_a_browser_sign_up_through_the_provider_sign_out_and_sign_in_through_
         page.until(lambda: driver.find_elements(By.CSS_SELECTOR, '[data-field-step="provider"]'), "back, on the sign-up form")
         # The password step is the provider's; the rest of the form is the live form.
         assert not driver.find_elements(By.ID, "password") and not driver.find_elements(By.ID, "confirm")
-        assert "Signed in with Mock ID" in driver.page_source
+        assert "Signed in with <bdi>Mock ID</bdi>" in driver.page_source, "the provider's name isolated for direction"
         assert page.field("username").get_attribute("value") == "ada_l"
         assert page.field("email").get_attribute("value") == "ada@example.org"
         page.until_live()
@@ -400,7 +400,7 @@ def test_from_the_account_page_a_provider_is_linked_and_unlinked_but_never_the_l
     status, headers, _ = kim.request("GET", headers["location"])
     assert status == 303 and headers["location"].startswith("/account?provider=linked&name=tampering")
     _, _, page = kim.request("GET", headers["location"])
-    assert "Tampering ID is linked" in words(page)
+    assert "\u2068Tampering ID\u2069 is linked" in words(page), "the name isolated for direction (issue 58)"
     assert stored(setup.database)[1] == [("mock", "kim-at-mock", "kim_lee"), ("tampering", "kim-at-work", "kim_lee")]
 
     # Another account's identity cannot be linked here.

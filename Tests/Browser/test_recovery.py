@@ -144,7 +144,7 @@ def test_with_javascript_the_code_leads_to_the_live_form_and_every_other_browser
     assert through_nginx(nginx.app_port, control) == 200, "another account's session is untouched"
     assert through_nginx(nginx.app_port, browser_cookie) == 200, "the browser that recovered is signed in"
     notice = smtp.wait_for_mails("forgetful@example.org", 3)[2]
-    assert notice["Subject"] == "Your LiveSignup password was changed"
+    assert notice["Subject"] == "Your \u2068LiveSignup\u2069 password was changed"
     assert "signed out" in text_of(notice)
     status, _, _ = Person(port, "127.0.2.5").request("POST", "/signin",
                                                      {"username": "forgetful_ada", "password": NEW_PASSWORD})

@@ -1,4 +1,4 @@
-"""Spoken where its people are (issue 46): twelve languages in Chromium against the real binary.
+"""Spoken where its people are (issues 46 and 58): twelve languages in Chromium against the real binary.
 
 - The pseudo-locale (`--pseudo-locale`, `?lang=en-xa`: accented and 40 % longer) leaves no
   plain English on any page, live messages included: a text left hard-coded would show.
@@ -7,7 +7,13 @@
   right to left (the checklist mirrored), its address field left to right.
 - Plurals by each language's rules on the page (Polish "8 znaków", Arabic's forms).
 - Mails in each of the twelve languages: valid MIME (text and HTML), `Content-Language` the
-  language's, no placeholder left unfilled.
+  language's, no placeholder left unfilled; every block of the HTML part says its direction and
+  language, and the service's name is isolated for direction in the text part.
+- Issue 58: under the pseudo-locale no text is assembled outside a catalog (a separator, a
+  prefix glued on) and a person's or the service's name inside a sentence is isolated (`ASSEMBLED`,
+  itself tested on a page made to break it); in Arabic a Latin username keeps its place in its
+  sentence (checked by the DOM, screenshot kept); axe finds nothing in Arabic and Japanese on
+  every page visited, the 404 page and the pages of a server that mails included.
 """
 import email.policy
 import re
@@ -19,7 +25,7 @@ from selenium.webdriver.common.by import By
 
 from conftest import ROOT, SERVER, STRONG_PASSWORD, Page, Server, make_driver, Person
 from test_accessibility import audit
-from test_email_verification import mail_setup  # noqa: F401 (a fixture)
+from test_email_verification import code_in, mail_setup, sign_up_in_browser  # noqa: F401 (a fixture)
 
 LANGUAGES = ["en", "ar", "de", "es", "fr", "it", "ja", "nl", "pl", "pt-br", "tr", "zh-hans"]
 # Words that are the same in every language: the service's and languages' own names.
@@ -228,11 +234,15 @@ const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
 let node = null;
 while (walker.nextNode()) { if (walker.currentNode.textContent.includes(name)) { node = walker.currentNode; break; } }
 const at = node.textContent.indexOf(name);
-function rect(start, end) { const r = document.createRange(); r.setStart(node, start); r.setEnd(node, end); return r.getBoundingClientRect().toJSON(); }
+function rect(start, end, inside = node) { const r = document.createRange(); r.setStart(inside, start); r.setEnd(inside, end); return r.getBoundingClientRect().toJSON(); }
 // The words before the name in the sentence: in its own text node, or the text before the <bdi>.
 let before = null;
 const leading = node.textContent.slice(0, at).replace(/[\s\u2068]+$/, '');
 if (leading.trim()) before = rect(0, leading.length);
+const previous = node.parentElement.tagName === 'BDI' ? node.parentElement.previousSibling : null;
+if (!before && previous && previous.nodeType === Node.TEXT_NODE && previous.textContent.trim()) {
+  before = rect(0, previous.textContent.replace(/\s+$/, '').length, previous);
+}
 return {dir: getComputedStyle(el).direction, name: rect(at, at + name.length), first: rect(at, at + 1),
         last: rect(at + name.length - 1, at + name.length), before, text: el.textContent};
 """
@@ -279,6 +289,69 @@ def test_latin_names_keep_their_place_in_arabic_and_every_page_passes_axe_in_ara
                 page.screenshot("issue58-arabic-account-latin-name")
         finally:
             driver.quit()
+
+
+def test_the_pages_of_a_server_that_mails_pass_axe_in_arabic_and_japanese(mail_setup):  # noqa: F811
+    """Issue 58: the pages only a server that sends mail has (the code page after signing up,
+    asking for a way back in, the recovery code form), in Arabic and Japanese: axe finds
+    nothing and no text is assembled outside a catalog."""
+    smtp, start = mail_setup
+    port, _ = start()
+    for index, tag in enumerate(["ar", "ja"]):
+        driver = make_driver(javascript=True)
+        page = Page(driver)
+        username, address = f"mailed_{tag}", f"mailed{index}@example.org"
+        try:
+            sign_up_in_browser(page, f"http://127.0.0.1:{port}/?lang={tag}", username, address)
+            assert driver.find_element(By.TAG_NAME, "html").get_attribute("lang") == tag
+            audit(page, f"issue58-{tag}-verify")
+            assert driver.execute_script(ASSEMBLED, [username, "LiveSignup"]) == [], "/verify"
+            code = code_in(smtp.wait_for_mails(address, 1)[0])
+            page.keys(driver.find_element(By.NAME, "code"), list(code))
+            driver.find_element(By.CSS_SELECTOR, ".verify-form button[type=submit]").click()
+            page.until(lambda: "/welcome" in driver.current_url, "signed in")
+            assert username in driver.find_element(By.TAG_NAME, "h1").text
+            driver.delete_all_cookies()
+            page.open(f"http://127.0.0.1:{port}/recover?lang={tag}")
+            audit(page, f"issue58-{tag}-recover")
+            assert driver.execute_script(ASSEMBLED, ["LiveSignup"]) == [], "/recover"
+            page.type("identifier", username)
+            driver.find_element(By.CSS_SELECTOR, ".recover-form button[type=submit]").click()
+            page.until(lambda: driver.find_elements(By.NAME, "code"), "the code form")
+            audit(page, f"issue58-{tag}-recover-code")
+            assert driver.execute_script(ASSEMBLED, [username, "LiveSignup"]) == [], "/recover's code form"
+        finally:
+            driver.quit()
+
+
+def test_the_assembly_check_sees_glued_texts_separators_and_names_not_isolated():
+    """The check the pseudo-locale tests lean on, on pages made to break it: each way of
+    assembling text outside a catalog is reported, and whole sentences are not."""
+    html = """<html><head><title>[Ƥȧğé] – LiveSignup</title></head><body>
+<p>[Ńéŧŵǿřķ ··] 127.0.0.0/24</p>
+<p>[Ḗřřǿř: ][Ŧíŧŀé ··]</p>
+<p>[Šíğñéḓ íñ ȧş pseudo_person. ···]</p>
+<p>[Šíğñéḓ íñ ȧş <bdi>pseudo_person</bdi>. ···]</p>
+<p>[Šíğñéḓ íñ ȧş \u2068pseudo_person\u2069. ···]</p>
+<p><strong>pseudo_person</strong></p>
+<p>[[Ŭşéřñȧḿé ··]: [Ȧŧ ŀéȧşŧ 3 ··] ···]</p>
+<button aria-label="[Řéḿǿṽé ··]: pseudo_person">x</button>
+</body></html>"""
+    driver = make_driver(javascript=True)
+    try:
+        driver.get("data:text/html;charset=utf-8," + urllib.parse.quote(html))
+        problems = driver.execute_script(ASSEMBLED, ["pseudo_person", "LiveSignup"])
+    finally:
+        driver.quit()
+    assert problems == [
+        'p: assembled outside a catalog text ("127.0.0.0/24"): "[Ńéŧŵǿřķ ··] 127.0.0.0/24"',
+        'p: 2 catalog texts side by side: "[Ḗřřǿř: ][Ŧíŧŀé ··]"',
+        'p: pseudo_person not isolated in "[Šíğñéḓ íñ ȧş pseudo_person. ···]"',
+        'button[aria-label]: assembled outside a catalog text (": pseudo_person"): "[Řéḿǿṽé ··]: pseudo_person"',
+        "button[aria-label]: pseudo_person not isolated",
+        'title: assembled outside a catalog text ("– LiveSignup"): "[Ƥȧğé] – LiveSignup"',
+        "title: LiveSignup not isolated",
+    ], problems
 
 
 def test_counts_take_each_languages_plural_form(server):

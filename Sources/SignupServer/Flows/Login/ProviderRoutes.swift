@@ -364,7 +364,7 @@ struct ProviderRoutes: Sendable, ServicesReader {
             let message = request.text("provider.error.refused", ["error": .name(code)])
             return problem(request, provider, message: message, code: "code_refused", status: .badRequest, cookies: extra)
         default:
-            let message = request.text("provider.error.untrusted", ["reason": .name(error.reason)])
+            let message = request.text("provider.error.untrusted", ["reason": .text(error.reason)])
             return problem(request, provider, message: message, code: error.reason, status: .badRequest, cookies: extra)
         }
     }
