@@ -16,15 +16,19 @@ package enum HTMLSentence {
         for (name, value) in values.sorted(by: { $0.key < $1.key }) {
             switch value {
             case .name(let text):
-                let standIn = String(UnicodeScalar(0xE000 + UInt32(markup.count))!)
+                let standIn = String(UnicodeScalar(standIns.lowerBound + UInt32(markup.count))!)
                 words[name] = .text(standIn)
                 let kept = MessageFormat.isolated(text).unicodeScalars.dropFirst().dropLast()
                 markup.append((standIn, kept.isEmpty ? "" : "<bdi>" + escape(String(String.UnicodeScalarView(kept))) + "</bdi>"))
             case .date(let date):
-                let standIn = String(UnicodeScalar(0xE000 + UInt32(markup.count))!)
+                let standIn = String(UnicodeScalar(standIns.lowerBound + UInt32(markup.count))!)
                 words[name] = .text(standIn)
                 markup.append((standIn, "<time datetime=\"\(iso.string(from: date))\">" + escape(MessageFormat.date(date, language: tag)) + "</time>"))
-            case .number, .text:
+            case .text(let text):
+                // A stand-in inside a value would be taken for one of ours: the private-use
+                // range they come from is never a value's own text.
+                words[name] = .text(String(String.UnicodeScalarView(text.unicodeScalars.filter { !standIns.contains($0.value) })))
+            case .number:
                 words[name] = value
             }
         }
@@ -32,6 +36,9 @@ package enum HTMLSentence {
         for (standIn, fragment) in markup { html = html.replacingOccurrences(of: standIn, with: fragment) }
         return html
     }
+
+    /// Where the stand-ins come from: the start of the Private Use Area, one per marked value.
+    private static let standIns: ClosedRange<UInt32> = 0xE000...0xE0FF
 
     /// Text for HTML, as Mustache's `{{…}}` writes it.
     package static func escape(_ text: String) -> String { PageRenderer.escapeAttribute(text) }

@@ -1,6 +1,7 @@
 import Foundation
 import SignupDomain
 @testable import Identity
+@testable import SignupServer
 @testable import WebKernel
 import XCTest
 
@@ -94,6 +95,8 @@ final class NativeReadingTests: XCTestCase {
                        "Welcome, <bdi>&lt;b&gt;Ada &amp; co&lt;/b&gt;</bdi>!")
         XCTAssertEqual(HTMLSentence.fill("A < B {name}", ["name": .name("x")], language: "en"), "A &lt; B <bdi>x</bdi>",
                        "the catalog's own words are escaped too")
+        XCTAssertEqual(HTMLSentence.fill("{code} for {name}", ["name": .name("Ada"), "code": .text("\u{E000}<i>")], language: "en"),
+                       "&lt;i&gt; for <bdi>Ada</bdi>", "a value cannot pass for the name's stand-in")
         // Through ICU (a plural beside the name): the name still isolated, the count the language's.
         XCTAssertEqual(MessageFormat.fill("{name}: {n, plural, one {# passkey} other {# passkeys}}", ["name": .name("Ada"), "n": 2],
                                           language: "en"), "\u{2068}Ada\u{2069}: 2 passkeys")
@@ -121,6 +124,20 @@ final class NativeReadingTests: XCTestCase {
         XCTAssertTrue(parts.html.contains(#"<p dir="ltr""#) && parts.html.contains("data-code"), "the code is read left to right")
         XCTAssertTrue(parts.text.contains("\u{2068}grace_hopper\u{2069}"), parts.text)
         XCTAssertTrue(parts.text.contains("\u{2068}Acme Cloud\u{2069}"), parts.text)
+    }
+
+    /// The sign-out button's accessible name is one sentence: the device's name isolated, or,
+    /// for a browser that said nothing recognisable, a sentence of its own (not "Sign out A
+    /// browser").
+    func testTheSignOutButtonsNameIsOneSentenceForANamedAndAnUnknownDevice() throws {
+        let languages = try Languages(directory: Self.root.appendingPathComponent("Templates/i18n"), policy: FormPolicy.classic())
+        let english = languages.english, german = try XCTUnwrap(languages.language("de"))
+        XCTAssertEqual(AccountPage.endLabel(device: "Firefox · Linux", lastUsed: Self.moment, language: english),
+                       "Sign out \u{2068}Firefox · Linux\u{2069} (last used Nov 3, 2026, 9:05\u{202F}AM UTC)")
+        XCTAssertEqual(AccountPage.endLabel(device: "", lastUsed: Self.moment, language: english),
+                       "Sign out the browser last used Nov 3, 2026, 9:05\u{202F}AM UTC")
+        XCTAssertEqual(AccountPage.endLabel(device: "", lastUsed: Self.moment, language: german),
+                       "Den zuletzt am 3. Nov. 2026, 09:05 UTC verwendeten Browser abmelden")
     }
 
     /// A person who mistypes a link reads a page in their language with the way back; a program

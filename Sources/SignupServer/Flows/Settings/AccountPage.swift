@@ -82,9 +82,13 @@ extension AccountPage {
         return html ? HTMLSentence.fill(text, values, language: language.tag) : language.filled(text, values)
     }
 
-    /// The sign-out button's name for a screen reader: which device, and when it was last used.
+    /// The sign-out button's name for a screen reader: which device (`device` as recorded, ""
+    /// when its browser said nothing recognisable), and when it was last used.
     static func endLabel(device: String, lastUsed: Date, language: Languages.Language) -> String {
-        language.filled(language.catalog["account.end_label"] ?? "", ["device": .name(device), "last_used": .date(lastUsed)])
+        // "Sign out the browser last used …", not "Sign out A browser …": the unknown device's
+        // name is a heading's words, not a name to put inside a sentence.
+        let key = device.isEmpty ? "account.end_label_unknown_device" : "account.end_label"
+        return language.filled(language.catalog[key] ?? "", ["device": .name(device), "last_used": .date(lastUsed)])
     }
 }
 
@@ -120,7 +124,7 @@ extension AccountPage: PageView {
                 "device": name,
                 "detailsHTML": Self.deviceDetails(network: device.network, began: device.began, lastUsed: device.lastUsed,
                                                   language: language, html: true),
-                "endLabel": Self.endLabel(device: name, lastUsed: device.lastUsed, language: language),
+                "endLabel": Self.endLabel(device: device.device, lastUsed: device.lastUsed, language: language),
                 "isThisBrowser": device.isThisBrowser,
             ]
         }

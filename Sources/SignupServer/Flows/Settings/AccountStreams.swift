@@ -178,7 +178,7 @@ final class AccountStreams: @unchecked Sendable {
             return DeviceLine(idHash: session.idHash, handle: session.publicID, device: device,
                               details: AccountPage.deviceDetails(network: session.network, began: session.createdAt,
                                                                  lastUsed: session.lastSeenAt, language: language, html: false),
-                              endLabel: AccountPage.endLabel(device: device, lastUsed: session.lastSeenAt, language: language))
+                              endLabel: AccountPage.endLabel(device: session.device, lastUsed: session.lastSeenAt, language: language))
         }
     }
 
