@@ -207,9 +207,21 @@ def test_consent_page_and_the_account_list_of_applications(deployment, browser):
     section = driver.find_element(By.ID, "applications")
     assert section.find_element(By.CSS_SELECTOR, "[data-application=wiki]").text.startswith("Team wiki")
     audit_in(browser, "en", "account-applications-en")
-    browser.open(f"{server.url}/account?lang=ar")
-    assert driver.find_elements(By.CSS_SELECTOR, "#applications [data-application=wiki]")
-    audit_in(browser, "ar", "account-applications-ar")
+    for tag in ["ar", "ja"]:
+        browser.open(f"{server.url}/account?lang={tag}")
+        assert driver.find_elements(By.CSS_SELECTOR, "#applications [data-application=wiki]")
+        audit_in(browser, tag, f"account-applications-{tag}")
+    # Japanese too (issue 58: axe in Arabic and Japanese on every page): the consent page, the
+    # application's name isolated inside its heading.
+    browser.open(f"{server.url}/oauth2/authorize?{authorize_query(apache, state='ja', prompt='consent', lang='ja')}")
+    until(browser, lambda: driver.find_elements(By.CSS_SELECTOR, "[data-consent-client=wiki]"), "the consent page in Japanese")
+    assert driver.find_elements(By.CSS_SELECTOR, "h1 bdi"), "the application's name in <bdi>"
+    audit_in(browser, "ja", "consent-ja")
+    # The sign-out question an application's logout asks without an ID token of this browser.
+    for tag in ["ar", "ja"]:
+        browser.open(f"{server.url}/oauth2/logout?lang={tag}")
+        until(browser, lambda: driver.find_elements(By.CSS_SELECTOR, "form[action='/oauth2/logout']"), "the sign-out question")
+        audit_in(browser, tag, f"logout-question-{tag}")
 
     # Asked again (prompt=consent), in Arabic (`lang`, as every LiveSignup page takes it; see
     # the test below for ui_locales); not allowed this time: the application is told so.

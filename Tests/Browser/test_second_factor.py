@@ -72,6 +72,13 @@ def test_set_up_with_the_key_off_the_page_then_sign_in_with_a_code_and_a_recover
         password_step(page, base, "two_steps")
         page.until(lambda: "/signin/second-factor" in driver.current_url, "asked for the code")
         audit(page, "second-factor-signin")
+        # Issue 58: the code page in Arabic and Japanese (the same step, in the page's language).
+        step = driver.current_url.split("?")[0]
+        for tag in ["ar", "ja"]:
+            page.open(f"{step}?lang={tag}")
+            assert driver.find_element(By.TAG_NAME, "html").get_attribute("lang") == tag
+            audit(page, f"second-factor-signin-{tag}")
+        page.open(step)
         page.type("code", "000000")
         page.until(lambda: "That code is not right" in driver.page_source, "a wrong code refused readably")
         audit(page, "second-factor-signin-wrong")
