@@ -158,9 +158,9 @@ package struct VerificationMails: Sendable {
         func words(_ name: String) -> String { text("mail.\(kind.prefix)_\(name)", language) }
         let minutes = String(Int(expiresAt.timeIntervalSince(now) / 60))
         let content = MailContent(
-            subject: fill(words("subject"), ["code": .text(code)], language),
+            subject: language.filled(words("subject"), ["code": .text(code)]),
             heading: words("heading"),
-            lead: fill(words("lead"), ["username": .name(username)], language),
+            lead: language.filled(words("lead"), ["username": .name(username)]),
             code: code,
             linkLead: words("link"),
             linkURL: "\(linkOrigin())\(kind.path)?link=\(link)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
@@ -177,7 +177,7 @@ package struct VerificationMails: Sendable {
         let content = MailContent(
             subject: text("mail.changed_subject", language),
             heading: text("mail.changed_heading", language),
-            lead: fill(text("mail.changed_lead", language), ["username": .name(username)], language),
+            lead: language.filled(text("mail.changed_lead", language), ["username": .name(username)]),
             code: nil,
             linkLead: text("mail.changed_not_you", language),
             linkURL: "\(linkOrigin())/recover" + PageRenderer.languageQuery(language),
@@ -200,7 +200,7 @@ package struct VerificationMails: Sendable {
         let content = MailContent(
             subject: words("subject"),
             heading: words("subject"),
-            lead: fill(words("lead"), ["username": .name(username), "detail": detail], language),
+            lead: language.filled(words("lead"), ["username": .name(username), "detail": detail]),
             code: nil,
             linkLead: text(leadsToAccount ? "mail.notice_see_account" : "mail.notice_questions", language),
             linkURL: "\(linkOrigin())" + (leadsToAccount ? "/account" : "/signin") + PageRenderer.languageQuery(language),
@@ -217,9 +217,9 @@ package struct VerificationMails: Sendable {
                          expiresAt: Date) throws -> OutboxEvent {
         let minutes = String(Int(expiresAt.timeIntervalSince(now) / 60))
         let content = MailContent(
-            subject: fill(text("mail.email_change_subject", language), ["code": .text(code)], language),
+            subject: language.filled(text("mail.email_change_subject", language), ["code": .text(code)]),
             heading: text("mail.email_change_heading", language),
-            lead: fill(text("mail.email_change_lead", language), ["username": .name(username)], language),
+            lead: language.filled(text("mail.email_change_lead", language), ["username": .name(username)]),
             code: code,
             linkLead: text("mail.email_change_page", language),
             linkURL: "\(linkOrigin())/account/email/code" + PageRenderer.languageQuery(language),
@@ -255,7 +255,7 @@ package struct VerificationMails: Sendable {
         let content = MailContent(
             subject: text("mail.email_changed_subject", language),
             heading: text("mail.email_changed_subject", language),
-            lead: fill(text("mail.email_changed_lead", language), ["username": .name(username), "email": .name(newAddress)], language),
+            lead: language.filled(text("mail.email_changed_lead", language), ["username": .name(username), "email": .name(newAddress)]),
             code: nil,
             linkLead: text("mail.email_changed_undo", language).filled(["days": .number(days)], in: language),
             linkURL: "\(linkOrigin())/account/email/undo?link=\(undoLink)" + (language.tag == Languages.fallback ? "" : "&lang=\(language.tag)"),
@@ -280,15 +280,6 @@ package struct VerificationMails: Sendable {
     /// A text of the mail's language, the service's name filled in (isolated for direction:
     /// FSI…PDI, which plain-text mail and every HTML mail client keep).
     private func text(_ key: String, _ language: Languages.Language) -> String {
-        let text = language.catalog[key] ?? key
-        // Only the name: a plural filled in later needs its ICU syntax left whole.
-        return text.replacingOccurrences(of: "{service}", with: MessageFormat.isolated(renderer.serviceName))
-    }
-
-    /// `text` filled in: names someone supplied isolated for direction (`MessageValue.name`).
-    private func fill(_ text: String, _ values: [String: MessageValue], _ language: Languages.Language) -> String {
-        var values = values
-        if values["service"] == nil { values["service"] = .name(renderer.serviceName) }
-        return language.filled(text, values)
+        language.text(key, service: renderer.serviceName)
     }
 }

@@ -16,6 +16,25 @@ package struct Languages: Sendable {
         package func filled(_ template: String, _ values: [String: MessageValue]) -> String {
             MessageFormat.fill(template, values, language: tag)
         }
+
+        /// The text for `key` (the key itself when there is none: a visible slip, never an
+        /// empty label), `{service}` the operator's service name, isolated for direction. Put
+        /// in plainly, not through ICU: a plural in the same text is filled in later, whole.
+        package func text(_ key: String, service: String) -> String {
+            let text = catalog[key] ?? key
+            return text.contains("{service}") ? text.replacingOccurrences(of: "{service}", with: MessageFormat.isolated(service)) : text
+        }
+
+        /// The text for `key` filled in by the language's rules; `{service}` is the service's
+        /// name unless `values` give another.
+        package func text(_ key: String, _ values: [String: MessageValue], service: String) -> String {
+            MessageFormat.fill(catalog[key] ?? key, values.merging(["service": .name(service)]) { given, _ in given }, language: tag)
+        }
+
+        /// The same as HTML for a page's own sentence (`HTMLSentence`: names in `<bdi>`, dates in `<time>`).
+        package func html(_ key: String, _ values: [String: MessageValue], service: String) -> String {
+            HTMLSentence.fill(catalog[key] ?? key, values.merging(["service": .name(service)]) { given, _ in given }, language: tag)
+        }
     }
 
     package static let fallback = "en"

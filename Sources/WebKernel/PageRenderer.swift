@@ -34,7 +34,7 @@ package struct PageContext {
     }
 
     /// The language's texts, for pages that assemble their own.
-    package var text: PageTexts { PageTexts(catalog: language.catalog, serviceName: renderer.serviceName) }
+    package var text: PageTexts { PageTexts(language: language, serviceName: renderer.serviceName) }
 
     /// "Error: {title}" when the page reports a problem (screen readers hear it first): the
     /// language's own pattern, not a prefix glued on.
@@ -46,27 +46,19 @@ package struct PageContext {
 /// A page's texts by key: the language's own, the key itself when it has none (a visible
 /// slip, never an empty label), with the site's name where a text names it (`{service}`).
 package struct PageTexts {
-    package let catalog: TextCatalog
+    package let language: Languages.Language
     package let serviceName: String
 
-    package func callAsFunction(_ key: String) -> String {
-        let text = catalog[key] ?? key
-        // Plainly, not through ICU: a plural in the same text is filled in later, whole.
-        return text.contains("{service}") ? text.replacingOccurrences(of: "{service}", with: MessageFormat.isolated(serviceName)) : text
-    }
+    package func callAsFunction(_ key: String) -> String { language.text(key, service: serviceName) }
 
     /// A text filled in by the language's rules (plurals, dates, names isolated for direction).
     package func callAsFunction(_ key: String, _ values: [String: MessageValue]) -> String {
-        var values = values
-        if values["service"] == nil { values["service"] = .name(serviceName) }
-        return MessageFormat.fill(catalog[key] ?? key, values, language: catalog.language)
+        language.text(key, values, service: serviceName)
     }
 
     /// The same, as HTML for a page (`HTMLSentence`): words escaped, names in `<bdi>`, dates in `<time>`.
     package func html(_ key: String, _ values: [String: MessageValue]) -> String {
-        var values = values
-        if values["service"] == nil { values["service"] = .name(serviceName) }
-        return HTMLSentence.fill(catalog[key] ?? key, values, language: catalog.language)
+        language.html(key, values, service: serviceName)
     }
 }
 

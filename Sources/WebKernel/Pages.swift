@@ -32,17 +32,13 @@ package final class Pages: Sendable {
 
     /// A text of the request's language (English's when it lacks one).
     package func text(_ key: String) -> String {
-        let text = language.catalog[key] ?? languages.english.catalog[key] ?? key
-        // Plainly, not through ICU: a plural in the same text is filled in later, whole.
-        return text.contains("{service}") ? text.replacingOccurrences(of: "{service}", with: MessageFormat.isolated(renderer.serviceName)) : text
+        language.text(key, service: renderer.serviceName)
     }
 
     /// A text of the request's language filled in by its own rules: a count chooses the
     /// plural form the language has for it (`MessageFormat`).
     package func text(_ key: String, _ values: [String: MessageValue]) -> String {
-        var values = values
-        if values["service"] == nil { values["service"] = .name(renderer.serviceName) }
-        return language.filled(language.catalog[key] ?? languages.english.catalog[key] ?? key, values)
+        language.text(key, values, service: renderer.serviceName)
     }
 
     /// "2 seconds", "a minute" in the request's language (as `APIError.wait` in English).
