@@ -116,12 +116,27 @@ public enum MessageFormat {
             || template.contains(", number")
     }
 
+    /// Each `{name}` the values have, replaced in one pass over the bytes: a value is never
+    /// read again for placeholders (an address holding "{username}" stays as typed), and no
+    /// Foundation search runs per value (the account page's 50 device lines spent a fifth of
+    /// their time in `replacingOccurrences`, issue 58).
     static func plainFill(_ template: String, _ values: [String: MessageValue], language tag: String) -> String {
-        var result = template
-        for (name, value) in values where result.contains("{\(name)}") {
-            result = result.replacingOccurrences(of: "{\(name)}", with: value.plain(language: tag))
+        let bytes = Array(template.utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count + 64)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "{"),
+               let close = bytes[(index + 1)...].prefix(64).firstIndex(of: UInt8(ascii: "}")),
+               let value = values[String(decoding: bytes[(index + 1)..<close], as: UTF8.self)] {
+                output.append(contentsOf: value.plain(language: tag).utf8)
+                index = close + 1
+            } else {
+                output.append(bytes[index])
+                index += 1
+            }
         }
-        return result
+        return String(decoding: output, as: UTF8.self)
     }
 
     /// ICU's result, or nil for a pattern it refuses.

@@ -91,6 +91,9 @@ final class NativeReadingTests: XCTestCase {
         XCTAssertEqual(MessageFormat.isolated("ev\u{2069}il\u{202E}name"), "\u{2068}evilname\u{2069}",
                        "an unmatched PDI or an override inside a name is dropped")
         XCTAssertEqual(MessageFormat.isolated(""), "")
+        // A value is never read again for placeholders: an address holding "{username}" stays as typed.
+        XCTAssertEqual(MessageFormat.fill("{email} for {username}", ["email": .text("{username}@x.example"), "username": .name("ada")],
+                                          language: "en"), "{username}@x.example for \u{2068}ada\u{2069}")
         XCTAssertEqual(HTMLSentence.fill("Welcome, {name}!", ["name": .name("<b>Ada & co</b>")], language: "en"),
                        "Welcome, <bdi>&lt;b&gt;Ada &amp; co&lt;/b&gt;</bdi>!")
         XCTAssertEqual(HTMLSentence.fill("A < B {name}", ["name": .name("x")], language: "en"), "A &lt; B <bdi>x</bdi>",
