@@ -199,8 +199,8 @@ package struct Router: HTTPResponder {
         }
         // A page of a flow this server does not offer (recovery without mail) is, to a person,
         // an address nothing serves: the same page as for an unknown path.
-        if route.answers == .page, answer.status == .notFound,
-           answer.headers["Content-Type"]?.hasPrefix("application/json") == true {
+        if route.answers == .page, answer.status == .notFound, case .bytes(let body) = answer.body,
+           body == Self.notFoundBody {
             answer = notFound(request)
         }
         return Self.spoken(answer, of: route, in: context)
@@ -292,6 +292,13 @@ package struct Router: HTTPResponder {
         return pages.problem(title: pages.text("problem.refused_title"), message: pages.text("problem.refused_message"),
                              code: APIError.crossSite.code, status: .forbidden)
     }
+
+    /// `APIError.notFound`'s JSON, as a handler answers for a flow the server does not offer
+    /// (told apart from a 404 that says something else, such as `unknown_session`).
+    private static let notFoundBody: [UInt8] = {
+        guard case .bytes(let body) = APIError.notFound.response.body else { return [] }
+        return body
+    }()
 
     /// A path nothing serves. A person who mistyped or followed a broken link reads a page in
     /// their language with the way back; a program (anything not asking for HTML: `curl`'s
