@@ -22,23 +22,9 @@ import statistics
 import urllib.parse
 
 import benchlib
+from issue52_costs import request
 
 PASSWORD = "Account-Page-Costs-58"
-
-
-def request(port, method, path, body=None, headers=None, connection=None):
-    own = connection is None
-    connection = connection or http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    all_headers = {"Host": f"127.0.0.1:{port}"}
-    all_headers.update(headers or {})
-    if body is not None:
-        all_headers["Content-Type"] = "application/x-www-form-urlencoded"
-    connection.request(method, path, body=body, headers=all_headers)
-    response = connection.getresponse()
-    data = response.read()
-    if own:
-        connection.close()
-    return response.status, response.getheaders(), data.decode(errors="replace")
 
 
 def prepared(binary, checkout, devices):

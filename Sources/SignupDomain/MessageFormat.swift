@@ -42,15 +42,7 @@ public enum MessageFormat {
         // Nothing to fill in: the text as written (a policy's own wording is compared so).
         guard template.contains("{"), !values.isEmpty else { return template }
         guard usesICU(template) else { return plainFill(template, values, language: tag) }
-        // ICU is given names and dates as the words they become: its own `{d, date}` would
-        // use the process's zone and the language's default digits.
-        let words = values.mapValues { value -> MessageValue in
-            switch value {
-            case .name, .date: return .text(value.plain(language: tag))
-            case .number, .text: return value
-            }
-        }
-        return format(template, words, locale: icuLocale(tag)) ?? plainFill(template, values, language: tag)
+        return format(template, values, locale: icuLocale(tag)) ?? plainFill(template, values, language: tag)
     }
 
     /// The first strong character's direction, kept to itself: U+2068 FIRST STRONG ISOLATE
@@ -58,9 +50,15 @@ public enum MessageFormat {
     /// Direction controls inside the value are dropped first: an unmatched PDI in a name would
     /// end its isolation early and let the rest reorder the sentence.
     public static func isolated(_ name: String) -> String {
-        let kept = name.unicodeScalars.filter { !directionControls.contains($0.value) }
-        guard !kept.isEmpty else { return "" }
-        return "\u{2068}" + String(String.UnicodeScalarView(kept)) + "\u{2069}"
+        let kept = withoutDirectionControls(name)
+        return kept.isEmpty ? "" : "\u{2068}" + kept + "\u{2069}"
+    }
+
+    /// `name` without the characters that set direction: what `isolated` wraps, and what a
+    /// page puts in `<bdi>`.
+    public static func withoutDirectionControls(_ name: String) -> String {
+        guard name.unicodeScalars.contains(where: { directionControls.contains($0.value) }) else { return name }
+        return String(String.UnicodeScalarView(name.unicodeScalars.filter { !directionControls.contains($0.value) }))
     }
 
     /// LRM, RLM, ALM, the embeddings and overrides (U+202A–U+202E) and the isolates (U+2066–U+2069).
@@ -151,6 +149,8 @@ public enum MessageFormat {
             switch values[name]! {
             case .number(let number):
                 arguments.append(message_argument(name: key, is_number: 1, number: Int64(number), text: nil))
+            // ICU is given names and dates as the words they become: its own `{d, date}` would
+            // use the process's zone and the language's default digits.
             case .name(let text):
                 let copy = strdup(isolated(text))
                 strings.append(copy)

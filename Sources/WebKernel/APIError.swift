@@ -66,3 +66,11 @@ package struct APIError: Error, Equatable {
 
     package static let notFound = APIError(status: .notFound, code: "not_found", message: "There is nothing at this address.")
 }
+
+/// The part of a flow that serves a route, or `APIError.notFound` when this server does not
+/// offer the flow (recovery and address proofs without mail): the router answers it as for a
+/// path nothing serves, a page in the visitor's language for a browser, JSON for a program.
+package func offered<Part>(_ part: Part?) throws(APIError) -> Part {
+    guard let part else { throw .notFound }
+    return part
+}

@@ -13,12 +13,12 @@ package enum HTMLSentence {
     package static func fill(_ template: String, _ values: [String: MessageValue], language tag: String) -> String {
         var words: [String: MessageValue] = [:]
         var markup: [String] = []
-        for (name, value) in values.sorted(by: { $0.key < $1.key }) {
+        for (name, value) in values {
             switch value {
             case .name(let text):
                 words[name] = .text(standIn(markup.count))
-                let kept = MessageFormat.isolated(text).unicodeScalars.dropFirst().dropLast()
-                markup.append(kept.isEmpty ? "" : "<bdi>" + escape(String(String.UnicodeScalarView(kept))) + "</bdi>")
+                let kept = MessageFormat.withoutDirectionControls(text)
+                markup.append(kept.isEmpty ? "" : "<bdi>" + escape(kept) + "</bdi>")
             case .date(let date):
                 words[name] = .text(standIn(markup.count))
                 // Swift's own ISO 8601 style: an ISO8601DateFormatter made per date was a third

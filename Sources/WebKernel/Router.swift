@@ -165,7 +165,7 @@ package struct Router: HTTPResponder {
             if let outcome = route?.outcome { metrics.refusedCrossSite(outcome) }
             return crossSite(request, answers: route?.answers ?? rows?.any.answers ?? .json)
         }
-        guard let rows else { return notFound(request) }
+        guard let rows else { return notFound(request, clientKey: ClientKey.of(client)) }
         guard let route, let method else { return methodNotAllowed(allow: rows.allow) }
         let clientKey = ClientKey.of(client)
         // What every request of the route costs, spent before any of its work, in one place.
@@ -191,17 +191,11 @@ package struct Router: HTTPResponder {
         if route.needsRecentSignIn, case .account(let account) = signedIn, let refusal = notRecent(context, account, route: route) {
             return Self.spoken(refusal, of: route, in: context)
         }
-        var answer: HTTPResponse
+        let answer: HTTPResponse
         do {
             answer = try route.handler(context)
         } catch {
             answer = self.answer(thrown: error, by: route, in: context)
-        }
-        // A page of a flow this server does not offer (recovery without mail) is, to a person,
-        // an address nothing serves: the same page as for an unknown path.
-        if route.answers == .page, answer.status == .notFound, case .bytes(let body) = answer.body,
-           body == Self.notFoundBody {
-            answer = notFound(request)
         }
         return Self.spoken(answer, of: route, in: context)
     }
@@ -213,6 +207,10 @@ package struct Router: HTTPResponder {
         switch error {
         case let refused as Refused:
             return refused.answer(request)
+        case let error as APIError where error == .notFound && route.answers == .page:
+            // A page of a flow this server does not offer (`offered`): to a person, an address
+            // nothing serves. The row spent its own limits already.
+            return notFound(request.http, clientKey: nil)
         case let error as APIError:
             return error.response
         case let exceeded as LimitExceeded where !exceeded.storeUnavailable:
@@ -293,20 +291,18 @@ package struct Router: HTTPResponder {
                              code: APIError.crossSite.code, status: .forbidden)
     }
 
-    /// `APIError.notFound`'s JSON, as a handler answers for a flow the server does not offer
-    /// (told apart from a 404 that says something else, such as `unknown_session`).
-    private static let notFoundBody: [UInt8] = {
-        guard case .bytes(let body) = APIError.notFound.response.body else { return [] }
-        return body
-    }()
-
     /// A path nothing serves. A person who mistyped or followed a broken link reads a page in
     /// their language with the way back; a program (anything not asking for HTML: `curl`'s
     /// `*/*`, `application/json`) keeps the JSON it reads the `error` code of.
-    private func notFound(_ request: HTTPRequest) -> HTTPResponse {
+    /// A page is rendered only within the address's `pages` limit (`clientKey`; nil where a
+    /// row spent its own): past it, or for a program, the JSON costs next to nothing.
+    private func notFound(_ request: HTTPRequest, clientKey: String?) -> HTTPResponse {
         let asksForHTML = (request.method == "GET" || request.method == "HEAD")
             && (request.headers["accept"] ?? "").lowercased().contains("text/html")
         guard asksForHTML else { return APIError.notFound.response }
+        if let clientKey, let pagesLimit = limiters.perAddress(.pages) {
+            do throws(LimitExceeded) { try pagesLimit.admit(clientKey) } catch { return APIError.notFound.response }
+        }
         let pages = page(for: request)
         return pages.problem(title: pages.text("problem.not_found_title"), message: pages.text("problem.not_found_message"),
                              code: APIError.notFound.code, linkText: pages.text("problem.back"), status: .notFound)

@@ -169,6 +169,34 @@ final class NativeReadingTests: XCTestCase {
         XCTAssertTrue(posted.body.contains(#""error":"not_found""#), posted.body)
     }
 
+    /// The 404 page is a page: rendering it spends the address's `pages` limit first, and past
+    /// the limit the address gets the JSON, which costs next to nothing. A flow this server does
+    /// not offer (no mail: no `/recover`) answers as a path nothing serves, HTML or JSON alike.
+    func testTheWrongAddressPageSpendsThePagesLimitAndAFlowNotOfferedIsAWrongAddress() async throws {
+        let server = try TestServer { $0.limits.pagesPerAddress = .per(minute: 1, burst: 2) }
+        defer { server.stop() }
+        let browser = ["Accept": "text/html", "Accept-Language": "de"]
+        for _ in 0..<2 {
+            let page = try await server.request("GET", "/accout", headers: browser)
+            XCTAssertEqual(page.status, 404)
+            XCTAssertTrue(page.body.contains("Seite nicht gefunden"), page.body)
+        }
+        let spent = try await server.request("GET", "/accout", headers: browser)
+        XCTAssertEqual(spent.status, 404)
+        XCTAssertTrue(spent.body.contains(#""error":"not_found""#), "past the limit, the cheap answer: \(spent.body)")
+        let control = try await server.request("GET", "/accout", headers: browser, from: "127.0.0.2")
+        XCTAssertTrue(control.body.contains("Seite nicht gefunden"), "another address still gets its page")
+
+        let unlimited = try TestServer()
+        defer { unlimited.stop() }
+        let recover = try await unlimited.request("GET", "/recover", headers: browser)
+        XCTAssertEqual(recover.status, 404)
+        XCTAssertTrue(recover.body.contains(#"data-problem="not_found""#) && recover.body.contains("Seite nicht gefunden"), recover.body)
+        let program = try await unlimited.request("POST", "/recover", body: "identifier=a", headers: ["Accept": "application/json"])
+        XCTAssertEqual(program.status, 404)
+        XCTAssertTrue(program.body.contains(#""error":"not_found""#), program.body)
+    }
+
     /// A catalog written for an older English names the sentence that replaced each retired
     /// key, instead of only calling it a typo.
     func testAnOlderCatalogIsToldWhatReplacedItsRetiredKeys() throws {

@@ -182,7 +182,7 @@ extension SignupPage: PageView {
             // The switcher leads to the form's own page (a page sent back after a post is at /signup).
             "languageLinks": context.renderer.languageLinks(language, path: accountForm?.action ?? "/"),
             "title": title,
-            "pageTitle": page.hasErrors ? text("page.error_title", ["title": .text(title)]) : title,
+            "pageTitle": context.title(title, failed: page.hasErrors),
             "hasErrors": page.hasErrors,
             "errors": page.errors.map { ["field": $0.field.rawValue, "message": $0.message] },
             "selectPlaceholder": text("field.select.placeholder"),

@@ -21,24 +21,24 @@ enum RecoveryFlow: Flow {
         return [
             // Account recovery: every answer without a referrer (a link's secret passes through).
             Route(.get, "/recover", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) { request in
-                recovery?.requestPage(request) ?? APIError.notFound.response
+                try offered(recovery).requestPage(request)
             },
             Route(.post, "/recover", answers: .page, reads: .form, limits: [.mails, .noJavaScript], sendsNoReferrer: true) {
-                request in recovery?.start(request) ?? APIError.notFound.response
+                request in try offered(recovery).start(request)
             },
             Route(.post, "/recover/code", answers: .page, reads: .form, limits: [.noJavaScript, .signins], sendsNoReferrer: true) {
-                request in recovery?.checkCode(request) ?? APIError.notFound.response
+                request in try offered(recovery).checkCode(request)
             },
             Route(.get, "/recover/password", answers: .page, limits: [.pages, .sessions], spentFirst: [.pages],
                   sendsNoReferrer: true) { request in
-                recovery?.passwordPage(request) ?? APIError.notFound.response
+                try offered(recovery).passwordPage(request)
             },
             Route(.post, "/recover/password", answers: .page, reads: .form, limits: [.hashing, .sessions],
                   sendsNoReferrer: true) { request in
-                recovery?.setPassword(request) ?? APIError.notFound.response
+                try offered(recovery).setPassword(request)
             },
             Route(.post, "/recover/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages], sendsNoReferrer: true) {
-                request in recovery?.renewSession(request) ?? APIError.notFound.response
+                request in try offered(recovery).renewSession(request)
             },
         ]
     }

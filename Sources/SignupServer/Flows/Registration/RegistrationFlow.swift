@@ -25,17 +25,18 @@ enum RegistrationFlow: Flow {
             Route(.post, "/signup", answers: .page, reads: .form, limits: [.signups, .noJavaScript, .lookups, .mails, .hashing],
                   outcome: .signup) { signup.submit($0) },
             Route(.get, "/verify", answers: .page, sendsNoReferrer: true) { request in
-                verification?.page(request) ?? APIError.notFound.response
+                try offered(verification).page(request)
             },
             Route(.post, "/verify", answers: .page, reads: .form, limits: [.noJavaScript], outcome: .signup,
                   sendsNoReferrer: true) { request in
-                verification?.verify(request) ?? APIError.notFound.response
+                try offered(verification).verify(request)
             },
             Route(.post, "/verify/resend", answers: .page, reads: .form, limits: [.mails], sendsNoReferrer: true) { request in
-                verification?.resend(request) ?? APIError.notFound.response
+                try offered(verification).resend(request)
             },
             Route(.post, "/verify/change", answers: .page, reads: .form, sendsNoReferrer: true) { request in
-                verification == nil ? APIError.notFound.response : signup.changeAddress(request)
+                _ = try offered(verification)
+                return signup.changeAddress(request)
             },
             Route(.post, "/passkeys/options", answers: .json, reads: .form, limits: [.pages], spentFirst: [.pages]) {
                 passkeys.registrationOptions($0)

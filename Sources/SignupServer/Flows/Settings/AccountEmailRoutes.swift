@@ -273,7 +273,7 @@ extension AccountEmailRoutes {
     /// 404 when no mail can be sent, checked first, so nothing about the visitor is asked then.
     static func forAccount(_ request: RequestContext, _ accountEmail: AccountEmailRoutes?,
                            _ body: (AccountEmailRoutes, Account) throws -> HTTPResponse) throws -> HTTPResponse {
-        guard let accountEmail else { return APIError.notFound.response }
+        let accountEmail = try offered(accountEmail)
         return try request.forAccount { try body(accountEmail, $0) }
     }
 }

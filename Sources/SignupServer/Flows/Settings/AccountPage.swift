@@ -111,7 +111,7 @@ extension AccountPage: PageView {
             // page's script picks one; it has no plural rules of its own).
             let byMinute = (0...60).map { text("account.unlocked_remaining").filled(["minutes": .number($0)], in: language) }
             let json = (try? JSONSerialization.data(withJSONObject: byMinute)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
-            context["openUntil"] = ["iso": ISO8601DateFormatter().string(from: openUntil), "text": text("account.unlocked", ["time": .date(openUntil)]),
+            context["openUntil"] = ["iso": openUntil.ISO8601Format(), "text": text("account.unlocked", ["time": .date(openUntil)]),
                                     "remaining": text("account.unlocked_remaining"), "remainingByMinute": json]
         }
         context["asksToConfirm"] = page.openUntil == nil

@@ -47,7 +47,7 @@ enum SettingsFlow: Flow {
                 request in try AccountEmailRoutes.forAccount(request, accountEmail) { $0.page(request, $1) }
             },
             Route(.post, "/account/email/session", answers: .json, limits: [.pages, .sessions], spentFirst: [.pages],
-                  recentSignIn: .email) { request in try accountEmail?.renewSession(request) ?? APIError.notFound.response },
+                  recentSignIn: .email) { request in try offered(accountEmail).renewSession(request) },
             Route(.post, "/account/email", answers: .page, reads: .form, limits: [.mails, .sessions], recentSignIn: .email) {
                 request in try AccountEmailRoutes.forAccount(request, accountEmail) { $0.start(request, $1) }
             },
@@ -58,11 +58,11 @@ enum SettingsFlow: Flow {
                 request in try AccountEmailRoutes.forAccount(request, accountEmail) { try $0.checkCode(request, $1) }
             },
             Route(.get, "/account/email/undo", answers: .page, limits: [.pages], spentFirst: [.pages], sendsNoReferrer: true) {
-                request in accountEmail?.undoPage(request) ?? APIError.notFound.response
+                request in try offered(accountEmail).undoPage(request)
             },
             Route(.post, "/account/email/undo", answers: .page, reads: .form, limits: [.pages], spentFirst: [.pages],
                   sendsNoReferrer: true) {
-                request in try accountEmail?.undo(request) ?? APIError.notFound.response
+                request in try offered(accountEmail).undo(request)
             },
             // A second factor: set up, renewed and removed behind a recent sign-in; asked for at sign-in.
             Route(.get, "/account/second-factor", answers: .page, limits: [.pages], spentFirst: [.pages],
