@@ -19,7 +19,7 @@ PREFIX ?= /usr/local
 TEST_APT_PACKAGES := nginx-light postgresql openssl iproute2 oathtool systemd python3-icu
 
 BROWSER_APT_PACKAGES := chromium chromium-driver apache2 libapache2-mod-auth-openidc
-BROWSER_PIP_PACKAGES := selenium pytest pytest-xdist standardwebhooks aiosmtpd dnslib altcha webauthn pyotp oidc-provider-mock joserfc authlib requests
+BROWSER_PIP_PACKAGES := selenium pytest pytest-xdist standardwebhooks aiosmtpd dnslib altcha webauthn pyotp oidc-provider-mock joserfc authlib requests prometheus-client
 
 # Installs those of the listed Debian packages that are missing (with sudo unless root).
 define apt_install
@@ -103,7 +103,7 @@ browser-tests:
 # axe-playwright-python, installed without its Playwright dependency) from PyPI.
 browser-deps:
 	@$(call apt_install,$(BROWSER_APT_PACKAGES))
-	@python3 -c "import selenium, pytest, xdist, standardwebhooks, aiosmtpd, dnslib, altcha, webauthn, pyotp, oidc_provider_mock, joserfc, authlib, requests" 2>/dev/null || python3 -m pip install -q $(BROWSER_PIP_PACKAGES)
+	@python3 -c "import selenium, pytest, xdist, standardwebhooks, aiosmtpd, dnslib, altcha, webauthn, pyotp, oidc_provider_mock, joserfc, authlib, requests, prometheus_client" 2>/dev/null || python3 -m pip install -q $(BROWSER_PIP_PACKAGES)
 	@python3 -c "import axe_playwright_python" 2>/dev/null || python3 -m pip install -q --no-deps axe-playwright-python
 
 # Issue 11's standard scenarios (typing, saturation, idle sessions, 19,000 streams, the load

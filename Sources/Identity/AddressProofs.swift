@@ -57,13 +57,13 @@ package struct AddressProofs: Sendable {
     /// Stores the pending sign-up and its mail. Throws `AccountCreationError` (name taken
     /// meanwhile, form used) or a store error.
     package func start(username: String, email: String, passwordHash: String, profile: [String: ProfileValue], formToken: String,
-               language: Languages.Language, returnTo: String?, passkey: NewPasskey? = nil) throws {
+               language: Languages.Language, returnTo: String?, passkey: NewPasskey? = nil, ranJavaScript: Bool = false) throws {
         let time = now()
         let proof = try makeProof(for: email, formToken: formToken, language: language, at: time)
         let pending = PendingSignup.starting(
             formToken: formToken, username: username, email: email, passwordHash: passwordHash, profile: profile,
             language: language.tag, returnTo: returnTo ?? "", codeHash: proof.codeHash, linkHash: proof.linkHash,
-            at: time, lifetime: settings.codeLifetime, passkey: passkey)
+            at: time, lifetime: settings.codeLifetime, passkey: passkey, ranJavaScript: ranJavaScript)
         try store.startPendingSignup(pending, mail: proof.mail, at: time)
         delivery.nudge()
     }

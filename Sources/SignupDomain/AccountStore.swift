@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where accounts live. A protocol so another engine can replace SQLite later.
-public protocol AccountStore: SharedTokenBuckets, EventOutbox, PendingSignups, SpentProofs, PasskeyStore, ProviderLinks,
+public protocol AccountStore: SharedTokenBuckets, EventOutbox, PendingSignups, SpentProofs, PasskeyStore, ProviderLinks, FunnelCounts,
     AccountRecoveries, AccountChanges, EmailChanges, SecondFactors, OpenIDGrants {
     /// Whether a username (compared in canonical form, see `Username.canonical`) is in use:
     /// by an account, or held at `now` by a sign-up waiting for its address to be proved.

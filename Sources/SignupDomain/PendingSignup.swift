@@ -30,11 +30,16 @@ public struct PendingSignup: Sendable, Equatable {
     public let createdAt: Date
     /// The passkey made on the form, if any: stored with the account once the address is proved.
     public let passkey: NewPasskey?
+    /// Whether the form ran JavaScript: the funnel's `javascript` label when the address is
+    /// proved (issue 59), maybe on another instance.
+    public let ranJavaScript: Bool
 
     public init(formToken: String, username: String, email: String, passwordHash: String,
                 profile: [String: ProfileValue], language: String, returnTo: String, codeHash: String,
-                linkHash: String, wrongTries: Int, codesSent: Int, lastSentAt: Date, expiresAt: Date, createdAt: Date, passkey: NewPasskey? = nil) {
+                linkHash: String, wrongTries: Int, codesSent: Int, lastSentAt: Date, expiresAt: Date, createdAt: Date, passkey: NewPasskey? = nil,
+                ranJavaScript: Bool = false) {
         self.passkey = passkey
+        self.ranJavaScript = ranJavaScript
         self.formToken = formToken
         self.username = username
         self.email = email
@@ -55,11 +60,11 @@ public struct PendingSignup: Sendable, Equatable {
     public static func starting(formToken: String, username: String, email: String, passwordHash: String,
                                 profile: [String: ProfileValue], language: String, returnTo: String,
                                 codeHash: String, linkHash: String, at now: Date, lifetime: TimeInterval,
-                                passkey: NewPasskey? = nil) -> PendingSignup {
+                                passkey: NewPasskey? = nil, ranJavaScript: Bool = false) -> PendingSignup {
         PendingSignup(formToken: formToken, username: username, email: email, passwordHash: passwordHash,
                       profile: profile, language: language, returnTo: returnTo, codeHash: codeHash, linkHash: linkHash,
                       wrongTries: 0, codesSent: 1, lastSentAt: now, expiresAt: now.addingTimeInterval(lifetime), createdAt: now,
-                      passkey: passkey)
+                      passkey: passkey, ranJavaScript: ranJavaScript)
     }
 
     /// The account this sign-up becomes once proved.

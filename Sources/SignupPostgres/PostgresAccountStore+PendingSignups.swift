@@ -28,11 +28,11 @@ extension PostgresAccountStore {
                 try await connection.query("""
                     INSERT INTO pending_signups (form_token, username, username_canonical, email, password_hash, profile,
                         language, return_to, code_hash, link_hash, wrong_tries, codes_sent, last_sent_at, expires_at, created_at,
-                        passkey)
+                        passkey, javascript)
                     VALUES (\(pending.formToken), \(pending.username), \(canonical), \(pending.email), \(pending.passwordHash),
                         \(ProfileValue.json(pending.profile))::jsonb, \(pending.language), \(pending.returnTo), \(pending.codeHash),
                         \(pending.linkHash), \(pending.wrongTries), \(pending.codesSent), \(pending.lastSentAt),
-                        \(pending.expiresAt), \(pending.createdAt), \(NewPasskey.json(pending.passkey)))
+                        \(pending.expiresAt), \(pending.createdAt), \(NewPasskey.json(pending.passkey)), \(pending.ranJavaScript))
                     """, logger: logger)
                 try await Self.enqueue(mail, connection, logger)
             }
@@ -136,17 +136,17 @@ extension PostgresAccountStore {
 
     static let pendingColumns = """
         form_token, username, email, password_hash, profile::text, language, return_to, code_hash, link_hash, \
-        wrong_tries, codes_sent, last_sent_at, expires_at, created_at, passkey
+        wrong_tries, codes_sent, last_sent_at, expires_at, created_at, passkey, javascript
         """
 
     static func pending(_ rows: PostgresRowSequence) async throws -> PendingSignup? {
-        for try await (token, username, email, hash, profile, language, returnTo, codeHash, linkHash, tries, sent, lastSent, expires, created, passkey)
-            in rows.decode((String, String, String, String, String, String, String, String, String, Int, Int, Date, Date, Date, String).self) {
+        for try await (token, username, email, hash, profile, language, returnTo, codeHash, linkHash, tries, sent, lastSent, expires, created, passkey, javascript)
+            in rows.decode((String, String, String, String, String, String, String, String, String, Int, Int, Date, Date, Date, String, Bool).self) {
             return PendingSignup(formToken: token, username: username, email: email, passwordHash: hash,
                                  profile: ProfileValue.profile(fromJSON: profile), language: language, returnTo: returnTo,
                                  codeHash: codeHash, linkHash: linkHash, wrongTries: tries, codesSent: sent,
                                  lastSentAt: lastSent, expiresAt: expires, createdAt: created,
-                                 passkey: try NewPasskey.fromJSON(passkey))
+                                 passkey: try NewPasskey.fromJSON(passkey), ranJavaScript: javascript)
         }
         return nil
     }

@@ -309,6 +309,24 @@ extension PostgresAccountStore {
             )
             """,
         ]),
+        // The sign-up funnel (issue 59): counts only, one row per minute and series, every
+        // instance adding to it; and whether a waiting sign-up's form ran JavaScript.
+        (23, "the sign-up funnel", [
+            """
+            CREATE TABLE form_funnel (
+                period TIMESTAMPTZ NOT NULL,
+                metric TEXT NOT NULL,
+                detail TEXT NOT NULL,
+                bucket TEXT NOT NULL,
+                language TEXT NOT NULL,
+                credential TEXT NOT NULL,
+                javascript BOOLEAN NOT NULL,
+                value BIGINT NOT NULL,
+                PRIMARY KEY (period, metric, detail, bucket, language, credential, javascript)
+            )
+            """,
+            "ALTER TABLE pending_signups ADD COLUMN javascript BOOLEAN NOT NULL DEFAULT FALSE",
+        ]),
     ]
 
     func migrate() throws {

@@ -19,12 +19,12 @@ extension SQLiteAccountStore {
             try db.execute(sql: """
                 INSERT INTO pending_signups (form_token, username, username_canonical, email, password_hash, profile,
                     language, return_to, code_hash, link_hash, wrong_tries, codes_sent, last_sent_at, expires_at, created_at,
-                    passkey)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    passkey, javascript)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [pending.formToken, pending.username, canonical, pending.email, pending.passwordHash,
                                  ProfileValue.json(pending.profile), pending.language, pending.returnTo, pending.codeHash,
                                  pending.linkHash, pending.wrongTries, pending.codesSent, pending.lastSentAt,
-                                 pending.expiresAt, pending.createdAt, NewPasskey.json(pending.passkey)])
+                                 pending.expiresAt, pending.createdAt, NewPasskey.json(pending.passkey), pending.ranJavaScript])
             try Self.enqueue(mail, db)
         }
     }
@@ -124,6 +124,6 @@ extension SQLiteAccountStore {
             profile: ProfileValue.profile(fromJSON: row["profile"]), language: row["language"], returnTo: row["return_to"],
             codeHash: row["code_hash"], linkHash: row["link_hash"], wrongTries: row["wrong_tries"], codesSent: row["codes_sent"],
             lastSentAt: row["last_sent_at"], expiresAt: row["expires_at"], createdAt: row["created_at"],
-            passkey: try NewPasskey.fromJSON(row["passkey"]))
+            passkey: try NewPasskey.fromJSON(row["passkey"]), ranJavaScript: row["javascript"])
     }
 }

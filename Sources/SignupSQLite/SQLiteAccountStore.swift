@@ -339,6 +339,24 @@ public final class SQLiteAccountStore: AccountStore, @unchecked Sendable {
                 table.column("granted_at", .datetime).notNull()
             }
         }
+        migrator.registerMigration("v24: the sign-up funnel") { db in
+            // Counts only (issue 59): one row per minute and series, every instance adding to it.
+            try db.create(table: "form_funnel") { table in
+                table.column("period", .datetime).notNull()
+                table.column("metric", .text).notNull()
+                table.column("detail", .text).notNull()
+                table.column("bucket", .text).notNull()
+                table.column("language", .text).notNull()
+                table.column("credential", .text).notNull()
+                table.column("javascript", .boolean).notNull()
+                table.column("value", .integer).notNull()
+                table.primaryKey(["period", "metric", "detail", "bucket", "language", "credential", "javascript"])
+            }
+            // Whether the form ran JavaScript, for the funnel's count when the address is proved.
+            try db.alter(table: "pending_signups") { table in
+                table.add(column: "javascript", .boolean).notNull().defaults(to: false)
+            }
+        }
         return migrator
     }
 

@@ -181,6 +181,8 @@ public final class SignupApplication: Sendable {
             Sweep(what: "full shared limits") { try store.removeFullSharedBuckets(at: $0) },
             // Delivered mails and webhooks stay a week, for operators asking what went out.
             Sweep(what: "delivered outbox events") { try store.removeDeliveredEvents(deliveredBefore: $0.addingTimeInterval(-7 * 86_400)) },
+            // The funnel's minutes stay as long as an operator compares this quarter with the last.
+            Sweep(what: "old funnel counts") { try store.removeFunnelCounts(before: $0.addingTimeInterval(-Self.funnelRetention)) },
         ] + Router.flows.flatMap { $0.sweeps(services) }
         self.routes = routes
         let metrics = services.metrics, repeatLimited = services.core.repeatLimited
@@ -235,6 +237,7 @@ public final class SignupApplication: Sendable {
         try server.start()
         for delivery in services.deliveries { delivery.start() }
         scheduleSweep(every: min(60, max(1, configuration.sessionIdleLifetime / 4)))
+        scheduleFunnelFlush()
         let stopping = self.stopping
         services.signIn.accountStreams.start(on: configuration.clock, isStopping: { stopping.withLock { $0 } })
         logger.info("Listening", metadata: ["url": "http://\(configuration.host):\(port)"])
@@ -250,6 +253,32 @@ public final class SignupApplication: Sendable {
             guard let self, !stopping.withLock({ $0 }) else { return false }
             sweep()
             return true
+        }
+    }
+
+    /// How long the store keeps the funnel's counts (`signup-server funnel --since` reaches this far back).
+    static let funnelRetention: TimeInterval = 90 * 86_400
+    /// Seconds between the funnel's flushes to the store: one write (one transaction) each,
+    /// whatever the traffic, and at most this much lost if the process dies unstopped.
+    static let funnelFlushInterval: TimeInterval = 5
+
+    /// Adds the funnel's new counts to the store every few seconds until the app stops (which
+    /// flushes once more).
+    private func scheduleFunnelFlush() {
+        configuration.clock.every(Self.funnelFlushInterval) { [weak self] in
+            guard let self, !stopping.withLock({ $0 }) else { return false }
+            flushFunnel()
+            return true
+        }
+    }
+
+    /// One flush; a store that fails keeps the counts for the next (said once a minute at most).
+    private func flushFunnel() {
+        do {
+            try services.form.funnel.flush(to: services.store, at: configuration.clock.now)
+        } catch {
+            services.core.repeatLimited.log(.warning, "Could not add the sign-up funnel's counts to the store (kept for the next try): \(error)",
+                                            cause: "funnel flush")
         }
     }
 
@@ -282,6 +311,8 @@ public final class SignupApplication: Sendable {
         for delivery in services.deliveries { delivery.stop() }
         services.form.hashing.shutDown()
         let stopped = server.finishShutdown(grace: grace ?? configuration.shutdownGrace)
+        // After the last request: what they counted reaches the store too.
+        flushFunnel()
         if stopped {
             logger.info("Stopped")
         } else {

@@ -16,7 +16,7 @@ struct SignupServerCommand: ParsableCommand {
         abstract: "Serves the LiveSignup sign-up page.",
         discussion: "serve's settings come from a configuration file (--config FILE or LIVESIGNUP_CONFIG; docs/CONFIGURATION.md), environment variables LIVESIGNUP_<NAME> (shown with each option) and flags: a flag wins over the environment, the environment over the file, the file over the default. `signup-server config print` shows where each came from.",
         version: version,
-        subcommands: [Serve.self, Accounts.self, Sessions.self, Mail.self, PolicyCommand.self, ConfigCommand.self, Keys.self],
+        subcommands: [Serve.self, Accounts.self, Sessions.self, Mail.self, PolicyCommand.self, ConfigCommand.self, Keys.self, Funnel.self],
         defaultSubcommand: Serve.self)
 
     /// Resolves the settings of the command being run (the file, the environment, the

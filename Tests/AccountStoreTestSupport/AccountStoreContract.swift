@@ -1244,4 +1244,46 @@ extension AccountStoreContract {
         XCTAssertNil(try store.secondFactor(ofAccount: owner.id), "the taker's factor is gone", file: file, line: line)
         XCTAssertFalse(try store.spendRecoveryCode(ofAccount: owner.id, hash: "t"), file: file, line: line)
     }
+
+    /// Funnel counts (issue 59): instances add to the same minute's rows (a second "instance"
+    /// is the reopened store), a read sums the periods since a date, and old periods go. A
+    /// waiting sign-up keeps whether its form ran JavaScript.
+    public func funnelCountsAddUpAcrossInstancesAndPeriods(file: StaticString = #filePath, line: UInt = #line) throws {
+        let minute = Date(timeIntervalSince1970: 1_800_000_000)
+        func series(_ metric: FunnelMetric, _ detail: String = "", bucket: String = "", javascript: Bool = true) -> FunnelSeries {
+            FunnelSeries(metric: metric, detail: detail, bucket: bucket, language: "ar", credential: "passkey", javascript: javascript)
+        }
+        let other = try reopen()
+        try store.addFunnelCounts([FunnelCount(series(.started), 3), FunnelCount(series(.abandonedUnmet, "password.length"), 1)],
+                                  period: minute)
+        try other.addFunnelCounts([FunnelCount(series(.started), 2), FunnelCount(series(.started, javascript: false), 1)],
+                                  period: minute)
+        try other.addFunnelCounts([FunnelCount(series(.requirementMet, "username.available", bucket: "5"), 4),
+                                   FunnelCount(series(.requirementMet, "username.available", bucket: FunnelSeries.sumBucket), 9_500)],
+                                  period: minute.addingTimeInterval(60))
+        try store.addFunnelCounts([FunnelCount(series(.started), 7)], period: minute.addingTimeInterval(-3_600))
+        try store.addFunnelCounts([], period: minute)
+
+        let since = Set(try store.funnelCounts(since: minute))
+        XCTAssertEqual(since, [FunnelCount(series(.started), 5), FunnelCount(series(.started, javascript: false), 1),
+                               FunnelCount(series(.abandonedUnmet, "password.length"), 1),
+                               FunnelCount(series(.requirementMet, "username.available", bucket: "5"), 4),
+                               FunnelCount(series(.requirementMet, "username.available", bucket: FunnelSeries.sumBucket), 9_500)],
+                       file: file, line: line)
+        XCTAssertEqual(try other.funnelCounts(since: minute.addingTimeInterval(-3_600)).first { $0.series == series(.started) }?.value,
+                       12, "an earlier period adds in when asked for", file: file, line: line)
+        XCTAssertEqual(try store.removeFunnelCounts(before: minute), 1, file: file, line: line)
+        XCTAssertEqual(try store.funnelCounts(since: .distantPast).first { $0.series == series(.started) }?.value, 5,
+                       file: file, line: line)
+
+        let now = Date()
+        for ranJavaScript in [true, false] {
+            let token = "funnel-\(ranJavaScript)"
+            let pending = PendingSignup.starting(formToken: token, username: "js_\(ranJavaScript)", email: "js\(ranJavaScript)@example.org",
+                                                 passwordHash: "x", profile: [:], language: "en", returnTo: "", codeHash: "c-\(token)",
+                                                 linkHash: "l-\(token)", at: now, lifetime: 600, ranJavaScript: ranJavaScript)
+            try store.startPendingSignup(pending, mail: OutboxEvent(id: "msg_\(token)", type: "mail.verify", body: "{}", createdAt: now, channel: .mail), at: now)
+            XCTAssertEqual(try other.pendingSignup(formToken: token, at: now)?.ranJavaScript, ranJavaScript, file: file, line: line)
+        }
+    }
 }

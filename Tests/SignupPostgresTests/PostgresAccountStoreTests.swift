@@ -43,6 +43,9 @@ final class PostgresAccountStoreTests: XCTestCase {
     func testUndoingAnAddressChangeTakesBackEveryWayInAddedSince() throws {
         try contract().undoingAnAddressChangeTakesBackEveryWayInAddedSince()
     }
+    func testFunnelCountsAddUpAcrossInstancesAndPeriods() throws {
+        try contract().funnelCountsAddUpAcrossInstancesAndPeriods()
+    }
     func testNewSessionsEndTheLeastRecentlyUsedBeyondTheCap() throws {
         try contract().newSessionsEndTheLeastRecentlyUsedBeyondTheCap()
     }

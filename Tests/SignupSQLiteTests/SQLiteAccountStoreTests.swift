@@ -71,6 +71,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func spendSharedTokens(bucket: String, key: String, cost: Double, rate: SharedBucketRate, at now: Date) throws -> Double { throw Failure() }
         func resetSharedTokens(bucket: String, key: String) throws { throw Failure() }
         func removeFullSharedBuckets(at now: Date) throws -> Int { throw Failure() }
+        func addFunnelCounts(_ counts: [FunnelCount], period: Date) throws { throw Failure() }
+        func funnelCounts(since: Date) throws -> [FunnelCount] { throw Failure() }
+        func removeFunnelCounts(before date: Date) throws -> Int { throw Failure() }
         func claimDueEvents(channel: OutboxChannel, at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] { throw Failure() }
         func markDelivered(eventID: String, attempts: Int, at now: Date) throws { throw Failure() }
         func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws { throw Failure() }
@@ -192,6 +195,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
         func spendSharedTokens(bucket: String, key: String, cost: Double, rate: SharedBucketRate, at now: Date) throws -> Double { rate.burst }
         func resetSharedTokens(bucket: String, key: String) throws {}
         func removeFullSharedBuckets(at now: Date) throws -> Int { 0 }
+        func addFunnelCounts(_ counts: [FunnelCount], period: Date) throws {}
+        func funnelCounts(since: Date) throws -> [FunnelCount] { [] }
+        func removeFunnelCounts(before date: Date) throws -> Int { 0 }
         func claimDueEvents(channel: OutboxChannel, at now: Date, limit: Int, lease: TimeInterval) throws -> [ClaimedEvent] { [] }
         func markDelivered(eventID: String, attempts: Int, at now: Date) throws {}
         func scheduleRetry(eventID: String, attempts: Int, at next: Date, error: String) throws {}
@@ -310,6 +316,9 @@ final class SQLiteAccountStoreTests: XCTestCase {
     func testProvingANewAddressEndsTheOldOnesRecoveries() throws { try contract().provingANewAddressEndsTheOldOnesRecoveries() }
     func testUndoingAnAddressChangeTakesBackEveryWayInAddedSince() throws {
         try contract().undoingAnAddressChangeTakesBackEveryWayInAddedSince()
+    }
+    func testFunnelCountsAddUpAcrossInstancesAndPeriods() throws {
+        try contract().funnelCountsAddUpAcrossInstancesAndPeriods()
     }
     func testNewSessionsEndTheLeastRecentlyUsedBeyondTheCap() throws {
         try contract().newSessionsEndTheLeastRecentlyUsedBeyondTheCap()

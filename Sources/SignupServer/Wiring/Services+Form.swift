@@ -12,6 +12,8 @@ struct FormServices: Sendable {
     /// A hash of a random password, verified against when a sign-in names no account.
     let placeholderHash: String
     let proofOfWork: ProofOfWorkGate?
+    /// The sign-up funnel's counts (issue 59), flushed to the store by the app.
+    let funnel: FormFunnel
 
     init(_ core: Services.Core, _ site: SiteServices) throws {
         let configuration = core.configuration, policy = core.policy, store = core.store
@@ -26,6 +28,14 @@ struct FormServices: Sendable {
         }
         let tokenKey = try core.key(configuration.formTokenKey, named: "form-token-key", saying: "form token",
                                     length: FormTokenAuthority.keyLength, make: FormTokenAuthority.makeKey)
+        // Every requirement any language's form has, in the first policy's order (the
+        // catalogs change texts, not rules, so the lists agree; the union is to be sure).
+        var requirements: [String] = []
+        for language in site.languages.all {
+            for id in language.policy.liveRequirementOrder where !requirements.contains(id) { requirements.append(id) }
+        }
+        funnel = FormFunnel(languages: site.languages.all.map(\.tag), requirements: requirements,
+                            noScriptCapacity: configuration.maximumSessions, idleLifetime: configuration.sessionIdleLifetime)
         let debounce = configuration.availabilityDebounce.components
         sessions = LiveFormSessionRegistry(settings: .init(
             languages: site.languages,
@@ -38,6 +48,7 @@ struct FormServices: Sendable {
             tokens: FormTokenAuthority(key: tokenKey, instance: configuration.instanceID),
             limiters: site.limiters,
             metrics: core.metrics,
+            funnel: funnel,
             clock: core.clock))
         let hasher = TimedPasswordHasher(base: configuration.passwordHasher, timer: core.metrics.passwordHashDuration,
                                          computed: core.consulted.map { consulted in { @Sendable in consulted(.hashing) } })

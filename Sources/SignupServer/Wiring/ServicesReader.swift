@@ -32,6 +32,8 @@ extension ServicesReader {
     var returnTo: ReturnTo { services.site.returnTo }
     var signedIn: SignedInUsers { services.signIn.users }
     var proofOfWork: ProofOfWorkGate? { services.form.proofOfWork }
+    /// The sign-up funnel's counts (issue 59).
+    var formFunnel: FormFunnel { services.form.funnel }
     var webhooks: OutboxDelivery? { services.outbox.webhooks }
     var proofs: AddressProofs? { services.outbox.proofs }
     var secondFactorRule: SecondFactorRule { services.signIn.secondFactorRule }

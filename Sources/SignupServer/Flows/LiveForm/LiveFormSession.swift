@@ -33,9 +33,16 @@ final class LiveFormSession: @unchecked Sendable {
         let initialSnapshot: SignupSnapshot
         let availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride
         let metrics: ServerMetrics?
+        /// Where a sign-up form's funnel is counted (nil for other forms, such as a new password's).
+        let funnel: FormFunnel?
+        /// A new form's place in the funnel's split.
+        let funnelDimensions: FormFunnel.Dimensions
 
         init(policy: FormPolicy, lookups: Lookups = .none, language: String = Languages.fallback,
-             availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride, metrics: ServerMetrics?) {
+             availabilityDebounce: DispatchQueue.SchedulerTimeType.Stride, metrics: ServerMetrics?, funnel: FormFunnel? = nil) {
+            self.funnel = funnel
+            funnelDimensions = funnel?.dimensions(language: language, credential: .password, javascript: true)
+                ?? FormFunnel.Dimensions(language: 0, credential: .password, javascript: true)
             self.policy = policy
             self.lookups = lookups
             self.language = language
@@ -72,6 +79,9 @@ final class LiveFormSession: @unchecked Sendable {
     private var passkeyOffer: PasskeyOffer?
     /// The passkey made on this form and verified: stored with the account it creates.
     private var madePasskey: NewPasskey?
+    /// What the funnel counted for this form (with `configuration.funnel`).
+    private var funnelProgress: FunnelProgress
+    private let clock: any WallClock
 
     /// Written holding `lock`, read by the registry's sweeper from any thread.
     private let activity: ActivityClock
@@ -89,6 +99,8 @@ final class LiveFormSession: @unchecked Sendable {
         // thousands of sessions waking at once (streams closing) spawn a thread each.
         self.queue = DispatchQueue(label: "form-session", target: .global())
         self.activity = ActivityClock(clock: clock)
+        self.clock = clock
+        funnelProgress = FunnelProgress(configuration.funnelDimensions)
     }
 
     /// The view model, built on first use. Its one output, the settled form, is diffed
@@ -131,6 +143,7 @@ final class LiveFormSession: @unchecked Sendable {
     func chooseCredential(_ method: CredentialMethod, seq: UInt64) -> EditReceipt {
         edit(Self.credentialEdit, seq: seq) { viewModel in
             if viewModel.credential.method != method {
+                funnelProgress.dimensions.credential = method
                 // The provider's sign-in is held whenever it is chosen (its route checked the cookie).
                 viewModel.credential = method == .provider ? CredentialChoice(method: .provider, passkeyCreated: true)
                     : CredentialChoice(method: method, passkeyCreated: madePasskey != nil)
@@ -150,6 +163,8 @@ final class LiveFormSession: @unchecked Sendable {
                 return EditReceipt(rev: rev, applied: false)
             }
             lastAppliedSeq[key] = seq
+            // Once per form: the time its requirements are met is counted from here.
+            if funnelProgress.firstEditAt == nil, let funnel = configuration.funnel { funnel.firstEdit(&funnelProgress, at: clock.now) }
             // Bump first: events caused by this edit carry its rev.
             rev += 1
             change(activeViewModel())
@@ -204,6 +219,8 @@ final class LiveFormSession: @unchecked Sendable {
         exclusively {
             activity.touch()
             madePasskey = passkey
+            funnelProgress.dimensions.credential = .passkey
+            configuration.funnel?.firstEdit(&funnelProgress, at: clock.now)
             rev += 1
             activeViewModel().credential = CredentialChoice(method: .passkey, passkeyCreated: true)
         }
@@ -215,6 +232,9 @@ final class LiveFormSession: @unchecked Sendable {
     func startThroughProvider(values: [SignupField: String]) {
         exclusively {
             activity.touch()
+            // The provider's answer fills the form in: its first edit, as a provider sign-up.
+            funnelProgress.dimensions.credential = .provider
+            configuration.funnel?.firstEdit(&funnelProgress, at: clock.now)
             rev += 1
             let viewModel = activeViewModel()
             viewModel.credential = CredentialChoice(method: .provider, passkeyCreated: true)
@@ -232,6 +252,7 @@ final class LiveFormSession: @unchecked Sendable {
     func attach(_ stream: EventStream, retryMilliseconds: Int) {
         exclusively {
             activity.touch()
+            configuration.funnel?.start(&funnelProgress)
             stream.send(retry: retryMilliseconds)
             var snapshot = published?.snapshot(rev: rev) ?? configuration.initialSnapshot
             snapshot.language = configuration.language
@@ -259,6 +280,8 @@ final class LiveFormSession: @unchecked Sendable {
     func prepareForResubmission(values: [SignupField: String], credential: CredentialMethod = .password) {
         exclusively {
             activity.touch()
+            funnelProgress.dimensions.credential = credential
+            configuration.funnel?.resume(&funnelProgress)
             rev += 1
             lastAppliedSeq = [:]
             let viewModel = activeViewModel()
@@ -302,7 +325,43 @@ final class LiveFormSession: @unchecked Sendable {
     private func publish(_ form: FormEvaluation) {
         let previous = published ?? configuration.policy.initialEvaluation
         published = form
-        send(form.changes(since: previous, rev: rev, policy: configuration.policy), to: streams.values)
+        let changes = form.changes(since: previous, rev: rev, policy: configuration.policy)
+        if let funnel = configuration.funnel { countFirstMet(changes, funnel) }
+        send(changes, to: streams.values)
+    }
+
+    /// Each requirement the changes newly meet: counted the first time on this form.
+    private func countFirstMet(_ changes: [SignupEvent], _ funnel: FormFunnel) {
+        for change in changes {
+            if case .requirement(let id, .met, _) = change, !funnelProgress.met.contains(id) {
+                funnel.met(id, &funnelProgress, at: clock.now)
+            }
+        }
+    }
+
+    // MARK: The funnel
+
+    /// Runs `body` on this form's funnel (a sign-up's post counting what it did), holding the
+    /// session's lock; false, and nothing run, for a form without one.
+    @discardableResult
+    func countInFunnel(_ body: (inout FunnelProgress, FormFunnel) -> Void) -> Bool {
+        exclusively {
+            guard let funnel = configuration.funnel else { return false }
+            body(&funnelProgress, funnel)
+            return true
+        }
+    }
+
+    /// The session is gone (closed and idle past its lifetime, or making room): unless it made
+    /// its account or waits for its address's proof, the form was abandoned, with the
+    /// requirements it had not met as last published.
+    func endFunnel() {
+        exclusively {
+            guard let funnel = configuration.funnel else { return }
+            let states = published?.requirementStates ?? [:]
+            let unmet = configuration.policy.liveRequirementOrder.filter { id in states[id].map { $0 != .met } ?? false }
+            funnel.end(&funnelProgress, unmet: unmet)
+        }
     }
 
     /// One write per stream for all `events` (the changes of one edit): its connection is

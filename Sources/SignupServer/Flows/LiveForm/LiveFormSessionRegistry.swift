@@ -24,6 +24,8 @@ final class LiveFormSessionRegistry: @unchecked Sendable {
         var tokens: FormTokenAuthority
         var limiters: ClientLimiters
         var metrics: ServerMetrics
+        /// Where sign-up forms' funnel is counted (issue 59).
+        var funnel: FormFunnel?
         /// Tokens age, sessions idle and throttled look-ups wait by it.
         var clock: any WallClock
     }
@@ -56,7 +58,7 @@ final class LiveFormSessionRegistry: @unchecked Sendable {
         self.sessionConfigurations = Dictionary(uniqueKeysWithValues: settings.languages.all.map { language in
             (language.tag, LiveFormSession.Configuration(
                 policy: language.policy, lookups: settings.lookups, language: language.tag,
-                availabilityDebounce: settings.availabilityDebounce, metrics: settings.metrics))
+                availabilityDebounce: settings.availabilityDebounce, metrics: settings.metrics, funnel: settings.funnel))
         })
     }
 
@@ -188,6 +190,8 @@ final class LiveFormSessionRegistry: @unchecked Sendable {
         let candidates = lock.withLock { Array(sessions.values) }
         let expired = candidates.filter { !$0.session.hasOpenStreams && $0.session.lastActivity < cutoff }
         remove(expired.map(\.session))
+        // Forms posted without JavaScript have no session; their funnel ends on the same terms.
+        settings.funnel?.endIdleNoScriptForms(at: settings.clock.now)
         return expired.count
     }
 
@@ -205,14 +209,17 @@ final class LiveFormSessionRegistry: @unchecked Sendable {
 
     private func remove(_ removed: [LiveFormSession]) {
         guard !removed.isEmpty else { return }
-        lock.withLock {
-            for session in removed {
+        let gone = lock.withLock {
+            removed.filter { session in
                 // Only if it is still idle: a stream may have attached since it was chosen.
-                guard !session.hasOpenStreams, let entry = sessions.removeValue(forKey: session.token) else { continue }
+                guard !session.hasOpenStreams, let entry = sessions.removeValue(forKey: session.token) else { return false }
                 let remaining = liveByAddress[entry.addressKey, default: 1] - 1
                 liveByAddress[entry.addressKey] = remaining > 0 ? remaining : nil
+                return true
             }
         }
+        // Outside the table's lock: each takes its session's.
+        for session in gone { session.endFunnel() }
     }
 
     /// 128 bits from the system's cryptographic RNG, as 32 lowercase hex digits.

@@ -13,6 +13,7 @@ struct OperationsRoutes: Sendable {
     init(_ services: Services) {
         let store = services.store, metrics = services.metrics, now = services.now
         let sessions = services.form.sessions, server = services.core.server, deliveries = services.deliveries
+        let funnel = services.form.funnel
         // `/readyz` turns 503 once a stop begins.
         let stopping = services.core.stopping
         health = HealthChecks(store: store, isStopping: { stopping.withLock { $0 } })
@@ -26,7 +27,10 @@ struct OperationsRoutes: Sendable {
                 }
                 metrics.formSessions.record(sessions.count)
                 metrics.eventStreams.record(server.server?.openStreamCount ?? 0)
-                return export.render()
+                // The funnel's cells are read as they are (no swift-metrics handler: see FormFunnel).
+                var text = export.render()
+                funnel.renderPrometheus(into: &text)
+                return text
             }
         }
         assets = services.site.assets

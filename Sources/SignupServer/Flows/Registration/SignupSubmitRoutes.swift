@@ -52,7 +52,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
             // Only while this browser holds the provider's answer: no cookie, no provider sign-up.
             guard let identity = providerCookies.identity(in: request.http, for: .signup),
                   let provider = providers[identity.provider] else {
-                metrics.signup(.invalid)
+                count(.invalid, Submission(request))
                 return rerender(Submission(request), values: Self.typedValues(request), evaluation: nil, token: form["token"],
                                 status: .unprocessableContent,
                                 formError: request.text("provider.error.expired_signup", ["provider": .text(request.text("provider.generic_name"))]))
@@ -83,34 +83,36 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
         do throws(LimitExceeded) {
             try limiters.signups.admit(clientKey)
         } catch {
-            metrics.signup(.rateLimited)
+            count(.rateLimited, submission)
             return slowDown(submission, error, values: values, token: form["token"])
         }
         // Any token this server issued, however old: the person may have typed for hours,
         // or the server restarted meanwhile. Its session, if it has one, is reused.
         guard let token = form["token"], sessions.isGenuine(token) else {
-            metrics.signup(.invalid)
+            count(.invalid, submission)
             return rerender(submission, values: values, evaluation: nil, status: .unprocessableContent,
                             formError: request.text("error.expired"))
         }
         if let proofOfWork {
+            countInFunnel(submission) { $1.enter(.proofOfWork, &$0) }
             do throws(ProofOfWorkGate.Refusal) {
                 _ = try proofOfWork.check(form[ProofOfWorkGate.field], token: token, addressKey: clientKey,
                                           issuedAt: sessions.issueDate(of: token))
             } catch {
-                metrics.signup(.unproved)
+                count(.unproved, submission)
                 return proofRefused(submission, error, values: values, token: token)
             }
+            countInFunnel(submission) { $1.finish(.proofOfWork, &$0) }
         }
         let session = sessions.existingSession(for: token)
         do {
             if try session?.createdAccountUsername != nil || store.isFormTokenUsed(token) {
-                metrics.signup(.alreadyUsed)
+                count(.alreadyUsed, submission)
                 return alreadyUsed(submission, values: values)
             }
         } catch {
             logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
-            metrics.signup(.unavailable)
+            count(.unavailable, submission)
             return unavailable(submission, values: values, token: token)
         }
 
@@ -120,7 +122,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
             try limiters.lookupsPerSession.admit(token)
             try limiters.lookupsPerAddress.admit(clientKey)
         } catch {
-            metrics.signup(.rateLimited)
+            count(.rateLimited, submission)
             return slowDown(submission, error, values: values, token: token)
         }
 
@@ -132,7 +134,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
             availability = try self.availability.availabilityNow(of: username)
         } catch {
             logger.error("Account store unavailable during sign-up", metadata: ["error": "\(error)"])
-            metrics.signup(.unavailable)
+            count(.unavailable, submission)
             return unavailable(submission, values: values, token: token)
         }
         guard policy.passwordBreach != nil || policy.emailDeliverable != nil else {
@@ -171,10 +173,10 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
             // A double click: the other post of this form made the account (and so took the
             // name) while this one was on its way. It is told what happened, not "taken".
             if availability == .unmet, wasUsedMeanwhile(token) {
-                metrics.signup(.alreadyUsed)
+                count(.alreadyUsed, submission)
                 return alreadyUsed(submission, values: values)
             }
-            metrics.signup(availability == .unmet ? .taken : .invalid)
+            count(availability == .unmet ? .taken : .invalid, submission, evaluation: evaluation)
             return rerender(submission, values: values, evaluation: evaluation, token: token, status: .unprocessableContent)
         }
         let password = values[.password] ?? ""
@@ -187,7 +189,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
         } ?? false
         if credential == .provider {
             guard provedByProvider || proofs == nil else {
-                metrics.signup(.invalid)
+                count(.invalid, submission)
                 return rerender(submission, values: values, evaluation: evaluation, token: token, status: .forbidden,
                                 formError: submission.request.text("provider.error.needs_proof", ["provider": .name(submission.identity?.provider.name ?? "")]))
             }
@@ -199,7 +201,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
             do throws(LimitExceeded) {
                 try proofs.admitMail(to: values[.email] ?? "", client: clientKey)
             } catch {
-                metrics.signup(.rateLimited)
+                count(.rateLimited, submission)
                 return slowDown(submission, error, values: values, token: token)
             }
         }
@@ -230,7 +232,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
             return hashingRefused(submission, refusal, values: values, token: token)
         case .failure(let error):
             logger.error("Password hashing failed", metadata: ["error": "\(error)"])
-            metrics.signup(.unavailable)
+            count(.unavailable, submission)
             return unavailable(submission, values: values, token: token)
         }
         do {
@@ -243,8 +245,9 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
                 try proofs.start(username: values[.username] ?? "", email: values[.email] ?? "", passwordHash: passwordHash,
                                  profile: profile(of: values, policy: request.policy), formToken: token, language: language,
                                  returnTo: request.returnTarget,
-                                 passkey: passkey)
-                metrics.signup(.pending)
+                                 passkey: passkey, ranJavaScript: session != nil)
+                count(.pending, submission)
+                countInFunnel(submission) { $1.waitForAddressProof(&$0) }
                 logger.info("Sign-up waiting for its address to be proved")
                 var query = "?token=\(token)"
                 if language.tag != Languages.fallback { query += "&lang=\(language.tag)" }
@@ -256,7 +259,9 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
                 providerLink: link, emailVerifiedAt: provedAt))
             webhooks?.nudge()
             session?.markAccountCreated(username: account.username)
-            metrics.signup(.created)
+            count(.created, submission)
+            let served = sessions.issueDate(of: token)
+            countInFunnel(submission) { [now] in $1.complete(&$0, seconds: served.map { now().timeIntervalSince($0) }) }
             if let identity = submission.identity { metrics.provider(identity.provider.id, "signed_up") }
             var said: Logger.Metadata = ["event": "account_created", "account": "\(account.id)",
                                          "method": "\(submission.credential.rawValue)", "client": "\(request.client)"]
@@ -281,21 +286,21 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
                 return Pages.redirect(to: "/signin" + PageRenderer.languageQuery(language))
             }
         } catch AccountCreationError.formAlreadyUsed {
-            metrics.signup(.alreadyUsed)
+            count(.alreadyUsed, submission)
             return alreadyUsed(submission, values: values)
         } catch ProviderLinkError.linkedElsewhere {
-            metrics.signup(.invalid)
+            count(.invalid, submission)
             return rerender(submission, values: values, evaluation: nil, token: token, status: .conflict,
                             formError: request.text("provider.error.linked_elsewhere", ["provider": .name(submission.identity?.provider.name ?? "")]))
         } catch PasskeyError.credentialExists {
-            metrics.signup(.invalid)
+            count(.invalid, submission)
             return rerender(submission, values: values, evaluation: nil, token: token, status: .conflict,
                             formError: request.text("passkey.error.exists"))
         } catch AccountCreationError.usernameTaken where wasUsedMeanwhile(token) {
-            metrics.signup(.alreadyUsed)
+            count(.alreadyUsed, submission)
             return alreadyUsed(submission, values: values)
         } catch AccountCreationError.usernameTaken {
-            metrics.signup(.taken)
+            count(.taken, submission)
             // Someone else got the name between the check and the insert.
             var kept = values
             kept[.password] = ""
@@ -308,9 +313,51 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
             // Includes StorageFault: the database file was deleted, replaced or unusable, so
             // the account is not acknowledged; the person keeps what they typed.
             logger.error("Account store failed during sign-up; nothing was saved", metadata: ["error": "\(error)"])
-            metrics.signup(.unavailable)
+            count(.unavailable, submission)
             return unavailable(submission, values: values, token: token)
         }
+    }
+
+    // MARK: The funnel (issue 59)
+
+    /// Counts `outcome` in `livesignup_signups_total` and, for a refusal, in the funnel, by the
+    /// form's language, credential and JavaScript. A refused `evaluation` is what a form
+    /// posted without JavaScript is left with, should it be abandoned now.
+    private func count(_ outcome: SignupOutcome, _ submission: Submission, evaluation: FormEvaluation? = nil) {
+        metrics.signup(outcome)
+        guard outcome != .created, outcome != .pending else { return }
+        let counted = countInFunnel(submission) { progress, funnel in
+            if let evaluation {
+                let states = evaluation.requirementStates
+                progress.unmet = submission.request.policy.liveRequirementOrder.filter { states[$0].map { $0 != .met } ?? false }
+            }
+            funnel.refused(outcome, progress.dimensions)
+        }
+        // A post naming no form of this server's is refused all the same.
+        if !counted {
+            formFunnel.refused(outcome, formFunnel.dimensions(language: submission.request.language.tag,
+                                                              credential: submission.credential, javascript: false))
+        }
+    }
+
+    /// Runs `body` on the funnel of the form posted: its live session's (its page ran
+    /// JavaScript) or, without one, the one `FormFunnel` keeps by the form's token. False,
+    /// and nothing run, when the post names no genuine sign-up form.
+    @discardableResult
+    private func countInFunnel(_ submission: Submission, _ body: (inout FunnelProgress, FormFunnel) -> Void) -> Bool {
+        guard let token = submission.request.form["token"], !token.isEmpty else { return false }
+        let credential = submission.credential
+        if let session = sessions.existingSession(for: token) {
+            return session.countInFunnel { progress, funnel in
+                progress.dimensions.credential = credential
+                body(&progress, funnel)
+            }
+        }
+        guard sessions.isGenuine(token) else { return false }
+        let funnel = formFunnel
+        funnel.noScriptForm(token, funnel.dimensions(language: submission.request.language.tag, credential: credential,
+                                                     javascript: false), at: now()) { body(&$0, funnel) }
+        return true
     }
 
     /// `POST /verify/change`: the person wants to use another address. Only the browser that
@@ -365,7 +412,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
 
     private func hashingRefused(_ submission: Submission, _ refusal: HashingRefusal, values: [SignupField: String],
                                 token: String) -> HTTPResponse {
-        metrics.signup(refusal == .clientBusy ? .rateLimited : .unavailable)
+        count(refusal == .clientBusy ? .rateLimited : .unavailable, submission)
         switch refusal {
         case .clientBusy:
             return slowDown(submission, LimitExceeded(limit: .hashing, retryAfter: 2), values: values, token: token)

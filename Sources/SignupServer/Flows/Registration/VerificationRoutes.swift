@@ -206,6 +206,11 @@ struct VerificationRoutes: Sendable, ServicesReader {
         webhooks?.nudge()
         metrics.verification(.verified)
         metrics.signup(.created)
+        // The form may have been on another instance: the waiting sign-up kept its split.
+        formFunnel.completedByAddressProof(
+            formFunnel.dimensions(language: pending.language, credential: pending.passkey != nil ? .passkey : .password,
+                                  javascript: pending.ranJavaScript),
+            seconds: sessions.issueDate(of: pending.formToken).map { now().timeIntervalSince($0) })
         logger.notice("Account created", metadata: ["event": "account_created", "account": "\(account.id)", "email": "verified", "client": "\(request.client)"])
         let language = request.language
         let target = returnTo.validated(pending.returnTo, for: request.http) ?? "/welcome" + PageRenderer.languageQuery(language)
