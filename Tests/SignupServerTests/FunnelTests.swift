@@ -68,6 +68,9 @@ final class FunnelTests: XCTestCase {
         clock.advance(by: 30)
         try await post(server, token: plain.token, username: "plain_person", email: "plain@example.com",
                                       password: "Correct-Horse-9", confirm: "Correct-Horse-9", expecting: 303)
+        // Posted again (the back button): the same form, refused as used, not a new one begun.
+        try await post(server, token: plain.token, username: "plain_person", email: "plain@example.com",
+                       password: "Correct-Horse-9", confirm: "Correct-Horse-9", expecting: 409)
         // Without JavaScript, refused, never back.
         let gone = try await server.client.openForm()
         try await post(server, token: gone.token, username: "gone_person", email: "gone@example.com",
@@ -98,6 +101,7 @@ final class FunnelTests: XCTestCase {
         XCTAssertEqual(value("abandoned_total", javascript: true), 1, "the finished form is not abandoned")
         XCTAssertEqual(value("abandoned_total", javascript: false), 1)
         XCTAssertEqual(value("submits_refused_total", "reason=\"invalid\"", javascript: false), 3)
+        XCTAssertEqual(value("submits_refused_total", "reason=\"already_used\"", javascript: false), 1)
         // What stopped them: the live one's password rules, the plain one's confirmation.
         XCTAssertEqual(value("abandoned_unmet_total", "requirement=\"password.length\"", javascript: true), 1)
         XCTAssertNil(value("abandoned_unmet_total", "requirement=\"username.length\"", javascript: true), "met, so not what stopped it")
@@ -117,7 +121,7 @@ final class FunnelTests: XCTestCase {
         try funnel.flush(to: server.store, at: clock.now)
         let report = FunnelReport(try server.store.funnelCounts(since: .distantPast), since: .distantPast)
         XCTAssertEqual(report.totals, ["started": 4, "first_edits": 4, "completed": 2, "abandoned": 2])
-        XCTAssertEqual(report.refused, ["invalid": 3])
+        XCTAssertEqual(report.refused, ["invalid": 3, "already_used": 1])
         XCTAssertEqual(report.abandonedUnmet["password.length"], 1)
         XCTAssertEqual(report.abandonedUnmet["confirm.match"], 2, "both: the live one never confirmed either")
         XCTAssertEqual(report.by["javascript"]?["no"], FunnelReport.Share(started: 2, completed: 1, abandoned: 1))

@@ -217,7 +217,9 @@ final class FormFunnel: @unchecked Sendable {
 
     /// Runs `body` on the funnel of the form posted without JavaScript under `token` (a
     /// genuine one): begun now, started and edited (its post carries every field), if this is
-    /// its first post. A form done with (completed, waiting for its proof) leaves the table.
+    /// its first post. A form done with (completed, waiting for its proof) stays until its
+    /// lifetime is over, so a post of it again (a double click, another address) is the same
+    /// form, not a new one; only an open one is counted as abandoned then.
     func noScriptForm(_ token: String, _ dimensions: Dimensions, at now: Date, _ body: (inout FunnelProgress) -> Void) {
         var evicted: [FunnelProgress] = []
         noScriptForms.withLock { forms in
@@ -226,7 +228,6 @@ final class FormFunnel: @unchecked Sendable {
             progress.lastUsed = now
             firstEdit(&progress, at: now)
             body(&progress)
-            guard progress.outcome == .open else { return }
             if forms.count >= noScriptCapacity {
                 // Full: the longest unused give way (a hundredth at a time, so a full table is
                 // not scanned on every post), counted as abandoned like any that went idle.

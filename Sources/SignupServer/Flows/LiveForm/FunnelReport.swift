@@ -127,15 +127,16 @@ public struct FunnelReport: Sendable {
         }
         let met = requirementsMet.sorted { ($0.value.medianAtMostSeconds ?? .infinity, $0.key) > ($1.value.medianAtMostSeconds ?? .infinity, $1.key) }
         out += "\n" + Self.table([["Time to meet each requirement, from the first edit", "forms", "median", "90th pct", "mean"]]
-            + met.map { [$0.key] + Self.cells($0.value) } + (met.isEmpty ? [["(none)", "", "", "", ""]] : []))
+            + met.map { [$0.key] + Self.cells($0.value, .requirementMet) } + (met.isEmpty ? [["(none)", "", "", "", ""]] : []))
         out += "\n" + Self.table([["Time to complete, from the page served", "forms", "median", "90th pct", "mean"],
-                                  ["completed"] + Self.cells(completion)])
+                                  ["completed"] + Self.cells(completion, .completionSeconds)])
         return out
     }
 
-    private static func cells(_ times: Times) -> [String] {
+    /// A histogram's row: past its last bound, a time is only known to be more than that.
+    private static func cells(_ times: Times, _ metric: FunnelMetric) -> [String] {
         func bound(_ value: Double?) -> String {
-            times.forms == 0 ? "" : value.map { "≤ " + duration($0) } ?? "> " + duration(FunnelMetric.completionSeconds.bounds!.last!)
+            times.forms == 0 ? "" : value.map { "≤ " + duration($0) } ?? "> " + duration(metric.bounds?.last ?? 0)
         }
         return [String(times.forms), bound(times.medianAtMostSeconds), bound(times.p90AtMostSeconds),
                 times.meanSeconds.map { duration($0) } ?? ""]

@@ -384,6 +384,8 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
                 values[.username] = pending.username
                 errors = [(.email, request.text("verify.change_hint", ["address": .name(EmailAddress.masked(pending.email))]))]
                 try store.cancelPendingSignup(formToken: token)
+                // The form is open again (a live one's session does the same when it is shown).
+                countInFunnel(submission) { $1.resume(&$0) }
                 submission.returnTarget = returnTo.validated(pending.returnTo, for: request.http)
             }
         } catch {
