@@ -222,3 +222,46 @@ def test_a_second_factors_code_is_accepted_once_across_instances(deployment):
     assert status == 303 and location == "/signin/second-factor"
     status, _, _, refused = call("web2", "POST", "/signin/second-factor", {"code": code}, cookie=cookies[0])
     assert status == 401 and "used already" in refused, refused
+
+
+def test_the_funnel_command_sums_both_instances(deployment):
+    """Issue 59: each instance flushes its own funnel counts to the one database, adding to the
+    same rows; `signup-server funnel` reads the sum. web1 makes one account; web2 refuses one
+    post, then makes its account. Each /metrics shows its own; the command shows both."""
+    import json
+    import subprocess
+    import urllib.parse
+
+    from instances import child_environment
+
+    def sign_up(instance, username, confirm=STRONG_PASSWORD):
+        _, _, page = http_call(deployment.instances[instance].port, "GET", "/")
+        token = re.search(r'name="token" value="([^"]+)"', page).group(1)
+        return token, lambda confirm=confirm: http_call(
+            deployment.instances[instance].port, "POST", "/signup",
+            body=urllib.parse.urlencode({"token": token, "username": username, "email": f"{username}@example.org",
+                                         "password": STRONG_PASSWORD, "confirm": confirm}))[0]
+
+    _, post = sign_up("web1", f"sum1{uuid.uuid4().hex[:8]}")
+    assert post() == 303, deployment.logs()
+    _, post = sign_up("web2", f"sum2{uuid.uuid4().hex[:8]}")
+    assert post(confirm="different") == 422
+    assert post() == 303, deployment.logs()
+
+    def completed_on(instance):
+        _, _, text = http_call(deployment.instances[instance].port, "GET", "/metrics")
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("livesignup_form_completed_total{"))
+    assert completed_on("web1") == 1 and completed_on("web2") == 1, "each instance counts its own"
+
+    def report():
+        result = subprocess.run([str(SERVER), "funnel", "--database", deployment.database.url, "--format", "json"],
+                                capture_output=True, text=True, timeout=30, env=child_environment())
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+    # Each instance flushes every 5 s.
+    assert wait_for(lambda: report()["totals"]["completed"] == 2, 20), report()
+    summed = report()
+    assert summed["totals"] == {"started": 2, "first_edits": 2, "completed": 2, "abandoned": 0}, summed
+    assert summed["refused"] == {"invalid": 1}, summed
+    assert summed["by"]["javascript"]["no"]["completed"] == 2
