@@ -18,12 +18,8 @@ struct Accounts: ParsableCommand {
         @Option(help: help("database", "SQLite database file or PostgreSQL URL."))
         var database = "data/livesignup.sqlite"
 
-        enum Format: String, ExpressibleByArgument, CaseIterable {
-            case table, json
-        }
-
         @Option(help: "table (for people) or json (one array of accounts, each with its profile, for programs).")
-        var format: Format = .table
+        var format: ReportFormat = .table
 
         func run() throws {
             let accounts = try AccountOptions.openExistingStore(database, logger: Logger(label: "livesignup.accounts")).allAccounts()
@@ -318,3 +314,7 @@ struct Accounts: ParsableCommand {
     }
 }
 
+/// How an operator's command prints what it read: a table for people, JSON for programs.
+enum ReportFormat: String, ExpressibleByArgument, CaseIterable {
+    case table, json
+}

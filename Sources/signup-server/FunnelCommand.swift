@@ -15,12 +15,8 @@ struct Funnel: ParsableCommand {
     @Option(help: "How far back: a number and a unit, s, m, h or d (\"90m\", \"24h\", \"7d\"); the store keeps 90 days.")
     var since = "24h"
 
-    enum Format: String, ExpressibleByArgument, CaseIterable {
-        case table, json
-    }
-
     @Option(help: "table (for people) or json (one object, for programs).")
-    var format: Format = .table
+    var format: ReportFormat = .table
 
     func validate() throws {
         guard Self.seconds(since) != nil else {

@@ -57,8 +57,12 @@ final class FormFunnel: @unchecked Sendable {
     private let cellCount: Int
     private let dimensionCount: Int
     private let cells: UnsafeMutablePointer<Atomic<Int>>
-    /// Each cell's value as the store last took it: only the flush reads and writes it.
-    private let flushed: Mutex<[Int]>
+    /// Counts made so far, all series together: a flush that finds it where the last one
+    /// left it has nothing to do and reads no cell.
+    private let changes = Atomic<Int>(0)
+    /// Each cell's value as the store last took it, and `changes` then: only the flush reads
+    /// and writes them.
+    private let flushed: Mutex<(cells: [Int], changes: Int)>
     /// The funnel of forms posted without JavaScript (no live session keeps theirs), by
     /// token: at most `noScriptCapacity`, each ended (abandoned) when unused for `idleLifetime`.
     private let noScriptForms = Mutex<[String: FunnelProgress]>([:])
@@ -92,7 +96,7 @@ final class FormFunnel: @unchecked Sendable {
         cellCount = base
         cells = .allocate(capacity: base)
         for index in 0..<base { (cells + index).initialize(to: Atomic(0)) }
-        flushed = Mutex([Int](repeating: 0, count: base))
+        flushed = Mutex(([Int](repeating: 0, count: base), 0))
     }
 
     deinit {
@@ -120,6 +124,7 @@ final class FormFunnel: @unchecked Sendable {
     private func count(_ metric: FunnelMetric, detail: Int = 0, _ dimensions: Dimensions) {
         guard let layout = layouts[metric] else { return }
         cells[seriesBase(layout, detail: detail, dimensions)].add(1, ordering: .relaxed)
+        changes.add(1, ordering: .relaxed)
     }
 
     private func observe(_ metric: FunnelMetric, detail: Int = 0, seconds: Double, _ dimensions: Dimensions) {
@@ -128,6 +133,7 @@ final class FormFunnel: @unchecked Sendable {
         let seconds = max(0, seconds)
         cells[base + (bounds.firstIndex { seconds <= $0 } ?? bounds.count)].add(1, ordering: .relaxed)
         cells[base + bounds.count + 1].add(Int((seconds * 1000).rounded()), ordering: .relaxed)
+        changes.add(1, ordering: .relaxed)
     }
 
     /// The form came to life (once).
@@ -282,13 +288,20 @@ final class FormFunnel: @unchecked Sendable {
     func flush(to store: any FunnelCounts, at now: Date) throws {
         let minute = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / 60).rounded(.down) * 60)
         try flushed.withLock { flushed in
-            let current = values()
-            let counts = current.indices.compactMap { index in
-                current[index] == flushed[index] ? nil : FunnelCount(series(at: index), current[index] - flushed[index])
+            // Read before the cells: a count made meanwhile is in the next flush, never lost.
+            let changesNow = changes.load(ordering: .relaxed)
+            guard changesNow != flushed.changes else { return }
+            // Compared in place: no copy of every cell, only the changed ones kept.
+            var counts: [FunnelCount] = [], taken: [(index: Int, value: Int)] = []
+            for index in 0..<cellCount {
+                let value = cells[index].load(ordering: .relaxed)
+                guard value != flushed.cells[index] else { continue }
+                counts.append(FunnelCount(series(at: index), value - flushed.cells[index]))
+                taken.append((index, value))
             }
-            guard !counts.isEmpty else { return }
-            try store.addFunnelCounts(counts, period: minute)
-            flushed = current
+            if !counts.isEmpty { try store.addFunnelCounts(counts, period: minute) }
+            for (index, value) in taken { flushed.cells[index] = value }
+            flushed.changes = changesNow
         }
     }
 
