@@ -5,6 +5,7 @@ import Identity
 import LiveSignupClient
 import OutsideMail
 import SignupDomain
+import WebKernel
 @testable import SignupServer
 import XCTest
 
@@ -176,6 +177,30 @@ final class FunnelTests: XCTestCase {
         XCTAssertEqual(counted["livesignup_form_completed_total{\(labels(javascript: true))}"], 1)
         XCTAssertNil(counted["livesignup_form_completed_total{\(labels(javascript: false))}"])
         XCTAssertEqual(counted["livesignup_form_completion_seconds_sum{\(labels(javascript: true))}"], 11 * 60)
+    }
+
+    /// Posts past the address's sign-up limit are refused and counted as refused, but begin no
+    /// form: a flood of them (each with a fresh genuine token) leaves the table of forms without
+    /// JavaScript as it was, and makes up no abandoned form when the table would be full.
+    func testPostsOverTheLimitBeginNoForm() async throws {
+        let server = try TestServer { [clock] in
+            $0.clock = clock
+            $0.limits.signupsPerAddress = Rate(burst: 1, perSecond: 1.0 / 3600)
+            $0.maximumSessions = 2
+        }
+        defer { server.stop() }
+        let first = try await server.client.openForm()
+        try await post(server, token: first.token, username: "first_one", email: "first@example.com",
+                       password: "Correct-Horse-9", confirm: "nope", expecting: 422)
+        for index in 0..<5 {
+            let form = try await server.client.openForm()
+            try await post(server, token: form.token, username: "flood_\(index)", email: "flood\(index)@example.com",
+                           password: "Correct-Horse-9", confirm: "Correct-Horse-9", expecting: 429)
+        }
+        let counted = samples(server)
+        XCTAssertEqual(counted["livesignup_form_started_total{\(labels(javascript: false))}"], 1, "only the one within the limit")
+        XCTAssertEqual(counted["livesignup_form_submits_refused_total{\(labels("reason=\"rate_limited\"", javascript: false))}"], 5)
+        XCTAssertNil(counted["livesignup_form_abandoned_total{\(labels(javascript: false))}"], "nothing pushed out")
     }
 
     /// A store that fails keeps the counts for the next flush: nothing lost, nothing twice.

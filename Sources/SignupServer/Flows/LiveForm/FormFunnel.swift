@@ -49,6 +49,8 @@ final class FormFunnel: @unchecked Sendable {
     private struct Layout {
         let metric: FunnelMetric
         let base: Int
+        /// Its first series' number among every measure's (its flag in `dirty`).
+        let firstSeries: Int
         let details: [String]
         let cellsPerSeries: Int
         var bounds: [Double] { metric.bounds ?? [] }
@@ -57,12 +59,12 @@ final class FormFunnel: @unchecked Sendable {
     private let cellCount: Int
     private let dimensionCount: Int
     private let cells: UnsafeMutablePointer<Atomic<Int>>
-    /// Counts made so far, all series together: a flush that finds it where the last one
-    /// left it has nothing to do and reads no cell.
-    private let changes = Atomic<Int>(0)
-    /// Each cell's value as the store last took it, and `changes` then: only the flush reads
-    /// and writes them.
-    private let flushed: Mutex<(cells: [Int], changes: Int)>
+    /// One flag a series, set when it counts and taken by the flush: a flush reads only the
+    /// cells of series that counted since the last (a few, of some twenty thousand cells).
+    private let dirty: UnsafeMutablePointer<Atomic<Bool>>
+    private let seriesCount: Int
+    /// Each cell's value as the store last took it: only the flush reads and writes it.
+    private let flushed: Mutex<[Int]>
     /// The funnel of forms posted without JavaScript (no live session keeps theirs), by
     /// token: at most `noScriptCapacity`, each ended (abandoned) when unused for `idleLifetime`.
     private let noScriptForms = Mutex<[String: FunnelProgress]>([:])
@@ -78,7 +80,7 @@ final class FormFunnel: @unchecked Sendable {
         self.noScriptCapacity = max(1, noScriptCapacity)
         self.idleLifetime = idleLifetime
         dimensionCount = max(1, languages.count) * CredentialMethod.allCases.count * 2
-        var base = 0
+        var base = 0, series = 0
         var layouts: [FunnelMetric: Layout] = [:]
         for metric in FunnelMetric.allCases {
             let details: [String] = switch metric.detailLabel {
@@ -87,21 +89,27 @@ final class FormFunnel: @unchecked Sendable {
             case "step": FunnelStep.allCases.map(\.rawValue)
             default: [""]
             }
-            let layout = Layout(metric: metric, base: base, details: details,
+            let layout = Layout(metric: metric, base: base, firstSeries: series, details: details,
                                 cellsPerSeries: metric.bounds.map { $0.count + 2 } ?? 1)
             layouts[metric] = layout
             base += details.count * dimensionCount * layout.cellsPerSeries
+            series += details.count * dimensionCount
         }
         self.layouts = layouts
         cellCount = base
         cells = .allocate(capacity: base)
         for index in 0..<base { (cells + index).initialize(to: Atomic(0)) }
-        flushed = Mutex(([Int](repeating: 0, count: base), 0))
+        seriesCount = series
+        dirty = .allocate(capacity: series)
+        for index in 0..<series { (dirty + index).initialize(to: Atomic(false)) }
+        flushed = Mutex([Int](repeating: 0, count: base))
     }
 
     deinit {
         cells.deinitialize(count: cellCount)
         cells.deallocate()
+        dirty.deinitialize(count: seriesCount)
+        dirty.deallocate()
     }
 
     /// The dimensions of a form in `language` (a catalog's tag; another counts as the first).
@@ -111,29 +119,33 @@ final class FormFunnel: @unchecked Sendable {
 
     // MARK: Counting
 
-    private func seriesBase(_ layout: Layout, detail: Int, _ dimensions: Dimensions) -> Int {
+    /// The series' number within its measure: (detail, dimensions) in order.
+    private func seriesNumber(detail: Int, _ dimensions: Dimensions) -> Int {
         let credential = switch dimensions.credential {
         case .password: 0
         case .passkey: 1
         case .provider: 2
         }
         let dimension = (dimensions.language * CredentialMethod.allCases.count + credential) * 2 + (dimensions.javascript ? 1 : 0)
-        return layout.base + (detail * dimensionCount + dimension) * layout.cellsPerSeries
+        return detail * dimensionCount + dimension
     }
 
     private func count(_ metric: FunnelMetric, detail: Int = 0, _ dimensions: Dimensions) {
         guard let layout = layouts[metric] else { return }
-        cells[seriesBase(layout, detail: detail, dimensions)].add(1, ordering: .relaxed)
-        changes.add(1, ordering: .relaxed)
+        let series = seriesNumber(detail: detail, dimensions)
+        cells[layout.base + series * layout.cellsPerSeries].add(1, ordering: .relaxed)
+        // After the count (releasing): a flush that takes the flag sees the count too.
+        dirty[layout.firstSeries + series].store(true, ordering: .releasing)
     }
 
     private func observe(_ metric: FunnelMetric, detail: Int = 0, seconds: Double, _ dimensions: Dimensions) {
         guard let layout = layouts[metric] else { return }
-        let base = seriesBase(layout, detail: detail, dimensions), bounds = layout.bounds
+        let series = seriesNumber(detail: detail, dimensions)
+        let base = layout.base + series * layout.cellsPerSeries, bounds = layout.bounds
         let seconds = max(0, seconds)
         cells[base + (bounds.firstIndex { seconds <= $0 } ?? bounds.count)].add(1, ordering: .relaxed)
         cells[base + bounds.count + 1].add(Int((seconds * 1000).rounded()), ordering: .relaxed)
-        changes.add(1, ordering: .relaxed)
+        dirty[layout.firstSeries + series].store(true, ordering: .releasing)
     }
 
     /// The form came to life (once).
@@ -154,7 +166,8 @@ final class FormFunnel: @unchecked Sendable {
     /// `requirement` met for the first time on this form, `now`.
     func met(_ requirement: String, _ progress: inout FunnelProgress, at now: Date) {
         guard let firstEdit = progress.firstEditAt, let detail = requirementIndex[requirement],
-              progress.met.insert(requirement).inserted else { return }
+              !progress.met.contains(requirement) else { return }
+        progress.met.append(requirement)
         observe(.requirementMet, detail: detail, seconds: now.timeIntervalSince(firstEdit), progress.dimensions)
     }
 
@@ -226,9 +239,13 @@ final class FormFunnel: @unchecked Sendable {
     /// its first post. A form done with (completed, waiting for its proof) stays until its
     /// lifetime is over, so a post of it again (a double click, another address) is the same
     /// form, not a new one; only an open one is counted as abandoned then.
-    func noScriptForm(_ token: String, _ dimensions: Dimensions, at now: Date, _ body: (inout FunnelProgress) -> Void) {
+    /// With `beginning` false, only a form already begun is counted in: false when there is none.
+    @discardableResult
+    func noScriptForm(_ token: String, _ dimensions: Dimensions, at now: Date, beginning: Bool = true,
+                      _ body: (inout FunnelProgress) -> Void) -> Bool {
         var evicted: [FunnelProgress] = []
-        noScriptForms.withLock { forms in
+        let counted = noScriptForms.withLock { forms in
+            guard beginning || forms[token] != nil else { return false }
             var progress = forms.removeValue(forKey: token) ?? FunnelProgress(dimensions)
             progress.dimensions.credential = dimensions.credential
             progress.lastUsed = now
@@ -244,8 +261,10 @@ final class FormFunnel: @unchecked Sendable {
                 }
             }
             forms[token] = progress
+            return true
         }
         for var form in evicted { end(&form, unmet: form.unmet) }
+        return counted
     }
 
     /// Ends the forms without JavaScript unused for their lifetime (abandoned); returns how many.
@@ -288,20 +307,31 @@ final class FormFunnel: @unchecked Sendable {
     func flush(to store: any FunnelCounts, at now: Date) throws {
         let minute = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / 60).rounded(.down) * 60)
         try flushed.withLock { flushed in
-            // Read before the cells: a count made meanwhile is in the next flush, never lost.
-            let changesNow = changes.load(ordering: .relaxed)
-            guard changesNow != flushed.changes else { return }
-            // Compared in place: no copy of every cell, only the changed ones kept.
-            var counts: [FunnelCount] = [], taken: [(index: Int, value: Int)] = []
-            for index in 0..<cellCount {
-                let value = cells[index].load(ordering: .relaxed)
-                guard value != flushed.cells[index] else { continue }
-                counts.append(FunnelCount(series(at: index), value - flushed.cells[index]))
-                taken.append((index, value))
+            var counts: [FunnelCount] = [], taken: [(index: Int, value: Int)] = [], flagged: [Int] = []
+            for layout in layouts.values {
+                for number in 0..<(layout.details.count * dimensionCount) {
+                    // Taken (acquiring) before its cells are read: a count made after this is
+                    // flagged again for the next flush, never lost.
+                    guard dirty[layout.firstSeries + number].exchange(false, ordering: .acquiring) else { continue }
+                    flagged.append(layout.firstSeries + number)
+                    let base = layout.base + number * layout.cellsPerSeries
+                    for index in base..<(base + layout.cellsPerSeries) {
+                        let value = cells[index].load(ordering: .relaxed)
+                        guard value != flushed[index] else { continue }
+                        counts.append(FunnelCount(series(at: index), value - flushed[index]))
+                        taken.append((index, value))
+                    }
+                }
             }
-            if !counts.isEmpty { try store.addFunnelCounts(counts, period: minute) }
-            for (index, value) in taken { flushed.cells[index] = value }
-            flushed.changes = changesNow
+            guard !counts.isEmpty else { return }
+            do {
+                try store.addFunnelCounts(counts, period: minute)
+            } catch {
+                // Not taken: flagged again, so the next flush carries them.
+                for number in flagged { dirty[number].store(true, ordering: .releasing) }
+                throw error
+            }
+            for (index, value) in taken { flushed[index] = value }
         }
     }
 
@@ -361,7 +391,8 @@ struct FunnelProgress: Sendable {
     var dimensions: FormFunnel.Dimensions
     var started = false
     var firstEditAt: Date?
-    var met: Set<String> = []
+    /// The requirements met so far (a handful; an array is cheaper to search than a set to hash).
+    var met: [String] = []
     var entered: Set<FunnelStep> = []
     var finished: Set<FunnelStep> = []
     var outcome = Outcome.open

@@ -330,12 +330,13 @@ final class LiveFormSession: @unchecked Sendable {
         send(changes, to: streams.values)
     }
 
-    /// Each requirement the changes newly meet: counted the first time on this form.
+    /// Each requirement the changes newly meet: counted the first time on this form. On the
+    /// typing path: matched in place (no copy of each event), and the form's met ids compared
+    /// in a short array (the policy's own strings, equal by storage) rather than hashed.
     private func countFirstMet(_ changes: [SignupEvent], _ funnel: FormFunnel) {
-        for change in changes {
-            if case .requirement(let id, .met, _) = change, !funnelProgress.met.contains(id) {
-                funnel.met(id, &funnelProgress, at: clock.now)
-            }
+        for index in changes.indices {
+            guard case .requirement(let id, .met, _) = changes[index], !funnelProgress.met.contains(id) else { continue }
+            funnel.met(id, &funnelProgress, at: clock.now)
         }
     }
 

@@ -326,7 +326,9 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
     private func count(_ outcome: SignupOutcome, _ submission: Submission, evaluation: FormEvaluation? = nil) {
         metrics.signup(outcome)
         guard outcome != .created, outcome != .pending else { return }
-        let counted = countInFunnel(submission) { progress, funnel in
+        // A post over its address's limits begins no form: posts past a limit must not fill
+        // the table of forms without JavaScript (nor make up abandoned ones).
+        let counted = countInFunnel(submission, beginning: outcome != .rateLimited) { progress, funnel in
             if let evaluation {
                 let states = evaluation.requirementStates
                 progress.unmet = submission.request.policy.liveRequirementOrder.filter { states[$0].map { $0 != .met } ?? false }
@@ -341,10 +343,11 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
     }
 
     /// Runs `body` on the funnel of the form posted: its live session's (its page ran
-    /// JavaScript) or, without one, the one `FormFunnel` keeps by the form's token. False,
-    /// and nothing run, when the post names no genuine sign-up form.
+    /// JavaScript) or, without one, the one `FormFunnel` keeps by the form's token (begun now
+    /// unless `beginning` is false). False, and nothing run, when there is no such form.
     @discardableResult
-    private func countInFunnel(_ submission: Submission, _ body: (inout FunnelProgress, FormFunnel) -> Void) -> Bool {
+    private func countInFunnel(_ submission: Submission, beginning: Bool = true,
+                               _ body: (inout FunnelProgress, FormFunnel) -> Void) -> Bool {
         guard let token = submission.request.form["token"], !token.isEmpty else { return false }
         let credential = submission.credential
         if let session = sessions.existingSession(for: token) {
@@ -355,9 +358,8 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
         }
         guard sessions.isGenuine(token) else { return false }
         let funnel = formFunnel
-        funnel.noScriptForm(token, funnel.dimensions(language: submission.request.language.tag, credential: credential,
-                                                     javascript: false), at: now()) { body(&$0, funnel) }
-        return true
+        return funnel.noScriptForm(token, funnel.dimensions(language: submission.request.language.tag, credential: credential,
+                                                            javascript: false), at: now(), beginning: beginning) { body(&$0, funnel) }
     }
 
     /// `POST /verify/change`: the person wants to use another address. Only the browser that
