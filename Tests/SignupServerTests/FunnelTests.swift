@@ -203,6 +203,21 @@ final class FunnelTests: XCTestCase {
         XCTAssertNil(counted["livesignup_form_abandoned_total{\(labels(javascript: false))}"], "nothing pushed out")
     }
 
+    /// A stop flushes what was counted since the last flush: a restart loses nothing (here no
+    /// periodic flush ever ran: the virtual clock never reached it).
+    func testAStopFlushesWhatWasCounted() async throws {
+        let server = try TestServer { [clock] in $0.clock = clock }
+        let store = server.store
+        let form = try await server.client.openForm()
+        _ = try await form.edit("username", to: "stopping")
+        XCTAssertEqual(try store.funnelCounts(since: .distantPast), [], "nothing flushed yet")
+        server.app.stop()
+        let report = FunnelReport(try store.funnelCounts(since: .distantPast), since: .distantPast)
+        XCTAssertEqual(report.totals["started"], 1)
+        XCTAssertEqual(report.totals["first_edits"], 1)
+        try? FileManager.default.removeItem(at: server.databaseDirectory)
+    }
+
     /// A store that fails keeps the counts for the next flush: nothing lost, nothing twice.
     func testAFailedFlushIsCarriedByTheNext() async throws {
         let server = try TestServer { [clock] in $0.clock = clock }
