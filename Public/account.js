@@ -8,8 +8,12 @@
   var line = main && main.querySelector("[data-preview-sessions]");
   if (!line || !window.EventSource) { return; }
   var lang = document.documentElement.getAttribute("lang") || "";
+  // As on /account (below): a form on its way is the next page; no reload replaces it.
+  var submitting = false;
+  document.addEventListener("submit", function () { submitting = true; });
   var stream = new EventSource(main.getAttribute("data-events-url") + (lang ? "?lang=" + encodeURIComponent(lang) : ""));
   stream.addEventListener("devices", function (event) {
+    if (submitting) { return; }
     var data = JSON.parse(event.data);
     // The time to delete ran out: loaded again, the page asks to confirm first.
     if (data.open_until === null) { location.reload(); return; }
@@ -91,8 +95,14 @@
   }
 
   if (!window.EventSource || !list) { return; }
+  // A form of this page on its way (the password confirmed here, say): its answer is the next
+  // page, with its notice. The stream tells of the change the form made before that answer
+  // arrives, and a reload then would replace it (the notice lost).
+  var submitting = false;
+  document.addEventListener("submit", function () { submitting = true; });
   var stream = new EventSource(main.getAttribute("data-events-url") + (lang ? "?lang=" + encodeURIComponent(lang) : ""));
   stream.addEventListener("devices", function (event) {
+    if (submitting) { return; }
     var data = JSON.parse(event.data);
     // Opened or closed meanwhile (a confirmation in another tab, or the time ran out): the
     // page's other parts change with it, so it is loaded again.
