@@ -2,26 +2,35 @@
    and how long changes stay open counted down; /account/delete: its count of signed-in
    browsers kept current the same way. Without JavaScript the pages are the same, as of their
    loading. */
+/* The account's stream (GET /account/events) for the page in `main`: each "devices" event's
+   data to `onDevices`, and to the sign-in page when the browser is signed out. Once a form of
+   the page is submitted its events are left alone: the form's answer is the next page (with
+   its notice), and the stream tells of the change the form made before that answer arrives,
+   so a reload then would replace it. */
+function followAccount(main, onDevices) {
+  "use strict";
+  var lang = document.documentElement.getAttribute("lang") || "";
+  var submitting = false;
+  document.addEventListener("submit", function () { submitting = true; });
+  var stream = new EventSource(main.getAttribute("data-events-url") + (lang ? "?lang=" + encodeURIComponent(lang) : ""));
+  stream.addEventListener("devices", function (event) {
+    if (!submitting) { onDevices(JSON.parse(event.data)); }
+  });
+  stream.addEventListener("signed_out", function () {
+    stream.close();
+    location.assign("/signin?return_to=%2Faccount" + (lang && lang !== "en" ? "&lang=" + encodeURIComponent(lang) : ""));
+  });
+}
+
 (function deletionPreview() {
   "use strict";
   var main = document.querySelector("[data-account-delete]");
   var line = main && main.querySelector("[data-preview-sessions]");
   if (!line || !window.EventSource) { return; }
-  var lang = document.documentElement.getAttribute("lang") || "";
-  // As on /account (below): a form on its way is the next page; no reload replaces it.
-  var submitting = false;
-  document.addEventListener("submit", function () { submitting = true; });
-  var stream = new EventSource(main.getAttribute("data-events-url") + (lang ? "?lang=" + encodeURIComponent(lang) : ""));
-  stream.addEventListener("devices", function (event) {
-    if (submitting) { return; }
-    var data = JSON.parse(event.data);
+  followAccount(main, function (data) {
     // The time to delete ran out: loaded again, the page asks to confirm first.
     if (data.open_until === null) { location.reload(); return; }
     line.textContent = line.getAttribute("data-text").replace("{n}", String(data.devices.length));
-  });
-  stream.addEventListener("signed_out", function () {
-    stream.close();
-    location.assign("/signin?return_to=%2Faccount" + (lang && lang !== "en" ? "&lang=" + encodeURIComponent(lang) : ""));
   });
 })();
 
@@ -95,15 +104,7 @@
   }
 
   if (!window.EventSource || !list) { return; }
-  // A form of this page on its way (the password confirmed here, say): its answer is the next
-  // page, with its notice. The stream tells of the change the form made before that answer
-  // arrives, and a reload then would replace it (the notice lost).
-  var submitting = false;
-  document.addEventListener("submit", function () { submitting = true; });
-  var stream = new EventSource(main.getAttribute("data-events-url") + (lang ? "?lang=" + encodeURIComponent(lang) : ""));
-  stream.addEventListener("devices", function (event) {
-    if (submitting) { return; }
-    var data = JSON.parse(event.data);
+  followAccount(main, function (data) {
     // Opened or closed meanwhile (a confirmation in another tab, or the time ran out): the
     // page's other parts change with it, so it is loaded again.
     if ((data.open_until === null) !== (unlocked === null)) { location.reload(); return; }
@@ -112,9 +113,5 @@
     list.replaceChildren.apply(list, data.devices.map(entry));
     if (endOthers) { endOthers.hidden = !data.devices.some(function (d) { return !d.this_browser; }); }
     if (focused) { list.setAttribute("tabindex", "-1"); list.focus(); }
-  });
-  stream.addEventListener("signed_out", function () {
-    stream.close();
-    location.assign("/signin?return_to=%2Faccount" + (lang && lang !== "en" ? "&lang=" + encodeURIComponent(lang) : ""));
   });
 })();

@@ -174,6 +174,16 @@ public struct FormEvaluation: Equatable, Sendable {
 }
 
 extension FormEvaluation {
+    /// The requirements of `policy`'s live checklist this evaluation judged and found not met
+    /// (unmet, or still being checked), in the checklist's order: what stopped a form that
+    /// ends here (the funnel's `abandoned_unmet`).
+    public func unmetRequirements(of policy: FormPolicy) -> [String] {
+        let states = requirementStates
+        return policy.liveRequirementOrder.filter { id in states[id].map { $0 != .met } ?? false }
+    }
+}
+
+extension FormEvaluation {
     /// The wire snapshot of this state at `rev`: every field has a message ("" when hidden).
     public func snapshot(rev: Int) -> SignupSnapshot {
         SignupSnapshot(

@@ -92,6 +92,12 @@ public struct FunnelSeries: Hashable, Sendable {
         self.javascript = javascript
     }
 
+    /// The period a count at `date` belongs to: the start of its minute (UTC), the store's
+    /// row for it, and the first period a `since` reads.
+    public static func period(of date: Date) -> Date {
+        Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 60).rounded(.down) * 60)
+    }
+
     /// A histogram cell's name for the sum of its observations.
     public static let sumBucket = "sum_ms"
 

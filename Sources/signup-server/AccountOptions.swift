@@ -229,3 +229,8 @@ struct AccountOptions: ParsableArguments {
         configuration.maximumConcurrentHashes = maxConcurrentHashes
     }
 }
+
+/// How an operator's command prints what it read: a table for people, JSON for programs.
+enum ReportFormat: String, ExpressibleByArgument, CaseIterable {
+    case table, json
+}

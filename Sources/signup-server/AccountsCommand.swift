@@ -313,8 +313,3 @@ struct Accounts: ParsableCommand {
         }
     }
 }
-
-/// How an operator's command prints what it read: a table for people, JSON for programs.
-enum ReportFormat: String, ExpressibleByArgument, CaseIterable {
-    case table, json
-}

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import SignupDomain
 import SignupServer
 
 /// `signup-server funnel --since 24h`: the sign-up funnel from the store, every instance's
@@ -36,7 +37,7 @@ struct Funnel: ParsableCommand {
         let store = try AccountOptions.openExistingStore(database, logger: Logger(label: "livesignup.funnel"))
         let since = Date().addingTimeInterval(-Self.seconds(self.since)!)
         // Counts are kept by the minute: the minute `since` falls in is read whole.
-        let minute = Date(timeIntervalSince1970: (since.timeIntervalSince1970 / 60).rounded(.down) * 60)
+        let minute = FunnelSeries.period(of: since)
         let report = FunnelReport(try store.funnelCounts(since: minute), since: minute)
         print(format == .json ? report.json : report.text, terminator: format == .json ? "\n" : "")
     }

@@ -305,7 +305,7 @@ final class FormFunnel: @unchecked Sendable {
     /// store fails, nothing is marked taken: the next flush carries it (nothing is lost while
     /// the process lives). Flushes run one at a time (the app's timer, its stop).
     func flush(to store: any FunnelCounts, at now: Date) throws {
-        let minute = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / 60).rounded(.down) * 60)
+        let minute = FunnelSeries.period(of: now)
         try flushed.withLock { flushed in
             var counts: [FunnelCount] = [], taken: [(index: Int, value: Int)] = [], flagged: [Int] = []
             for layout in layouts.values {

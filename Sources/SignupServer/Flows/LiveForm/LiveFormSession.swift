@@ -359,9 +359,7 @@ final class LiveFormSession: @unchecked Sendable {
     func endFunnel() {
         exclusively {
             guard let funnel = configuration.funnel else { return }
-            let states = published?.requirementStates ?? [:]
-            let unmet = configuration.policy.liveRequirementOrder.filter { id in states[id].map { $0 != .met } ?? false }
-            funnel.end(&funnelProgress, unmet: unmet)
+            funnel.end(&funnelProgress, unmet: published?.unmetRequirements(of: configuration.policy) ?? [])
         }
     }
 

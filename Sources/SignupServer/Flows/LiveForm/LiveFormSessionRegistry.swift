@@ -74,6 +74,12 @@ final class LiveFormSessionRegistry: @unchecked Sendable {
         settings.tokens.issue(of: token)?.date
     }
 
+    /// Seconds since a genuine token's page was served, by the app's clock (nil for anything
+    /// else): the funnel's time to complete.
+    func age(of token: String) -> TimeInterval? {
+        issueDate(of: token).map { settings.clock.now.timeIntervalSince($0) }
+    }
+
     /// Whether `token` was signed with this server's key (of any age, by any instance).
     func isGenuine(_ token: String) -> Bool {
         settings.tokens.issue(of: token) != nil

@@ -260,8 +260,8 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
             webhooks?.nudge()
             session?.markAccountCreated(username: account.username)
             count(.created, submission)
-            let served = sessions.issueDate(of: token)
-            countInFunnel(submission) { [now] in $1.complete(&$0, seconds: served.map { now().timeIntervalSince($0) }) }
+            let age = sessions.age(of: token)
+            countInFunnel(submission) { $1.complete(&$0, seconds: age) }
             if let identity = submission.identity { metrics.provider(identity.provider.id, "signed_up") }
             var said: Logger.Metadata = ["event": "account_created", "account": "\(account.id)",
                                          "method": "\(submission.credential.rawValue)", "client": "\(request.client)"]
@@ -329,10 +329,7 @@ struct SignupSubmitRoutes: Sendable, ServicesReader {
         // A post over its address's limits begins no form: posts past a limit must not fill
         // the table of forms without JavaScript (nor make up abandoned ones).
         let counted = countInFunnel(submission, beginning: outcome != .rateLimited) { progress, funnel in
-            if let evaluation {
-                let states = evaluation.requirementStates
-                progress.unmet = submission.request.policy.liveRequirementOrder.filter { states[$0].map { $0 != .met } ?? false }
-            }
+            if let evaluation { progress.unmet = evaluation.unmetRequirements(of: submission.request.policy) }
             funnel.refused(outcome, progress.dimensions)
         }
         // A post naming no form of this server's is refused all the same.

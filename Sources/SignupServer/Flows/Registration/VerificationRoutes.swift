@@ -210,7 +210,7 @@ struct VerificationRoutes: Sendable, ServicesReader {
         formFunnel.completedByAddressProof(
             formFunnel.dimensions(language: pending.language, credential: pending.passkey != nil ? .passkey : .password,
                                   javascript: pending.ranJavaScript),
-            seconds: sessions.issueDate(of: pending.formToken).map { now().timeIntervalSince($0) })
+            seconds: sessions.age(of: pending.formToken))
         logger.notice("Account created", metadata: ["event": "account_created", "account": "\(account.id)", "email": "verified", "client": "\(request.client)"])
         let language = request.language
         let target = returnTo.validated(pending.returnTo, for: request.http) ?? "/welcome" + PageRenderer.languageQuery(language)

@@ -41,42 +41,39 @@ public struct FunnelReport: Sendable {
     public private(set) var requirementsMet: [String: Times] = [:]
     public private(set) var completion = Times()
 
+    /// The measures `totals` holds, by their names.
+    private static let totalled: [FunnelMetric] = [.started, .firstEdits, .completed, .abandoned]
+
     public init(_ counts: [FunnelCount], since: Date) {
         self.since = since
-        for name in ["started", "first_edits", "completed", "abandoned"] { totals[name] = 0 }
-        var histograms: [String: [String: Int]] = [:]
+        for metric in Self.totalled { totals[metric.rawValue] = 0 }
+        // A histogram's cells by bucket: each requirement's, and the completion's.
+        var metCells: [String: [String: Int]] = [:], completionCells: [String: Int] = [:]
         for count in counts {
             let series = count.series, value = count.value
-            let groups = [("javascript", series.javascript ? "yes" : "no"), ("credential", series.credential),
-                          ("language", series.language)]
-            func share(_ add: (inout Share) -> Void) {
-                for (group, key) in groups { add(&by[group, default: [:]][key, default: Share()]) }
+            if Self.totalled.contains(series.metric) { totals[series.metric.rawValue, default: 0] += value }
+            // Each form's end (and start) by the group it falls in.
+            for (group, key) in [("javascript", series.javascript ? "yes" : "no"), ("credential", series.credential),
+                                 ("language", series.language)] {
+                switch series.metric {
+                case .started: by[group, default: [:]][key, default: Share()].started += value
+                case .completed: by[group, default: [:]][key, default: Share()].completed += value
+                case .abandoned: by[group, default: [:]][key, default: Share()].abandoned += value
+                default: break
+                }
             }
             switch series.metric {
-            case .started:
-                totals["started", default: 0] += value
-                share { $0.started += value }
-            case .firstEdits: totals["first_edits", default: 0] += value
-            case .completed:
-                totals["completed", default: 0] += value
-                share { $0.completed += value }
-            case .abandoned:
-                totals["abandoned", default: 0] += value
-                share { $0.abandoned += value }
             case .submitsRefused: refused[series.detail, default: 0] += value
             case .stepsEntered: steps[series.detail, default: [:]]["entered", default: 0] += value
             case .stepsFinished: steps[series.detail, default: [:]]["finished", default: 0] += value
             case .abandonedUnmet: abandonedUnmet[series.detail, default: 0] += value
-            case .requirementMet, .completionSeconds:
-                histograms[series.metric.rawValue + " " + series.detail, default: [:]][series.bucket, default: 0] += value
+            case .requirementMet: metCells[series.detail, default: [:]][series.bucket, default: 0] += value
+            case .completionSeconds: completionCells[series.bucket, default: 0] += value
+            case .started, .firstEdits, .completed, .abandoned: break
             }
         }
-        for (key, cells) in histograms {
-            let parts = key.split(separator: " ", maxSplits: 1).map(String.init)
-            guard let metric = FunnelMetric(rawValue: parts[0]), let bounds = metric.bounds else { continue }
-            let times = Self.times(cells, bounds: bounds)
-            if metric == .completionSeconds { completion = times } else { requirementsMet[parts.count > 1 ? parts[1] : ""] = times }
-        }
+        requirementsMet = metCells.mapValues { Self.times($0, bounds: FunnelMetric.requirementMet.bounds!) }
+        completion = Self.times(completionCells, bounds: FunnelMetric.completionSeconds.bounds!)
     }
 
     private static func times(_ cells: [String: Int], bounds: [Double]) -> Times {
