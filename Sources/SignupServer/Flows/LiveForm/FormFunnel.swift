@@ -36,10 +36,10 @@ final class FormFunnel: @unchecked Sendable {
     /// The refusals counted (`livesignup_signups_total`'s results that are not an account).
     static let refusalReasons = SignupOutcome.allCases.filter { $0 != .created && $0 != .pending }
 
-    let languages: [String]
+    /// The catalogs' language tags; a series' language is an index into them.
+    private let languages: [String]
     private let languageIndex: [String: Int]
-    /// Every requirement id the sign-up forms have, in the policy's order.
-    let requirements: [String]
+    /// Each requirement id's place in `init`'s list (the policies' order).
     private let requirementIndex: [String: Int]
     private let reasonIndex: [SignupOutcome: Int]
 
@@ -74,7 +74,6 @@ final class FormFunnel: @unchecked Sendable {
     init(languages: [String], requirements: [String], noScriptCapacity: Int, idleLifetime: TimeInterval) {
         self.languages = languages
         languageIndex = Dictionary(languages.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-        self.requirements = requirements
         requirementIndex = Dictionary(requirements.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         reasonIndex = Dictionary(uniqueKeysWithValues: Self.refusalReasons.enumerated().map { ($1, $0) })
         self.noScriptCapacity = max(1, noScriptCapacity)
